@@ -1,0 +1,111 @@
+/**
+ * Commit objects (Documentation/gitformat-loose.txt; git's commit.c): headers
+ * "tree", "parent"*, "author", "committer", then any others (encoding, gpgsig, mergetag, ...),
+ * a blank line, and the message. A header value continues on following lines that start with
+ * one space. Unknown headers are kept in order so a decode/encode round trip is byte-identical.
+ */
+import { oidFromHex, oidToHex, type Oid } from './oid.js';
+
+export interface Signature {
+  name: string;
+  email: string;
+  /** Seconds since the epoch. */
+  timestamp: number;
+  /** As written by git: "+0100", "-0530". Kept as text so odd zones round-trip. */
+  timezone: string;
+}
+
+export interface Commit {
+  tree: Oid;
+  parents: Oid[];
+  author: Signature;
+  committer: Signature;
+  /** Headers after committer, in order; multi-line values use '\n' between lines. */
+  extraHeaders: Array<[string, string]>;
+  message: string;
+}
+
+export class CommitFormatError extends Error {
+  override name = 'CommitFormatError';
+}
+
+const SIGNATURE_PATTERN = /^(.*) <(.*)> (\d+) ([+-]\d{4})$/s;
+const TIMEZONE_PATTERN = /^[+-]\d{4}$/;
+
+export function formatSignature(signature: Signature): string {
+  return `${signature.name} <${signature.email}> ${signature.timestamp} ${signature.timezone}`;
+}
+
+export function parseSignature(text: string): Signature {
+  const match = SIGNATURE_PATTERN.exec(text);
+  if (!match) throw new CommitFormatError(`malformed signature ${JSON.stringify(text)}`);
+  return { name: match[1], email: match[2], timestamp: Number(match[3]), timezone: match[4] };
+}
+
+/** Converts minutes east of UTC to git's "+hhmm". */
+export function timezoneFromOffsetMinutes(offsetMinutes: number): string {
+  const sign = offsetMinutes < 0 ? '-' : '+';
+  const absolute = Math.abs(offsetMinutes);
+  const hours = String(Math.floor(absolute / 60)).padStart(2, '0');
+  const minutes = String(absolute % 60).padStart(2, '0');
+  const zone = `${sign}${hours}${minutes}`;
+  if (!TIMEZONE_PATTERN.test(zone)) throw new RangeError(`time zone offset out of range: ${offsetMinutes}`);
+  return zone;
+}
+
+export function encodeCommit(commit: Commit): Buffer {
+  let head = `tree ${oidToHex(commit.tree)}\n`;
+  for (const parent of commit.parents) head += `parent ${oidToHex(parent)}\n`;
+  head += `author ${formatSignature(commit.author)}\n`;
+  head += `committer ${formatSignature(commit.committer)}\n`;
+  for (const [key, value] of commit.extraHeaders) head += `${key} ${value.replace(/\n/g, '\n ')}\n`;
+  return Buffer.from(`${head}\n${commit.message}`, 'utf8');
+}
+
+/** Splits "key value\n( continuation\n)*" headers up to the blank line. */
+export function parseHeaders(text: string): { headers: Array<[string, string]>; message: string } {
+  const headers: Array<[string, string]> = [];
+  let offset = 0;
+  while (offset < text.length) {
+    const end = text.indexOf('\n', offset);
+    if (end < 0) throw new CommitFormatError('headers not terminated by a blank line');
+    if (end === offset) return { headers, message: text.slice(end + 1) };
+    const line = text.slice(offset, end);
+    if (line.startsWith(' ')) {
+      if (headers.length === 0) throw new CommitFormatError('continuation line before any header');
+      headers[headers.length - 1][1] += `\n${line.slice(1)}`;
+    } else {
+      const space = line.indexOf(' ');
+      if (space <= 0) throw new CommitFormatError(`malformed header line ${JSON.stringify(line)}`);
+      headers.push([line.slice(0, space), line.slice(space + 1)]);
+    }
+    offset = end + 1;
+  }
+  // A commit may end right after its headers with no message separator.
+  return { headers, message: '' };
+}
+
+export function decodeCommit(body: Buffer): Commit {
+  const { headers, message } = parseHeaders(body.toString('utf8'));
+  let index = 0;
+  const take = (key: string): string => {
+    const header = headers[index];
+    if (!header || header[0] !== key) throw new CommitFormatError(`expected header "${key}"`);
+    index++;
+    return header[1];
+  };
+  const tree = oidFromHexChecked(take('tree'));
+  const parents: Oid[] = [];
+  while (headers[index]?.[0] === 'parent') parents.push(oidFromHexChecked(take('parent')));
+  const author = parseSignature(take('author'));
+  const committer = parseSignature(take('committer'));
+  return { tree, parents, author, committer, extraHeaders: headers.slice(index), message };
+}
+
+function oidFromHexChecked(hex: string): Oid {
+  try {
+    return oidFromHex(hex);
+  } catch {
+    throw new CommitFormatError(`malformed object id ${JSON.stringify(hex)}`);
+  }
+}

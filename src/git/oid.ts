@@ -1,0 +1,51 @@
+/**
+ * Object ids: SHA-1 over "<type> <size>\0<body>" (Documentation/gitformat-loose.txt, "Object format").
+ * Inside Treehouse an id is a 20-byte Buffer; hex appears only at the edges.
+ * node:crypto is used instead of @noble/hashes: bench/hash.bench.ts measures it about 12x faster.
+ */
+import { createHash } from 'node:crypto';
+
+export type Oid = Buffer;
+export type ObjectType = 'blob' | 'tree' | 'commit' | 'tag';
+
+export const OID_BYTES = 20;
+export const OID_HEX_LENGTH = 40;
+const HEX_PATTERN = /^[0-9a-f]{40}$/;
+const HEX_PREFIX_PATTERN = /^[0-9a-f]{4,40}$/;
+
+export function objectHeader(type: ObjectType, bodyBytes: number): Buffer {
+  return Buffer.from(`${type} ${bodyBytes}\0`, 'latin1');
+}
+
+export function hashObject(type: ObjectType, body: Uint8Array): Oid {
+  const hash = createHash('sha1');
+  hash.update(objectHeader(type, body.length));
+  hash.update(body);
+  return hash.digest();
+}
+
+export function oidToHex(oid: Oid): string {
+  return oid.toString('hex');
+}
+
+export function isOidHex(value: string): boolean {
+  return HEX_PATTERN.test(value);
+}
+
+export function isOidHexPrefix(value: string): boolean {
+  return HEX_PREFIX_PATTERN.test(value);
+}
+
+export function oidFromHex(hex: string): Oid {
+  if (!isOidHex(hex)) throw new TypeError(`not a 40-hex object id: ${JSON.stringify(hex)}`);
+  return Buffer.from(hex, 'hex');
+}
+
+export function oidEquals(a: Oid | null | undefined, b: Oid | null | undefined): boolean {
+  if (!a || !b) return a === b;
+  return a.equals(b);
+}
+
+/** The ids every git repository knows without storing them. */
+export const EMPTY_TREE_OID = oidFromHex('4b825dc642cb6eb9a060e54bf8d69288fbee4904');
+export const EMPTY_BLOB_OID = oidFromHex('e69de29bb2d1d6434b8b29ae775ad8c2e48c5391');

@@ -1,0 +1,60 @@
+/**
+ * Path rules for files in a project (../shared/API.md "Files"), modelled on git's verify_path():
+ * relative POSIX paths, no empty, "." or ".." components, no NUL, no ".git" component in any case.
+ */
+export const PATH_BYTES_MAX = 4096;
+export const PATH_COMPONENT_BYTES_MAX = 255;
+
+/** Returns why `path` is not a valid project path, or null when it is. */
+export function pathProblem(path: string): string | null {
+  if (path.length === 0) return 'path is empty';
+  if (path.includes('\0')) return 'path contains NUL';
+  if (Buffer.byteLength(path, 'utf8') > PATH_BYTES_MAX) return `path is longer than ${PATH_BYTES_MAX} bytes`;
+  if (path.startsWith('/')) return 'path must be relative (no leading "/")';
+  if (path.includes('\\')) return 'path must use "/" as separator (no "\\")';
+  for (const component of path.split('/')) {
+    const problem = componentProblem(component);
+    if (problem) return problem;
+  }
+  return null;
+}
+
+export function componentProblem(component: string): string | null {
+  if (component.length === 0) return 'path has an empty component';
+  if (component === '.' || component === '..') return `path has a "${component}" component`;
+  if (component.toLowerCase() === '.git') return 'path has a ".git" component';
+  if (Buffer.byteLength(component, 'utf8') > PATH_COMPONENT_BYTES_MAX) {
+    return `path component is longer than ${PATH_COMPONENT_BYTES_MAX} bytes`;
+  }
+  return null;
+}
+
+/** Parent directory of a path ("" for the root). */
+export function dirname(path: string): string {
+  const slash = path.lastIndexOf('/');
+  return slash < 0 ? '' : path.slice(0, slash);
+}
+
+export function basename(path: string): string {
+  return path.slice(path.lastIndexOf('/') + 1);
+}
+
+export function joinPath(directory: string, name: string): string {
+  return directory === '' ? name : `${directory}/${name}`;
+}
+
+/** Every proper ancestor directory of `path`, nearest first, ending with "" (the root). */
+export function ancestors(path: string): string[] {
+  const result: string[] = [];
+  let current = path;
+  while (current !== '') {
+    current = dirname(current);
+    result.push(current);
+  }
+  return result;
+}
+
+/** True when `path` equals `directory` or lies below it ("" is the root and contains everything). */
+export function isWithin(path: string, directory: string): boolean {
+  return directory === '' || path === directory || path.startsWith(`${directory}/`);
+}
