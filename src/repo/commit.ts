@@ -1,0 +1,51 @@
+/** Records a branch's working tree as a commit on top of its head (nothing when the tree is unchanged). */
+import { TreehouseError } from '../errors.js';
+import { oidToHex } from '../git/oid.js';
+import { branchHead, commitTree, resolveCommit, type Repo } from './repo.js';
+import { WorkingTree } from './workingTree.js';
+import { writeCommit, type CommitAuthors } from './writeCommit.js';
+
+export const DEFAULT_COMMIT_MESSAGE = 'Update files';
+
+export interface CommitInput {
+  branch: string;
+  message?: string;
+  expectedHead?: string;
+  people: CommitAuthors;
+}
+
+export interface CommitResult {
+  oid: string;
+  branch: string;
+  created: boolean;
+}
+
+export async function commit(repo: Repo, input: CommitInput): Promise<CommitResult> {
+  return repo.store.write((store) => {
+    const tx = store.project(repo.project);
+    const head = branchHead(tx, input.branch);
+    if (input.expectedHead !== undefined && !matchesHead(tx, input.expectedHead, head)) {
+      throw new TreehouseError('ref_changed', `The head of ${input.branch} is ${oidToHex(head)}.`, { head: oidToHex(head) });
+    }
+    const tree = new WorkingTree(tx, input.branch);
+    const treeOid = tree.writeTree();
+    tree.save();
+    if (treeOid.equals(commitTree(tx, head))) return { oid: oidToHex(head), branch: input.branch, created: false };
+    const oid = writeCommit(tx, {
+      branch: input.branch,
+      tree: treeOid,
+      parents: [head],
+      message: input.message ?? DEFAULT_COMMIT_MESSAGE,
+      people: input.people,
+    });
+    return { oid: oidToHex(oid), branch: input.branch, created: true };
+  });
+}
+
+function matchesHead(tx: Parameters<typeof resolveCommit>[0], expected: string, head: Buffer): boolean {
+  try {
+    return resolveCommit(tx, expected).equals(head);
+  } catch {
+    return false;
+  }
+}

@@ -1,0 +1,22 @@
+/** Deletes a file or a directory with everything below it from a branch's working tree. */
+import { TreehouseError } from '../errors.js';
+import { branchHead, type Repo } from './repo.js';
+import { requireValidPath } from './paths.js';
+import { WorkingTree } from './workingTree.js';
+
+export async function deleteFile(repo: Repo, input: { branch: string; path: string }): Promise<{ path: string }> {
+  requireValidPath(input.path, 'path');
+  await repo.store.write((store) => {
+    const tx = store.project(repo.project);
+    branchHead(tx, input.branch);
+    const tree = new WorkingTree(tx, input.branch);
+    const found = tree.lookup(input.path);
+    if (found.kind === 'missing' || found.kind === 'blocked') throw new TreehouseError('not_found', `${input.path} not found.`);
+    const locked = tree.filesUnder(input.path).filter((file) => file.locked).map((file) => file.path);
+    if (locked.length > 0) throw new TreehouseError('file_locked', `Locked: ${locked.join(', ')}.`, { paths: locked });
+    tree.remove(input.path);
+    tree.save();
+    tx.bumpVersion();
+  });
+  return { path: input.path };
+}

@@ -1,0 +1,35 @@
+/** Lists a branch's working tree, optionally with contents and limited to paths with a prefix. */
+import { oidToHex } from '../git/oid.js';
+import { dirname } from '../git/path.js';
+import { encodeContent } from './fileContent.js';
+import { branchHead, type Repo } from './repo.js';
+import { WorkingTree } from './workingTree.js';
+
+export interface FileListing {
+  path: string;
+  size: number;
+  locked: boolean;
+  oid: string;
+  content?: string;
+  encoding?: 'base64';
+}
+
+export function listFiles(repo: Repo, input: { branch: string; prefix?: string; content?: boolean }): FileListing[] {
+  return repo.store.read((store) => {
+    const tx = store.project(repo.project);
+    branchHead(tx, input.branch);
+    const tree = new WorkingTree(tx, input.branch);
+    const prefix = input.prefix ?? '';
+    // Start from the deepest directory the prefix names, then filter by the plain string prefix.
+    const start = prefix === '' ? '' : prefix.endsWith('/') ? prefix.slice(0, -1) : dirname(prefix);
+    const found = tree.lookup(start);
+    const files = found.kind === 'directory' || found.kind === 'file' ? tree.filesUnder(start) : [];
+    return files
+      .filter((file) => file.path.startsWith(prefix))
+      .map((file) => {
+        const listing: FileListing = { path: file.path, size: file.size, locked: file.locked, oid: oidToHex(file.oid) };
+        if (input.content) Object.assign(listing, encodeContent(tx.getObject(file.oid)?.body ?? Buffer.alloc(0)));
+        return listing;
+      });
+  });
+}

@@ -1,0 +1,120 @@
+/**
+ * History of a branch, newest first, in git log's default order: a walk that always takes the
+ * pending commit with the latest committer time (ties in the order they were reached). It reads
+ * only the commit index, and the stored commit bodies for the page it returns.
+ *
+ * The cursor pins the head the first page started from plus an offset, so paging stays consistent
+ * while the branch moves on.
+ */
+import { TreehouseError } from '../errors.js';
+import { isOidHex, oidFromHex, oidToHex, type Oid } from '../git/oid.js';
+import type { ProjectReadTx } from '../store/types.js';
+import { commitView, readCommit, type CommitView } from './commitView.js';
+import { branchHead, type Repo } from './repo.js';
+
+export interface LogPage {
+  commits: CommitView[];
+  next_cursor: string | null;
+}
+
+export function log(repo: Repo, input: { branch: string; limit: number; cursor?: string }): LogPage {
+  return repo.store.read((store) => {
+    const tx = store.project(repo.project);
+    const liveHead = branchHead(tx, input.branch);
+    const { head, offset } = input.cursor ? decodeCursor(input.cursor) : { head: liveHead, offset: 0 };
+    if (!tx.getCommitInfo(head)) throw invalidCursor();
+    const walked = walkHistory(tx, head, offset + input.limit + 1);
+    const page = walked.slice(offset, offset + input.limit);
+    const more = walked.length > offset + input.limit;
+    return {
+      commits: page.map((oid) => commitView(oid, readCommit(tx, oid))),
+      next_cursor: more ? encodeCursor(head, offset + input.limit) : null,
+    };
+  });
+}
+
+/** The first `count` commits reachable from `head`, in log order. */
+export function walkHistory(tx: ProjectReadTx, head: Oid, count: number): Oid[] {
+  const out: Oid[] = [];
+  const seen = new Set<string>([oidToHex(head)]);
+  const queue = new CommitQueue();
+  queue.push(head, tx.getCommitInfo(head)?.commitTime ?? 0);
+  while (out.length < count && queue.size > 0) {
+    const oid = queue.pop();
+    out.push(oid);
+    const info = tx.getCommitInfo(oid);
+    for (const parent of info?.parents ?? []) {
+      const key = oidToHex(parent);
+      if (seen.has(key)) continue;
+      seen.add(key);
+      const parentInfo = tx.getCommitInfo(parent);
+      // A parent beyond a shallow boundary is not in the store; the walk stops there.
+      if (parentInfo) queue.push(parent, parentInfo.commitTime);
+    }
+  }
+  return out;
+}
+
+/** A binary heap ordered by time (latest first), then by arrival. */
+class CommitQueue {
+  private readonly items: Array<{ oid: Oid; time: number; order: number }> = [];
+  private arrivals = 0;
+
+  get size(): number {
+    return this.items.length;
+  }
+
+  push(oid: Oid, time: number): void {
+    const items = this.items;
+    items.push({ oid, time, order: this.arrivals++ });
+    let index = items.length - 1;
+    while (index > 0) {
+      const parent = (index - 1) >> 1;
+      if (!this.before(index, parent)) break;
+      [items[index], items[parent]] = [items[parent], items[index]];
+      index = parent;
+    }
+  }
+
+  pop(): Oid {
+    const items = this.items;
+    const top = items[0];
+    const last = items.pop()!;
+    if (items.length > 0) {
+      items[0] = last;
+      let index = 0;
+      for (;;) {
+        const left = index * 2 + 1;
+        const right = left + 1;
+        let best = index;
+        if (left < items.length && this.before(left, best)) best = left;
+        if (right < items.length && this.before(right, best)) best = right;
+        if (best === index) break;
+        [items[index], items[best]] = [items[best], items[index]];
+        index = best;
+      }
+    }
+    return top.oid;
+  }
+
+  private before(a: number, b: number): boolean {
+    const x = this.items[a];
+    const y = this.items[b];
+    return x.time !== y.time ? x.time > y.time : x.order < y.order;
+  }
+}
+
+function encodeCursor(head: Oid, offset: number): string {
+  return Buffer.from(`${oidToHex(head)}:${offset}`, 'utf8').toString('base64url');
+}
+
+function decodeCursor(cursor: string): { head: Oid; offset: number } {
+  const [hex, offsetText] = Buffer.from(cursor, 'base64url').toString('utf8').split(':');
+  const offset = Number(offsetText);
+  if (!hex || !isOidHex(hex) || !Number.isSafeInteger(offset) || offset < 0) throw invalidCursor();
+  return { head: oidFromHex(hex), offset };
+}
+
+function invalidCursor(): TreehouseError {
+  return new TreehouseError('invalid_request', 'The cursor is not valid.', { issues: [{ path: 'cursor', message: 'not a cursor this endpoint issued' }] });
+}

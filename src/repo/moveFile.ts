@@ -1,0 +1,51 @@
+/** Moves a file or a whole directory to a path that does not exist yet. */
+import { TreehouseError } from '../errors.js';
+import { isWithin } from '../git/path.js';
+import { MODE_TREE } from '../git/tree.js';
+import { branchHead, type Repo } from './repo.js';
+import { requireValidPath } from './paths.js';
+import { WorkingTree } from './workingTree.js';
+
+export async function moveFile(repo: Repo, input: { branch: string; from: string; to: string }): Promise<{ from: string; to: string }> {
+  requireValidPath(input.from, 'from');
+  requireValidPath(input.to, 'to');
+  if (input.from === input.to || isWithin(input.to, input.from)) {
+    throw new TreehouseError('invalid_request', 'A path cannot be moved onto or into itself.', {
+      issues: [{ path: 'to', message: 'must not be "from" or lie inside it' }],
+    });
+  }
+  await repo.store.write((store) => {
+    const tx = store.project(repo.project);
+    branchHead(tx, input.branch);
+    const tree = new WorkingTree(tx, input.branch);
+    const source = tree.lookup(input.from);
+    if (source.kind === 'missing' || source.kind === 'blocked' || input.from === '') {
+      throw new TreehouseError('not_found', `${input.from} not found.`);
+    }
+    const target = tree.lookup(input.to);
+    if (target.kind === 'file' || target.kind === 'directory') {
+      throw new TreehouseError('already_exists', `${input.to} already exists.`, { paths: [input.to] });
+    }
+    if (target.kind === 'blocked') {
+      throw new TreehouseError('path_conflict', `${target.at} is a file, so ${input.to} cannot be created.`, { paths: [target.at] });
+    }
+    const locked = tree.filesUnder(input.from).filter((file) => file.locked).map((file) => file.path);
+    if (locked.length > 0) throw new TreehouseError('file_locked', `Locked: ${locked.join(', ')}.`, { paths: locked });
+    if (source.kind === 'file' || (source.entry && source.entry.mode === MODE_TREE && source.entry.oid)) {
+      // A file, or a directory still stored as one tree id: the entry moves whole.
+      tree.remove(input.from);
+      tree.setEntry(input.to, source.entry!);
+    } else {
+      const files = tree.filesUnder(input.from);
+      tree.remove(input.from);
+      for (const file of files) {
+        const path = input.to + file.path.slice(input.from.length);
+        tree.setEntry(path, { name: '', mode: file.mode, oid: file.oid, size: file.size, locked: file.locked });
+      }
+    }
+    tree.save();
+    tx.bumpVersion();
+  });
+  return { from: input.from, to: input.to };
+}
+

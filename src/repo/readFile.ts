@@ -1,0 +1,29 @@
+/** Reads one file of a branch's working tree. */
+import { TreehouseError } from '../errors.js';
+import { oidToHex } from '../git/oid.js';
+import { encodeContent } from './fileContent.js';
+import { requireValidPath } from './paths.js';
+import { branchHead, type Repo } from './repo.js';
+import { WorkingTree } from './workingTree.js';
+
+export interface FileRead {
+  path: string;
+  content: string;
+  encoding?: 'base64';
+  locked: boolean;
+  size: number;
+  oid: string;
+}
+
+export function readFile(repo: Repo, input: { branch: string; path: string }): FileRead {
+  requireValidPath(input.path, 'path');
+  return repo.store.read((store) => {
+    const tx = store.project(repo.project);
+    branchHead(tx, input.branch);
+    const found = new WorkingTree(tx, input.branch).lookup(input.path);
+    if (found.kind !== 'file' || !found.entry.oid) throw new TreehouseError('not_found', `${input.path} not found.`);
+    const body = tx.getObject(found.entry.oid)?.body;
+    if (!body) throw new Error(`blob ${oidToHex(found.entry.oid)} is missing`);
+    return { path: input.path, ...encodeContent(body), locked: found.entry.locked, size: body.length, oid: oidToHex(found.entry.oid) };
+  });
+}

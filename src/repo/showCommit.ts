@@ -1,0 +1,50 @@
+/** One commit with the files of its tree, optionally with their contents. */
+import { oidToHex, type Oid } from '../git/oid.js';
+import { joinPath } from '../git/path.js';
+import { decodeTree, MODE_TREE } from '../git/tree.js';
+import type { ProjectReadTx } from '../store/types.js';
+import { commitView, readCommit, type CommitView } from './commitView.js';
+import { encodeContent } from './fileContent.js';
+import { resolveCommit, type Repo } from './repo.js';
+
+export interface CommitFile {
+  path: string;
+  size: number;
+  content?: string;
+  encoding?: 'base64';
+}
+
+export interface CommitDetail extends CommitView {
+  tree_oid: string;
+  files: CommitFile[];
+}
+
+export function showCommit(repo: Repo, input: { oid: string; content: boolean }): CommitDetail {
+  return repo.store.read((store) => {
+    const tx = store.project(repo.project);
+    const oid = resolveCommit(tx, input.oid);
+    const commit = readCommit(tx, oid);
+    const files: CommitFile[] = [];
+    collectFiles(tx, '', commit.tree, input.content, files);
+    files.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
+    return { ...commitView(oid, commit), tree_oid: oidToHex(commit.tree), files };
+  });
+}
+
+function collectFiles(tx: ProjectReadTx, dir: string, tree: Oid, withContent: boolean, out: CommitFile[]): void {
+  const object = tx.getObject(tree);
+  if (!object) throw new Error(`tree ${oidToHex(tree)} is missing`);
+  for (const entry of decodeTree(object.body)) {
+    const path = joinPath(dir, entry.name);
+    if (entry.mode === MODE_TREE) {
+      collectFiles(tx, path, entry.oid, withContent, out);
+    } else if (entry.mode === '160000') {
+      out.push({ path, size: 0 });
+    } else if (withContent) {
+      const body = tx.getObject(entry.oid)?.body ?? Buffer.alloc(0);
+      out.push({ path, size: body.length, ...encodeContent(body) });
+    } else {
+      out.push({ path, size: tx.objectSize(entry.oid) ?? 0 });
+    }
+  }
+}

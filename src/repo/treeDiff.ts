@@ -1,0 +1,41 @@
+/**
+ * Paths whose file differs between two trees (added, removed, or changed in id or mode), skipping
+ * subtrees whose ids are equal, so the cost follows the size of the difference.
+ */
+import type { Oid } from '../git/oid.js';
+import { joinPath } from '../git/path.js';
+import { decodeTree, MODE_TREE, type TreeEntry } from '../git/tree.js';
+import type { ProjectReadTx } from '../store/types.js';
+
+export function changedPaths(tx: ProjectReadTx, before: Oid | null, after: Oid | null): string[] {
+  const out: string[] = [];
+  diffTrees(tx, '', before, after, out);
+  return out.sort();
+}
+
+function entriesOf(tx: ProjectReadTx, tree: Oid | null): Map<string, TreeEntry> {
+  if (!tree) return new Map();
+  const object = tx.getObject(tree);
+  if (!object) throw new Error(`tree ${tree.toString('hex')} is missing`);
+  return new Map(decodeTree(object.body).map((entry) => [entry.name, entry]));
+}
+
+function diffTrees(tx: ProjectReadTx, dir: string, before: Oid | null, after: Oid | null, out: string[]): void {
+  if (before && after && before.equals(after)) return;
+  const left = entriesOf(tx, before);
+  const right = entriesOf(tx, after);
+  const names = new Set([...left.keys(), ...right.keys()]);
+  for (const name of names) {
+    const a = left.get(name);
+    const b = right.get(name);
+    const path = joinPath(dir, name);
+    const aTree = a?.mode === MODE_TREE ? a.oid : null;
+    const bTree = b?.mode === MODE_TREE ? b.oid : null;
+    if (aTree || bTree) diffTrees(tx, path, aTree, bTree, out);
+    const aFile = a && a.mode !== MODE_TREE ? a : null;
+    const bFile = b && b.mode !== MODE_TREE ? b : null;
+    if (aFile || bFile) {
+      if (!aFile || !bFile || aFile.mode !== bFile.mode || !aFile.oid.equals(bFile.oid)) out.push(path);
+    }
+  }
+}

@@ -1,0 +1,33 @@
+/**
+ * Writes a commit object on top of a branch head and moves the branch by compare-and-swap, inside
+ * the caller's transaction. Shared by commit, restore and merge.
+ */
+import { encodeCommit } from '../git/commit.js';
+import type { Oid } from '../git/oid.js';
+import { branchRef } from '../git/refname.js';
+import type { ProjectWriteTx } from '../store/types.js';
+import { messageForGit, signatureNow, type Person } from './signature.js';
+
+export interface CommitAuthors {
+  author: Person;
+  committer: Person;
+}
+
+export function writeCommit(
+  tx: ProjectWriteTx,
+  input: { branch: string; tree: Oid; parents: Oid[]; message: string; people: CommitAuthors },
+): Oid {
+  const now = Date.now();
+  const body = encodeCommit({
+    tree: input.tree,
+    parents: input.parents,
+    author: signatureNow(input.people.author, now),
+    committer: signatureNow(input.people.committer, now),
+    extraHeaders: [],
+    message: messageForGit(input.message),
+  });
+  const oid = tx.putObject('commit', body);
+  tx.casRef(branchRef(input.branch), input.parents[0] ?? null, oid);
+  tx.bumpVersion();
+  return oid;
+}

@@ -1,0 +1,110 @@
+/**
+ * The batch write: every entry is checked before anything is stored, and the batch is applied in
+ * one transaction, so it lands whole or not at all. Deletes apply before writes, so one batch can
+ * replace a file by a directory of the same name.
+ */
+import { TreehouseError } from '../errors.js';
+import { pathProblem } from '../git/path.js';
+import type { Oid } from '../git/oid.js';
+import { decodeContent, type ContentEncoding } from './fileContent.js';
+import { branchHead, type Repo } from './repo.js';
+import { WorkingTree } from './workingTree.js';
+
+export interface FileWrite {
+  path: string;
+  content: string;
+  encoding?: ContentEncoding;
+  locked?: boolean;
+}
+
+export interface WriteFilesInput {
+  branch: string;
+  files: FileWrite[];
+  deletes?: string[];
+}
+
+interface PreparedWrite {
+  path: string;
+  bytes: Buffer;
+  locked: boolean | undefined;
+}
+
+export async function writeFiles(repo: Repo, input: WriteFilesInput): Promise<{ written: number }> {
+  const deletes = input.deletes ?? [];
+  const prepared = prepare(repo, input.files, deletes);
+  await repo.store.write((store) => {
+    const tx = store.project(repo.project);
+    branchHead(tx, input.branch);
+    const tree = new WorkingTree(tx, input.branch);
+    const locked: string[] = [];
+    const missing: string[] = [];
+    for (const path of deletes) {
+      const found = tree.lookup(path);
+      if (found.kind === 'missing' || found.kind === 'blocked') missing.push(path);
+      else locked.push(...tree.filesUnder(path).filter((f) => f.locked).map((f) => f.path));
+    }
+    if (missing.length > 0) throw new TreehouseError('not_found', `Not found: ${missing.join(', ')}.`, { paths: missing });
+    throwIfLocked(locked);
+    for (const path of deletes) tree.remove(path);
+
+    const blobs: Oid[] = prepared.map((write) => tx.putObject('blob', write.bytes));
+    const conflicts: string[] = [];
+    prepared.forEach((write, index) => {
+      const found = tree.lookup(write.path);
+      if (found.kind === 'directory' || found.kind === 'blocked') {
+        conflicts.push(write.path);
+        return;
+      }
+      if (found.kind === 'file' && found.entry.locked && write.locked !== false && !found.entry.oid?.equals(blobs[index])) {
+        locked.push(write.path);
+        return;
+      }
+      const keepLock = found.kind === 'file' ? found.entry.locked : false;
+      tree.setFile(write.path, { oid: blobs[index], size: write.bytes.length, locked: write.locked ?? keepLock });
+    });
+    throwIfLocked(locked);
+    if (conflicts.length > 0) {
+      throw new TreehouseError('path_conflict', `A file and a directory would share a path: ${conflicts.join(', ')}.`, { paths: conflicts });
+    }
+    tree.save();
+    tx.bumpVersion();
+  });
+  return { written: prepared.length };
+}
+
+function throwIfLocked(paths: string[]): void {
+  if (paths.length > 0) throw new TreehouseError('file_locked', `Locked: ${paths.join(', ')}.`, { paths });
+}
+
+/** Checks that need no storage: count, paths, duplicates, sizes, encodings. */
+function prepare(repo: Repo, files: FileWrite[], deletes: string[]): PreparedWrite[] {
+  const entryCount = files.length + deletes.length;
+  if (entryCount > repo.limits.batchFilesMax) {
+    throw new TreehouseError('payload_too_large', `A batch holds at most ${repo.limits.batchFilesMax} entries.`, {
+      limit: repo.limits.batchFilesMax,
+    });
+  }
+  const issues: Array<{ path: string; message: string }> = [];
+  const seen = new Set<string>();
+  files.forEach((file, index) => {
+    const problem = pathProblem(file.path);
+    if (problem) issues.push({ path: `files.${index}.path`, message: problem });
+    else if (seen.has(file.path)) issues.push({ path: `files.${index}.path`, message: 'path appears twice in the batch' });
+    seen.add(file.path);
+  });
+  deletes.forEach((path, index) => {
+    const problem = pathProblem(path);
+    if (problem) issues.push({ path: `deletes.${index}`, message: problem });
+  });
+  if (issues.length > 0) throw new TreehouseError('invalid_request', 'The batch has invalid paths.', { issues });
+  return files.map((file, index) => {
+    const bytes = decodeContent(file.content, file.encoding, `files.${index}.content`);
+    if (bytes.length > repo.limits.fileBytesMax) {
+      throw new TreehouseError('payload_too_large', `${file.path} is larger than ${repo.limits.fileBytesMax} bytes.`, {
+        limit: repo.limits.fileBytesMax,
+        path: file.path,
+      });
+    }
+    return { path: file.path, bytes, locked: file.locked };
+  });
+}

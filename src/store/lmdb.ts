@@ -1,0 +1,359 @@
+/**
+ * The LMDB backend: one environment holding every project, in five named databases.
+ *
+ * | database  | key                                  | value                                          |
+ * |-----------|--------------------------------------|------------------------------------------------|
+ * | objects   | project u32 BE + 20-byte id          | type code u8 + the raw object body             |
+ * | commits   | project u32 BE + 20-byte id          | tree id, generation u32, time f64, parent ids  |
+ * | refs      | project u32 BE + ref name (UTF-8)    | 20-byte id                                     |
+ * | worktrees | project u32 BE + branch + NUL + dir  | msgpack DirNode                                |
+ * | records   | string                               | msgpack (teams, keys, projects, counters)      |
+ *
+ * Object bodies are stored raw: hashing them is the only work on the write path, and a pack entry is
+ * deflated when it is first served (see bench/RESULTS.md for the measurement behind the choice).
+ * The project prefix keeps each project's keys contiguous, so dropping a project is a range delete.
+ */
+import { open, type Database, type RootDatabase } from 'lmdb';
+import { hashObject, type ObjectType, type Oid } from '../git/oid.js';
+import type { TreeMode } from '../git/tree.js';
+import {
+  RefChangedError,
+  StorageFullError,
+  type CommitInfo,
+  type DirNode,
+  type ProjectReadTx,
+  type ProjectWriteTx,
+  type Store,
+  type StoreReadTx,
+  type StoreWriteTx,
+  type StoredObject,
+  type WorkingEntry,
+} from './types.js';
+import { decodeCommitInfo, encodeCommitInfo, commitInfoFromBody } from './commitIndex.js';
+
+const PROJECT_PREFIX_BYTES = 4;
+const OID_BYTES = 20;
+const TYPE_CODES: Record<ObjectType, number> = { commit: 1, tree: 2, blob: 3, tag: 4 };
+const TYPE_NAMES: ObjectType[] = ['commit', 'commit', 'tree', 'blob', 'tag'];
+const NUL = 0;
+/** lmdb-js flags: roll back on throw, commit before returning, but let the flush to disk overlap. */
+const WRITE_FLAGS = 0x1 | 0x2 | 0x10000;
+const VERSION_RECORD_PREFIX = 'project-version/';
+
+export interface LmdbStoreOptions {
+  path: string;
+  /** Initial map size; lmdb-js grows it as the data grows. */
+  mapSizeBytes?: number;
+}
+
+function projectPrefix(project: number): Buffer {
+  const prefix = Buffer.allocUnsafe(PROJECT_PREFIX_BYTES);
+  prefix.writeUInt32BE(project, 0);
+  return prefix;
+}
+
+/** The first key after every key that starts with `prefix`. */
+function prefixEnd(prefix: Buffer): Buffer {
+  const end = Buffer.from(prefix);
+  for (let i = end.length - 1; i >= 0; i--) {
+    if (end[i] !== 0xff) {
+      end[i]++;
+      return end.subarray(0, i + 1);
+    }
+  }
+  throw new RangeError('prefix has no end');
+}
+
+/** Working-tree entries are stored as arrays: [name, mode, oid, size, locked]. */
+type StoredEntry = [string, string, Uint8Array | null, number, boolean];
+interface StoredDirNode {
+  t: Uint8Array | null;
+  e: StoredEntry[];
+}
+
+function toBuffer(bytes: Uint8Array | null): Buffer | null {
+  if (bytes === null) return null;
+  return Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+}
+
+function encodeDirNode(node: DirNode): StoredDirNode {
+  return { t: node.tree, e: node.entries.map((e) => [e.name, e.mode, e.oid, e.size, e.locked]) };
+}
+
+function decodeDirNode(stored: StoredDirNode): DirNode {
+  return {
+    tree: toBuffer(stored.t),
+    entries: stored.e.map(
+      ([name, mode, oid, size, locked]): WorkingEntry => ({ name, mode: mode as TreeMode, oid: toBuffer(oid), size, locked }),
+    ),
+  };
+}
+
+function isStorageFull(error: unknown): boolean {
+  const text = String((error as { message?: string })?.message ?? error);
+  return /MDB_MAP_FULL|ENOSPC|No space left|MDB_MAP_RESIZED/i.test(text);
+}
+
+export class LmdbStore implements Store {
+  private readonly env: RootDatabase;
+  private readonly objects: Database<Buffer, Buffer>;
+  private readonly commits: Database<Buffer, Buffer>;
+  private readonly refs: Database<Buffer, Buffer>;
+  private readonly worktrees: Database<StoredDirNode, Buffer>;
+  private readonly records: Database<unknown, string>;
+  private closed = false;
+
+  constructor(options: LmdbStoreOptions) {
+    this.env = open({
+      path: options.path,
+      maxDbs: 8,
+      mapSize: options.mapSizeBytes ?? 2 * 1024 ** 3,
+      // Durability is awaited explicitly through `flushed` (see write()).
+      overlappingSync: true,
+    });
+    this.objects = this.env.openDB({ name: 'objects', keyEncoding: 'binary', encoding: 'binary' });
+    this.commits = this.env.openDB({ name: 'commits', keyEncoding: 'binary', encoding: 'binary' });
+    this.refs = this.env.openDB({ name: 'refs', keyEncoding: 'binary', encoding: 'binary' });
+    this.worktrees = this.env.openDB({ name: 'worktrees', keyEncoding: 'binary', encoding: 'msgpack' });
+    this.records = this.env.openDB({ name: 'records', encoding: 'msgpack' });
+  }
+
+  read<T>(action: (tx: StoreReadTx) => T): T {
+    this.assertOpen();
+    return action(new LmdbTx(this, false));
+  }
+
+  async write<T>(action: (tx: StoreWriteTx) => T): Promise<T> {
+    this.assertOpen();
+    let result: T;
+    try {
+      result = this.env.transactionSync(() => action(new LmdbTx(this, true)), WRITE_FLAGS);
+    } catch (error) {
+      if (isStorageFull(error)) throw new StorageFullError(String((error as Error).message));
+      throw error;
+    }
+    await this.env.flushed;
+    return result;
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    await this.env.flushed;
+    await this.env.close();
+  }
+
+  private assertOpen(): void {
+    if (this.closed) throw new Error('store is closed');
+  }
+
+  /** @internal the databases, for the transaction objects below. */
+  get dbs() {
+    return { objects: this.objects, commits: this.commits, refs: this.refs, worktrees: this.worktrees, records: this.records };
+  }
+}
+
+class LmdbTx implements StoreWriteTx {
+  constructor(
+    private readonly store: LmdbStore,
+    private readonly writable: boolean,
+  ) {}
+
+  project(project: number): ProjectWriteTx {
+    return new LmdbProjectTx(this.store, project, this);
+  }
+
+  getRecord<T>(key: string): T | undefined {
+    return this.store.dbs.records.get(key) as T | undefined;
+  }
+
+  listRecords<T>(prefix: string, options: { reverse?: boolean; after?: string; limit?: number } = {}) {
+    const end = prefix + '\uffff';
+    const range = options.reverse
+      ? { start: options.after ?? end, end: prefix, reverse: true, exclusiveStart: options.after !== undefined }
+      : { start: options.after ?? prefix, end, exclusiveStart: options.after !== undefined };
+    const out: Array<{ key: string; value: T }> = [];
+    for (const { key, value } of this.store.dbs.records.getRange({ ...range, limit: options.limit })) {
+      out.push({ key: key as string, value: value as T });
+    }
+    return out;
+  }
+
+  putRecord<T>(key: string, value: T): void {
+    this.assertWritable();
+    this.store.dbs.records.putSync(key, value);
+  }
+
+  deleteRecord(key: string): void {
+    this.assertWritable();
+    this.store.dbs.records.removeSync(key);
+  }
+
+  dropProject(project: number): void {
+    this.assertWritable();
+    const prefix = projectPrefix(project);
+    const { objects, commits, refs, worktrees } = this.store.dbs;
+    for (const db of [objects, commits, refs, worktrees] as Array<Database<unknown, Buffer>>) {
+      for (const key of db.getKeys({ start: prefix, end: prefixEnd(prefix) })) db.removeSync(key);
+    }
+    this.store.dbs.records.removeSync(VERSION_RECORD_PREFIX + project);
+  }
+
+  assertWritable(): void {
+    if (!this.writable) throw new Error('write outside a write transaction');
+  }
+}
+
+class LmdbProjectTx implements ProjectWriteTx {
+  private readonly prefix: Buffer;
+
+  constructor(
+    private readonly store: LmdbStore,
+    readonly project: number,
+    private readonly parent: LmdbTx,
+  ) {
+    this.prefix = projectPrefix(project);
+  }
+
+  private objectKey(oid: Oid): Buffer {
+    const key = Buffer.allocUnsafe(PROJECT_PREFIX_BYTES + OID_BYTES);
+    this.prefix.copy(key, 0);
+    oid.copy(key, PROJECT_PREFIX_BYTES);
+    return key;
+  }
+
+  private stringKey(text: string): Buffer {
+    return Buffer.concat([this.prefix, Buffer.from(text, 'utf8')]);
+  }
+
+  private worktreeKey(branch: string, dir: string): Buffer {
+    return Buffer.concat([this.prefix, Buffer.from(branch, 'utf8'), Buffer.of(NUL), Buffer.from(dir, 'utf8')]);
+  }
+
+  getObject(oid: Oid): StoredObject | undefined {
+    const value = this.store.dbs.objects.getBinary(this.objectKey(oid));
+    if (!value) return undefined;
+    return { type: TYPE_NAMES[value[0]], body: Buffer.from(value.subarray(1)) };
+  }
+
+  hasObject(oid: Oid): boolean {
+    return this.store.dbs.objects.doesExist(this.objectKey(oid));
+  }
+
+  objectSize(oid: Oid): number | undefined {
+    const value = this.store.dbs.objects.getBinaryFast(this.objectKey(oid));
+    return value ? value.length - 1 : undefined;
+  }
+
+  findObjectsByPrefix(hexPrefix: string, limit: number): Oid[] {
+    const evenHex = hexPrefix.length % 2 === 0 ? hexPrefix : `${hexPrefix}0`;
+    const start = Buffer.concat([this.prefix, Buffer.from(evenHex, 'hex')]);
+    const end = hexPrefix.length % 2 === 0 ? prefixEnd(start) : prefixEnd(Buffer.concat([this.prefix, Buffer.from(`${hexPrefix}f`, 'hex')]));
+    const found: Oid[] = [];
+    for (const key of this.store.dbs.objects.getKeys({ start, end })) {
+      const oid = Buffer.from((key as Buffer).subarray(PROJECT_PREFIX_BYTES));
+      if (oid.toString('hex').startsWith(hexPrefix)) found.push(oid);
+      if (found.length >= limit) break;
+    }
+    return found;
+  }
+
+  getCommitInfo(oid: Oid): CommitInfo | undefined {
+    const value = this.store.dbs.commits.getBinaryFast(this.objectKey(oid));
+    return value ? decodeCommitInfo(value) : undefined;
+  }
+
+  getRef(name: string): Oid | undefined {
+    const value = this.store.dbs.refs.getBinary(this.stringKey(name));
+    return value ? Buffer.from(value) : undefined;
+  }
+
+  listRefs(prefix: string): Array<{ name: string; oid: Oid }> {
+    const start = this.stringKey(prefix);
+    const out: Array<{ name: string; oid: Oid }> = [];
+    for (const { key, value } of this.store.dbs.refs.getRange({ start, end: prefixEnd(start) })) {
+      const name = (key as Buffer).toString('utf8', PROJECT_PREFIX_BYTES);
+      if (name.startsWith(prefix)) out.push({ name, oid: Buffer.from(value) });
+    }
+    return out;
+  }
+
+  getDirNode(branch: string, dir: string): DirNode | undefined {
+    const stored = this.store.dbs.worktrees.get(this.worktreeKey(branch, dir));
+    return stored ? decodeDirNode(stored) : undefined;
+  }
+
+  listDirNodes(branch: string): Array<{ dir: string; node: DirNode }> {
+    const start = this.worktreeKey(branch, '');
+    const headBytes = start.length;
+    const out: Array<{ dir: string; node: DirNode }> = [];
+    for (const { key, value } of this.store.dbs.worktrees.getRange({ start, end: prefixEnd(start) })) {
+      out.push({ dir: (key as Buffer).toString('utf8', headBytes), node: decodeDirNode(value) });
+    }
+    return out;
+  }
+
+  getVersion(): number {
+    return (this.parent.getRecord<number>(VERSION_RECORD_PREFIX + this.project) ?? 0) as number;
+  }
+
+  putObject(type: ObjectType, body: Buffer): Oid {
+    const oid = hashObject(type, body);
+    this.putObjectWithId(oid, type, body);
+    return oid;
+  }
+
+  putObjectWithId(oid: Oid, type: ObjectType, body: Buffer): void {
+    this.parent.assertWritable();
+    const key = this.objectKey(oid);
+    const { objects, commits } = this.store.dbs;
+    if (objects.doesExist(key)) return;
+    const value = Buffer.allocUnsafe(1 + body.length);
+    value[0] = TYPE_CODES[type];
+    body.copy(value, 1);
+    objects.putSync(key, value);
+    if (type === 'commit') {
+      const parsed = commitInfoFromBody(body);
+      let generation = 1;
+      for (const parent of parsed.parents) {
+        const parentInfo = this.getCommitInfo(parent);
+        // A parent outside the store (a shallow boundary) counts as generation 1.
+        generation = Math.max(generation, (parentInfo?.generation ?? 1) + 1);
+      }
+      commits.putSync(key, encodeCommitInfo({ ...parsed, generation }));
+    }
+  }
+
+  casRef(name: string, expected: Oid | null, next: Oid | null): void {
+    this.parent.assertWritable();
+    const key = this.stringKey(name);
+    const current = this.getRef(name) ?? null;
+    const matches = expected === null ? current === null : current !== null && current.equals(expected);
+    if (!matches) throw new RefChangedError(name, current);
+    if (next === null) this.store.dbs.refs.removeSync(key);
+    else this.store.dbs.refs.putSync(key, next);
+  }
+
+  putDirNode(branch: string, dir: string, node: DirNode): void {
+    this.parent.assertWritable();
+    this.store.dbs.worktrees.putSync(this.worktreeKey(branch, dir), encodeDirNode(node));
+  }
+
+  deleteDirNode(branch: string, dir: string): void {
+    this.parent.assertWritable();
+    this.store.dbs.worktrees.removeSync(this.worktreeKey(branch, dir));
+  }
+
+  deleteWorkingTree(branch: string): void {
+    this.parent.assertWritable();
+    const start = this.worktreeKey(branch, '');
+    const db = this.store.dbs.worktrees;
+    for (const key of db.getKeys({ start, end: prefixEnd(start) })) db.removeSync(key);
+  }
+
+  bumpVersion(): number {
+    const version = this.getVersion() + 1;
+    this.parent.putRecord(VERSION_RECORD_PREFIX + this.project, version);
+    return version;
+  }
+}

@@ -1,0 +1,138 @@
+import { afterAll, describe, expect, it } from 'vitest';
+import { writeFiles } from '../../src/repo/writeFiles.js';
+import { listFiles } from '../../src/repo/listFiles.js';
+import { readFile } from '../../src/repo/readFile.js';
+import { moveFile } from '../../src/repo/moveFile.js';
+import { deleteFile } from '../../src/repo/deleteFile.js';
+import { commit } from '../../src/repo/commit.js';
+import { log } from '../../src/repo/log.js';
+import { showCommit } from '../../src/repo/showCommit.js';
+import { restore } from '../../src/repo/restore.js';
+import { createBranch } from '../../src/repo/createBranch.js';
+import { listBranches } from '../../src/repo/listBranches.js';
+import { deleteBranch } from '../../src/repo/deleteBranch.js';
+import { exportToBareRepo } from '../../src/repo/exportToBareRepo.js';
+import { TreehouseError } from '../../src/errors.js';
+import { git, initBareRepo, scratchDir } from '../support/git.js';
+import { newTestRepo, openTestStore, testPeople, text } from '../support/store.js';
+
+const opened = openTestStore();
+afterAll(() => opened.close());
+
+async function codeOf(promise: Promise<unknown> | (() => unknown)): Promise<string> {
+  try {
+    await (typeof promise === 'function' ? promise() : promise);
+  } catch (error) {
+    if (error instanceof TreehouseError) return error.code;
+    throw error;
+  }
+  return 'ok';
+}
+
+function paths(repo: Parameters<typeof listFiles>[0], branch = 'main') {
+  return listFiles(repo, { branch }).map((f) => f.path);
+}
+
+describe('working tree operations', () => {
+  it('writes, reads, lists, moves and deletes files and directories', async () => {
+    const repo = await newTestRepo(opened.store);
+    await writeFiles(repo, {
+      branch: 'main',
+      files: [
+        { path: 'src/app.ts', content: 'export {}\n' },
+        { path: 'src/lib/util.ts', content: 'x' },
+        { path: 'README.md', content: '# hi' },
+        { path: 'bin.dat', content: Buffer.from([0, 255, 1]).toString('base64'), encoding: 'base64' },
+      ],
+    });
+    expect(paths(repo)).toEqual(['README.md', 'bin.dat', 'src/app.ts', 'src/lib/util.ts']);
+    expect(readFile(repo, { branch: 'main', path: 'README.md' })).toMatchObject({ content: '# hi', size: 4, locked: false });
+    expect(readFile(repo, { branch: 'main', path: 'bin.dat' })).toMatchObject({ content: 'AP8B', encoding: 'base64', size: 3 });
+    await moveFile(repo, { branch: 'main', from: 'src/lib', to: 'lib' });
+    expect(paths(repo)).toEqual(['README.md', 'bin.dat', 'lib/util.ts', 'src/app.ts']);
+    await deleteFile(repo, { branch: 'main', path: 'src' });
+    expect(paths(repo)).toEqual(['README.md', 'bin.dat', 'lib/util.ts']);
+    expect(listFiles(repo, { branch: 'main', prefix: 'lib/' }).map((f) => f.path)).toEqual(['lib/util.ts']);
+  });
+
+  it('refuses bad batches whole', async () => {
+    const repo = await newTestRepo(opened.store, [text('a/b.txt', 'b')]);
+    expect(await codeOf(writeFiles(repo, { branch: 'main', files: [{ path: 'ok.txt', content: '1' }, { path: '../x', content: '' }] }))).toBe('invalid_request');
+    expect(await codeOf(writeFiles(repo, { branch: 'main', files: [{ path: 'ok.txt', content: '1' }, { path: 'a', content: '' }] }))).toBe('path_conflict');
+    expect(await codeOf(writeFiles(repo, { branch: 'main', files: [{ path: 'ok.txt', content: '1' }, { path: 'a/b.txt/c', content: '' }] }))).toBe('path_conflict');
+    expect(await codeOf(writeFiles(repo, { branch: 'main', files: [{ path: 'x', content: '1' }, { path: 'x/y', content: '' }] }))).toBe('path_conflict');
+    expect(await codeOf(writeFiles(repo, { branch: 'nope', files: [{ path: 'x', content: '1' }] }))).toBe('not_found');
+    repo.limits.fileBytesMax = 3;
+    expect(await codeOf(writeFiles(repo, { branch: 'main', files: [{ path: 'big', content: '1234' }] }))).toBe('payload_too_large');
+    expect(paths(repo)).toEqual(['a/b.txt']);
+    // Deletes apply first, so a file may become a directory in one batch.
+    await writeFiles(repo, { branch: 'main', deletes: ['a/b.txt'], files: [{ path: 'a/b.txt/c', content: 'c' }] });
+    expect(paths(repo)).toEqual(['a/b.txt/c']);
+  });
+
+  it('enforces locks until the same entry unlocks', async () => {
+    const repo = await newTestRepo(opened.store);
+    await writeFiles(repo, { branch: 'main', files: [{ path: 'l.txt', content: 'v1', locked: true }, { path: 'free.txt', content: '' }] });
+    expect(await codeOf(writeFiles(repo, { branch: 'main', files: [{ path: 'l.txt', content: 'v2' }] }))).toBe('file_locked');
+    expect(await codeOf(deleteFile(repo, { branch: 'main', path: 'l.txt' }))).toBe('file_locked');
+    expect(await codeOf(moveFile(repo, { branch: 'main', from: 'l.txt', to: 'm.txt' }))).toBe('file_locked');
+    expect(await codeOf(writeFiles(repo, { branch: 'main', files: [], deletes: ['l.txt'] }))).toBe('file_locked');
+    await writeFiles(repo, { branch: 'main', files: [{ path: 'l.txt', content: 'v2', locked: false }] });
+    expect(readFile(repo, { branch: 'main', path: 'l.txt' })).toMatchObject({ content: 'v2', locked: false });
+  });
+});
+
+describe('history', () => {
+  it('commits, logs, shows, restores, branches; and git agrees with every object', async () => {
+    const repo = await newTestRepo(opened.store, [text('index.html', '<h1>v1</h1>\n')]);
+    const first = log(repo, { branch: 'main', limit: 50 }).commits[0];
+    expect(first.message).toBe('Initial commit');
+    await writeFiles(repo, { branch: 'main', files: [{ path: 'index.html', content: '<h1>v2</h1>\n' }, { path: 'a/b/c.txt', content: 'deep' }] });
+    const second = await commit(repo, { branch: 'main', message: 'Second\n\nwith body', people: testPeople });
+    expect(second.created).toBe(true);
+    const again = await commit(repo, { branch: 'main', people: testPeople });
+    expect(again).toEqual({ oid: second.oid, branch: 'main', created: false });
+    expect(await codeOf(commit(repo, { branch: 'main', expectedHead: first.oid, people: testPeople }))).toBe('ref_changed');
+
+    const shown = showCommit(repo, { oid: second.oid.slice(0, 8), content: true });
+    expect(shown.files).toEqual([
+      { path: 'a/b/c.txt', size: 4, content: 'deep' },
+      { path: 'index.html', size: 12, content: '<h1>v2</h1>\n' },
+    ]);
+    expect(shown.parent_oids).toEqual([first.oid]);
+    expect(shown.author_id).toBe('key_test');
+
+    await createBranch(repo, { name: 'feature/x', from: 'main' });
+    await writeFiles(repo, { branch: 'main', files: [{ path: 'dirty.txt', content: 'uncommitted' }] });
+    expect(paths(repo, 'feature/x')).toEqual(['a/b/c.txt', 'index.html']);
+    expect(await codeOf(restore(repo, { branch: 'main', oid: first.oid, people: testPeople }))).toBe('uncommitted_changes');
+    const restored = await restore(repo, { branch: 'main', oid: first.oid, force: true, people: testPeople });
+    expect(restored.created).toBe(true);
+    expect(paths(repo)).toEqual(['index.html']);
+    const history = log(repo, { branch: 'main', limit: 2 });
+    expect(history.commits.map((c) => c.message)).toEqual([`Restore to ${first.oid.slice(0, 7)}`, 'Second\n\nwith body']);
+    const rest = log(repo, { branch: 'main', limit: 2, cursor: history.next_cursor! });
+    expect(rest.commits.map((c) => c.oid)).toEqual([first.oid]);
+    expect(rest.next_cursor).toBeNull();
+
+    expect(listBranches(repo).map((b) => b.name)).toEqual(['feature/x', 'main']);
+    expect(await codeOf(createBranch(repo, { name: 'feature/x' }))).toBe('branch_exists');
+    expect(await codeOf(createBranch(repo, { name: 'feature' }))).toBe('branch_exists');
+    expect(await codeOf(createBranch(repo, { name: 'bad..name' }))).toBe('invalid_request');
+    expect(await codeOf(deleteBranch(repo, { name: 'main' }))).toBe('protected_branch');
+    await createBranch(repo, { name: 'old', from: second.oid });
+    expect(paths(repo, 'old')).toEqual(['a/b/c.txt', 'index.html']);
+    await deleteBranch(repo, { name: 'old' });
+    expect(await codeOf(() => listFiles(repo, { branch: 'old' }))).toBe('not_found');
+
+    const bare = scratchDir();
+    initBareRepo(bare.path);
+    exportToBareRepo(repo, bare.path);
+    git(['fsck', '--strict', '--no-dangling'], { cwd: bare.path });
+    const gitLog = git(['log', '--format=%H %P', 'main'], { cwd: bare.path }).trim().split('\n');
+    const ours = log(repo, { branch: 'main', limit: 50 }).commits.map((c) => [c.oid, ...c.parent_oids].join(' '));
+    expect(ours).toEqual(gitLog);
+    expect(git(['ls-tree', '-r', '--name-only', 'feature/x'], { cwd: bare.path }).trim().split('\n')).toEqual(['a/b/c.txt', 'index.html']);
+    bare.remove();
+  });
+});
