@@ -3,7 +3,8 @@
  * tree at that commit. Seeds that bring their own history (git) use importHistory instead.
  */
 import { encodeTree, type FileMode } from '../git/tree.js';
-import { oidToHex } from '../git/oid.js';
+import { oidToHex, type Oid } from '../git/oid.js';
+import type { ProjectWriteTx } from '../store/types.js';
 import { TreehouseError } from '../errors.js';
 import { MAIN_BRANCH, type Repo } from './repo.js';
 import { resetWorkingTree } from './moveWorkingTree.js';
@@ -19,27 +20,28 @@ export interface SeedFile {
 export const INITIAL_COMMIT_MESSAGE = 'Initial commit';
 
 export async function initProject(repo: Repo, input: { files: SeedFile[]; people: CommitAuthors }): Promise<{ oid: string }> {
-  return repo.store.write((store) => {
-    const tx = store.project(repo.project);
-    // An empty root node first, so the branch has a working tree to write into.
-    const emptyTree = tx.putObject('tree', encodeTree([]));
-    resetWorkingTree(tx, MAIN_BRANCH, emptyTree);
-    const tree = new WorkingTree(tx, MAIN_BRANCH);
-    const conflicts: string[] = [];
-    for (const file of input.files) {
-      const found = tree.lookup(file.path);
-      if (found.kind === 'directory' || found.kind === 'blocked' || found.kind === 'file') {
-        conflicts.push(file.path);
-        continue;
-      }
-      tree.setFile(file.path, { oid: tx.putObject('blob', file.bytes), size: file.bytes.length, mode: file.mode, locked: false });
+  return repo.store.write((store) => ({ oid: oidToHex(seedMainBranch(store.project(repo.project), input)) }));
+}
+
+/** The initial commit inside the caller's transaction, so a project record and its history land together. */
+export function seedMainBranch(tx: ProjectWriteTx, input: { files: SeedFile[]; people: CommitAuthors }): Oid {
+  // An empty root node first, so the branch has a working tree to write into.
+  const emptyTree = tx.putObject('tree', encodeTree([]));
+  resetWorkingTree(tx, MAIN_BRANCH, emptyTree);
+  const tree = new WorkingTree(tx, MAIN_BRANCH);
+  const conflicts: string[] = [];
+  for (const file of input.files) {
+    const found = tree.lookup(file.path);
+    if (found.kind !== 'missing') {
+      conflicts.push(file.path);
+      continue;
     }
-    if (conflicts.length > 0) {
-      throw new TreehouseError('path_conflict', `Seed paths collide: ${conflicts.join(', ')}.`, { paths: conflicts });
-    }
-    const treeOid = tree.writeTree();
-    tree.save();
-    const oid = writeCommit(tx, { branch: MAIN_BRANCH, tree: treeOid, parents: [], message: INITIAL_COMMIT_MESSAGE, people: input.people });
-    return { oid: oidToHex(oid) };
-  });
+    tree.setFile(file.path, { oid: tx.putObject('blob', file.bytes), size: file.bytes.length, mode: file.mode, locked: false });
+  }
+  if (conflicts.length > 0) {
+    throw new TreehouseError('path_conflict', `Seed paths collide: ${conflicts.join(', ')}.`, { paths: conflicts });
+  }
+  const treeOid = tree.writeTree();
+  tree.save();
+  return writeCommit(tx, { branch: MAIN_BRANCH, tree: treeOid, parents: [], message: INITIAL_COMMIT_MESSAGE, people: input.people });
 }

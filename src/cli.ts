@@ -1,0 +1,67 @@
+/**
+ * The command-line tool (`npm run treehouse -- <verb>`, or the `treehouse` bin):
+ *   treehouse teams create NAME
+ *   treehouse keys create --team NAME [--name LABEL]   (prints the key alone on its last line)
+ *   treehouse keys list --team NAME
+ *   treehouse keys revoke KEY_ID
+ */
+import { parseArgs } from 'node:util';
+import { isTreehouseError } from './errors.js';
+import { loadConfig } from './service/config.js';
+import { openTreehouse } from './service/treehouse.js';
+
+const USAGE = `usage:
+  treehouse teams create NAME
+  treehouse keys create --team NAME [--name LABEL]
+  treehouse keys list --team NAME
+  treehouse keys revoke KEY_ID`;
+
+async function run(argv: string[]): Promise<number> {
+  const { values, positionals } = parseArgs({
+    args: argv,
+    allowPositionals: true,
+    options: { team: { type: 'string' }, name: { type: 'string' }, help: { type: 'boolean', short: 'h' } },
+  });
+  const [noun, verb, argument] = positionals;
+  if (values.help || !noun) {
+    process.stdout.write(`${USAGE}\n`);
+    return values.help ? 0 : 2;
+  }
+  const th = openTreehouse(loadConfig());
+  try {
+    if (noun === 'teams' && verb === 'create' && argument) {
+      const team = await th.accounts.createTeam(argument);
+      process.stdout.write(`created team ${team.name} (${team.id})\n`);
+    } else if (noun === 'keys' && verb === 'create' && values.team) {
+      const { record, key } = await th.accounts.createKey(values.team, values.name);
+      process.stdout.write(`created key ${record.id} (${record.name}) for team ${values.team}; it is shown only once:\n${key}\n`);
+    } else if (noun === 'keys' && verb === 'list' && values.team) {
+      for (const key of th.accounts.listKeys(values.team)) {
+        process.stdout.write(`${key.id}\t${key.name}\t${key.created_at}\t${key.revoked_at ? `revoked ${key.revoked_at}` : 'active'}\n`);
+      }
+    } else if (noun === 'keys' && verb === 'revoke' && argument) {
+      const key = await th.accounts.revokeKey(argument);
+      process.stdout.write(`revoked key ${key.id}\n`);
+    } else {
+      process.stderr.write(`${USAGE}\n`);
+      return 2;
+    }
+    return 0;
+  } catch (error) {
+    if (isTreehouseError(error)) {
+      process.stderr.write(`treehouse: ${error.message}\n`);
+      return 1;
+    }
+    throw error;
+  } finally {
+    await th.close();
+  }
+}
+
+run(process.argv.slice(2)).then(
+  (code) => process.exit(code),
+  (error) => {
+    process.stderr.write(`${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+    process.exit(1);
+  },
+);

@@ -1,0 +1,652 @@
+/**
+ * Checks of received objects, after git's fsck.c (`git fsck --strict`, `receive.fsckObjects`):
+ * fsck_tree(), fsck_commit(), fsck_tag_standalone() and fsck_ident(), with the message ids and
+ * default severities of git's fsck.h (documented in Documentation/fsck-msgids.txt), and the
+ * ".git" look-alike rules of is_hfs_dotgit() (utf8.c) and is_ntfs_dotgit() (path.c).
+ *
+ * Each check returns every problem it finds as data; assertFsckClean() turns the first problem
+ * that counts as a failure into an FsckError. Like `git fsck --strict`, warnings count as
+ * failures; Treehouse also refuses badFilemode (git only reports it), because it stores no mode
+ * besides the five standard ones. Blob contents (.gitmodules parsing) are not checked here.
+ */
+import type { ObjectType } from './oid.js';
+import { OID_BYTES } from './oid.js';
+
+/** git's severities: fatal and error always fail; warn fails under --strict; info is reported. */
+export type FsckSeverity = 'fatal' | 'error' | 'warn' | 'info' | 'ignore';
+
+/** The message ids used here, in git's camelCase spelling, with git's default severity. */
+export const FSCK_SEVERITIES = {
+  nulInHeader: 'fatal',
+  unterminatedHeader: 'fatal',
+  badDate: 'error',
+  badDateOverflow: 'error',
+  badEmail: 'error',
+  badName: 'error',
+  badObjectSha1: 'error',
+  badParentSha1: 'error',
+  badTimezone: 'error',
+  badTree: 'error',
+  badTreeSha1: 'error',
+  badType: 'error',
+  duplicateEntries: 'error',
+  gitmodulesSymlink: 'error',
+  missingAuthor: 'error',
+  missingCommitter: 'error',
+  missingEmail: 'error',
+  missingNameBeforeEmail: 'error',
+  missingObject: 'error',
+  missingSpaceBeforeDate: 'error',
+  missingSpaceBeforeEmail: 'error',
+  missingTag: 'error',
+  missingTagEntry: 'error',
+  missingTree: 'error',
+  missingType: 'error',
+  missingTypeEntry: 'error',
+  multipleAuthors: 'error',
+  treeNotSorted: 'error',
+  zeroPaddedDate: 'error',
+  fullPathname: 'warn',
+  hasDot: 'warn',
+  hasDotdot: 'warn',
+  hasDotgit: 'warn',
+  largePathname: 'warn',
+  nullSha1: 'warn',
+  nulInCommit: 'warn',
+  zeroPaddedFilemode: 'warn',
+  badFilemode: 'info',
+  badTagName: 'info',
+  gitattributesSymlink: 'info',
+  gitignoreSymlink: 'info',
+  mailmapSymlink: 'info',
+  missingTaggerEntry: 'info',
+  extraHeaderEntry: 'ignore',
+} as const satisfies Record<string, FsckSeverity>;
+
+export type FsckMessageId = keyof typeof FSCK_SEVERITIES;
+
+/** Message ids Treehouse refuses although git only reports them. */
+const REFUSED_BEYOND_GIT = new Set<FsckMessageId>(['badFilemode']);
+
+/** git's fsck.largePathname default: a tree entry name longer than this is reported. */
+export const TREE_ENTRY_NAME_BYTES_MAX = 4096;
+
+export interface FsckProblem {
+  id: FsckMessageId;
+  severity: FsckSeverity;
+  /** "<id>: <text>", as git prints it. */
+  message: string;
+}
+
+export class FsckError extends Error {
+  override name = 'FsckError';
+  constructor(
+    readonly id: FsckMessageId,
+    readonly problems: FsckProblem[],
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+function problem(id: FsckMessageId, text: string): FsckProblem {
+  return { id, severity: FSCK_SEVERITIES[id], message: `${id}: ${text}` };
+}
+
+/** Whether a problem makes Treehouse refuse the object (git --strict, plus REFUSED_BEYOND_GIT). */
+export function isFsckFailure(found: FsckProblem): boolean {
+  if (REFUSED_BEYOND_GIT.has(found.id)) return true;
+  return found.severity === 'fatal' || found.severity === 'error' || found.severity === 'warn';
+}
+
+export function fsckObject(type: ObjectType, body: Buffer): FsckProblem[] {
+  switch (type) {
+    case 'tree':
+      return fsckTree(body);
+    case 'commit':
+      return fsckCommit(body);
+    case 'tag':
+      return fsckTag(body);
+    case 'blob':
+      return [];
+  }
+}
+
+/** Throws FsckError naming the first failing message id. `label` (an id, a path) goes in the message. */
+export function assertFsckClean(type: ObjectType, body: Buffer, label = type): void {
+  const problems = fsckObject(type, body);
+  const failure = problems.find(isFsckFailure);
+  if (failure) throw new FsckError(failure.id, problems, `error in ${type} ${label}: ${failure.message}`);
+}
+
+// ---------------------------------------------------------------------------------------------
+// ".git" and its look-alikes on case-insensitive, HFS+ and NTFS file systems
+
+const DOT = 0x2e;
+const SPACE = 0x20;
+const TAB = 0x09;
+const SLASH = 0x2f;
+const BACKSLASH = 0x5c;
+const COLON = 0x3a;
+const TILDE = 0x7e;
+const NUL = 0x00;
+const LINE_FEED = 0x0a;
+const DIGIT_ZERO = 0x30;
+const DIGIT_ONE = 0x31;
+const DIGIT_FOUR = 0x34;
+const DIGIT_SEVEN = 0x37;
+const DIGIT_NINE = 0x39;
+const ASCII_MAX = 0x7f;
+const NON_ASCII_BIT = 0x80;
+
+/** Code points HFS+ ignores in file names (git's next_hfs_char). */
+const HFS_IGNORED_CODE_POINTS = new Set([
+  0x200c, // ZERO WIDTH NON-JOINER
+  0x200d, // ZERO WIDTH JOINER
+  0x200e, // LEFT-TO-RIGHT MARK
+  0x200f, // RIGHT-TO-LEFT MARK
+  0x202a, // LEFT-TO-RIGHT EMBEDDING
+  0x202b, // RIGHT-TO-LEFT EMBEDDING
+  0x202c, // POP DIRECTIONAL FORMATTING
+  0x202d, // LEFT-TO-RIGHT OVERRIDE
+  0x202e, // RIGHT-TO-LEFT OVERRIDE
+  0x206a, // INHIBIT SYMMETRIC SWAPPING
+  0x206b, // ACTIVATE SYMMETRIC SWAPPING
+  0x206c, // INHIBIT ARABIC FORM SHAPING
+  0x206d, // ACTIVATE ARABIC FORM SHAPING
+  0x206e, // NATIONAL DIGIT SHAPES
+  0x206f, // NOMINAL DIGIT SHAPES
+  0xfeff, // ZERO WIDTH NO-BREAK SPACE
+]);
+
+/**
+ * Decodes one UTF-8 character at cursor.at with git's pick_one_utf8_char() rules (no overlongs,
+ * surrogates, U+FFFE/U+FFFF or values past U+10FFFF). Returns 0 at the end or on invalid input,
+ * which then stops the scan, as git does.
+ */
+function nextUtf8(name: Uint8Array, cursor: { at: number }): number {
+  const s = (i: number) => (cursor.at + i < name.length ? name[cursor.at + i] : NUL);
+  const b0 = s(0);
+  let code: number;
+  let length: number;
+  if (b0 < NON_ASCII_BIT) {
+    code = b0;
+    length = 1;
+  } else if ((b0 & 0xe0) === 0xc0) {
+    if ((s(1) & 0xc0) !== 0x80 || (b0 & 0xfe) === 0xc0) return stop(name, cursor);
+    code = ((b0 & 0x1f) << 6) | (s(1) & 0x3f);
+    length = 2;
+  } else if ((b0 & 0xf0) === 0xe0) {
+    if (
+      (s(1) & 0xc0) !== 0x80 ||
+      (s(2) & 0xc0) !== 0x80 ||
+      (b0 === 0xe0 && (s(1) & 0xe0) === 0x80) || // overlong
+      (b0 === 0xed && (s(1) & 0xe0) === 0xa0) || // surrogate
+      (b0 === 0xef && s(1) === 0xbf && (s(2) & 0xfe) === 0xbe) // U+FFFE, U+FFFF
+    ) {
+      return stop(name, cursor);
+    }
+    code = ((b0 & 0x0f) << 12) | ((s(1) & 0x3f) << 6) | (s(2) & 0x3f);
+    length = 3;
+  } else if ((b0 & 0xf8) === 0xf0) {
+    if (
+      (s(1) & 0xc0) !== 0x80 ||
+      (s(2) & 0xc0) !== 0x80 ||
+      (s(3) & 0xc0) !== 0x80 ||
+      (b0 === 0xf0 && (s(1) & 0xf0) === 0x80) || // overlong
+      (b0 === 0xf4 && s(1) > 0x8f) ||
+      b0 > 0xf4 // past U+10FFFF
+    ) {
+      return stop(name, cursor);
+    }
+    code = ((b0 & 0x07) << 18) | ((s(1) & 0x3f) << 12) | ((s(2) & 0x3f) << 6) | (s(3) & 0x3f);
+    length = 4;
+  } else {
+    return stop(name, cursor);
+  }
+  cursor.at += length;
+  return code;
+}
+
+function stop(name: Uint8Array, cursor: { at: number }): number {
+  cursor.at = name.length;
+  return 0;
+}
+
+function nextHfsCharacter(name: Uint8Array, cursor: { at: number }): number {
+  for (;;) {
+    const code = nextUtf8(name, cursor);
+    if (!HFS_IGNORED_CODE_POINTS.has(code)) return code;
+  }
+}
+
+function toLowerAscii(byte: number): number {
+  return byte >= 0x41 && byte <= 0x5a ? byte + 0x20 : byte;
+}
+
+/** git's is_hfs_dot_generic(): "." + needle, ignoring case and HFS+-ignored code points. */
+function isHfsDot(name: Uint8Array, needle: string): boolean {
+  const cursor = { at: 0 };
+  if (nextHfsCharacter(name, cursor) !== DOT) return false;
+  for (let i = 0; i < needle.length; i++) {
+    const code = nextHfsCharacter(name, cursor);
+    if (code > ASCII_MAX) return false;
+    if (toLowerAscii(code) !== needle.charCodeAt(i)) return false;
+  }
+  const after = nextHfsCharacter(name, cursor);
+  return after === 0 || after === SLASH;
+}
+
+export const isHfsDotGit = (name: Uint8Array): boolean => isHfsDot(name, 'git');
+export const isHfsDotGitmodules = (name: Uint8Array): boolean => isHfsDot(name, 'gitmodules');
+export const isHfsDotGitattributes = (name: Uint8Array): boolean => isHfsDot(name, 'gitattributes');
+export const isHfsDotGitignore = (name: Uint8Array): boolean => isHfsDot(name, 'gitignore');
+export const isHfsDotMailmap = (name: Uint8Array): boolean => isHfsDot(name, 'mailmap');
+
+/** Byte `i` of a name, or NUL past its end (the names are C strings in git). */
+function byteAt(name: Uint8Array, i: number): number {
+  return i < name.length ? name[i] : NUL;
+}
+
+/** Rest of the name is only spaces and periods, up to its end or an NTFS stream (":"). */
+function onlySpacesAndPeriods(name: Uint8Array, from: number): boolean {
+  for (let i = from; ; i++) {
+    const c = byteAt(name, i);
+    if (c === NUL || c === COLON) return true;
+    if (c !== SPACE && c !== DOT) return false;
+  }
+}
+
+/**
+ * git's is_ntfs_dotgit(): ".git" or its 8.3 short name "git~1", in any case, followed by spaces
+ * and periods (which NTFS drops), an alternate data stream (":..."), or a separator.
+ */
+export function isNtfsDotGit(name: Uint8Array): boolean {
+  let i = 0;
+  const next = () => byteAt(name, i++);
+  const first = next();
+  if (first === DOT) {
+    if (toLowerAscii(next()) !== 0x67 || toLowerAscii(next()) !== 0x69 || toLowerAscii(next()) !== 0x74) return false;
+  } else if (toLowerAscii(first) === 0x67) {
+    if (toLowerAscii(next()) !== 0x69 || toLowerAscii(next()) !== 0x74 || next() !== TILDE || next() !== DIGIT_ONE) {
+      return false;
+    }
+  } else {
+    return false;
+  }
+  for (;;) {
+    const c = next();
+    if (c === NUL || c === SLASH || c === BACKSLASH || c === COLON) return true;
+    if (c !== DOT && c !== SPACE) return false;
+  }
+}
+
+function startsWithIgnoringCase(name: Uint8Array, from: number, needle: string, length: number): boolean {
+  for (let i = 0; i < length; i++) {
+    if (toLowerAscii(byteAt(name, from + i)) !== needle.charCodeAt(i)) return false;
+  }
+  return true;
+}
+
+/**
+ * git's is_ntfs_dot_generic(): ".<needle>" with trailing spaces and periods, its regular short
+ * name (first six letters, "~1".."~4"), or the hashed fall-back short name whose first letters
+ * are `shortPrefix` ("gi7eba~N" for .gitmodules).
+ */
+function isNtfsDot(name: Uint8Array, needle: string, shortPrefix: string): boolean {
+  if (byteAt(name, 0) === DOT && startsWithIgnoringCase(name, 1, needle, needle.length)) {
+    return onlySpacesAndPeriods(name, needle.length + 1);
+  }
+  const shortNameLetters = 6;
+  if (
+    startsWithIgnoringCase(name, 0, needle, shortNameLetters) &&
+    byteAt(name, shortNameLetters) === TILDE &&
+    byteAt(name, shortNameLetters + 1) >= DIGIT_ONE &&
+    byteAt(name, shortNameLetters + 1) <= DIGIT_FOUR
+  ) {
+    return onlySpacesAndPeriods(name, shortNameLetters + 2);
+  }
+  const shortNameBytes = 8;
+  let sawTilde = false;
+  let i = 0;
+  for (; i < shortNameBytes; i++) {
+    const c = byteAt(name, i);
+    if (c === NUL) return false;
+    if (sawTilde) {
+      if (c < DIGIT_ZERO || c > DIGIT_NINE) return false;
+    } else if (c === TILDE) {
+      i++;
+      const digit = byteAt(name, i);
+      if (digit < DIGIT_ONE || digit > DIGIT_NINE) return false;
+      sawTilde = true;
+    } else if (i >= shortNameLetters) {
+      return false;
+    } else if (c & NON_ASCII_BIT) {
+      return false;
+    } else if (toLowerAscii(c) !== shortPrefix.charCodeAt(i)) {
+      return false;
+    }
+  }
+  return onlySpacesAndPeriods(name, i);
+}
+
+export const isNtfsDotGitmodules = (name: Uint8Array): boolean => isNtfsDot(name, 'gitmodules', 'gi7eba');
+export const isNtfsDotGitignore = (name: Uint8Array): boolean => isNtfsDot(name, 'gitignore', 'gi250a');
+export const isNtfsDotGitattributes = (name: Uint8Array): boolean => isNtfsDot(name, 'gitattributes', 'gi7d29');
+export const isNtfsDotMailmap = (name: Uint8Array): boolean => isNtfsDot(name, 'mailmap', 'maba30');
+
+/** A name git will not check out: ".git" in any spelling a file system would equate with it. */
+export function isDotGitName(name: Uint8Array): boolean {
+  return isHfsDotGit(name) || isNtfsDotGit(name);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Trees
+
+/** File type bits of a mode (S_IFMT) and the types git stores. */
+const S_IFMT = 0o170000;
+const S_IFDIR = 0o040000;
+const S_IFLNK = 0o120000;
+const S_IFGITLINK = 0o160000;
+const STANDARD_MODES = new Set([0o100755, 0o100644, S_IFLNK, S_IFDIR, S_IFGITLINK]);
+
+const isDirectoryMode = (mode: number) => (mode & S_IFMT) === S_IFDIR;
+const isSymlinkMode = (mode: number) => (mode & S_IFMT) === S_IFLNK;
+
+interface FsckTreeEntry {
+  mode: number;
+  modeStartsWithZero: boolean;
+  name: Buffer;
+  oid: Buffer;
+}
+
+/**
+ * One entry as git's decode_tree_entry() reads it, or why the tree cannot be parsed. An empty
+ * name is a parse failure there (so git reports badTree, never its older emptyName).
+ */
+function readTreeEntry(body: Buffer, start: number): { entry: FsckTreeEntry; next: number } | string {
+  let at = start;
+  let mode = 0;
+  if (at >= body.length || body[at] === SPACE) return 'malformed mode in tree entry';
+  for (; at < body.length && body[at] !== SPACE; at++) {
+    const c = body[at];
+    if (c < DIGIT_ZERO || c > DIGIT_SEVEN) return 'malformed mode in tree entry';
+    mode = (mode * 8 + (c - DIGIT_ZERO)) >>> 0;
+  }
+  if (at >= body.length) return 'too-short tree object';
+  const nameStart = at + 1;
+  const nul = body.indexOf(NUL, nameStart);
+  if (nul < 0 || nul + 1 + OID_BYTES > body.length) return 'too-short tree object';
+  if (nul === nameStart) return 'empty filename in tree entry';
+  return {
+    entry: {
+      mode,
+      modeStartsWithZero: body[start] === DIGIT_ZERO,
+      name: body.subarray(nameStart, nul),
+      oid: body.subarray(nul + 1, nul + 1 + OID_BYTES),
+    },
+    next: nul + 1 + OID_BYTES,
+  };
+}
+
+const ORDERED = 0;
+const UNORDERED = -1;
+const HAS_DUPLICATES = -2;
+
+/** True for the bytes that sort between the end of a name and the '/' a directory adds. */
+const isLessThanSlash = (c: number) => c > NUL && c < SLASH;
+
+/**
+ * git's verify_ordered(): names must ascend in tree order (a directory as if it ended in '/').
+ * `candidates` remembers file names that a later directory of the same name could duplicate
+ * though not adjacent ("foo", "foo.bar", "foo/").
+ */
+function verifyOrdered(previous: FsckTreeEntry, current: FsckTreeEntry, candidates: Buffer[]): number {
+  const a = previous.name;
+  const b = current.name;
+  const common = Math.min(a.length, b.length);
+  const prefixOrder = a.subarray(0, common).compare(b.subarray(0, common));
+  if (prefixOrder < 0) return ORDERED;
+  if (prefixOrder > 0) return UNORDERED;
+  let c1 = byteAt(a, common);
+  let c2 = byteAt(b, common);
+  if (c1 === NUL && c2 === NUL) return HAS_DUPLICATES;
+  if (c1 === NUL && isDirectoryMode(previous.mode)) c1 = SLASH;
+  if (c2 === NUL && isDirectoryMode(current.mode)) c2 = SLASH;
+  if (c1 === NUL && isLessThanSlash(c2)) {
+    candidates.push(a);
+  } else if (c2 === SLASH && isLessThanSlash(c1)) {
+    for (let file = candidates.pop(); file; file = candidates.pop()) {
+      if (b.length < file.length || !b.subarray(0, file.length).equals(file)) continue;
+      if (b.length === file.length) return HAS_DUPLICATES;
+      if (isLessThanSlash(b[file.length])) {
+        candidates.push(file);
+        break;
+      }
+    }
+  }
+  return c1 < c2 ? ORDERED : UNORDERED;
+}
+
+/** The symlink checks of special files ("gitmodulesSymlink" and its relatives). */
+function specialFileProblems(entry: FsckTreeEntry): FsckProblem[] {
+  if (!isSymlinkMode(entry.mode)) return [];
+  const found: FsckProblem[] = [];
+  const name = entry.name;
+  if (isHfsDotGitmodules(name) || isNtfsDotGitmodules(name)) found.push(problem('gitmodulesSymlink', '.gitmodules is a symbolic link'));
+  if (isHfsDotGitattributes(name) || isNtfsDotGitattributes(name)) found.push(problem('gitattributesSymlink', '.gitattributes is a symlink'));
+  if (isHfsDotGitignore(name) || isNtfsDotGitignore(name)) found.push(problem('gitignoreSymlink', '.gitignore is a symlink'));
+  if (isHfsDotMailmap(name) || isNtfsDotMailmap(name)) found.push(problem('mailmapSymlink', '.mailmap is a symlink'));
+  // git reads a backslash as a directory separator here, for checkouts on Windows.
+  for (let slash = name.indexOf(BACKSLASH); slash >= 0; slash = name.indexOf(BACKSLASH, slash + 1)) {
+    if (isNtfsDotGitmodules(name.subarray(slash + 1))) found.push(problem('gitmodulesSymlink', '.gitmodules is a symbolic link'));
+  }
+  return found;
+}
+
+function hasBackslashDotGit(name: Buffer): boolean {
+  for (let slash = name.indexOf(BACKSLASH); slash >= 0; slash = name.indexOf(BACKSLASH, slash + 1)) {
+    if (isNtfsDotGit(name.subarray(slash + 1))) return true;
+  }
+  return false;
+}
+
+export function fsckTree(body: Buffer): FsckProblem[] {
+  const found: FsckProblem[] = [];
+  const flags = new Set<FsckMessageId>();
+  const candidates: Buffer[] = [];
+  let previous: FsckTreeEntry | null = null;
+  for (let at = 0; at < body.length; ) {
+    const read = readTreeEntry(body, at);
+    if (typeof read === 'string') {
+      found.push(problem('badTree', `cannot be parsed as a tree (${read})`));
+      break;
+    }
+    const { entry } = read;
+    const name = entry.name;
+    if (entry.oid.every((byte) => byte === 0)) flags.add('nullSha1');
+    if (name.includes(SLASH)) flags.add('fullPathname');
+    if (name.length === 1 && name[0] === DOT) flags.add('hasDot');
+    if (name.length === 2 && name[0] === DOT && name[1] === DOT) flags.add('hasDotdot');
+    if (isDotGitName(name) || hasBackslashDotGit(name)) flags.add('hasDotgit');
+    if (entry.modeStartsWithZero) flags.add('zeroPaddedFilemode');
+    if (name.length > TREE_ENTRY_NAME_BYTES_MAX) flags.add('largePathname');
+    if (!STANDARD_MODES.has(entry.mode)) flags.add('badFilemode');
+    found.push(...specialFileProblems(entry));
+    if (previous) {
+      const order = verifyOrdered(previous, entry, candidates);
+      if (order === UNORDERED) flags.add('treeNotSorted');
+      if (order === HAS_DUPLICATES) flags.add('duplicateEntries');
+    }
+    previous = entry;
+    at = read.next;
+  }
+  const texts: Array<[FsckMessageId, string]> = [
+    ['nullSha1', 'contains entries pointing to null sha1'],
+    ['fullPathname', 'contains full pathnames'],
+    ['hasDot', "contains '.'"],
+    ['hasDotdot', "contains '..'"],
+    ['hasDotgit', "contains '.git'"],
+    ['zeroPaddedFilemode', 'contains zero-padded file modes'],
+    ['badFilemode', 'contains bad file modes'],
+    ['duplicateEntries', 'contains duplicate file entries'],
+    ['treeNotSorted', 'not properly sorted'],
+    ['largePathname', 'contains excessively large pathname'],
+  ];
+  for (const [id, text] of texts) if (flags.has(id)) found.push(problem(id, text));
+  return found;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Commits and tags (bytes read as latin1 so that string offsets are byte offsets)
+
+/** timestamp_t overflow as git's date_overflows() sees it: past the largest signed 64-bit time. */
+const TIMESTAMP_MAX = 2n ** 63n - 1n;
+/** git gives up reading digits past this many (its buffer is sized for 2^64). */
+const TIMESTAMP_DIGITS_MAX = 23;
+const OID_HEX_PATTERN = /^[0-9a-fA-F]{40}\n/;
+const TAG_OBJECT_TYPES = new Set(['blob', 'tree', 'commit', 'tag']);
+
+const isDigit = (c: string | undefined) => c !== undefined && c >= '0' && c <= '9';
+
+/** git's verify_headers(): no NUL before the blank line, and the headers end with a newline. */
+function verifyHeaders(text: string): FsckProblem | null {
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c === NUL) return problem('nulInHeader', `unterminated header: NUL at offset ${i}`);
+    if (c === LINE_FEED && text.charCodeAt(i + 1) === LINE_FEED) return null;
+  }
+  if (text.length > 0 && text.charCodeAt(text.length - 1) === LINE_FEED) return null;
+  return problem('unterminatedHeader', 'unterminated header');
+}
+
+/** git's fsck_ident(): "Name <email> 1234567890 +0000\n" starting at `start`. */
+function checkIdent(text: string, start: number): { problem: FsckProblem | null; next: number } {
+  const lineEnd = text.indexOf('\n', start);
+  const next = lineEnd < 0 ? text.length : lineEnd + 1;
+  const fail = (id: FsckMessageId, what: string) => ({ problem: problem(id, `invalid author/committer line - ${what}`), next });
+  let p = start;
+  if (text[p] === '<') return fail('missingNameBeforeEmail', 'missing space before email');
+  for (;;) {
+    if (p >= text.length || text[p] === '\n') return fail('missingEmail', 'missing email');
+    if (text[p] === '>') return fail('badName', 'bad name');
+    if (text[p] === '<') break;
+    p++;
+  }
+  if (text[p - 1] !== ' ') return fail('missingSpaceBeforeEmail', 'missing space before email');
+  p++;
+  for (;;) {
+    if (p >= text.length || text[p] === '<' || text[p] === '\n') return fail('badEmail', 'bad email');
+    if (text[p] === '>') break;
+    p++;
+  }
+  p++;
+  if (text[p] !== ' ') return fail('missingSpaceBeforeDate', 'missing space before date');
+  p++;
+  while (text[p] === ' ' || text.charCodeAt(p) === TAB) p++;
+  if (!isDigit(text[p])) return fail('badDate', 'bad date');
+  if (text[p] === '0' && text[p + 1] !== ' ') return fail('zeroPaddedDate', 'zero-padded date');
+  const digitsStart = p;
+  while (isDigit(text[p])) p++;
+  const digits = text.slice(digitsStart, p);
+  if (digits.length > TIMESTAMP_DIGITS_MAX || BigInt(digits) > TIMESTAMP_MAX) {
+    return fail('badDateOverflow', 'date causes integer overflow');
+  }
+  if (text[p] !== ' ') return fail('badDate', 'bad date');
+  p++;
+  const sign = text[p];
+  if (
+    (sign !== '+' && sign !== '-') ||
+    !isDigit(text[p + 1]) ||
+    !isDigit(text[p + 2]) ||
+    !isDigit(text[p + 3]) ||
+    !isDigit(text[p + 4]) ||
+    text[p + 5] !== '\n'
+  ) {
+    return fail('badTimezone', 'bad time zone');
+  }
+  return { problem: null, next };
+}
+
+/** Reads "<key> <40 hex>\n" at `at`; null when the key is absent, -1 when the id is malformed. */
+function readIdLine(text: string, at: number, key: string): number | null {
+  if (!text.startsWith(`${key} `, at)) return null;
+  const idStart = at + key.length + 1;
+  return OID_HEX_PATTERN.test(text.slice(idStart, idStart + 41)) ? idStart + 41 : -1;
+}
+
+export function fsckCommit(body: Buffer): FsckProblem[] {
+  const text = body.toString('latin1');
+  const headerProblem = verifyHeaders(text);
+  if (headerProblem) return [headerProblem];
+  let at = readIdLine(text, 0, 'tree');
+  if (at === null) return [problem('missingTree', "invalid format - expected 'tree' line")];
+  if (at < 0) return [problem('badTreeSha1', "invalid 'tree' line format - bad sha1")];
+  for (let parent = readIdLine(text, at, 'parent'); parent !== null; parent = readIdLine(text, at, 'parent')) {
+    if (parent < 0) return [problem('badParentSha1', "invalid 'parent' line format - bad sha1")];
+    at = parent;
+  }
+  let authors = 0;
+  while (at < text.length && text.startsWith('author ', at)) {
+    authors++;
+    const ident = checkIdent(text, at + 'author '.length);
+    if (ident.problem) return [ident.problem];
+    at = ident.next;
+  }
+  if (authors === 0) return [problem('missingAuthor', "invalid format - expected 'author' line")];
+  if (authors > 1) return [problem('multipleAuthors', "invalid format - multiple 'author' lines")];
+  if (!text.startsWith('committer ', at)) return [problem('missingCommitter', "invalid format - expected 'committer' line")];
+  const committer = checkIdent(text, at + 'committer '.length);
+  if (committer.problem) return [committer.problem];
+  if (body.includes(NUL)) return [problem('nulInCommit', 'NUL byte in the commit object body')];
+  return [];
+}
+
+/** Forbidden in any ref name component (git-check-ref-format rules 3-5). */
+const REFNAME_FORBIDDEN = /[\x00-\x20\x7f~^:?*[\\]/;
+
+/** `git check-ref-format` without options, as fsck applies it to "refs/tags/<tag name>". */
+export function isValidRefname(refname: string): boolean {
+  if (refname === '@' || refname.endsWith('/') || refname.endsWith('.')) return false;
+  if (refname.includes('..') || refname.includes('@{') || REFNAME_FORBIDDEN.test(refname)) return false;
+  return refname.split('/').every((part) => part.length > 0 && !part.startsWith('.') && !part.endsWith('.lock'));
+}
+
+export function fsckTag(body: Buffer): FsckProblem[] {
+  const text = body.toString('latin1');
+  const headerProblem = verifyHeaders(text);
+  if (headerProblem) return [headerProblem];
+  const found: FsckProblem[] = [];
+  let at = readIdLine(text, 0, 'object');
+  if (at === null) return [problem('missingObject', "invalid format - expected 'object' line")];
+  if (at < 0) return [problem('badObjectSha1', "invalid 'object' line format - bad sha1")];
+  if (!text.startsWith('type ', at)) return [problem('missingTypeEntry', "invalid format - expected 'type' line")];
+  let lineEnd = text.indexOf('\n', at);
+  if (lineEnd < 0) return [problem('missingType', "invalid format - unexpected end after 'type' line")];
+  if (!TAG_OBJECT_TYPES.has(text.slice(at + 'type '.length, lineEnd))) return [problem('badType', "invalid 'type' value")];
+  at = lineEnd + 1;
+  if (!text.startsWith('tag ', at)) return [problem('missingTagEntry', "invalid format - expected 'tag' line")];
+  lineEnd = text.indexOf('\n', at);
+  if (lineEnd < 0) return [problem('missingTag', "invalid format - unexpected end after 'type' line")];
+  const tagName = text.slice(at + 'tag '.length, lineEnd);
+  if (!isValidRefname(`refs/tags/${tagName}`)) found.push(problem('badTagName', `invalid 'tag' name: ${tagName}`));
+  at = lineEnd + 1;
+  if (text.startsWith('tagger ', at)) {
+    const ident = checkIdent(text, at + 'tagger '.length);
+    if (ident.problem) return [...found, ident.problem];
+    at = ident.next;
+  } else {
+    found.push(problem('missingTaggerEntry', "invalid format - expected 'tagger' line"));
+  }
+  // A signature header after the tagger (gpgsig, gpgsig-sha256) and its continuation lines.
+  if (text.startsWith('gpgsig ', at) || text.startsWith('gpgsig-sha256 ', at)) {
+    do {
+      lineEnd = text.indexOf('\n', at);
+      at = lineEnd < 0 ? text.length : lineEnd + 1;
+    } while (at < text.length && text[at] === ' ');
+  }
+  if (at < text.length && text[at] !== '\n') {
+    found.push(problem('extraHeaderEntry', "invalid format - extra header(s) after 'tagger'"));
+  }
+  return found;
+}

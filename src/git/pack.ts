@@ -1,0 +1,560 @@
+/**
+ * Pack files, version 2 (Documentation/gitformat-pack.txt, "pack-*.pack files have the following
+ * format"): a 12-byte header ("PACK", version, object count, all big-endian), then one entry per
+ * object, then the SHA-1 of everything before it.
+ *
+ * An entry starts with its type (3 bits) and its inflated size in the pack "size encoding"
+ * (4 bits in the first byte, then 7 bits a byte, least significant first, high bit = more).
+ * OFS_DELTA entries then give their base as a negative distance back in the "offset encoding"
+ * (7 bits a byte, most significant first, with 2^7 + 2^14 + ... added for each extra byte);
+ * REF_DELTA entries give the base's 20-byte id. Then comes a zlib stream of the body (or of the
+ * delta). The pack does not record where that stream ends: the parser learns it from zlib itself
+ * (node's inflateSync with `info: true` reports how many input bytes the stream used).
+ *
+ * PackWriter produces a pack entry by entry so memory stays bounded by one object; parsePack
+ * checks a whole received pack and resolves its deltas, with limits on every dimension.
+ */
+import { createHash } from 'node:crypto';
+import { deflateSync, inflateSync, type ZlibOptions } from 'node:zlib';
+import { applyDelta, DeltaError, readDeltaHeader } from './delta.js';
+import { hashObject, OID_BYTES, oidToHex, type ObjectType, type Oid } from './oid.js';
+
+/** "PACK" */
+export const PACK_SIGNATURE = Buffer.from('PACK', 'latin1');
+/** The version we write; version 3 is read too, as git does (the layout is the same). */
+export const PACK_VERSION = 2;
+const PACK_VERSIONS_READ = new Set([2, 3]);
+export const PACK_HEADER_BYTES = 12;
+/** The trailing SHA-1 of all preceding bytes. */
+export const PACK_TRAILER_BYTES = 20;
+/** The object count is a 32-bit field. */
+export const PACK_OBJECT_COUNT_MAX = 0xffffffff;
+
+/** Entry type codes (gitformat-pack "Object types"); 0 is invalid and 5 is reserved. */
+export const OBJ_COMMIT = 1;
+export const OBJ_TREE = 2;
+export const OBJ_BLOB = 3;
+export const OBJ_TAG = 4;
+export const OBJ_OFS_DELTA = 6;
+export const OBJ_REF_DELTA = 7;
+
+const TYPE_CODES: Record<ObjectType, number> = { commit: OBJ_COMMIT, tree: OBJ_TREE, blob: OBJ_BLOB, tag: OBJ_TAG };
+const TYPES_BY_CODE = new Map<number, ObjectType>([
+  [OBJ_COMMIT, 'commit'],
+  [OBJ_TREE, 'tree'],
+  [OBJ_BLOB, 'blob'],
+  [OBJ_TAG, 'tag'],
+]);
+
+/** Entry header: the type sits in bits 4-6 of the first byte, the size's low 4 bits in bits 0-3. */
+const ENTRY_TYPE_SHIFT = 4;
+const ENTRY_TYPE_MASK = 0x07;
+const ENTRY_FIRST_SIZE_BITS = 4;
+const ENTRY_FIRST_SIZE_MASK = 0x0f;
+/** Every variable-length byte: 7 bits of value and a continuation bit. */
+const VARINT_CONTINUE = 0x80;
+const VARINT_PAYLOAD_MASK = 0x7f;
+const VARINT_PAYLOAD_BITS = 7;
+/** Enough bytes for any size or offset below 2^53; longer encodings are refused. */
+const VARINT_BYTES_MAX = 8;
+/** The smallest complete zlib stream (an empty body) is 8 bytes, so an entry takes at least 9. */
+const ZLIB_STREAM_BYTES_MIN = 8;
+const PACK_ENTRY_BYTES_MIN = 1 + ZLIB_STREAM_BYTES_MIN;
+/** zlib stream header (RFC 1950): method 8 (deflate) in the low nibble, and a multiple of 31. */
+const ZLIB_METHOD_DEFLATE = 8;
+const ZLIB_METHOD_MASK = 0x0f;
+const ZLIB_HEADER_CHECK_DIVISOR = 31;
+/** node:zlib refuses chunk sizes below 64 bytes; larger objects inflate in chunks up to 1 MiB. */
+const INFLATE_CHUNK_BYTES_MIN = 64;
+const INFLATE_CHUNK_BYTES_MAX = 1024 * 1024;
+
+/** Default limits of parsePack; a caller passes its own from configuration. */
+export const PACK_OBJECTS_MAX_DEFAULT = 1_000_000;
+export const PACK_OBJECT_BYTES_MAX_DEFAULT = 100 * 1024 * 1024;
+export const PACK_TOTAL_BYTES_MAX_DEFAULT = 2 * 1024 * 1024 * 1024;
+/** git's pack.depth cannot go above 4095; chains deeper than that are refused. */
+export const PACK_DELTA_DEPTH_MAX_DEFAULT = 4095;
+
+export class PackFormatError extends Error {
+  override name = 'PackFormatError';
+}
+
+// ---------------------------------------------------------------------------------------------
+// Encoding helpers
+
+/** Type and size header of an entry. */
+export function encodeEntryHeader(typeCode: number, size: number): Buffer {
+  if (!TYPES_BY_CODE.has(typeCode) && typeCode !== OBJ_OFS_DELTA && typeCode !== OBJ_REF_DELTA) {
+    throw new PackFormatError(`invalid pack entry type ${typeCode}`);
+  }
+  if (!Number.isSafeInteger(size) || size < 0) throw new PackFormatError(`invalid pack entry size ${size}`);
+  const bytes: number[] = [];
+  let rest = Math.floor(size / 2 ** ENTRY_FIRST_SIZE_BITS);
+  let byte = (typeCode << ENTRY_TYPE_SHIFT) | (size & ENTRY_FIRST_SIZE_MASK);
+  while (rest > 0) {
+    bytes.push(byte | VARINT_CONTINUE);
+    byte = rest % 2 ** VARINT_PAYLOAD_BITS;
+    rest = Math.floor(rest / 2 ** VARINT_PAYLOAD_BITS);
+  }
+  bytes.push(byte);
+  return Buffer.from(bytes);
+}
+
+/** The "offset encoding" of an OFS_DELTA's distance back to its base. */
+export function encodeOfsDistance(distance: number): Buffer {
+  if (!Number.isSafeInteger(distance) || distance <= 0) throw new PackFormatError(`invalid OFS_DELTA distance ${distance}`);
+  const bytes = [distance % 2 ** VARINT_PAYLOAD_BITS];
+  let rest = Math.floor(distance / 2 ** VARINT_PAYLOAD_BITS);
+  while (rest > 0) {
+    rest -= 1;
+    bytes.unshift(VARINT_CONTINUE | rest % 2 ** VARINT_PAYLOAD_BITS);
+    rest = Math.floor(rest / 2 ** VARINT_PAYLOAD_BITS);
+  }
+  return Buffer.from(bytes);
+}
+
+function typeCodeOf(type: ObjectType): number {
+  const code = TYPE_CODES[type];
+  if (code === undefined) throw new PackFormatError(`unknown object type ${JSON.stringify(type)}`);
+  return code;
+}
+
+function looksLikeZlibStream(bytes: Uint8Array): boolean {
+  if (bytes.length < ZLIB_STREAM_BYTES_MIN) return false;
+  if ((bytes[0] & ZLIB_METHOD_MASK) !== ZLIB_METHOD_DEFLATE) return false;
+  return ((bytes[0] << 8) | bytes[1]) % ZLIB_HEADER_CHECK_DIVISOR === 0;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Writer
+
+export interface PackChunk {
+  /** Byte position of this entry in the pack; an OFS_DELTA names its base by it. */
+  offset: number;
+  bytes: Buffer;
+}
+
+export interface PackWriterOptions {
+  /** zlib level 0-9; git's default (core.compression -1) is zlib's default, 6. */
+  compressionLevel?: number;
+}
+
+/**
+ * Writes a pack of a known number of objects, one chunk at a time: start() gives the header,
+ * each add*() one entry, finish() the trailing checksum. The caller sends each chunk on and keeps
+ * nothing, so memory holds one object at a time.
+ */
+export class PackWriter {
+  private readonly hash = createHash('sha1');
+  private readonly compressionLevel: number;
+  private position = 0;
+  private written = 0;
+  private state: 'new' | 'writing' | 'finished' = 'new';
+
+  constructor(
+    readonly objectCount: number,
+    options: PackWriterOptions = {},
+  ) {
+    if (!Number.isInteger(objectCount) || objectCount < 0 || objectCount > PACK_OBJECT_COUNT_MAX) {
+      throw new PackFormatError(`invalid pack object count ${objectCount}`);
+    }
+    this.compressionLevel = options.compressionLevel ?? -1;
+  }
+
+  /** Bytes emitted so far. */
+  get bytesWritten(): number {
+    return this.position;
+  }
+
+  start(): Buffer {
+    if (this.state !== 'new') throw new PackFormatError('pack header already written');
+    const header = Buffer.alloc(PACK_HEADER_BYTES);
+    PACK_SIGNATURE.copy(header, 0);
+    header.writeUInt32BE(PACK_VERSION, 4);
+    header.writeUInt32BE(this.objectCount, 8);
+    this.state = 'writing';
+    return this.emit(header);
+  }
+
+  /** A whole object, deflated here. */
+  addObject(type: ObjectType, body: Uint8Array): PackChunk {
+    return this.addEntry(typeCodeOf(type), body.length, null, this.deflate(body));
+  }
+
+  /**
+   * An object whose body is already a zlib stream (as stored), copied without recompressing.
+   * `inflatedBytes` is the body's size; the caller vouches that the stream inflates to it.
+   */
+  addDeflatedObject(type: ObjectType, inflatedBytes: number, deflated: Uint8Array): PackChunk {
+    if (!looksLikeZlibStream(deflated)) throw new PackFormatError('pre-deflated body is not a zlib stream');
+    return this.addEntry(typeCodeOf(type), inflatedBytes, null, deflated);
+  }
+
+  /** A delta against the entry written at `baseOffset` earlier in this pack. */
+  addOfsDelta(baseOffset: number, delta: Uint8Array): PackChunk {
+    if (!Number.isSafeInteger(baseOffset) || baseOffset < PACK_HEADER_BYTES || baseOffset >= this.position) {
+      throw new PackFormatError(`OFS_DELTA base offset ${baseOffset} is not an earlier entry`);
+    }
+    readDeltaHeaderChecked(delta);
+    return this.addEntry(OBJ_OFS_DELTA, delta.length, encodeOfsDistance(this.position - baseOffset), this.deflate(delta));
+  }
+
+  /** A delta against the object `baseOid`, in this pack or (for a thin pack) known to the receiver. */
+  addRefDelta(baseOid: Oid, delta: Uint8Array): PackChunk {
+    if (baseOid.length !== OID_BYTES) throw new PackFormatError('REF_DELTA base id must be 20 bytes');
+    readDeltaHeaderChecked(delta);
+    return this.addEntry(OBJ_REF_DELTA, delta.length, Buffer.from(baseOid), this.deflate(delta));
+  }
+
+  /** The trailing checksum; the pack is complete after it. */
+  finish(): Buffer {
+    if (this.state !== 'writing') throw new PackFormatError('pack finished before start() or twice');
+    if (this.written !== this.objectCount) {
+      throw new PackFormatError(`pack announced ${this.objectCount} objects but ${this.written} were written`);
+    }
+    this.state = 'finished';
+    const trailer = this.hash.digest();
+    this.position += trailer.length;
+    return trailer;
+  }
+
+  private deflate(body: Uint8Array): Buffer {
+    return deflateSync(body, { level: this.compressionLevel });
+  }
+
+  private addEntry(typeCode: number, size: number, baseReference: Buffer | null, deflated: Uint8Array): PackChunk {
+    if (this.state !== 'writing') throw new PackFormatError('pack entry written before start() or after finish()');
+    if (this.written >= this.objectCount) throw new PackFormatError(`pack announced only ${this.objectCount} objects`);
+    const offset = this.position;
+    const header = encodeEntryHeader(typeCode, size);
+    const parts = baseReference ? [header, baseReference, deflated] : [header, deflated];
+    this.written++;
+    return { offset, bytes: this.emit(Buffer.concat(parts)) };
+  }
+
+  private emit(bytes: Buffer): Buffer {
+    this.hash.update(bytes);
+    this.position += bytes.length;
+    return bytes;
+  }
+}
+
+function readDeltaHeaderChecked(delta: Uint8Array): void {
+  try {
+    readDeltaHeader(delta);
+  } catch (error) {
+    throw new PackFormatError(`invalid delta: ${(error as Error).message}`);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Parser
+
+export interface ExternalObject {
+  type: ObjectType;
+  body: Buffer;
+}
+
+export interface ParsePackOptions {
+  /** Bases of REF_DELTA entries that are not in the pack (a thin pack), looked up by id. */
+  resolveExternal?: (oid: Oid) => ExternalObject | undefined;
+  objectsMax?: number;
+  /** Limit on the inflated size of any one object or delta. */
+  objectBytesMax?: number;
+  /** Limit on all inflated bytes together (objects and deltas). */
+  totalBytesMax?: number;
+  deltaDepthMax?: number;
+}
+
+export interface PackObject {
+  type: ObjectType;
+  body: Buffer;
+  oid: Oid;
+  /** Where the entry starts in the pack. */
+  offset: number;
+  /** Deltas applied to rebuild it; 0 for an entry stored whole. */
+  deltaDepth: number;
+}
+
+export interface ParsedPack {
+  version: number;
+  /** In pack order. */
+  objects: PackObject[];
+  /** The trailing SHA-1 (the pack's name in git). */
+  checksum: Buffer;
+  /** Ids of the bases that came from resolveExternal (a thin pack's missing objects). */
+  externalBases: Oid[];
+}
+
+interface Limits {
+  objectsMax: number;
+  objectBytesMax: number;
+  totalBytesMax: number;
+  deltaDepthMax: number;
+}
+
+/** One entry as read, before deltas are resolved. */
+interface RawEntry {
+  offset: number;
+  typeCode: number;
+  /** The body, or the delta for OFS_DELTA / REF_DELTA; dropped once resolved. */
+  data: Buffer | null;
+  /** For OFS_DELTA: index of the base entry. */
+  baseIndex: number;
+  /** For REF_DELTA: the base id as a map key. */
+  baseKey: string;
+}
+
+interface Resolved {
+  type: ObjectType;
+  body: Buffer;
+  oid: Oid;
+  depth: number;
+}
+
+const oidKey = (oid: Buffer): string => oid.toString('latin1');
+
+/** Reads a whole pack, checks it and rebuilds every object. Throws PackFormatError. */
+export function parsePack(pack: Buffer, options: ParsePackOptions = {}): ParsedPack {
+  const limits: Limits = {
+    objectsMax: options.objectsMax ?? PACK_OBJECTS_MAX_DEFAULT,
+    objectBytesMax: options.objectBytesMax ?? PACK_OBJECT_BYTES_MAX_DEFAULT,
+    totalBytesMax: options.totalBytesMax ?? PACK_TOTAL_BYTES_MAX_DEFAULT,
+    deltaDepthMax: options.deltaDepthMax ?? PACK_DELTA_DEPTH_MAX_DEFAULT,
+  };
+  const { version, count } = readPackHeader(pack, limits);
+  const bodyEnd = pack.length - PACK_TRAILER_BYTES;
+  const checksum = pack.subarray(bodyEnd);
+  const actual = createHash('sha1').update(pack.subarray(0, bodyEnd)).digest();
+  if (!actual.equals(checksum)) throw new PackFormatError('pack checksum mismatch (corrupt or truncated pack)');
+  const budget = { inflatedBytes: 0 };
+  const entries = readEntries(pack, count, bodyEnd, limits, budget);
+  const { resolved, externalBases } = resolveEntries(entries, limits, budget, options.resolveExternal);
+  const objects = entries.map((entry, index): PackObject => {
+    const object = resolved[index];
+    if (!object) throw new PackFormatError('internal: unresolved entry survived resolution');
+    return { type: object.type, body: object.body, oid: object.oid, offset: entry.offset, deltaDepth: object.depth };
+  });
+  return { version, objects, checksum: Buffer.from(checksum), externalBases };
+}
+
+export function readPackHeader(pack: Buffer, limits: Pick<Limits, 'objectsMax'>): { version: number; count: number } {
+  if (pack.length < PACK_HEADER_BYTES + PACK_TRAILER_BYTES) {
+    throw new PackFormatError(`pack of ${pack.length} bytes is too short for a header and a trailer`);
+  }
+  if (!pack.subarray(0, PACK_SIGNATURE.length).equals(PACK_SIGNATURE)) throw new PackFormatError('not a pack: bad signature');
+  const version = pack.readUInt32BE(4);
+  if (!PACK_VERSIONS_READ.has(version)) throw new PackFormatError(`unsupported pack version ${version}`);
+  const count = pack.readUInt32BE(8);
+  if (count > limits.objectsMax) throw new PackFormatError(`pack of ${count} objects is over the limit of ${limits.objectsMax}`);
+  const entryBytes = pack.length - PACK_HEADER_BYTES - PACK_TRAILER_BYTES;
+  if (count * PACK_ENTRY_BYTES_MIN > entryBytes) {
+    throw new PackFormatError(`pack announces ${count} objects but has only ${entryBytes} bytes of entries`);
+  }
+  return { version, count };
+}
+
+function readEntries(pack: Buffer, count: number, bodyEnd: number, limits: Limits, budget: { inflatedBytes: number }): RawEntry[] {
+  const entries: RawEntry[] = [];
+  const indexByOffset = new Map<number, number>();
+  let at = PACK_HEADER_BYTES;
+  for (let index = 0; index < count; index++) {
+    const offset = at;
+    if (at >= bodyEnd) throw new PackFormatError(`pack ends after ${index} of ${count} objects`);
+    const header = readEntryHeader(pack, at, bodyEnd);
+    at = header.next;
+    if (header.size > limits.objectBytesMax) {
+      throw new PackFormatError(`object at ${offset} declares ${header.size} bytes, over the limit of ${limits.objectBytesMax}`);
+    }
+    const entry: RawEntry = { offset, typeCode: header.typeCode, data: null, baseIndex: -1, baseKey: '' };
+    if (header.typeCode === OBJ_OFS_DELTA) {
+      const distance = readOfsDistance(pack, at, bodyEnd);
+      at = distance.next;
+      const baseOffset = offset - distance.value;
+      const baseIndex = indexByOffset.get(baseOffset);
+      if (baseIndex === undefined) {
+        throw new PackFormatError(`OFS_DELTA at ${offset} points to ${baseOffset}, which is not the start of an earlier object`);
+      }
+      entry.baseIndex = baseIndex;
+    } else if (header.typeCode === OBJ_REF_DELTA) {
+      if (at + OID_BYTES > bodyEnd) throw new PackFormatError(`REF_DELTA at ${offset} is truncated`);
+      entry.baseKey = oidKey(pack.subarray(at, at + OID_BYTES));
+      at += OID_BYTES;
+    } else if (!TYPES_BY_CODE.has(header.typeCode)) {
+      throw new PackFormatError(`object at ${offset} has invalid type ${header.typeCode}`);
+    }
+    budget.inflatedBytes += header.size;
+    if (budget.inflatedBytes > limits.totalBytesMax) {
+      throw new PackFormatError(`pack inflates to more than the limit of ${limits.totalBytesMax} bytes`);
+    }
+    const inflated = inflateEntry(pack, at, bodyEnd, header.size, offset);
+    entry.data = inflated.data;
+    at = inflated.next;
+    indexByOffset.set(offset, index);
+    entries.push(entry);
+  }
+  if (at !== bodyEnd) throw new PackFormatError(`pack has ${bodyEnd - at} unexpected bytes after its last object`);
+  return entries;
+}
+
+function readEntryHeader(pack: Buffer, start: number, end: number): { typeCode: number; size: number; next: number } {
+  let byte = pack[start];
+  const typeCode = (byte >> ENTRY_TYPE_SHIFT) & ENTRY_TYPE_MASK;
+  let size = byte & ENTRY_FIRST_SIZE_MASK;
+  let scale = 2 ** ENTRY_FIRST_SIZE_BITS;
+  let at = start + 1;
+  for (let used = 1; byte & VARINT_CONTINUE; used++) {
+    if (used >= VARINT_BYTES_MAX) throw new PackFormatError(`object at ${start} has an oversized size field`);
+    if (at >= end) throw new PackFormatError(`object at ${start} is truncated in its header`);
+    byte = pack[at++];
+    size += (byte & VARINT_PAYLOAD_MASK) * scale;
+    scale *= 2 ** VARINT_PAYLOAD_BITS;
+  }
+  return { typeCode, size, next: at };
+}
+
+function readOfsDistance(pack: Buffer, start: number, end: number): { value: number; next: number } {
+  let at = start;
+  if (at >= end) throw new PackFormatError(`OFS_DELTA at ${start} is truncated`);
+  let byte = pack[at++];
+  let value = byte & VARINT_PAYLOAD_MASK;
+  for (let used = 1; byte & VARINT_CONTINUE; used++) {
+    if (used >= VARINT_BYTES_MAX) throw new PackFormatError(`OFS_DELTA at ${start} has an oversized offset`);
+    if (at >= end) throw new PackFormatError(`OFS_DELTA at ${start} is truncated`);
+    byte = pack[at++];
+    value = (value + 1) * 2 ** VARINT_PAYLOAD_BITS + (byte & VARINT_PAYLOAD_MASK);
+  }
+  return { value, next: at };
+}
+
+interface InflateResult {
+  buffer: Buffer;
+  engine: { bytesWritten: number };
+}
+
+/** Inflates the zlib stream at `start`, which must produce exactly `size` bytes; finds its end. */
+function inflateEntry(pack: Buffer, start: number, end: number, size: number, offset: number): { data: Buffer; next: number } {
+  const options: ZlibOptions & { info: true } = {
+    info: true,
+    maxOutputLength: Math.max(1, size),
+    chunkSize: Math.min(INFLATE_CHUNK_BYTES_MAX, Math.max(INFLATE_CHUNK_BYTES_MIN, size)),
+  };
+  let result: InflateResult;
+  try {
+    result = inflateSync(pack.subarray(start, end), options) as unknown as InflateResult;
+  } catch (error) {
+    const reason = (error as { code?: string }).code === 'ERR_BUFFER_TOO_LARGE' ? 'inflates past its declared size' : (error as Error).message;
+    throw new PackFormatError(`object at ${offset}: bad zlib stream (${reason})`);
+  }
+  if (result.buffer.length !== size) {
+    throw new PackFormatError(`object at ${offset} inflates to ${result.buffer.length} bytes, declared ${size}`);
+  }
+  const consumed = result.engine.bytesWritten;
+  if (!(consumed > 0) || start + consumed > end) throw new PackFormatError(`object at ${offset}: zlib stream overruns the pack`);
+  return { data: result.buffer, next: start + consumed };
+}
+
+/**
+ * Rebuilds delta entries. Entries stored whole are roots; resolving an object then resolves the
+ * deltas waiting on its position (OFS_DELTA) or its id (REF_DELTA), depth first with an explicit
+ * stack. REF_DELTA bases still missing are asked of `resolveExternal`. Whatever stays unresolved
+ * has a missing base or is part of a cycle of deltas, and the pack is refused.
+ */
+function resolveEntries(
+  entries: RawEntry[],
+  limits: Limits,
+  budget: { inflatedBytes: number },
+  resolveExternal: ParsePackOptions['resolveExternal'],
+): { resolved: Array<Resolved | undefined>; externalBases: Oid[] } {
+  const resolved: Array<Resolved | undefined> = new Array(entries.length);
+  const childrenByIndex = new Map<number, number[]>();
+  const childrenByKey = new Map<string, number[]>();
+  const addChild = <K>(map: Map<K, number[]>, key: K, child: number) => {
+    const list = map.get(key);
+    if (list) list.push(child);
+    else map.set(key, [child]);
+  };
+  let unresolved = 0;
+  entries.forEach((entry, index) => {
+    if (entry.typeCode === OBJ_OFS_DELTA) addChild(childrenByIndex, entry.baseIndex, index);
+    else if (entry.typeCode === OBJ_REF_DELTA) addChild(childrenByKey, entry.baseKey, index);
+    else {
+      const type = TYPES_BY_CODE.get(entry.typeCode) as ObjectType;
+      const body = entry.data as Buffer;
+      resolved[index] = { type, body, oid: hashObject(type, body), depth: 0 };
+      entry.data = null;
+      return;
+    }
+    unresolved++;
+  });
+
+  // Depth first over the deltas hanging off a resolved object (index -1: an external base).
+  // Each waiting list is taken once, so every delta is applied at most once.
+  const visit = (rootIndex: number, root: Resolved) => {
+    const stack: Array<{ index: number; object: Resolved }> = [{ index: rootIndex, object: root }];
+    for (let item = stack.pop(); item; item = stack.pop()) {
+      const key = oidKey(item.object.oid);
+      const children = [...(childrenByIndex.get(item.index) ?? []), ...(childrenByKey.get(key) ?? [])];
+      childrenByIndex.delete(item.index);
+      childrenByKey.delete(key);
+      for (const child of children) {
+        if (resolved[child]) continue;
+        const object = applyEntryDelta(entries[child], item.object, limits, budget);
+        resolved[child] = object;
+        unresolved--;
+        stack.push({ index: child, object });
+      }
+    }
+  };
+  resolved.forEach((object, index) => {
+    if (object && object.depth === 0) visit(index, object);
+  });
+
+  const externalBases: Oid[] = [];
+  if (unresolved > 0 && resolveExternal) {
+    for (const key of [...childrenByKey.keys()]) {
+      if (!childrenByKey.has(key)) continue;
+      const oid = Buffer.from(key, 'latin1');
+      const external = resolveExternal(oid);
+      if (!external) continue;
+      if (!TYPE_CODES[external.type] || !hashObject(external.type, external.body).equals(oid)) {
+        throw new PackFormatError(`external base ${oidToHex(oid)} does not hash to its id`);
+      }
+      externalBases.push(oid);
+      visit(-1, { type: external.type, body: external.body, oid, depth: 0 });
+    }
+  }
+  if (unresolved > 0) {
+    const missing = [...childrenByKey.keys()].slice(0, 3).map((key) => oidToHex(Buffer.from(key, 'latin1')));
+    throw new PackFormatError(
+      `${unresolved} delta(s) could not be resolved: base missing or delta cycle` +
+        (missing.length > 0 ? ` (missing ${missing.join(', ')})` : ''),
+    );
+  }
+  return { resolved, externalBases };
+}
+
+function applyEntryDelta(entry: RawEntry, base: Resolved, limits: Limits, budget: { inflatedBytes: number }): Resolved {
+  const depth = base.depth + 1;
+  if (depth > limits.deltaDepthMax) {
+    throw new PackFormatError(`delta chain at ${entry.offset} is deeper than the limit of ${limits.deltaDepthMax}`);
+  }
+  const delta = entry.data as Buffer;
+  let body: Buffer;
+  try {
+    const { resultBytes } = readDeltaHeader(delta);
+    if (resultBytes > limits.objectBytesMax) {
+      throw new PackFormatError(`delta at ${entry.offset} makes ${resultBytes} bytes, over the limit of ${limits.objectBytesMax}`);
+    }
+    budget.inflatedBytes += resultBytes;
+    if (budget.inflatedBytes > limits.totalBytesMax) {
+      throw new PackFormatError(`pack inflates to more than the limit of ${limits.totalBytesMax} bytes`);
+    }
+    body = applyDelta(base.body, delta, limits.objectBytesMax);
+  } catch (error) {
+    if (error instanceof DeltaError) throw new PackFormatError(`delta at ${entry.offset}: ${error.message}`);
+    throw error;
+  }
+  entry.data = null;
+  return { type: base.type, body, oid: hashObject(base.type, body), depth };
+}

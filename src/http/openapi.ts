@@ -1,0 +1,62 @@
+/** The OpenAPI document, generated once from the same zod schemas the routes validate with. */
+import { z, type ZodType } from 'zod';
+import type { RouteSpec } from './route.js';
+import { STATUS_BY_CODE } from './errors.js';
+
+type Routes = ReadonlyArray<RouteSpec<ZodType, ZodType, ZodType>>;
+
+function jsonSchema(schema: ZodType): Record<string, unknown> {
+  const { $schema: _ignored, ...rest } = z.toJSONSchema(schema, { io: 'input', unrepresentable: 'any' }) as Record<string, unknown>;
+  return rest;
+}
+
+function parameters(schema: ZodType | undefined, where: 'path' | 'query') {
+  if (!schema) return [];
+  const object = jsonSchema(schema) as { properties?: Record<string, unknown>; required?: string[] };
+  return Object.entries(object.properties ?? {}).map(([name, property]) => ({
+    name: name === '*' ? 'path' : name,
+    in: where,
+    required: where === 'path' || (object.required ?? []).includes(name),
+    schema: property,
+  }));
+}
+
+export function buildOpenApi(routes: Routes, serverUrl: string): Record<string, unknown> {
+  const paths: Record<string, Record<string, unknown>> = {};
+  for (const route of routes) {
+    const path = route.url.replace(/:([A-Za-z_]+)/g, '{$1}').replace(/\*$/, '{path}');
+    const operation: Record<string, unknown> = {
+      summary: route.summary,
+      parameters: [...parameters(route.params, 'path'), ...parameters(route.query, 'query')],
+      responses: {
+        [String(route.status ?? 200)]: { description: 'Success' },
+        default: { description: 'Error', content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } } },
+      },
+    };
+    if (route.auth !== false) operation.security = [{ bearer: [] }];
+    if (route.body) operation.requestBody = { required: true, content: { 'application/json': { schema: jsonSchema(route.body) } } };
+    paths[path] = { ...paths[path], [route.method.toLowerCase()]: operation };
+  }
+  return {
+    openapi: '3.1.0',
+    info: { title: 'Treehouse', version: '1' },
+    servers: [{ url: serverUrl }],
+    paths,
+    components: {
+      securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } },
+      schemas: {
+        Error: {
+          type: 'object',
+          required: ['error'],
+          properties: {
+            error: {
+              type: 'object',
+              required: ['code', 'message'],
+              properties: { code: { enum: Object.keys(STATUS_BY_CODE) }, message: { type: 'string' }, details: { type: 'object' } },
+            },
+          },
+        },
+      },
+    },
+  };
+}

@@ -1,0 +1,79 @@
+import type { FastifyInstance } from 'fastify';
+import { z } from 'zod';
+import type { Treehouse } from '../../service/treehouse.js';
+import { defineRoute } from '../route.js';
+import { branchField, cursorField, limitField, personField, projectIdParams, queryBoolean } from '../schemas.js';
+
+export function gitRoutes(app: FastifyInstance, th: Treehouse): void {
+  defineRoute(
+    app,
+    { method: 'GET', url: '/api/v1/projects/:id/git/log', summary: 'Commit history of a branch', params: projectIdParams, query: z.object({ branch: branchField, limit: limitField, cursor: cursorField }) },
+    ({ params, query, principal }) => th.workspace.log(principal, params.id, query),
+  );
+
+  defineRoute(
+    app,
+    {
+      method: 'POST',
+      url: '/api/v1/projects/:id/git/commit',
+      summary: "Commit a branch's working tree",
+      params: projectIdParams,
+      body: z.strictObject({
+        message: z.string().min(1).max(100_000).optional(),
+        branch: branchField,
+        expected_head: z.string().min(1).max(64).optional(),
+        author: personField.optional(),
+      }),
+    },
+    async ({ params, body, principal, reply }) => {
+      const result = await th.workspace.commit(principal, params.id, { branch: body.branch, message: body.message, expectedHead: body.expected_head, author: body.author });
+      reply.code(result.created ? 201 : 200);
+      return { commit: result.created ? { oid: result.oid, branch: result.branch } : result };
+    },
+  );
+
+  defineRoute(
+    app,
+    { method: 'GET', url: '/api/v1/projects/:id/git/commits/:oid', summary: 'One commit with its files', params: projectIdParams.extend({ oid: z.string().min(1).max(64) }), query: z.object({ content: queryBoolean.default(true) }) },
+    ({ params, query, principal }) => ({ commit: th.workspace.showCommit(principal, params.id, { oid: params.oid, content: query.content }) }),
+  );
+
+  defineRoute(
+    app,
+    {
+      method: 'POST',
+      url: '/api/v1/projects/:id/git/restore',
+      summary: 'Restore a branch to an earlier commit, as a new commit',
+      params: projectIdParams,
+      body: z.strictObject({ oid: z.string().min(1).max(64), branch: branchField, force: z.boolean().optional() }),
+    },
+    async ({ params, body, principal, reply }) => {
+      const result = await th.workspace.restore(principal, params.id, body);
+      reply.code(result.created ? 201 : 200);
+      return { commit: result.created ? { oid: result.oid, branch: result.branch } : result };
+    },
+  );
+
+  defineRoute(app, { method: 'GET', url: '/api/v1/projects/:id/git/branches', summary: 'List branches', params: projectIdParams }, ({ params, principal }) => ({
+    branches: th.workspace.listBranches(principal, params.id),
+  }));
+
+  defineRoute(
+    app,
+    {
+      method: 'POST',
+      url: '/api/v1/projects/:id/git/branches',
+      summary: 'Create a branch',
+      params: projectIdParams,
+      body: z.strictObject({ name: z.string().min(1).max(255), from: z.string().min(1).max(255).optional() }),
+      status: 201,
+    },
+    async ({ params, body, principal }) => ({ branch: await th.workspace.createBranch(principal, params.id, body) }),
+  );
+
+  defineRoute(
+    app,
+    { method: 'DELETE', url: '/api/v1/projects/:id/git/branches/*', summary: 'Delete a branch', params: projectIdParams.extend({ '*': z.string().min(1) }) },
+    async ({ params, principal }) => th.workspace.deleteBranch(principal, params.id, { name: params['*'] }),
+  );
+}

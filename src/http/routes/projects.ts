@@ -1,0 +1,111 @@
+import type { FastifyInstance } from 'fastify';
+import { z } from 'zod';
+import type { Treehouse } from '../../service/treehouse.js';
+import type { ProjectRecord } from '../../service/projects.js';
+import { filesSeed, templateSeed, zipSeed } from '../../service/seed.js';
+import { peopleFor } from '../../service/workspace.js';
+import { TreehouseError } from '../../errors.js';
+import { defineRoute } from '../route.js';
+import { contentEncoding, cursorField, frameworkField, limitField, projectIdParams } from '../schemas.js';
+import type { Framework } from '../../service/framework.js';
+
+const handleField = z.string().regex(/^[a-z0-9-]{3,63}$/, 'must be 3 to 63 of a-z, 0-9 and "-"');
+const titleField = z.string().min(1).max(200);
+
+const sourceSchema = z.discriminatedUnion('kind', [
+  z.strictObject({
+    kind: z.literal('files'),
+    files: z.array(z.strictObject({ path: z.string(), content: z.string(), encoding: contentEncoding.optional() })),
+  }),
+  z.strictObject({ kind: z.literal('zip'), data: z.string().min(1) }),
+  z.strictObject({ kind: z.literal('git'), url: z.string().min(1).max(2000), ref: z.string().min(1).max(255).optional(), token: z.string().max(1000).optional() }),
+  z.strictObject({ kind: z.literal('template'), name: z.string().min(1).max(100) }),
+]);
+
+const createBody = z.strictObject({
+  title: titleField,
+  handle: handleField.optional(),
+  framework: frameworkField.optional(),
+  source: sourceSchema.optional(),
+  commerce: z
+    .strictObject({ platform: z.literal('shopify'), store_domain: z.string().min(1).max(255), access_token: z.string().min(1).max(1000) })
+    .optional(),
+  git_remote: z.strictObject({ url: z.string().min(1).max(2000), username: z.string().max(200).optional(), token: z.string().max(1000).optional() }).optional(),
+});
+
+const patchBody = z.strictObject({ title: titleField.optional(), handle: handleField.optional(), framework: frameworkField.optional() });
+
+export function listView(record: ProjectRecord) {
+  const { id, handle, title, framework, published, created_at, updated_at } = record;
+  return { id, handle, title, framework, published, created_at, updated_at };
+}
+
+export function projectRoutes(app: FastifyInstance, th: Treehouse): void {
+  const detailView = (record: ProjectRecord) => ({
+    ...listView(record),
+    version: th.projects.version(record),
+    last_deployed_at: null,
+    default_branch: 'main',
+    has_commerce_credentials: th.projects.hasCommerceCredentials(record),
+    git_remote: null,
+  });
+
+  defineRoute(
+    app,
+    { method: 'GET', url: '/api/v1/projects', summary: 'List projects', query: z.object({ q: z.string().max(200).optional(), limit: limitField, cursor: cursorField }) },
+    ({ query, principal }) => {
+      const page = th.projects.list(principal, query);
+      return { projects: page.projects.map(listView), next_cursor: page.next_cursor };
+    },
+  );
+
+  defineRoute(app, { method: 'GET', url: '/api/v1/projects/:id', summary: 'Read a project', params: projectIdParams }, ({ params, principal }) => ({
+    project: detailView(th.projects.get(principal, params.id)),
+  }));
+
+  defineRoute(
+    app,
+    { method: 'POST', url: '/api/v1/projects', summary: 'Create a project', body: createBody, status: 201 },
+    async ({ body, principal }) => {
+      const limits = th.config.limits;
+      const people = peopleFor(principal);
+      const common = { title: body.title, handle: body.handle, framework: body.framework as Framework | null | undefined, commerce: body.commerce, people };
+      let record: ProjectRecord;
+      const source = body.source;
+      if (source?.kind === 'git' || body.git_remote) {
+        throw new TreehouseError('invalid_request', 'Git seeds and linked repositories are not available yet.', {
+          issues: [{ path: source?.kind === 'git' ? 'source' : 'git_remote', message: 'not available yet' }],
+        });
+      } else {
+        const files =
+          source === undefined ? [] : source.kind === 'files' ? filesSeed(source.files, limits) : source.kind === 'zip' ? await zipSeed(source.data, limits) : templateSeed(source.name);
+        record = await th.projects.create(principal, { ...common, files });
+      }
+      return { project: detailView(record) };
+    },
+  );
+
+  defineRoute(
+    app,
+    { method: 'PATCH', url: '/api/v1/projects/:id', summary: 'Change a project', params: projectIdParams, body: patchBody },
+    async ({ params, body, principal }) => ({
+      project: detailView(await th.projects.update(principal, params.id, { ...body, framework: body.framework as Framework | null | undefined })),
+    }),
+  );
+
+  defineRoute(app, { method: 'DELETE', url: '/api/v1/projects/:id', summary: 'Delete a project', params: projectIdParams }, async ({ params, principal }) => {
+    await th.projects.delete(principal, params.id);
+    return { deleted: params.id };
+  });
+
+  defineRoute(app, { method: 'POST', url: '/api/v1/projects/:id/publish', summary: 'Publish a project', params: projectIdParams }, async ({ params, principal }) => {
+    const record = await th.projects.setPublished(principal, params.id, true);
+    return { published: true, handle: record.handle, url: `${th.config.publicBaseUrl}/p/${record.handle}/` };
+  });
+
+  defineRoute(app, { method: 'POST', url: '/api/v1/projects/:id/unpublish', summary: 'Unpublish a project', params: projectIdParams }, async ({ params, principal }) => {
+    await th.projects.setPublished(principal, params.id, false);
+    return { published: false };
+  });
+
+}

@@ -1,0 +1,131 @@
+/**
+ * Teams and API keys. A key belongs to one team and acts on that team's projects only; it is shown
+ * once, when created, and stored only as its SHA-256 digest.
+ */
+import { createHash } from 'node:crypto';
+import { TreehouseError } from '../errors.js';
+import type { Store } from '../store/types.js';
+import { API_KEY_PATTERN, newApiKey, newId } from './ids.js';
+
+export interface Team {
+  id: string;
+  name: string;
+  created_at: string;
+}
+
+export interface ApiKeyRecord {
+  id: string;
+  team_id: string;
+  name: string;
+  hash: string;
+  created_at: string;
+  revoked_at: string | null;
+}
+
+/** The caller behind a request: the key, its label and its team. */
+export interface Principal {
+  keyId: string;
+  keyName: string;
+  teamId: string;
+}
+
+const TEAM_NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$/;
+export const DEFAULT_TEAM = 'default';
+
+const teamKey = (id: string) => `team/${id}`;
+const teamNameKey = (name: string) => `team-name/${name}`;
+const apiKeyKey = (id: string) => `key/${id}`;
+const apiKeyHashKey = (hash: string) => `key-hash/${hash}`;
+
+function digest(key: string): string {
+  return createHash('sha256').update(key, 'utf8').digest('hex');
+}
+
+export class Accounts {
+  constructor(private readonly store: Store) {}
+
+  async createTeam(name: string): Promise<Team> {
+    if (!TEAM_NAME_PATTERN.test(name)) {
+      throw new TreehouseError('invalid_request', 'A team name is 1 to 63 letters, digits, ".", "_" or "-".');
+    }
+    return this.store.write((tx) => {
+      if (tx.getRecord(teamNameKey(name))) throw new TreehouseError('invalid_request', `Team ${name} already exists.`);
+      const team: Team = { id: newId('team'), name, created_at: new Date().toISOString() };
+      tx.putRecord(teamKey(team.id), team);
+      tx.putRecord(teamNameKey(name), team.id);
+      return team;
+    });
+  }
+
+  teamByName(name: string): Team | undefined {
+    return this.store.read((tx) => {
+      const id = tx.getRecord<string>(teamNameKey(name));
+      return id ? tx.getRecord<Team>(teamKey(id)) : undefined;
+    });
+  }
+
+  hasAnyTeam(): boolean {
+    return this.store.read((tx) => tx.listRecords('team/', { limit: 1 }).length > 0);
+  }
+
+  /** Returns the key's record and the key itself, which is never retrievable again. */
+  async createKey(teamName: string, label?: string): Promise<{ record: ApiKeyRecord; key: string }> {
+    const team = this.teamByName(teamName);
+    if (!team) throw new TreehouseError('not_found', `Team ${teamName} not found.`);
+    const key = newApiKey();
+    const record: ApiKeyRecord = {
+      id: newId('key'),
+      team_id: team.id,
+      name: label ?? 'api key',
+      hash: digest(key),
+      created_at: new Date().toISOString(),
+      revoked_at: null,
+    };
+    await this.store.write((tx) => {
+      tx.putRecord(apiKeyKey(record.id), record);
+      tx.putRecord(apiKeyHashKey(record.hash), record.id);
+    });
+    return { record, key };
+  }
+
+  listKeys(teamName: string): ApiKeyRecord[] {
+    const team = this.teamByName(teamName);
+    if (!team) throw new TreehouseError('not_found', `Team ${teamName} not found.`);
+    return this.store.read((tx) =>
+      tx
+        .listRecords<ApiKeyRecord>('key/')
+        .map((entry) => entry.value)
+        .filter((record) => record.team_id === team.id)
+        .sort((a, b) => a.created_at.localeCompare(b.created_at)),
+    );
+  }
+
+  async revokeKey(keyId: string): Promise<ApiKeyRecord> {
+    return this.store.write((tx) => {
+      const record = tx.getRecord<ApiKeyRecord>(apiKeyKey(keyId));
+      if (!record) throw new TreehouseError('not_found', `Key ${keyId} not found.`);
+      const revoked = { ...record, revoked_at: record.revoked_at ?? new Date().toISOString() };
+      tx.putRecord(apiKeyKey(keyId), revoked);
+      return revoked;
+    });
+  }
+
+  /** The principal of a live key, or null for anything else (malformed, unknown, revoked). */
+  authenticate(key: string): Principal | null {
+    if (!API_KEY_PATTERN.test(key)) return null;
+    return this.store.read((tx) => {
+      const id = tx.getRecord<string>(apiKeyHashKey(digest(key)));
+      const record = id ? tx.getRecord<ApiKeyRecord>(apiKeyKey(id)) : undefined;
+      if (!record || record.revoked_at) return null;
+      return { keyId: record.id, keyName: record.name, teamId: record.team_id };
+    });
+  }
+
+  /** On an empty data directory: team "default" and one key, returned so the server can print it. */
+  async bootstrap(): Promise<string | null> {
+    if (this.hasAnyTeam()) return null;
+    await this.createTeam(DEFAULT_TEAM);
+    const { key } = await this.createKey(DEFAULT_TEAM, 'first key');
+    return key;
+  }
+}

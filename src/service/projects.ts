@@ -1,0 +1,283 @@
+/**
+ * Project records: handles, titles, frameworks, publication, credentials, and the project's place in
+ * the store. A project of another team is indistinguishable from one that does not exist (404).
+ */
+import { TreehouseError } from '../errors.js';
+import { seedMainBranch, type SeedFile } from '../repo/initProject.js';
+import { DEFAULT_REPO_LIMITS, type Repo } from '../repo/repo.js';
+import type { CommitAuthors } from '../repo/writeCommit.js';
+import type { Store, StoreReadTx, StoreWriteTx } from '../store/types.js';
+import type { Principal } from './accounts.js';
+import type { Config } from './config.js';
+import { detectFramework, type Framework } from './framework.js';
+import { newId } from './ids.js';
+import type { Sealer } from './secrets.js';
+
+export interface GitRemoteRecord {
+  url: string;
+  username: string | null;
+  token_sealed: string | null;
+  linked_at: string;
+}
+
+export interface ProjectRecord {
+  id: string;
+  /** The project's number in the store (its key prefix). */
+  seq: number;
+  team_id: string;
+  handle: string;
+  title: string;
+  framework: Framework | null;
+  /** True once a person chose the framework; detection then leaves it alone. */
+  framework_chosen: boolean;
+  published: boolean;
+  created_at: string;
+  updated_at: string;
+  commerce_sealed: string | null;
+  git_remote: GitRemoteRecord | null;
+}
+
+export interface CommerceCredentials {
+  platform: 'shopify';
+  store_domain: string;
+  access_token: string;
+}
+
+export const HANDLE_PATTERN = /^[a-z0-9-]{3,63}$/;
+const HANDLE_LENGTH_MAX = 63;
+const HANDLE_LENGTH_MIN = 3;
+
+const projectKey = (id: string) => `project/${id}`;
+const handleKey = (handle: string) => `handle/${handle}`;
+const teamIndexPrefix = (team: string) => `team-projects/${team}/`;
+const teamIndexKey = (record: ProjectRecord) => `${teamIndexPrefix(record.team_id)}${record.created_at}/${record.id}`;
+const PROJECT_SEQ_KEY = 'counter/project-seq';
+
+export interface CreateProjectInput {
+  title: string;
+  handle?: string;
+  framework?: Framework | null;
+  commerce?: CommerceCredentials;
+  files: SeedFile[];
+  people: CommitAuthors;
+  /** Seeds that bring history (git) write it themselves inside the same transaction. */
+  seedHistory?: (tx: StoreWriteTx, record: ProjectRecord) => void;
+}
+
+export class Projects {
+  constructor(
+    private readonly store: Store,
+    private readonly config: Config,
+    private readonly sealer: Sealer,
+  ) {}
+
+  repo(record: ProjectRecord): Repo {
+    return {
+      store: this.store,
+      project: record.seq,
+      limits: { ...DEFAULT_REPO_LIMITS, fileBytesMax: this.config.limits.fileBytesMax, batchFilesMax: this.config.limits.batchFilesMax },
+    };
+  }
+
+  get(principal: Principal, id: string): ProjectRecord {
+    const record = this.store.read((tx) => tx.getRecord<ProjectRecord>(projectKey(id)));
+    if (!record || record.team_id !== principal.teamId) throw new TreehouseError('not_found', 'Project not found.');
+    return record;
+  }
+
+  byHandle(handle: string): ProjectRecord | undefined {
+    return this.store.read((tx) => {
+      const id = tx.getRecord<string>(handleKey(handle));
+      return id ? tx.getRecord<ProjectRecord>(projectKey(id)) : undefined;
+    });
+  }
+
+  version(record: ProjectRecord): number {
+    return this.store.read((tx) => tx.project(record.seq).getVersion());
+  }
+
+  list(principal: Principal, input: { q?: string; limit: number; cursor?: string }): { projects: ProjectRecord[]; next_cursor: string | null } {
+    const needle = input.q?.toLowerCase();
+    const prefix = teamIndexPrefix(principal.teamId);
+    let after = input.cursor === undefined ? undefined : decodeCursor(input.cursor, prefix);
+    return this.store.read((tx) => {
+      const found: ProjectRecord[] = [];
+      let lastKey: string | null = null;
+      for (;;) {
+        const chunk = tx.listRecords<string>(prefix, { reverse: true, after, limit: 200 });
+        for (const { key, value } of chunk) {
+          after = key;
+          const record = tx.getRecord<ProjectRecord>(projectKey(value));
+          if (!record) continue;
+          if (needle && !record.handle.includes(needle) && !record.title.toLowerCase().includes(needle)) continue;
+          if (found.length === input.limit) return { projects: found, next_cursor: encodeCursor(lastKey!) };
+          found.push(record);
+          lastKey = key;
+        }
+        if (chunk.length < 200) return { projects: found, next_cursor: null };
+      }
+    });
+  }
+
+  async create(principal: Principal, input: CreateProjectInput): Promise<ProjectRecord> {
+    if (input.handle !== undefined) requireHandle(input.handle);
+    const detected = input.framework === undefined ? detectFrameworkOf(input.files) : input.framework;
+    return this.store.write((tx) => {
+      const handle = input.handle ?? uniqueHandle(tx, input.title);
+      if (tx.getRecord(handleKey(handle))) throw new TreehouseError('handle_taken', `Handle ${handle} is in use.`);
+      const seq = (tx.getRecord<number>(PROJECT_SEQ_KEY) ?? 0) + 1;
+      tx.putRecord(PROJECT_SEQ_KEY, seq);
+      const now = new Date().toISOString();
+      const record: ProjectRecord = {
+        id: newId('prj'),
+        seq,
+        team_id: principal.teamId,
+        handle,
+        title: input.title,
+        framework: detected,
+        framework_chosen: input.framework !== undefined,
+        published: false,
+        created_at: now,
+        updated_at: now,
+        commerce_sealed: input.commerce ? this.sealer.seal(JSON.stringify(input.commerce)) : null,
+        git_remote: null,
+      };
+      if (input.seedHistory) input.seedHistory(tx, record);
+      else seedMainBranch(tx.project(seq), { files: input.files, people: input.people });
+      this.putProject(tx, record);
+      tx.putRecord(handleKey(handle), record.id);
+      tx.putRecord(teamIndexKey(record), record.id);
+      return record;
+    });
+  }
+
+  async update(
+    principal: Principal,
+    id: string,
+    patch: { title?: string; handle?: string; framework?: Framework | null },
+  ): Promise<ProjectRecord> {
+    if (patch.handle !== undefined) requireHandle(patch.handle);
+    return this.change(principal, id, (tx, record) => {
+      const next = { ...record };
+      if (patch.title !== undefined) next.title = patch.title;
+      if (patch.framework !== undefined) {
+        next.framework = patch.framework;
+        next.framework_chosen = true;
+      }
+      if (patch.handle !== undefined && patch.handle !== record.handle) {
+        if (tx.getRecord(handleKey(patch.handle))) throw new TreehouseError('handle_taken', `Handle ${patch.handle} is in use.`);
+        tx.deleteRecord(handleKey(record.handle));
+        tx.putRecord(handleKey(patch.handle), record.id);
+        next.handle = patch.handle;
+      }
+      return next;
+    });
+  }
+
+  async setPublished(principal: Principal, id: string, published: boolean): Promise<ProjectRecord> {
+    return this.change(principal, id, (_tx, record) => (record.published === published ? record : { ...record, published }));
+  }
+
+  async setRemote(principal: Principal, id: string, remote: GitRemoteRecord | null): Promise<ProjectRecord> {
+    return this.change(principal, id, (_tx, record) => ({ ...record, git_remote: remote }));
+  }
+
+  async delete(principal: Principal, id: string): Promise<void> {
+    const record = this.get(principal, id);
+    await this.store.write((tx) => {
+      tx.dropProject(record.seq);
+      tx.deleteRecord(projectKey(record.id));
+      tx.deleteRecord(handleKey(record.handle));
+      tx.deleteRecord(teamIndexKey(record));
+    });
+  }
+
+  /** Re-detects the framework from main's files unless a person chose it. */
+  async refreshFramework(record: ProjectRecord, rootNames: string[], packageJson: string | undefined): Promise<void> {
+    if (record.framework_chosen) return;
+    const framework = detectFramework(rootNames, packageJson);
+    if (framework === record.framework) return;
+    await this.store.write((tx) => {
+      const current = tx.getRecord<ProjectRecord>(projectKey(record.id));
+      if (current && !current.framework_chosen) this.putProject(tx, { ...current, framework });
+    });
+  }
+
+  hasCommerceCredentials(record: ProjectRecord): boolean {
+    return record.commerce_sealed !== null;
+  }
+
+  unsealToken(sealed: string): string {
+    return this.sealer.open(sealed);
+  }
+
+  seal(plain: string): string {
+    return this.sealer.seal(plain);
+  }
+
+  /** Applies a change to a record; an unchanged record writes nothing and keeps its version. */
+  private async change(
+    principal: Principal,
+    id: string,
+    apply: (tx: StoreWriteTx, record: ProjectRecord) => ProjectRecord,
+  ): Promise<ProjectRecord> {
+    this.get(principal, id);
+    return this.store.write((tx) => {
+      const record = tx.getRecord<ProjectRecord>(projectKey(id));
+      if (!record || record.team_id !== principal.teamId) throw new TreehouseError('not_found', 'Project not found.');
+      const next = apply(tx, record);
+      if (next === record) return record;
+      next.updated_at = new Date().toISOString();
+      this.putProject(tx, next);
+      tx.project(record.seq).bumpVersion();
+      return next;
+    });
+  }
+
+  private putProject(tx: StoreWriteTx, record: ProjectRecord): void {
+    tx.putRecord(projectKey(record.id), record);
+  }
+}
+
+function requireHandle(handle: string): void {
+  if (!HANDLE_PATTERN.test(handle)) {
+    throw new TreehouseError('invalid_request', 'A handle is 3 to 63 of a-z, 0-9 and "-".', {
+      issues: [{ path: 'handle', message: 'must match ^[a-z0-9-]{3,63}$' }],
+    });
+  }
+}
+
+/** A handle made from the title, with "-2", "-3", ... appended until it is free. */
+function uniqueHandle(tx: StoreReadTx, title: string): string {
+  let base = title
+    .normalize('NFKD')
+    .toLowerCase()
+    .replace(/[^a-z0-9]+/g, '-')
+    .replace(/^-+|-+$/g, '')
+    .slice(0, HANDLE_LENGTH_MAX - 8)
+    .replace(/-+$/, '');
+  if (base.length < HANDLE_LENGTH_MIN) base = base ? `${base}-project` : 'project';
+  if (!tx.getRecord(handleKey(base))) return base;
+  for (let n = 2; ; n++) {
+    const candidate = `${base}-${n}`;
+    if (!tx.getRecord(handleKey(candidate))) return candidate;
+  }
+}
+
+function detectFrameworkOf(files: SeedFile[]): Framework | null {
+  const rootNames = files.map((file) => file.path.split('/')[0]);
+  const packageJson = files.find((file) => file.path === 'package.json')?.bytes.toString('utf8');
+  return detectFramework(rootNames, packageJson);
+}
+
+function encodeCursor(key: string): string {
+  return Buffer.from(key, 'utf8').toString('base64url');
+}
+
+function decodeCursor(cursor: string, prefix: string): string {
+  const key = Buffer.from(cursor, 'base64url').toString('utf8');
+  if (!key.startsWith(prefix)) {
+    throw new TreehouseError('invalid_request', 'The cursor is not valid.', { issues: [{ path: 'cursor', message: 'not a cursor this endpoint issued' }] });
+  }
+  return key;
+}

@@ -1,0 +1,108 @@
+/**
+ * File and git operations on a project, on behalf of a caller: resolves the project (404 across
+ * teams), names the commit's author after the caller's key, and runs what follows a change of main
+ * (framework detection) and of any branch (linked-repository sync).
+ */
+import { commit } from '../repo/commit.js';
+import { createBranch } from '../repo/createBranch.js';
+import { deleteBranch } from '../repo/deleteBranch.js';
+import { deleteFile } from '../repo/deleteFile.js';
+import { headSnapshot } from '../repo/headSnapshot.js';
+import { listBranches } from '../repo/listBranches.js';
+import { listFiles } from '../repo/listFiles.js';
+import { log } from '../repo/log.js';
+import { moveFile } from '../repo/moveFile.js';
+import { readFile } from '../repo/readFile.js';
+import { MAIN_BRANCH } from '../repo/repo.js';
+import { restore } from '../repo/restore.js';
+import { showCommit } from '../repo/showCommit.js';
+import { AUTHOR_EMAIL_DOMAIN } from '../repo/commitView.js';
+import type { Person } from '../repo/signature.js';
+import { writeFiles, type WriteFilesInput } from '../repo/writeFiles.js';
+import type { CommitAuthors } from '../repo/writeCommit.js';
+import type { Principal } from './accounts.js';
+import type { ProjectRecord, Projects } from './projects.js';
+
+export type BranchChangeListener = (record: ProjectRecord, branch: string) => void;
+
+export function peopleFor(principal: Principal, author?: Person): CommitAuthors {
+  const person = author ?? { name: principal.keyName, email: `${principal.keyId}@${AUTHOR_EMAIL_DOMAIN}` };
+  return { author: person, committer: person };
+}
+
+export class Workspace {
+  private readonly listeners: BranchChangeListener[] = [];
+
+  constructor(private readonly projects: Projects) {}
+
+  /** Called after every commit that moves a branch (commit, restore, merge, push). */
+  onBranchChanged(listener: BranchChangeListener): void {
+    this.listeners.push(listener);
+  }
+
+  async branchChanged(record: ProjectRecord, branch: string): Promise<void> {
+    if (branch === MAIN_BRANCH) {
+      const snapshot = headSnapshot(this.projects.repo(record), { branch, read: ['package.json'] });
+      await this.projects.refreshFramework(record, snapshot.names, snapshot.contents.get('package.json')?.toString('utf8'));
+    }
+    for (const listener of this.listeners) listener(record, branch);
+  }
+
+  listFiles(principal: Principal, id: string, input: { branch: string; prefix?: string; content?: boolean }) {
+    return listFiles(this.repo(principal, id), input);
+  }
+
+  readFile(principal: Principal, id: string, input: { branch: string; path: string }) {
+    return readFile(this.repo(principal, id), input);
+  }
+
+  writeFiles(principal: Principal, id: string, input: WriteFilesInput) {
+    return writeFiles(this.repo(principal, id), input);
+  }
+
+  moveFile(principal: Principal, id: string, input: { branch: string; from: string; to: string }) {
+    return moveFile(this.repo(principal, id), input);
+  }
+
+  deleteFile(principal: Principal, id: string, input: { branch: string; path: string }) {
+    return deleteFile(this.repo(principal, id), input);
+  }
+
+  log(principal: Principal, id: string, input: { branch: string; limit: number; cursor?: string }) {
+    return log(this.repo(principal, id), input);
+  }
+
+  showCommit(principal: Principal, id: string, input: { oid: string; content: boolean }) {
+    return showCommit(this.repo(principal, id), input);
+  }
+
+  async commit(principal: Principal, id: string, input: { branch: string; message?: string; expectedHead?: string; author?: Person }) {
+    const record = this.projects.get(principal, id);
+    const result = await commit(this.projects.repo(record), { ...input, people: peopleFor(principal, input.author) });
+    if (result.created) await this.branchChanged(record, input.branch);
+    return result;
+  }
+
+  async restore(principal: Principal, id: string, input: { branch: string; oid: string; force?: boolean }) {
+    const record = this.projects.get(principal, id);
+    const result = await restore(this.projects.repo(record), { ...input, people: peopleFor(principal) });
+    if (result.created) await this.branchChanged(record, input.branch);
+    return result;
+  }
+
+  listBranches(principal: Principal, id: string) {
+    return listBranches(this.repo(principal, id));
+  }
+
+  createBranch(principal: Principal, id: string, input: { name: string; from?: string }) {
+    return createBranch(this.repo(principal, id), input);
+  }
+
+  deleteBranch(principal: Principal, id: string, input: { name: string }) {
+    return deleteBranch(this.repo(principal, id), input);
+  }
+
+  private repo(principal: Principal, id: string) {
+    return this.projects.repo(this.projects.get(principal, id));
+  }
+}
