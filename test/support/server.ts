@@ -1,0 +1,64 @@
+import type { FastifyInstance } from 'fastify';
+import { buildApp } from '../../src/http/app.js';
+import { loadConfig, type Limits } from '../../src/service/config.js';
+import { openTreehouse, type Treehouse } from '../../src/service/treehouse.js';
+import { scratchDir } from './git.js';
+
+export interface TestServer {
+  url: string;
+  key: string;
+  th: Treehouse;
+  app: FastifyInstance;
+  dataDir: string;
+  call(method: string, path: string, body?: unknown, options?: { key?: string | null; headers?: Record<string, string>; raw?: string }): Promise<ApiResponse>;
+  close(): Promise<void>;
+}
+
+export interface ApiResponse {
+  status: number;
+  headers: Headers;
+  body: any;
+}
+
+/** A real server on 127.0.0.1 with a fresh data directory, team "default" and its first key. */
+export async function startTestServer(options: { limits?: Partial<Limits>; env?: Record<string, string> } = {}): Promise<TestServer> {
+  const dir = scratchDir('treehouse-http-');
+  const config = loadConfig({ TREEHOUSE_DATA_DIR: dir.path, PORT: '0', ...options.env });
+  config.limits = { ...config.limits, ...options.limits };
+  const th = openTreehouse(config);
+  const key = (await th.accounts.bootstrap())!;
+  const app = buildApp(th, { logLevel: 'silent' });
+  await app.listen({ port: 0, host: '127.0.0.1' });
+  const address = app.server.address() as { port: number };
+  const url = `http://127.0.0.1:${address.port}`;
+  config.publicBaseUrl = url;
+  return {
+    url,
+    key,
+    th,
+    app,
+    dataDir: dir.path,
+    async call(method, path, body, callOptions = {}) {
+      const headers: Record<string, string> = { ...callOptions.headers };
+      const useKey = callOptions.key === undefined ? key : callOptions.key;
+      if (useKey) headers.authorization = `Bearer ${useKey}`;
+      let payload: string | undefined = callOptions.raw;
+      if (body !== undefined) payload = JSON.stringify(body);
+      if (payload !== undefined) headers['content-type'] ??= 'application/json';
+      const response = await fetch(url + path, { method, headers, body: payload });
+      const text = await response.text();
+      let parsed: unknown = text;
+      try {
+        parsed = JSON.parse(text);
+      } catch {
+        // Not JSON: keep the text.
+      }
+      return { status: response.status, headers: response.headers, body: parsed };
+    },
+    async close() {
+      await app.close();
+      await th.close();
+      dir.remove();
+    },
+  };
+}
