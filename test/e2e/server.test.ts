@@ -1,0 +1,101 @@
+import { execFileSync, spawnSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { scratchDir } from '../support/git.js';
+import { repoRoot, startServerProcess } from '../support/process.js';
+
+const data = scratchDir('treehouse-e2e-');
+afterAll(() => data.remove());
+const env = { TREEHOUSE_DATA_DIR: data.path };
+
+function walkthrough(): string {
+  const readme = readFileSync(join(repoRoot, 'README.md'), 'utf8');
+  const section = readme.slice(readme.indexOf('## Walkthrough'));
+  const match = section.match(/```sh\n([\s\S]*?)```/);
+  if (!match) throw new Error('README has no walkthrough block');
+  return match[1];
+}
+
+function cli(args: string[]): string {
+  return execFileSync(process.execPath, ['--import', 'tsx', join(repoRoot, 'src', 'cli.ts'), ...args], {
+    cwd: repoRoot,
+    env: { ...process.env, ...env },
+    encoding: 'utf8',
+  });
+}
+
+describe('the server process', () => {
+  let key = '';
+  let projectId = '';
+
+  it('prints a first key on an empty data directory and runs the README walkthrough as written', async () => {
+    const server = await startServerProcess(env);
+    try {
+      key = (await server.waitFor(/^API key for team default: (th_[A-Za-z0-9_-]{32,})$/m))[1];
+      const run = spawnSync('bash', ['-e', '-o', 'pipefail', '-c', walkthrough()], {
+        env: { ...process.env, KEY: key, BASE: server.url },
+        encoding: 'utf8',
+      });
+      expect(run.status, run.stderr + run.stdout).toBe(0);
+      expect(run.stdout).toContain('<h1>About</h1>');
+      expect(run.stdout).toContain('"message":"Add about page"');
+      const projects = await (await fetch(`${server.url}/api/v1/projects`, { headers: { authorization: `Bearer ${key}` } })).json();
+      projectId = projects.projects[0].id;
+      const log = await (await fetch(`${server.url}/api/v1/projects/${projectId}/git/log`, { headers: { authorization: `Bearer ${key}` } })).json();
+      expect(log.commits[0].message).toMatch(/^Restore to [0-9a-f]{7}$/);
+      server.child.kill('SIGTERM');
+      expect(await server.exited).toEqual({ code: 0, signal: null });
+    } finally {
+      server.child.kill('SIGKILL');
+    }
+  });
+
+  it('keeps every acknowledged write across kill -9, and prints no new key on restart', async () => {
+    const server = await startServerProcess(env);
+    const headers = { authorization: `Bearer ${key}`, 'content-type': 'application/json' };
+    try {
+      const written = await fetch(`${server.url}/api/v1/projects/${projectId}/files/batch`, {
+        method: 'POST',
+        headers,
+        body: JSON.stringify({ files: [{ path: 'after-kill.txt', content: 'durable' }] }),
+      });
+      expect(written.status).toBe(200);
+      server.child.kill('SIGKILL');
+      await server.exited;
+    } finally {
+      server.child.kill('SIGKILL');
+    }
+    const again = await startServerProcess(env);
+    try {
+      expect(again.output()).not.toContain('API key for team default');
+      const file = await (await fetch(`${again.url}/api/v1/projects/${projectId}/files/after-kill.txt`, { headers })).json();
+      expect(file.content).toBe('durable');
+    } finally {
+      again.child.kill('SIGKILL');
+      await again.exited;
+    }
+  });
+
+  it('manages teams and keys from the command line', async () => {
+    expect(cli(['teams', 'create', 'acme'])).toContain('created team acme');
+    const created = cli(['keys', 'create', '--team', 'acme', '--name', 'ci']).trim().split('\n');
+    const acmeKey = created[created.length - 1];
+    expect(acmeKey).toMatch(/^th_[A-Za-z0-9_-]{32,}$/);
+    const listed = cli(['keys', 'list', '--team', 'acme']);
+    expect(listed).toMatch(/^key_\S+\tci\t.*\tactive$/m);
+    const keyId = listed.split('\t')[0];
+    const server = await startServerProcess(env);
+    try {
+      const asAcme = { authorization: `Bearer ${acmeKey}` };
+      expect((await fetch(`${server.url}/api/v1/projects`, { headers: asAcme })).status).toBe(200);
+      // Another team's project does not exist for this key.
+      expect((await fetch(`${server.url}/api/v1/projects/${projectId}`, { headers: asAcme })).status).toBe(404);
+      expect(cli(['keys', 'revoke', keyId])).toContain(`revoked key ${keyId}`);
+      expect((await fetch(`${server.url}/api/v1/projects`, { headers: asAcme })).status).toBe(401);
+    } finally {
+      server.child.kill('SIGKILL');
+      await server.exited;
+    }
+  });
+});
