@@ -58,7 +58,8 @@ export async function zipSeed(base64: string, limits: Limits): Promise<SeedFile[
   const top = sharedTopFolder(names);
   return entries.map((entry) => {
     const path = top ? entry.name.slice(top.length + 1) : entry.name;
-    const problem = pathProblem(path);
+    // The archive's own names are checked too, so a stripped ".git/" folder is still refused.
+    const problem = pathProblem(entry.name) ?? pathProblem(path);
     if (problem) throw invalid(`Zip entry ${JSON.stringify(entry.name)}: ${problem}.`, 'source.data');
     return { path, bytes: entry.bytes, mode: entry.executable ? '100755' : undefined };
   });
