@@ -25,6 +25,9 @@ export const DELTA_COPY_BYTES_MAX = 0xffffff;
 export const DELTA_COPY_OFFSET_MAX = 0xffffffff;
 /** Insert instructions carry 1..127 literal bytes. */
 export const DELTA_INSERT_BYTES_MAX = 0x7f;
+/** Copy operands are little-endian bytes. */
+const BITS_PER_BYTE = 8;
+const BYTE_MASK = 0xff;
 /** The reserved instruction. */
 const RESERVED_INSTRUCTION = 0x00;
 /** Bits of payload per byte of the size encoding, and its continuation bit. */
@@ -106,13 +109,13 @@ export function applyDelta(base: Uint8Array, delta: Uint8Array, resultBytesMax =
       for (let i = 0; i < COPY_OFFSET_BYTE_FLAGS.length; i++) {
         if (instruction & COPY_OFFSET_BYTE_FLAGS[i]) {
           if (at >= delta.length) throw new DeltaError('delta truncated inside a copy instruction');
-          copyOffset += delta[at++] * 2 ** (8 * i);
+          copyOffset += delta[at++] * 2 ** (BITS_PER_BYTE * i);
         }
       }
       for (let i = 0; i < COPY_SIZE_BYTE_FLAGS.length; i++) {
         if (instruction & COPY_SIZE_BYTE_FLAGS[i]) {
           if (at >= delta.length) throw new DeltaError('delta truncated inside a copy instruction');
-          copyBytes += delta[at++] * 2 ** (8 * i);
+          copyBytes += delta[at++] * 2 ** (BITS_PER_BYTE * i);
         }
       }
       if (copyBytes === 0) copyBytes = DELTA_COPY_SIZE_ZERO_MEANS;
@@ -183,7 +186,7 @@ function emitCopy(sink: ByteSink, offset: number, bytes: number): void {
   let instruction = COPY_INSTRUCTION;
   const operands: number[] = [];
   for (let i = 0; i < COPY_OFFSET_BYTE_FLAGS.length; i++) {
-    const byte = Math.floor(offset / 2 ** (8 * i)) & 0xff;
+    const byte = Math.floor(offset / 2 ** (BITS_PER_BYTE * i)) & BYTE_MASK;
     if (byte !== 0) {
       instruction |= COPY_OFFSET_BYTE_FLAGS[i];
       operands.push(byte);
@@ -191,7 +194,7 @@ function emitCopy(sink: ByteSink, offset: number, bytes: number): void {
   }
   const sizeField = bytes === DELTA_COPY_SIZE_ZERO_MEANS ? 0 : bytes;
   for (let i = 0; i < COPY_SIZE_BYTE_FLAGS.length; i++) {
-    const byte = (sizeField >>> (8 * i)) & 0xff;
+    const byte = (sizeField >>> (BITS_PER_BYTE * i)) & BYTE_MASK;
     if (byte !== 0) {
       instruction |= COPY_SIZE_BYTE_FLAGS[i];
       operands.push(byte);

@@ -113,7 +113,7 @@ export function fsckObject(type: ObjectType, body: Buffer): FsckProblem[] {
 }
 
 /** Throws FsckError naming the first failing message id. `label` (an id, a path) goes in the message. */
-export function assertFsckClean(type: ObjectType, body: Buffer, label = type): void {
+export function assertFsckClean(type: ObjectType, body: Buffer, label: string = type): void {
   const problems = fsckObject(type, body);
   const failure = problems.find(isFsckFailure);
   if (failure) throw new FsckError(failure.id, problems, `error in ${type} ${label}: ${failure.message}`);

@@ -25,6 +25,9 @@ export const PACK_SIGNATURE = Buffer.from('PACK', 'latin1');
 export const PACK_VERSION = 2;
 const PACK_VERSIONS_READ = new Set([2, 3]);
 export const PACK_HEADER_BYTES = 12;
+/** Header fields: the signature at 0, then 32-bit big-endian version and object count. */
+const PACK_VERSION_OFFSET = 4;
+const PACK_COUNT_OFFSET = 8;
 /** The trailing SHA-1 of all preceding bytes. */
 export const PACK_TRAILER_BYTES = 20;
 /** The object count is a 32-bit field. */
@@ -122,7 +125,7 @@ function typeCodeOf(type: ObjectType): number {
 function looksLikeZlibStream(bytes: Uint8Array): boolean {
   if (bytes.length < ZLIB_STREAM_BYTES_MIN) return false;
   if ((bytes[0] & ZLIB_METHOD_MASK) !== ZLIB_METHOD_DEFLATE) return false;
-  return ((bytes[0] << 8) | bytes[1]) % ZLIB_HEADER_CHECK_DIVISOR === 0;
+  return (bytes[0] * 256 + bytes[1]) % ZLIB_HEADER_CHECK_DIVISOR === 0;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -149,6 +152,8 @@ export class PackWriter {
   private readonly compressionLevel: number;
   private position = 0;
   private written = 0;
+  /** Start of every entry so far, ascending, so an OFS_DELTA base can be checked (8 bytes each). */
+  private readonly entryOffsets: number[] = [];
   private state: 'new' | 'writing' | 'finished' = 'new';
 
   constructor(
@@ -170,8 +175,8 @@ export class PackWriter {
     if (this.state !== 'new') throw new PackFormatError('pack header already written');
     const header = Buffer.alloc(PACK_HEADER_BYTES);
     PACK_SIGNATURE.copy(header, 0);
-    header.writeUInt32BE(PACK_VERSION, 4);
-    header.writeUInt32BE(this.objectCount, 8);
+    header.writeUInt32BE(PACK_VERSION, PACK_VERSION_OFFSET);
+    header.writeUInt32BE(this.objectCount, PACK_COUNT_OFFSET);
     this.state = 'writing';
     return this.emit(header);
   }
@@ -192,7 +197,7 @@ export class PackWriter {
 
   /** A delta against the entry written at `baseOffset` earlier in this pack. */
   addOfsDelta(baseOffset: number, delta: Uint8Array): PackChunk {
-    if (!Number.isSafeInteger(baseOffset) || baseOffset < PACK_HEADER_BYTES || baseOffset >= this.position) {
+    if (!this.isEntryOffset(baseOffset)) {
       throw new PackFormatError(`OFS_DELTA base offset ${baseOffset} is not an earlier entry`);
     }
     readDeltaHeaderChecked(delta);
@@ -218,6 +223,19 @@ export class PackWriter {
     return trailer;
   }
 
+  private isEntryOffset(offset: number): boolean {
+    let low = 0;
+    let high = this.entryOffsets.length - 1;
+    while (low <= high) {
+      const middle = (low + high) >>> 1;
+      const found = this.entryOffsets[middle];
+      if (found === offset) return true;
+      if (found < offset) low = middle + 1;
+      else high = middle - 1;
+    }
+    return false;
+  }
+
   private deflate(body: Uint8Array): Buffer {
     return deflateSync(body, { level: this.compressionLevel });
   }
@@ -229,6 +247,7 @@ export class PackWriter {
     const header = encodeEntryHeader(typeCode, size);
     const parts = baseReference ? [header, baseReference, deflated] : [header, deflated];
     this.written++;
+    this.entryOffsets.push(offset);
     return { offset, bytes: this.emit(Buffer.concat(parts)) };
   }
 
@@ -338,14 +357,14 @@ export function parsePack(pack: Buffer, options: ParsePackOptions = {}): ParsedP
   return { version, objects, checksum: Buffer.from(checksum), externalBases };
 }
 
-export function readPackHeader(pack: Buffer, limits: Pick<Limits, 'objectsMax'>): { version: number; count: number } {
+export function readPackHeader(pack: Buffer, limits: { objectsMax: number }): { version: number; count: number } {
   if (pack.length < PACK_HEADER_BYTES + PACK_TRAILER_BYTES) {
     throw new PackFormatError(`pack of ${pack.length} bytes is too short for a header and a trailer`);
   }
   if (!pack.subarray(0, PACK_SIGNATURE.length).equals(PACK_SIGNATURE)) throw new PackFormatError('not a pack: bad signature');
-  const version = pack.readUInt32BE(4);
+  const version = pack.readUInt32BE(PACK_VERSION_OFFSET);
   if (!PACK_VERSIONS_READ.has(version)) throw new PackFormatError(`unsupported pack version ${version}`);
-  const count = pack.readUInt32BE(8);
+  const count = pack.readUInt32BE(PACK_COUNT_OFFSET);
   if (count > limits.objectsMax) throw new PackFormatError(`pack of ${count} objects is over the limit of ${limits.objectsMax}`);
   const entryBytes = pack.length - PACK_HEADER_BYTES - PACK_TRAILER_BYTES;
   if (count * PACK_ENTRY_BYTES_MIN > entryBytes) {

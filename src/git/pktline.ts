@@ -172,31 +172,40 @@ export function decodePktLines(bytes: Buffer): PktLine[] {
 }
 
 /**
- * Incremental decoder for a stream that arrives in chunks of any size. It holds at most one
- * incomplete packet (under PKT_LINE_BYTES_MAX) besides the unread part of the chunks pushed.
+ * Incremental decoder for a stream that arrives in chunks of any size. Chunks are kept as they
+ * come and joined only when a packet straddles them, so each byte is copied about once however
+ * small the chunks are. Pushed chunks are kept by reference, so a caller must not reuse them
+ * (node streams never do). Returned payloads are copies and do not pin the chunks.
  */
 export class PktLineReader {
-  /** Unread bytes; `offset` is where reading resumes. */
-  private pending: Buffer = Buffer.alloc(0);
+  private readonly chunks: Buffer[] = [];
+  /** Read position inside chunks[0]. */
   private offset = 0;
+  private buffered = 0;
   private ended = false;
 
   push(chunk: Uint8Array): void {
     if (this.ended) throw new PktLineError('pkt-line reader received data after end()');
     if (chunk.length === 0) return;
-    const rest = this.pending.subarray(this.offset);
-    this.pending = rest.length === 0 ? Buffer.from(chunk) : Buffer.concat([rest, chunk]);
-    this.offset = 0;
+    this.chunks.push(Buffer.from(chunk.buffer, chunk.byteOffset, chunk.length));
+    this.buffered += chunk.length;
   }
 
   /** The next complete packet, or undefined when more input is needed. */
   read(): PktLine | undefined {
-    const decoded = decodePktLineAt(this.pending, this.offset);
-    if (!decoded) return undefined;
-    this.offset = decoded.next;
-    return decoded.packet.kind === 'data'
-      ? { kind: 'data', payload: Buffer.from(decoded.packet.payload) }
-      : decoded.packet;
+    if (this.buffered < PKT_LENGTH_BYTES) return undefined;
+    this.makeContiguous(PKT_LENGTH_BYTES);
+    const length = readLength(this.chunks[0], this.offset);
+    if (length < DATA_PKT_LENGTH_MIN) {
+      this.consume(PKT_LENGTH_BYTES);
+      if (length === FLUSH_PKT_LENGTH) return { kind: 'flush' };
+      return length === DELIM_PKT_LENGTH ? { kind: 'delim' } : { kind: 'response-end' };
+    }
+    if (this.buffered < length) return undefined;
+    this.makeContiguous(length);
+    const payload = Buffer.from(this.chunks[0].subarray(this.offset + PKT_LENGTH_BYTES, this.offset + length));
+    this.consume(length);
+    return { kind: 'data', payload };
   }
 
   /** Every packet available now. */
@@ -208,7 +217,7 @@ export class PktLineReader {
 
   /** Bytes received but not yet returned as packets. */
   get bufferedBytes(): number {
-    return this.pending.length - this.offset;
+    return this.buffered;
   }
 
   /**
@@ -216,22 +225,38 @@ export class PktLineReader {
    * followed by unframed data (a pack after the commands of a push).
    */
   takeRemainder(): Buffer {
-    const rest = Buffer.from(this.pending.subarray(this.offset));
-    this.pending = Buffer.alloc(0);
+    const rest = Buffer.concat([this.chunks[0]?.subarray(this.offset) ?? Buffer.alloc(0), ...this.chunks.slice(1)]);
+    this.chunks.length = 0;
     this.offset = 0;
+    this.buffered = 0;
     return rest;
   }
 
   /** Declares the stream finished: anything still buffered is a truncated packet. */
   end(): void {
     this.ended = true;
-    if (this.bufferedBytes > 0) {
-      const complete = decodePktLineAt(this.pending, this.offset);
-      throw new PktLineError(
-        complete
-          ? 'pkt-line stream ended with unread packets'
-          : `truncated pkt-line stream: ${this.bufferedBytes} bytes of an incomplete packet`,
-      );
+    if (this.buffered === 0) return;
+    const unread = this.read();
+    throw new PktLineError(
+      unread ? 'pkt-line stream ended with unread packets' : `truncated pkt-line stream: ${this.buffered} bytes of an incomplete packet`,
+    );
+  }
+
+  /** Joins the buffered chunks when the first one holds fewer than `bytes` unread bytes. */
+  private makeContiguous(bytes: number): void {
+    if (this.chunks[0].length - this.offset >= bytes) return;
+    const joined = Buffer.concat([this.chunks[0].subarray(this.offset), ...this.chunks.slice(1)]);
+    this.chunks.length = 0;
+    this.chunks.push(joined);
+    this.offset = 0;
+  }
+
+  private consume(bytes: number): void {
+    this.offset += bytes;
+    this.buffered -= bytes;
+    if (this.offset === this.chunks[0].length) {
+      this.chunks.shift();
+      this.offset = 0;
     }
   }
 }

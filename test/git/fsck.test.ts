@@ -1,0 +1,302 @@
+import { afterAll, describe, expect, it } from 'vitest';
+import { encodeCommit } from '../../src/git/commit.js';
+import {
+  assertFsckClean,
+  FsckError,
+  fsckCommit,
+  fsckObject,
+  fsckTag,
+  fsckTree,
+  isFsckFailure,
+  isHfsDotGit,
+  isHfsDotGitmodules,
+  isNtfsDotGit,
+  isNtfsDotGitmodules,
+  isValidRefname,
+  type FsckMessageId,
+} from '../../src/git/fsck.js';
+import { EMPTY_BLOB_OID, EMPTY_TREE_OID, hashObject, oidToHex, type ObjectType } from '../../src/git/oid.js';
+import { encodeTree } from '../../src/git/tree.js';
+import { git, initBareRepo, scratchDir } from '../support/git.js';
+
+const scratch = scratchDir();
+afterAll(() => scratch.remove());
+
+const BLOB = EMPTY_BLOB_OID;
+const TREE = EMPTY_TREE_OID;
+const TREE_HEX = oidToHex(TREE);
+
+type RawEntry = [mode: string, name: string | Buffer, oid?: Buffer];
+
+/** A tree body exactly as given: no sorting, no checks. */
+function rawTree(entries: RawEntry[]): Buffer {
+  return Buffer.concat(
+    entries.map(([mode, name, oid]) =>
+      Buffer.concat([Buffer.from(`${mode} `, 'latin1'), typeof name === 'string' ? Buffer.from(name, 'utf8') : name, Buffer.from([0]), oid ?? (mode.endsWith('40000') ? TREE : BLOB)]),
+    ),
+  );
+}
+
+const ids = (problems: Array<{ id: FsckMessageId }>) => problems.map((found) => found.id);
+const utf8 = (text: string) => Buffer.from(text, 'utf8');
+
+describe('.git look-alikes (is_hfs_dotgit, is_ntfs_dotgit)', () => {
+  const dotGit = ['.git', '.GIT', '.Git', '.git ', '.git.', '.git . .', 'git~1', 'GIT~1', 'git~1 ', '.git::$INDEX_ALLOCATION', '.git:stream', '.g\u200cit', '\u200d.git', '.git\ufeff', '.GI\u206aT'];
+  const notDotGit = ['.gitx', 'git', '.gi', 'git~2', 'xgit~1', '.gitignore', '.git~1', 'a.git', '.gít', '.g\u200bit'];
+  for (const name of dotGit) {
+    it(`flags ${JSON.stringify(name)}`, () => {
+      expect(isHfsDotGit(utf8(name)) || isNtfsDotGit(utf8(name))).toBe(true);
+      expect(ids(fsckTree(rawTree([['40000', name]])))).toContain('hasDotgit');
+    });
+  }
+  for (const name of notDotGit) {
+    it(`accepts ${JSON.stringify(name)}`, () => {
+      expect(isHfsDotGit(utf8(name)) || isNtfsDotGit(utf8(name))).toBe(false);
+    });
+  }
+
+  it('follows git on invalid UTF-8 right after ".git" (treated as the end of the name)', () => {
+    expect(isHfsDotGit(Buffer.from([0x2e, 0x67, 0x69, 0x74, 0xff]))).toBe(true);
+    expect(isHfsDotGit(Buffer.from([0x2e, 0x67, 0xc0, 0xaf, 0x69, 0x74]))).toBe(false);
+  });
+
+  it('knows the .gitmodules aliases, including the NTFS short names', () => {
+    for (const name of ['.gitmodules', '.GITMODULES', '.gitmodules ', '.gitmodules.', 'gitmod~1', 'GITMOD~4', 'gi7eba~1', 'GI7EBA~9', '.git\u200cmodules', '.gitmodules:x']) {
+      expect(isHfsDotGitmodules(utf8(name)) || isNtfsDotGitmodules(utf8(name)), name).toBe(true);
+    }
+    for (const name of ['.gitmodulesx', 'gitmod~5', 'gitmod~0', 'gi7eba~0', 'gi7ebb~1', 'gitmodules']) {
+      expect(isHfsDotGitmodules(utf8(name)) || isNtfsDotGitmodules(utf8(name)), name).toBe(false);
+    }
+  });
+});
+
+describe('fsckTree', () => {
+  it('finds nothing wrong with a tree encodeTree wrote', () => {
+    const tree = encodeTree([
+      { name: 'a', mode: '40000', oid: TREE },
+      { name: 'a.b', mode: '100644', oid: BLOB },
+      { name: 'exec', mode: '100755', oid: BLOB },
+      { name: 'link', mode: '120000', oid: BLOB },
+      { name: 'module', mode: '160000', oid: BLOB },
+      { name: '.gitmodules', mode: '100644', oid: BLOB },
+    ]);
+    expect(fsckTree(tree)).toEqual([]);
+    expect(fsckTree(Buffer.alloc(0))).toEqual([]);
+  });
+
+  const cases: Array<[string, RawEntry[], FsckMessageId]> = [
+    ['adjacent duplicates', [['100644', 'a'], ['100644', 'a']], 'duplicateEntries'],
+    ['a file and a directory of the same name, apart', [['100644', 'foo'], ['100644', 'foo.bar'], ['40000', 'foo']], 'duplicateEntries'],
+    ['names out of order', [['100644', 'b'], ['100644', 'a']], 'treeNotSorted'],
+    ['a directory sorted as if it had no slash', [['40000', 'a'], ['100644', 'a.b']], 'treeNotSorted'],
+    ['"."', [['40000', '.']], 'hasDot'],
+    ['".."', [['40000', '..']], 'hasDotdot'],
+    ['".git"', [['40000', '.git']], 'hasDotgit'],
+    ['".git" after a backslash', [['100644', 'a\\.git']], 'hasDotgit'],
+    ['a slash in a name', [['100644', 'a/b']], 'fullPathname'],
+    ['a zero-padded mode', [['040000', 'dir']], 'zeroPaddedFilemode'],
+    ['mode 100664', [['100664', 'file']], 'badFilemode'],
+    ['an unknown mode', [['100600', 'file']], 'badFilemode'],
+    ['a .gitmodules symlink', [['120000', '.gitmodules']], 'gitmodulesSymlink'],
+    ['a .gitmodules symlink by its NTFS short name', [['120000', 'GITMOD~1']], 'gitmodulesSymlink'],
+    ['a .gitmodules symlink with an HFS+-ignored character', [['120000', '.git\u200cmodules']], 'gitmodulesSymlink'],
+    ['a .gitmodules symlink after a backslash', [['120000', 'x\\.gitmodules']], 'gitmodulesSymlink'],
+    ['an entry pointing at the null id', [['100644', 'file', Buffer.alloc(20)]], 'nullSha1'],
+    ['a name over 4096 bytes', [['100644', 'n'.repeat(4097)]], 'largePathname'],
+    ['an empty name', [['100644', '']], 'badTree'],
+    ['a malformed mode', [['10064x', 'file']], 'badTree'],
+    ['a missing mode', [['', 'file']], 'badTree'],
+  ];
+  for (const [label, entries, id] of cases) {
+    it(`reports ${id} for ${label}`, () => {
+      expect(ids(fsckTree(rawTree(entries)))).toContain(id);
+    });
+  }
+
+  it('reports badTree for truncated bodies, never throwing', () => {
+    const body = rawTree([['100644', 'file']]);
+    for (let length = 1; length < body.length; length++) {
+      expect(ids(fsckTree(body.subarray(0, length))), String(length)).toEqual(['badTree']);
+    }
+  });
+
+  it('does not mind a .gitmodules that is a file, or other symlinks', () => {
+    expect(fsckTree(rawTree([['100644', '.gitmodules'], ['120000', 'link']]))).toEqual([]);
+    expect(ids(fsckTree(rawTree([['120000', '.gitignore']])))).toEqual(['gitignoreSymlink']);
+    expect(fsckTree(rawTree([['120000', '.gitignore']])).some(isFsckFailure)).toBe(false);
+  });
+});
+
+const ident = 'A U Thor <author@example.com> 1700000000 +0100';
+
+function commitText(...headerLines: string[]): Buffer {
+  return Buffer.from(`${headerLines.join('\n')}\n\nmessage\n`, 'latin1');
+}
+
+describe('fsckCommit', () => {
+  it('finds nothing wrong with a commit encodeCommit wrote', () => {
+    const signature = { name: 'A U Thor', email: 'a@example.com', timestamp: 0, timezone: '-0530' };
+    const body = encodeCommit({ tree: TREE, parents: [TREE, BLOB], author: signature, committer: signature, extraHeaders: [['encoding', 'UTF-8']], message: 'm\n' });
+    expect(fsckCommit(body)).toEqual([]);
+    // No message at all is fine as long as the last header ends with a newline.
+    expect(fsckCommit(Buffer.from(`tree ${TREE_HEX}\nauthor ${ident}\ncommitter ${ident}\n`))).toEqual([]);
+  });
+
+  const tree = `tree ${TREE_HEX}`;
+  const cases: Array<[string, Buffer, FsckMessageId]> = [
+    ['no tree line', commitText(`author ${ident}`, `committer ${ident}`), 'missingTree'],
+    ['a short tree id', commitText(`tree ${TREE_HEX.slice(1)}`, `author ${ident}`, `committer ${ident}`), 'badTreeSha1'],
+    ['a bad parent id', commitText(tree, `parent ${'g'.repeat(40)}`, `author ${ident}`, `committer ${ident}`), 'badParentSha1'],
+    ['committer before author', commitText(tree, `committer ${ident}`, `author ${ident}`), 'missingAuthor'],
+    ['a parent after the author', commitText(tree, `author ${ident}`, `parent ${TREE_HEX}`, `committer ${ident}`), 'missingCommitter'],
+    ['two authors', commitText(tree, `author ${ident}`, `author ${ident}`, `committer ${ident}`), 'multipleAuthors'],
+    ['no committer', commitText(tree, `author ${ident}`), 'missingCommitter'],
+    ['no name', commitText(tree, 'author <a@b> 1 +0000', `committer ${ident}`), 'missingNameBeforeEmail'],
+    ['no email', commitText(tree, 'author Name 1 +0000', `committer ${ident}`), 'missingEmail'],
+    ['a ">" in the name', commitText(tree, 'author Na>me <a@b> 1 +0000', `committer ${ident}`), 'badName'],
+    ['no space before the email', commitText(tree, 'author Name<a@b> 1 +0000', `committer ${ident}`), 'missingSpaceBeforeEmail'],
+    ['an unclosed email', commitText(tree, 'author Name <a@b 1 +0000', `committer ${ident}`), 'badEmail'],
+    ['no space before the date', commitText(tree, 'author Name <a@b>1 +0000', `committer ${ident}`), 'missingSpaceBeforeDate'],
+    ['a date that is not a number', commitText(tree, 'author Name <a@b> x +0000', `committer ${ident}`), 'badDate'],
+    ['no time zone', commitText(tree, 'author Name <a@b> 1', `committer ${ident}`), 'badDate'],
+    ['a zero-padded date', commitText(tree, 'author Name <a@b> 0123 +0000', `committer ${ident}`), 'zeroPaddedDate'],
+    ['a date past 2^63', commitText(tree, 'author Name <a@b> 9223372036854775808 +0000', `committer ${ident}`), 'badDateOverflow'],
+    ['a three-digit zone', commitText(tree, 'author Name <a@b> 1 +010', `committer ${ident}`), 'badTimezone'],
+    ['a zone without sign', commitText(tree, 'author Name <a@b> 1 0100', `committer ${ident}`), 'badTimezone'],
+    ['a five-digit zone', commitText(tree, `author ${ident}`, 'committer Name <a@b> 1 +01000'), 'badTimezone'],
+    ['a NUL in the headers', Buffer.from(`${tree}\nauthor ${ident}\0\ncommitter ${ident}\n\nm`, 'latin1'), 'nulInHeader'],
+    ['headers without a final newline', Buffer.from(`${tree}\nauthor ${ident}\ncommitter ${ident}`, 'latin1'), 'unterminatedHeader'],
+    ['an empty body', Buffer.alloc(0), 'unterminatedHeader'],
+    ['a NUL in the message', Buffer.from(`${tree}\nauthor ${ident}\ncommitter ${ident}\n\nm\0m`, 'latin1'), 'nulInCommit'],
+  ];
+  for (const [label, body, id] of cases) {
+    it(`reports ${id} for ${label}`, () => {
+      expect(ids(fsckCommit(body))).toEqual([id]);
+    });
+  }
+
+  it('accepts the zero date and extra spaces before the date, as git does', () => {
+    expect(fsckCommit(commitText(`tree ${TREE_HEX}`, 'author N <a@b> 0 +0000', 'committer N <a@b>   \t5 -1200'))).toEqual([]);
+  });
+});
+
+describe('fsckTag', () => {
+  const head = `object ${TREE_HEX}\ntype tree\ntag v1.0\n`;
+  it('accepts a well-formed tag, with or without a signature header', () => {
+    expect(fsckTag(Buffer.from(`${head}tagger ${ident}\n\nrelease\n`))).toEqual([]);
+    expect(fsckTag(Buffer.from(`${head}tagger ${ident}\ngpgsig-sha256 -----BEGIN-----\n line\n -----END-----\n\nrelease\n`))).toEqual([]);
+  });
+
+  const cases: Array<[string, string, FsckMessageId]> = [
+    ['no object line', `type tree\ntag v1\ntagger ${ident}\n\n`, 'missingObject'],
+    ['a bad object id', `object ${TREE_HEX.slice(2)}\ntype tree\ntag v1\ntagger ${ident}\n\n`, 'badObjectSha1'],
+    ['no type line', `object ${TREE_HEX}\ntag v1\ntagger ${ident}\n\n`, 'missingTypeEntry'],
+    ['an unknown type', `object ${TREE_HEX}\ntype dir\ntag v1\ntagger ${ident}\n\n`, 'badType'],
+    ['no tag line', `object ${TREE_HEX}\ntype tree\ntagger ${ident}\n\n`, 'missingTagEntry'],
+    ['a bad tagger', `${head}tagger Name <a@b> 1 +00\n\n`, 'badTimezone'],
+  ];
+  for (const [label, text, id] of cases) {
+    it(`reports ${id} for ${label}`, () => {
+      expect(ids(fsckTag(Buffer.from(text, 'latin1')))).toContain(id);
+    });
+  }
+
+  it('reports, without failing, what git only mentions: bad tag names, no tagger, extra headers', () => {
+    const problems = [
+      ...fsckTag(Buffer.from(`object ${TREE_HEX}\ntype tree\ntag bad..name\ntagger ${ident}\n\n`)),
+      ...fsckTag(Buffer.from(`${head}\nold tag without tagger\n`)),
+      ...fsckTag(Buffer.from(`${head}tagger ${ident}\nextra header\n\n`)),
+    ];
+    expect(ids(problems)).toEqual(['badTagName', 'missingTaggerEntry', 'extraHeaderEntry']);
+    expect(problems.some(isFsckFailure)).toBe(false);
+  });
+
+  it('checks tag names as git check-ref-format does', () => {
+    for (const good of ['refs/tags/v1.0', 'refs/tags/a/b', 'refs/tags/-x']) expect(isValidRefname(good), good).toBe(true);
+    for (const bad of ['refs/tags/', 'refs/tags/a..b', 'refs/tags/.x', 'refs/tags/x.lock', 'refs/tags/a b', 'refs/tags/a~', 'refs/tags/x.', 'refs/tags/a@{b']) {
+      expect(isValidRefname(bad), bad).toBe(false);
+    }
+  });
+});
+
+describe('assertFsckClean', () => {
+  it('throws an FsckError naming the message id', () => {
+    const tree = rawTree([['100644', 'b'], ['100644', 'a']]);
+    expect(() => assertFsckClean('tree', tree, 'abc123')).toThrow(FsckError);
+    try {
+      assertFsckClean('tree', tree, 'abc123');
+    } catch (error) {
+      expect(error).toBeInstanceOf(FsckError);
+      expect((error as FsckError).id).toBe('treeNotSorted');
+      expect((error as FsckError).message).toBe('error in tree abc123: treeNotSorted: not properly sorted');
+    }
+    // Warnings fail as under --strict; Treehouse also refuses badFilemode.
+    expect(() => assertFsckClean('tree', rawTree([['040000', 'd']]))).toThrow(/zeroPaddedFilemode/);
+    expect(() => assertFsckClean('tree', rawTree([['100664', 'f']]))).toThrow(/badFilemode/);
+    expect(() => assertFsckClean('blob', Buffer.from('anything'))).not.toThrow();
+    expect(fsckObject('blob', Buffer.from('\0'))).toEqual([]);
+  });
+});
+
+describe('agreement with git fsck --strict', () => {
+  const repo = `${scratch.path}/cross.git`;
+  initBareRepo(repo);
+
+  /** Message ids git fsck --strict prints for each object, by id. */
+  function gitFsckIds(objects: Array<{ type: ObjectType; body: Buffer }>): Map<string, Set<string>> {
+    for (const { type, body } of objects) {
+      const written = git(['hash-object', '-t', type, '--literally', '-w', '--stdin'], { cwd: repo, input: body }).trim();
+      expect(written).toBe(oidToHex(hashObject(type, body)));
+    }
+    let output = '';
+    try {
+      output = git(['fsck', '--strict', '--no-dangling'], { cwd: repo });
+    } catch (error) {
+      const failed = error as { stdout?: Buffer; stderr?: Buffer };
+      output = `${failed.stdout?.toString() ?? ''}${failed.stderr?.toString() ?? ''}`;
+    }
+    const found = new Map<string, Set<string>>();
+    for (const match of output.matchAll(/(?:error|warning) in (?:tree|commit|tag) ([0-9a-f]{40}): (\w+):/g)) {
+      const set = found.get(match[1]) ?? new Set<string>();
+      set.add(match[2]);
+      found.set(match[1], set);
+    }
+    return found;
+  }
+
+  it('flags the same problems as git on hand-made trees, commits and tags', () => {
+    const objects: Array<{ type: ObjectType; body: Buffer }> = [
+      { type: 'tree', body: rawTree([['100644', 'a'], ['100644', 'a']]) },
+      { type: 'tree', body: rawTree([['100644', 'foo'], ['100644', 'foo.bar'], ['40000', 'foo']]) },
+      { type: 'tree', body: rawTree([['100644', 'b'], ['100644', 'a']]) },
+      { type: 'tree', body: rawTree([['40000', '.git']]) },
+      { type: 'tree', body: rawTree([['40000', 'GIT~1']]) },
+      { type: 'tree', body: rawTree([['40000', '.g\u200cit']]) },
+      { type: 'tree', body: rawTree([['40000', '.git . ']]) },
+      { type: 'tree', body: rawTree([['40000', '..']]) },
+      { type: 'tree', body: rawTree([['040000', 'dir']]) },
+      { type: 'tree', body: rawTree([['100664', 'file']]) },
+      { type: 'tree', body: rawTree([['120000', '.gitmodules']]) },
+      { type: 'tree', body: rawTree([['120000', 'gi7eba~1']]) },
+      { type: 'tree', body: rawTree([['100644', 'a/b']]) },
+      { type: 'tree', body: rawTree([['100644', 'fine'], ['100644', 'fine.txt']]) },
+      { type: 'commit', body: commitText(`tree ${TREE_HEX}`, 'author Name <a@b> 1 +010', `committer ${ident}`) },
+      { type: 'commit', body: commitText(`tree ${TREE_HEX}`, `committer ${ident}`, `author ${ident}`) },
+      { type: 'commit', body: commitText(`tree ${TREE_HEX}`, 'author Name <a@b> 0123 +0000', `committer ${ident}`) },
+      { type: 'commit', body: commitText(`tree ${TREE_HEX}`, 'author Name<a@b> 1 +0000', `committer ${ident}`) },
+      { type: 'commit', body: commitText(`tree ${TREE_HEX}`, `author ${ident}`, `author ${ident}`, `committer ${ident}`) },
+      { type: 'tree', body: rawTree([['100644', '']]) },
+      { type: 'commit', body: Buffer.from(`tree ${TREE_HEX}\nauthor ${ident}\ncommitter ${ident}\n\nm\0x`, 'latin1') },
+      { type: 'tag', body: Buffer.from(`object ${TREE_HEX}\ntype tree\ntag v1\ntagger Name <a@b> 1 0000\n\n`) },
+      { type: 'tag', body: Buffer.from(`object ${TREE_HEX}\ntype tree\ntag v1\n\nno tagger\n`) },
+      { type: 'tag', body: Buffer.from(`object ${TREE_HEX}\ntype tree\ntag a..b\ntagger ${ident}\nextra header\n\nm\n`) },
+    ];
+    const theirs = gitFsckIds(objects);
+    for (const { type, body } of objects) {
+      const hex = oidToHex(hashObject(type, body));
+      // git does not print the messages it ignores by default (extraHeaderEntry).
+      const ours = new Set(ids(fsckObject(type, body).filter((found) => found.severity !== 'ignore')));
+      expect([...ours].sort(), `${type} ${JSON.stringify(body.toString('latin1'))}`).toEqual([...(theirs.get(hex) ?? [])].sort());
+    }
+  });
+});
