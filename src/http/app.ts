@@ -10,6 +10,8 @@ import type { Treehouse } from '../service/treehouse.js';
 import { envelope, STATUS_BY_CODE } from './errors.js';
 import { buildOpenApi } from './openapi.js';
 import { defineRoute, registeredRoutes } from './route.js';
+import { credentialOf } from './credentials.js';
+import { gitHttpRoutes } from './gitHttp.js';
 import { fileRoutes } from './routes/files.js';
 import { gitRoutes } from './routes/git.js';
 import { projectRoutes } from './routes/projects.js';
@@ -17,23 +19,6 @@ import { templateRoutes } from './routes/templates.js';
 
 export interface AppOptions {
   logLevel?: string;
-}
-
-const BEARER_PATTERN = /^Bearer\s+(\S+)$/i;
-const BASIC_PATTERN = /^Basic\s+(\S+)$/i;
-
-/** The API key of a request: Bearer, or Basic with the key as password (git clients). */
-export function credentialOf(header: string | undefined): string | null {
-  if (!header) return null;
-  const bearer = BEARER_PATTERN.exec(header);
-  if (bearer) return bearer[1];
-  const basic = BASIC_PATTERN.exec(header);
-  if (basic) {
-    const decoded = Buffer.from(basic[1], 'base64').toString('utf8');
-    const colon = decoded.indexOf(':');
-    return colon >= 0 ? decoded.slice(colon + 1) : null;
-  }
-  return null;
 }
 
 export function buildApp(th: Treehouse, options: AppOptions = {}): FastifyInstance {
@@ -94,6 +79,7 @@ export function buildApp(th: Treehouse, options: AppOptions = {}): FastifyInstan
   fileRoutes(app, th);
   gitRoutes(app, th);
   templateRoutes(app);
+  gitHttpRoutes(app, th);
 
   let openApi: Record<string, unknown> | null = null;
   defineRoute(app, { method: 'GET', url: '/api/v1/openapi.json', summary: 'This document', auth: false }, () => {

@@ -1,0 +1,146 @@
+/**
+ * The git smart-HTTP export (Documentation/gitprotocol-http.txt):
+ *   GET  /git/{project_id}.git/info/refs?service=git-upload-pack|git-receive-pack
+ *   POST /git/{project_id}.git/git-upload-pack
+ *   POST /git/{project_id}.git/git-receive-pack
+ * Basic auth with the API key as password (Bearer also works). Protocol v2 when the client sends
+ * `Git-Protocol: version=2`. Malformed input ends in a protocol error (400 with an ERR packet).
+ */
+import { Readable } from 'node:stream';
+import { gunzipSync } from 'node:zlib';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { TreehouseError } from '../errors.js';
+import { decodePktLineAt, decodePktLines, encodeFlush, encodePktLine, encodeSideband, PktLineError, SIDEBAND_DATA } from '../git/pktline.js';
+import {
+  encodeReportStatus,
+  parsePushCommands,
+  parseUploadRequestV0,
+  parseV2Command,
+  ProtocolError,
+  type Service,
+} from '../git/smartProtocol.js';
+import { advertise, fetchV2, lsRefs, uploadPackV0 } from '../repo/uploadPack.js';
+import { receivePack } from '../repo/receivePack.js';
+import type { Principal } from '../service/accounts.js';
+import type { ProjectRecord } from '../service/projects.js';
+import type { Treehouse } from '../service/treehouse.js';
+import { credentialOf } from './credentials.js';
+
+const SERVICES = new Set<Service>(['git-upload-pack', 'git-receive-pack']);
+/** An upload-pack request (wants and haves) is small; a larger one is refused as endless negotiation. */
+const UPLOAD_REQUEST_BYTES_MAX = 16 * 1024 * 1024;
+
+function protocolVersion(request: FastifyRequest): 0 | 2 {
+  const header = request.headers['git-protocol'];
+  return typeof header === 'string' && header.split(':').includes('version=2') ? 2 : 0;
+}
+
+function errPacket(message: string): Buffer {
+  return Buffer.concat([encodePktLine(`ERR ${message}\n`), encodeFlush()]);
+}
+
+export function gitHttpRoutes(app: FastifyInstance, th: Treehouse): void {
+  const limit = th.config.limits.requestBodyBytesMax;
+  for (const service of SERVICES) {
+    app.addContentTypeParser(`application/x-${service}-request`, { parseAs: 'buffer', bodyLimit: limit }, (request, body, done) => {
+      try {
+        const encoding = request.headers['content-encoding'];
+        done(null, encoding === 'gzip' ? gunzipSync(body as Buffer, { maxOutputLength: limit }) : body);
+      } catch (error) {
+        done(new TreehouseError('invalid_request', `Unreadable request body: ${(error as Error).message}`), undefined);
+      }
+    });
+  }
+
+  const authorize = (request: FastifyRequest, reply: FastifyReply): { principal: Principal; record: ProjectRecord } | null => {
+    const principal = th.accounts.authenticate(credentialOf(request.headers.authorization) ?? '');
+    if (!principal) {
+      reply.code(401).header('WWW-Authenticate', 'Basic realm="Treehouse"').type('text/plain').send('A valid API key is required (as the password).\n');
+      return null;
+    }
+    const { project } = request.params as { project: string };
+    const id = project.endsWith('.git') ? project.slice(0, -4) : project;
+    try {
+      return { principal, record: th.projects.get(principal, id) };
+    } catch {
+      reply.code(404).type('text/plain').send('Repository not found.\n');
+      return null;
+    }
+  };
+
+  const protocolFailure = (reply: FastifyReply, service: Service, error: unknown) => {
+    if (error instanceof ProtocolError || error instanceof PktLineError) {
+      return reply.code(400).type(`application/x-${service}-result`).send(errPacket(error.message));
+    }
+    throw error;
+  };
+
+  app.get('/git/:project/info/refs', async (request, reply) => {
+    const service = (request.query as { service?: string }).service as Service;
+    if (!SERVICES.has(service)) return reply.code(403).type('text/plain').send('Only the smart protocol is served.\n');
+    const auth = authorize(request, reply);
+    if (!auth) return reply;
+    const lines = advertise(th.projects.repo(auth.record), service, service === 'git-upload-pack' ? protocolVersion(request) : 0);
+    return reply
+      .header('Cache-Control', 'no-cache')
+      .type(`application/x-${service}-advertisement`)
+      .send(Buffer.concat(lines));
+  });
+
+  app.post('/git/:project/git-upload-pack', { bodyLimit: UPLOAD_REQUEST_BYTES_MAX }, async (request, reply) => {
+    const auth = authorize(request, reply);
+    if (!auth) return reply;
+    const repo = th.projects.repo(auth.record);
+    const service: Service = 'git-upload-pack';
+    try {
+      const packets = decodePktLines(asBuffer(request.body));
+      let stream: Iterable<Buffer>;
+      if (protocolVersion(request) === 2) {
+        const command = parseV2Command(packets);
+        if (command.command === 'ls-refs') stream = lsRefs(repo, command);
+        else if (command.command === 'fetch') stream = fetchV2(repo, command);
+        else throw new ProtocolError(`unknown command ${JSON.stringify(command.command)}`);
+      } else {
+        stream = uploadPackV0(repo, parseUploadRequestV0(packets));
+      }
+      // Pull the first chunk now, so request errors become a clean 400 rather than a broken stream.
+      const iterator = stream[Symbol.iterator]();
+      const first = iterator.next();
+      const rest = Readable.from(
+        (function* () {
+          if (!first.done) yield first.value;
+          yield* { [Symbol.iterator]: () => iterator };
+        })(),
+      );
+      return reply.header('Cache-Control', 'no-cache').type(`application/x-${service}-result`).send(rest);
+    } catch (error) {
+      return protocolFailure(reply, service, error);
+    }
+  });
+
+  app.post('/git/:project/git-receive-pack', async (request, reply) => {
+    const auth = authorize(request, reply);
+    if (!auth) return reply;
+    const service: Service = 'git-receive-pack';
+    try {
+      const body = asBuffer(request.body);
+      const push = parsePushCommands(body, decodePktLineAt);
+      const result = await receivePack(th.projects.repo(auth.record), {
+        commands: push.commands,
+        pack: body.subarray(push.packOffset),
+        atomic: push.capabilities.has('atomic'),
+      });
+      for (const branch of result.updatedBranches) await th.workspace.branchChanged(auth.record, branch);
+      let report = Buffer.concat(encodeReportStatus(result.unpackError, result.results));
+      if (push.capabilities.has('side-band-64k')) report = Buffer.concat([...encodeSideband(SIDEBAND_DATA, report), encodeFlush()]);
+      return reply.header('Cache-Control', 'no-cache').type(`application/x-${service}-result`).send(report);
+    } catch (error) {
+      return protocolFailure(reply, service, error);
+    }
+  });
+}
+
+function asBuffer(body: unknown): Buffer {
+  if (Buffer.isBuffer(body)) return body;
+  throw new ProtocolError('request body must be a pkt-line stream with the git content type');
+}

@@ -1,0 +1,154 @@
+/**
+ * Serving fetches and clones: reference advertisements (v0 and v2), negotiation answers, and the
+ * pack itself as a lazy stream of pkt-lines, so memory stays bounded by one object whatever the
+ * repository's size. Object bodies are deflated as they are sent (or copied when the store keeps a
+ * deflated form).
+ */
+import { deflateSync } from 'node:zlib';
+import { oidToHex, type Oid } from '../git/oid.js';
+import { PackWriter } from '../git/pack.js';
+import { encodeDelim, encodeFlush, encodePktLine, encodeSideband, SIDEBAND_DATA, SIDEBAND_PROGRESS } from '../git/pktline.js';
+import { branchRef } from '../git/refname.js';
+import {
+  encodeLsRefs,
+  encodeRefAdvertisement,
+  encodeV2Advertisement,
+  parseLsRefsArgs,
+  parseV2FetchArgs,
+  ProtocolError,
+  RECEIVE_PACK_CAPABILITIES,
+  servicePreamble,
+  UPLOAD_PACK_CAPABILITIES_V0,
+  type FetchRequest,
+  type Service,
+  type V2Command,
+} from '../git/smartProtocol.js';
+import type { ProjectReadTx } from '../store/types.js';
+import { advertisedTips, checkWants, commonHaves, planPack, WantError, type PackPlan } from './packObjects.js';
+import { MAIN_BRANCH, type Repo } from './repo.js';
+
+/** Objects per progress message on side-band 2. */
+const PROGRESS_EVERY_OBJECTS = 10_000;
+/** Pack bytes gathered before a side-band packet is cut, so small objects share packets. */
+const SIDEBAND_CHUNK_BYTES = 65_515;
+
+function headOf(tx: ProjectReadTx): { oid: Oid; target: string } | null {
+  const oid = tx.getRef(branchRef(MAIN_BRANCH));
+  return oid ? { oid, target: branchRef(MAIN_BRANCH) } : null;
+}
+
+export function advertise(repo: Repo, service: Service, version: 0 | 2): Buffer[] {
+  return repo.store.read((store) => {
+    const tx = store.project(repo.project);
+    const preamble = servicePreamble(service);
+    if (service === 'git-upload-pack' && version === 2) return [...preamble, ...encodeV2Advertisement()];
+    const capabilities = service === 'git-upload-pack' ? UPLOAD_PACK_CAPABILITIES_V0 : RECEIVE_PACK_CAPABILITIES;
+    const head = service === 'git-upload-pack' ? headOf(tx) : null;
+    return [...preamble, ...encodeRefAdvertisement(advertisedTips(tx), head, capabilities)];
+  });
+}
+
+export function lsRefs(repo: Repo, command: V2Command): Buffer[] {
+  const args = parseLsRefsArgs(command.args);
+  return repo.store.read((store) => {
+    const tx = store.project(repo.project);
+    return encodeLsRefs(advertisedTips(tx), headOf(tx), args);
+  });
+}
+
+/** Response to a v0 upload-pack request (stateless: every request carries the whole state). */
+export function* uploadPackV0(repo: Repo, request: FetchRequest): Generator<Buffer> {
+  const sideband = request.capabilities.has('side-band-64k') || request.capabilities.has('side-band');
+  const sidebandBytes = request.capabilities.has('side-band-64k') ? SIDEBAND_CHUNK_BYTES : 995;
+  const progress = sideband && !request.capabilities.has('no-progress');
+  const { plan, common } = prepare(repo, request);
+  if (request.depth !== null || request.clientShallows.length > 0) {
+    for (const oid of plan?.shallow ?? []) yield encodePktLine(`shallow ${oidToHex(oid)}\n`);
+    for (const oid of plan?.unshallow ?? []) yield encodePktLine(`unshallow ${oidToHex(oid)}\n`);
+    yield encodeFlush();
+  }
+  if (!request.done) {
+    for (const oid of common) yield encodePktLine(`ACK ${oidToHex(oid)} common\n`);
+    if (common.length > 0) yield encodePktLine(`ACK ${oidToHex(common[common.length - 1])} ready\n`);
+    yield encodePktLine('NAK\n');
+    return;
+  }
+  yield encodePktLine(common.length > 0 ? `ACK ${oidToHex(common[common.length - 1])}\n` : 'NAK\n');
+  yield* packStream(repo, plan!, sideband ? sidebandBytes : 0, progress);
+  if (sideband) yield encodeFlush();
+}
+
+/** Response to a v2 fetch command. */
+export function* fetchV2(repo: Repo, command: V2Command): Generator<Buffer> {
+  const request = parseV2FetchArgs(command.args);
+  const progress = !request.capabilities.has('no-progress');
+  const { plan, common } = prepare(repo, request);
+  if (!request.done) {
+    yield encodePktLine('acknowledgments\n');
+    if (common.length === 0) yield encodePktLine('NAK\n');
+    for (const oid of common) yield encodePktLine(`ACK ${oidToHex(oid)}\n`);
+    if (common.length === 0 || request.capabilities.has('wait-for-done')) {
+      yield encodeFlush();
+      return;
+    }
+    yield encodePktLine('ready\n');
+    yield encodeDelim();
+  }
+  if (plan!.shallow.length > 0 || plan!.unshallow.length > 0) {
+    yield encodePktLine('shallow-info\n');
+    for (const oid of plan!.shallow) yield encodePktLine(`shallow ${oidToHex(oid)}\n`);
+    for (const oid of plan!.unshallow) yield encodePktLine(`unshallow ${oidToHex(oid)}\n`);
+    yield encodeDelim();
+  }
+  yield encodePktLine('packfile\n');
+  yield* packStream(repo, plan!, SIDEBAND_CHUNK_BYTES, progress);
+  yield encodeFlush();
+}
+
+function prepare(repo: Repo, request: FetchRequest): { plan: PackPlan | null; common: Oid[] } {
+  return repo.store.read((store) => {
+    const tx = store.project(repo.project);
+    try {
+      checkWants(tx, request.wants);
+    } catch (error) {
+      if (error instanceof WantError) throw new ProtocolError(error.message);
+      throw error;
+    }
+    const common = commonHaves(tx, request.haves);
+    const ready = request.done || common.length > 0;
+    return { plan: ready ? planPack(tx, { ...request, haves: common }) : null, common };
+  });
+}
+
+/** The pack, framed in side-band packets of at most `sidebandBytes` (0: raw pack bytes). */
+function* packStream(repo: Repo, plan: PackPlan, sidebandBytes: number, progress: boolean): Generator<Buffer> {
+  const writer = new PackWriter(plan.objects.length);
+  let pending: Buffer[] = [];
+  let pendingBytes = 0;
+  function* flush(force: boolean): Generator<Buffer> {
+    if (pendingBytes === 0 || (!force && pendingBytes < sidebandBytes)) return;
+    const bytes = Buffer.concat(pending, pendingBytes);
+    pending = [];
+    pendingBytes = 0;
+    if (sidebandBytes === 0) yield bytes;
+    else yield* encodeSideband(SIDEBAND_DATA, bytes, sidebandBytes);
+  }
+  const add = (bytes: Buffer) => {
+    pending.push(bytes);
+    pendingBytes += bytes.length;
+  };
+  add(writer.start());
+  let sent = 0;
+  for (const { oid } of plan.objects) {
+    const object = repo.store.read((store) => store.project(repo.project).getObject(oid));
+    if (!object) throw new Error(`object ${oidToHex(oid)} vanished while packing`);
+    add(writer.addDeflatedObject(object.type, object.body.length, deflateSync(object.body, { level: 1 })).bytes);
+    yield* flush(false);
+    sent++;
+    if (progress && sidebandBytes > 0 && sent % PROGRESS_EVERY_OBJECTS === 0) {
+      yield* encodeSideband(SIDEBAND_PROGRESS, Buffer.from(`Counting objects: ${sent}/${plan.objects.length}\r`), sidebandBytes);
+    }
+  }
+  add(writer.finish());
+  yield* flush(true);
+}
