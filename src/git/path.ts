@@ -1,7 +1,11 @@
 /**
  * Path rules for files in a project (../shared/API.md "Files"), modelled on git's verify_path():
- * relative POSIX paths, no empty, "." or ".." components, no NUL, no ".git" component in any case.
+ * relative POSIX paths, no empty, "." or ".." components, no NUL, no ".git" component in any case,
+ * nor any name NTFS or HFS+ would open as ".git" ("git~1", ".git.", ".g\u200cit"): git fsck --strict
+ * refuses trees holding them (hasDotgit), and a checkout on those systems would write into .git.
  */
+import { isDotGitName } from './fsck.js';
+
 export const PATH_BYTES_MAX = 4096;
 export const PATH_COMPONENT_BYTES_MAX = 255;
 
@@ -22,7 +26,7 @@ export function pathProblem(path: string): string | null {
 export function componentProblem(component: string): string | null {
   if (component.length === 0) return 'path has an empty component';
   if (component === '.' || component === '..') return `path has a "${component}" component`;
-  if (component.toLowerCase() === '.git') return 'path has a ".git" component';
+  if (component.toLowerCase() === '.git' || isDotGitName(Buffer.from(component, 'utf8'))) return 'path has a ".git" component';
   if (Buffer.byteLength(component, 'utf8') > PATH_COMPONENT_BYTES_MAX) {
     return `path component is longer than ${PATH_COMPONENT_BYTES_MAX} bytes`;
   }

@@ -90,11 +90,13 @@ export interface FetchRequest {
   clientShallows: Oid[];
   depth: number | null;
   done: boolean;
+  /** v0: the request went past the wants' flush (a have block or done); else it only asked for the shallow list. */
+  negotiates: boolean;
   capabilities: Set<string>;
 }
 
 function emptyFetch(): FetchRequest {
-  return { wants: [], haves: [], clientShallows: [], depth: null, done: false, capabilities: new Set() };
+  return { wants: [], haves: [], clientShallows: [], depth: null, done: false, negotiates: true, capabilities: new Set() };
 }
 
 function addLine(request: FetchRequest, line: string): boolean {
@@ -129,7 +131,9 @@ function addLine(request: FetchRequest, line: string): boolean {
 export function parseUploadRequestV0(packets: PktLine[]): FetchRequest {
   const request = emptyFetch();
   let first = true;
+  let flushes = 0;
   for (const packet of packets) {
+    if (packet.kind === 'flush') flushes++;
     if (packet.kind !== 'data') continue;
     let line = pktLineText(packet.payload);
     if (first && line.startsWith('want ')) {
@@ -144,7 +148,8 @@ export function parseUploadRequestV0(packets: PktLine[]): FetchRequest {
     }
     if (!addLine(request, line)) throw new ProtocolError(`unexpected line in upload-pack request: ${JSON.stringify(line.slice(0, 80))}`);
   }
-  if (request.wants.length === 0 && !request.done && request.haves.length === 0) throw new ProtocolError('no wants in request');
+  if (request.wants.length === 0) throw new ProtocolError('no wants in request');
+  request.negotiates = flushes > 1 || request.haves.length > 0 || request.done;
   return request;
 }
 

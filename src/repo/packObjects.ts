@@ -65,12 +65,14 @@ export function commonHaves(tx: ProjectReadTx, haves: Oid[]): Oid[] {
 export function planPack(
   tx: ProjectReadTx,
   input: { wants: Oid[]; haves: Oid[]; clientShallows: Oid[]; depth: number | null },
+  options: { objects: boolean } = { objects: true },
 ): PackPlan {
   const clientShallow = new Set(input.clientShallows.map(oidToHex));
   const uninteresting = ancestors(tx, commonHaves(tx, input.haves), clientShallow);
   const { commits, shallow, edges } = commitsToSend(tx, input.wants, uninteresting, clientShallow, input.depth);
   const unshallow = input.depth === null ? [] : input.clientShallows.filter((oid) => commits.some((c) => c.equals(oid)) && !shallow.some((s) => s.equals(oid)));
 
+  if (!options.objects) return { objects: [], shallow, unshallow };
   const excluded = new Set<string>();
   for (const edge of edges) markTree(tx, tx.getCommitInfo(edge)!.tree, excluded);
   const objects: PackPlan['objects'] = commits.map((oid) => ({ oid, type: 'commit' as const }));

@@ -41,7 +41,8 @@ export function resolveCommit(tx: ProjectReadTx, text: string): Oid {
   if (hex.length < OID_PREFIX_HEX_MIN || !isOidHexPrefix(hex)) {
     throw new TreehouseError('not_found', `Commit ${JSON.stringify(text)} not found.`);
   }
-  const matches = tx.findObjectsByPrefix(hex, 2).filter((oid) => tx.getCommitInfo(oid) !== undefined);
+  // Blobs and trees may share the prefix; only commits count, so look past a few of them.
+  const matches = tx.findObjectsByPrefix(hex, 64).filter((oid) => tx.getCommitInfo(oid) !== undefined);
   if (matches.length !== 1) {
     const why = matches.length === 0 ? 'not found' : 'is ambiguous';
     throw new TreehouseError('not_found', `Commit ${JSON.stringify(text)} ${why}.`);

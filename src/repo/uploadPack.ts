@@ -67,6 +67,8 @@ export function* uploadPackV0(repo: Repo, request: FetchRequest): Generator<Buff
     for (const oid of plan?.unshallow ?? []) yield encodePktLine(`unshallow ${oidToHex(oid)}\n`);
     yield encodeFlush();
   }
+  // A stateless request that ends at the wants' flush only asks for the shallow list, as git answers it.
+  if (!request.negotiates) return;
   if (!request.done) {
     for (const oid of common) yield encodePktLine(`ACK ${oidToHex(oid)} common\n`);
     if (common.length > 0) yield encodePktLine(`ACK ${oidToHex(common[common.length - 1])} ready\n`);
@@ -81,6 +83,7 @@ export function* uploadPackV0(repo: Repo, request: FetchRequest): Generator<Buff
 /** Response to a v2 fetch command. */
 export function* fetchV2(repo: Repo, command: V2Command): Generator<Buffer> {
   const request = parseV2FetchArgs(command.args);
+  if (request.wants.length === 0) throw new ProtocolError('fetch without any want');
   const progress = !request.capabilities.has('no-progress');
   const { plan, common } = prepare(repo, request);
   if (!request.done) {
@@ -116,7 +119,9 @@ function prepare(repo: Repo, request: FetchRequest): { plan: PackPlan | null; co
     }
     const common = commonHaves(tx, request.haves);
     const ready = request.done || common.length > 0;
-    return { plan: ready ? planPack(tx, { ...request, haves: common }) : null, common };
+    // The shallow list is answered on every round, the objects only once the client is done.
+    const plan = ready || request.depth !== null ? planPack(tx, { ...request, haves: common }, { objects: ready }) : null;
+    return { plan, common };
   });
 }
 

@@ -39,8 +39,16 @@ const NUL = 0;
 /** lmdb-js flags: roll back on throw, commit before returning, but let the flush to disk overlap. */
 const WRITE_FLAGS = 0x1 | 0x2 | 0x10000;
 const VERSION_RECORD_PREFIX = 'project-version/';
+/**
+ * Object values up to this size are assembled (type byte + body) in one reused buffer instead of a
+ * fresh allocation per object: inside a write transaction lmdb-js copies the value into LMDB's page
+ * before putSync returns, so the buffer is free again at once. An import of 100,000 files otherwise
+ * allocates (and the GC reclaims) a second copy of every file. Larger values get their own buffer.
+ */
+const VALUE_SCRATCH_BYTES = 1024 * 1024;
 
 export interface LmdbStoreOptions {
+  /** A directory (created when missing) that holds data.mdb and lock.mdb. */
   path: string;
   /** Initial map size; lmdb-js grows it as the data grows. */
   mapSizeBytes?: number;
@@ -101,11 +109,15 @@ export class LmdbStore implements Store {
   private readonly refs: Database<Buffer, Buffer>;
   private readonly worktrees: Database<StoredDirNode, Buffer>;
   private readonly records: Database<unknown, string>;
+  /** See VALUE_SCRATCH_BYTES; one per store, since write transactions never overlap. */
+  private readonly valueScratch = Buffer.allocUnsafeSlow(VALUE_SCRATCH_BYTES);
   private closed = false;
 
   constructor(options: LmdbStoreOptions) {
     this.env = open({
       path: options.path,
+      // lmdb-js takes a path with an extension ("treehouse.d") for a single file unless told otherwise.
+      noSubdir: false,
       maxDbs: 8,
       mapSize: options.mapSizeBytes ?? 2 * 1024 ** 3,
       // Durability is awaited explicitly through `flushed` (see write()).
@@ -145,6 +157,15 @@ export class LmdbStore implements Store {
 
   private assertOpen(): void {
     if (this.closed) throw new Error('store is closed');
+  }
+
+  /** @internal The stored form of an object, valid until the next call (see VALUE_SCRATCH_BYTES). */
+  objectValue(typeCode: number, body: Buffer): Buffer {
+    const bytes = 1 + body.length;
+    const value = bytes <= VALUE_SCRATCH_BYTES ? this.valueScratch.subarray(0, bytes) : Buffer.allocUnsafe(bytes);
+    value[0] = typeCode;
+    body.copy(value, 1);
+    return value;
   }
 
   /** @internal the databases, for the transaction objects below. */
@@ -308,10 +329,7 @@ class LmdbProjectTx implements ProjectWriteTx {
     const key = this.objectKey(oid);
     const { objects, commits } = this.store.dbs;
     if (objects.doesExist(key)) return;
-    const value = Buffer.allocUnsafe(1 + body.length);
-    value[0] = TYPE_CODES[type];
-    body.copy(value, 1);
-    objects.putSync(key, value);
+    objects.putSync(key, this.store.objectValue(TYPE_CODES[type], body));
     if (type === 'commit') {
       const parsed = commitInfoFromBody(body);
       let generation = 1;

@@ -1,4 +1,4 @@
-import { execFileSync } from 'node:child_process';
+import { execFile, execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -36,4 +36,49 @@ export function scratchDir(prefix = 'treehouse-test-'): { path: string; remove: 
 
 export function initBareRepo(path: string): void {
   git(['init', '--bare', '--quiet', '--initial-branch=main', path]);
+}
+
+/**
+ * Runs git without blocking the event loop, for commands that talk to a server living in this
+ * process. Resolves with the exit status and the combined output instead of throwing.
+ */
+export function gitAsync(
+  args: string[],
+  options: { cwd?: string; input?: string | Uint8Array; env?: Record<string, string> } = {},
+): Promise<{ status: number; stdout: string; output: string }> {
+  return new Promise((resolve) => {
+    const child = execFile(
+      'git',
+      args,
+      {
+        cwd: options.cwd,
+        maxBuffer: 1 << 30,
+        env: {
+          PATH: process.env.PATH ?? '/usr/bin:/bin',
+          HOME: process.env.HOME ?? '/tmp',
+          GIT_CONFIG_NOSYSTEM: '1',
+          GIT_CONFIG_GLOBAL: '/dev/null',
+          GIT_TERMINAL_PROMPT: '0',
+          GIT_AUTHOR_NAME: 'Test Author',
+          GIT_AUTHOR_EMAIL: 'author@example.com',
+          GIT_COMMITTER_NAME: 'Test Committer',
+          GIT_COMMITTER_EMAIL: 'committer@example.com',
+          ...options.env,
+        },
+      },
+      (error, stdout, stderr) => {
+        const status = error ? ((error as { code?: number }).code ?? 1) : 0;
+        resolve({ status: typeof status === 'number' ? status : 1, stdout: String(stdout), output: String(stdout) + String(stderr) });
+      },
+    );
+    if (options.input !== undefined) child.stdin!.end(options.input);
+    else child.stdin!.end();
+  });
+}
+
+/** gitAsync that throws on failure and returns stdout. */
+export async function gitAsyncOk(args: string[], options: Parameters<typeof gitAsync>[1] = {}): Promise<string> {
+  const result = await gitAsync(args, options);
+  if (result.status !== 0) throw new Error(`git ${args.join(' ')} failed (${result.status}):\n${result.output}`);
+  return result.stdout;
 }
