@@ -36,7 +36,12 @@ const OID_BYTES = 20;
 const TYPE_CODES: Record<ObjectType, number> = { commit: 1, tree: 2, blob: 3, tag: 4 };
 const TYPE_NAMES: ObjectType[] = ['commit', 'commit', 'tree', 'blob', 'tag'];
 const NUL = 0;
-/** lmdb-js flags: roll back on throw, commit before returning, but let the flush to disk overlap. */
+/**
+ * lmdb-js transaction flags: roll back on throw (ABORTABLE 0x1) and commit before returning
+ * (SYNCHRONOUS_COMMIT 0x2). With overlappingSync the commit still ends in fdatasync on this thread
+ * before transactionSync returns (seen with strace: one fdatasync per write, before the caller
+ * resumes); write() also awaits `flushed`, so a resolved write is on disk either way.
+ */
 const WRITE_FLAGS = 0x1 | 0x2 | 0x10000;
 const VERSION_RECORD_PREFIX = 'project-version/';
 /**
@@ -120,7 +125,7 @@ export class LmdbStore implements Store {
       noSubdir: false,
       maxDbs: 8,
       mapSize: options.mapSizeBytes ?? 2 * 1024 ** 3,
-      // Durability is awaited explicitly through `flushed` (see write()).
+      // Durability: see WRITE_FLAGS.
       overlappingSync: true,
     });
     this.objects = this.env.openDB({ name: 'objects', keyEncoding: 'binary', encoding: 'binary' });
