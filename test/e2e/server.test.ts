@@ -77,6 +77,28 @@ describe('the server process', () => {
     }
   });
 
+  it('finishes in-flight requests on SIGTERM before it exits', async () => {
+    const server = await startServerProcess({ ...env, TREEHOUSE_LOG_LEVEL: 'info' });
+    const headers = { authorization: `Bearer ${key}`, 'content-type': 'application/json' };
+    const files = Array.from({ length: 10_000 }, (_, i) => ({ path: `graceful/f${i}.txt`, content: `${i} `.repeat(500) }));
+    const inFlight = fetch(`${server.url}/api/v1/projects/${projectId}/files/batch`, { method: 'POST', headers, body: JSON.stringify({ files }) });
+    // The request has reached the server (its log line is written when the headers arrive).
+    await server.waitFor(/"url":"\/api\/v1\/projects\/[^"]+\/files\/batch"/);
+    server.child.kill('SIGTERM');
+    const response = await inFlight;
+    expect(response.status).toBe(200);
+    expect(await response.json()).toEqual({ written: 10_000 });
+    expect(await server.exited).toEqual({ code: 0, signal: null });
+    const again = await startServerProcess(env);
+    try {
+      const listed = await (await fetch(`${again.url}/api/v1/projects/${projectId}/files?prefix=graceful/`, { headers })).json();
+      expect(listed.files).toHaveLength(10_000);
+    } finally {
+      again.child.kill('SIGKILL');
+      await again.exited;
+    }
+  });
+
   it('manages teams and keys from the command line', async () => {
     expect(cli(['teams', 'create', 'acme'])).toContain('created team acme');
     const created = cli(['keys', 'create', '--team', 'acme', '--name', 'ci']).trim().split('\n');
