@@ -14,7 +14,9 @@ import { credentialOf } from './credentials.js';
 import { gitHttpRoutes } from './gitHttp.js';
 import { fileRoutes } from './routes/files.js';
 import { gitRoutes } from './routes/git.js';
+import { lintRoutes } from './routes/lint.js';
 import { projectRoutes } from './routes/projects.js';
+import { remoteRoutes } from './routes/remote.js';
 import { templateRoutes } from './routes/templates.js';
 
 export interface AppOptions {
@@ -30,6 +32,16 @@ export function buildApp(th: Treehouse, options: AppOptions = {}): FastifyInstan
       return typeof given === 'string' && /^[\w.-]{1,100}$/.test(given) ? given : randomUUID();
     },
     return503OnClosing: true,
+  });
+
+  // On shutdown, answers still in flight close their connection, so a keep-alive socket cannot hold
+  // the server open until its idle timeout.
+  let closing = false;
+  app.addHook('preClose', async () => {
+    closing = true;
+  });
+  app.addHook('onSend', async (_request, reply) => {
+    if (closing) reply.header('connection', 'close');
   });
 
   app.addHook('onRequest', async (request, reply) => {
@@ -78,6 +90,7 @@ export function buildApp(th: Treehouse, options: AppOptions = {}): FastifyInstan
   projectRoutes(app, th);
   fileRoutes(app, th);
   gitRoutes(app, th);
+  remoteRoutes(app, th);
   templateRoutes(app);
   gitHttpRoutes(app, th);
 
