@@ -12,6 +12,7 @@ async function main(): Promise<void> {
   const firstKey = await th.accounts.bootstrap();
   const app = buildApp(th, { logLevel: process.env.TREEHOUSE_LOG_LEVEL ?? 'info' });
   await app.listen({ port: config.port, host: config.host });
+  th.start();
   if (firstKey) process.stdout.write(`API key for team default: ${firstKey}\n`);
   const address = app.server.address();
   const port = address && typeof address === 'object' ? address.port : config.port;
@@ -23,6 +24,7 @@ async function main(): Promise<void> {
     stopping = true;
     app.log.info({ signal }, 'shutting down');
     await app.close();
+    await th.stop();
     await th.close();
     process.exit(0);
   };

@@ -15,6 +15,7 @@ import { gitHttpRoutes } from './gitHttp.js';
 import { fileRoutes } from './routes/files.js';
 import { gitRoutes } from './routes/git.js';
 import { lintRoutes } from './routes/lint.js';
+import { publicSiteRoutes } from './publicSite.js';
 import { projectRoutes } from './routes/projects.js';
 import { remoteRoutes } from './routes/remote.js';
 import { templateRoutes } from './routes/templates.js';
@@ -85,7 +86,7 @@ export function buildApp(th: Treehouse, options: AppOptions = {}): FastifyInstan
     reply.code(404).send(envelope('not_found', `No route for ${request.method} ${request.url.split('?')[0]}.`));
   });
 
-  app.get('/healthz', { config: { auth: false } }, async () => ({ ok: true }));
+  app.get('/healthz', { config: { auth: false } }, async () => ({ ok: true, deflate_backlog: th.deflateCache.backlog }));
 
   projectRoutes(app, th);
   fileRoutes(app, th);
@@ -93,6 +94,8 @@ export function buildApp(th: Treehouse, options: AppOptions = {}): FastifyInstan
   remoteRoutes(app, th);
   templateRoutes(app);
   gitHttpRoutes(app, th);
+  lintRoutes(app, th);
+  publicSiteRoutes(app, th);
 
   let openApi: Record<string, unknown> | null = null;
   defineRoute(app, { method: 'GET', url: '/api/v1/openapi.json', summary: 'This document', auth: false }, () => {

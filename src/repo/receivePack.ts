@@ -8,6 +8,7 @@
 import { FsckError, assertFsckClean } from '../git/fsck.js';
 import { oidToHex, type Oid } from '../git/oid.js';
 import { PackFormatError, parsePack, type PackObject } from '../git/pack.js';
+import { parentsFirst } from '../git/packOrder.js';
 import { BRANCH_REF_PREFIX, branchNameProblem } from '../git/refname.js';
 import type { RefResult, RefUpdateCommand } from '../git/smartProtocol.js';
 import { decodeTree, MODE_GITLINK } from '../git/tree.js';
@@ -54,7 +55,8 @@ export async function receivePack(repo: Repo, input: ReceivePackInput): Promise<
   try {
     return await repo.store.write((store) => {
       const tx = store.project(repo.project);
-      for (const object of objects) tx.putObjectWithId(object.oid, object.type, object.body);
+      // Parents before children, so every commit's generation number is computed from indexed parents.
+      for (const object of parentsFirst(objects)) tx.putObjectWithId(object.oid, object.type, object.body);
       const missing = missingReference(tx, objects);
       if (missing) throw new RefusedUpdate(`missing object ${missing}`);
       const results: RefResult[] = [];

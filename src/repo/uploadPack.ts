@@ -29,8 +29,12 @@ import { MAIN_BRANCH, type Repo } from './repo.js';
 
 /** Objects per progress message on side-band 2. */
 const PROGRESS_EVERY_OBJECTS = 10_000;
-/** Pack bytes gathered before a side-band packet is cut, so small objects share packets. */
+/** Largest side-band-64k packet payload. */
 const SIDEBAND_CHUNK_BYTES = 65_515;
+/** Pack bytes gathered per socket write. */
+const WRITE_CHUNK_BYTES = 1 << 20;
+/** Objects the deflate cache has not reached yet are compressed fast, while the client waits. */
+const INLINE_DEFLATE_LEVEL = 1;
 
 function headOf(tx: ProjectReadTx): { oid: Oid; target: string } | null {
   const oid = tx.getRef(branchRef(MAIN_BRANCH));
@@ -130,13 +134,13 @@ function* packStream(repo: Repo, plan: PackPlan, sidebandBytes: number, progress
   const writer = new PackWriter(plan.objects.length);
   let pending: Buffer[] = [];
   let pendingBytes = 0;
+  // Large writes: one socket write per megabyte or so, not one per object.
   function* flush(force: boolean): Generator<Buffer> {
-    if (pendingBytes === 0 || (!force && pendingBytes < sidebandBytes)) return;
+    if (pendingBytes === 0 || (!force && pendingBytes < WRITE_CHUNK_BYTES)) return;
     const bytes = Buffer.concat(pending, pendingBytes);
     pending = [];
     pendingBytes = 0;
-    if (sidebandBytes === 0) yield bytes;
-    else yield* encodeSideband(SIDEBAND_DATA, bytes, sidebandBytes);
+    yield sidebandBytes === 0 ? bytes : Buffer.concat(encodeSideband(SIDEBAND_DATA, bytes, sidebandBytes));
   }
   const add = (bytes: Buffer) => {
     pending.push(bytes);
@@ -145,9 +149,7 @@ function* packStream(repo: Repo, plan: PackPlan, sidebandBytes: number, progress
   add(writer.start());
   let sent = 0;
   for (const { oid } of plan.objects) {
-    const object = repo.store.read((store) => store.project(repo.project).getObject(oid));
-    if (!object) throw new Error(`object ${oidToHex(oid)} vanished while packing`);
-    add(writer.addDeflatedObject(object.type, object.body.length, deflateSync(object.body, { level: 1 })).bytes);
+    add(repo.store.read((store) => packEntry(store.project(repo.project), writer, oid)));
     yield* flush(false);
     sent++;
     if (progress && sidebandBytes > 0 && sent % PROGRESS_EVERY_OBJECTS === 0) {
@@ -156,4 +158,14 @@ function* packStream(repo: Repo, plan: PackPlan, sidebandBytes: number, progress
   }
   add(writer.finish());
   yield* flush(true);
+}
+
+/** One pack entry: the cached zlib stream when there is one, else the body deflated now. */
+function packEntry(tx: ProjectReadTx, writer: PackWriter, oid: Oid): Buffer {
+  const deflated = tx.getDeflated(oid);
+  const type = deflated ? tx.getObjectType(oid) : undefined;
+  if (deflated && type) return writer.addDeflatedObject(type, tx.objectSize(oid)!, deflated).bytes;
+  const object = tx.getObject(oid);
+  if (!object) throw new Error(`object ${oidToHex(oid)} vanished while packing`);
+  return writer.addDeflatedObject(object.type, object.body.length, deflateSync(object.body, { level: INLINE_DEFLATE_LEVEL })).bytes;
 }

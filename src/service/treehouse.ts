@@ -6,9 +6,12 @@ import { mkdirSync } from 'node:fs';
 import { LmdbStore } from '../store/lmdb.js';
 import type { Store } from '../store/types.js';
 import { Accounts } from './accounts.js';
+import { DeflateCache } from './deflateCache.js';
 import type { Config } from './config.js';
+import { Linter } from './lint.js';
 import { Projects } from './projects.js';
 import { RateLimiter } from './rateLimiter.js';
+import { RemoteSync } from './remoteSync.js';
 import { Sealer, loadSecret } from './secrets.js';
 import { Workspace } from './workspace.js';
 
@@ -18,7 +21,16 @@ export interface Treehouse {
   accounts: Accounts;
   projects: Projects;
   workspace: Workspace;
+  linter: Linter;
   rateLimiter: RateLimiter;
+  /** Pushes changed branches to linked repositories (src/service/remoteSync.ts). */
+  remoteSync: RemoteSync;
+  /** Deflates stored objects in the background so clones copy pack-ready bytes. */
+  deflateCache: DeflateCache;
+  /** Starts background work (the sync queue); the server calls it once it listens. */
+  start(): void;
+  /** Stops background work, leaving queued work for the next start; call before close(). */
+  stop(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -29,14 +41,34 @@ export function openTreehouse(config: Config): Treehouse {
   const accounts = new Accounts(store);
   const projects = new Projects(store, config, sealer);
   const workspace = new Workspace(projects);
+  const linter = new Linter();
   const rateLimiter = new RateLimiter(config.limits.requestsPerSecondPerKey, config.limits.requestBurstPerKey);
+  const remoteSync = new RemoteSync(store, projects, config);
+  const deflateCache = new DeflateCache(store);
+  workspace.onBranchChanged((record, branch) => remoteSync.branchChanged(record, branch));
   return {
     config,
     store,
     accounts,
     projects,
     workspace,
+    linter,
     rateLimiter,
-    close: () => store.close(),
+    remoteSync,
+    deflateCache,
+    start: () => {
+      remoteSync.start();
+      deflateCache.start();
+    },
+    stop: async () => {
+      await remoteSync.stop();
+      await deflateCache.stop();
+    },
+    close: async () => {
+      await remoteSync.stop();
+      await deflateCache.stop();
+      await linter.close();
+      await store.close();
+    },
   };
 }

@@ -8,9 +8,11 @@
  * | refs      | project u32 BE + ref name (UTF-8)    | 20-byte id                                     |
  * | worktrees | project u32 BE + branch + NUL + dir  | msgpack DirNode                                |
  * | records   | string                               | msgpack (teams, keys, projects, counters)      |
+ * | deflated  | project u32 BE + 20-byte id          | the object body as a zlib stream (a cache)     |
  *
- * Object bodies are stored raw: hashing them is the only work on the write path, and a pack entry is
- * deflated when it is first served (see bench/RESULTS.md for the measurement behind the choice).
+ * Object bodies are stored raw: hashing them is the only work on the write path. Their deflated form
+ * is filled in after the write, off the request path (src/service/deflateCache.ts), so a clone
+ * copies pack-ready bytes instead of compressing every object while the client waits.
  * The project prefix keeps each project's keys contiguous, so dropping a project is a range delete.
  */
 import { open, type Database, type RootDatabase } from 'lmdb';
@@ -114,6 +116,10 @@ export class LmdbStore implements Store {
   private readonly refs: Database<Buffer, Buffer>;
   private readonly worktrees: Database<StoredDirNode, Buffer>;
   private readonly records: Database<unknown, string>;
+  private readonly deflated: Database<Buffer, Buffer>;
+  private readonly objectListeners: Array<(project: number, oids: Oid[]) => void> = [];
+  /** Objects stored by the write transaction under way, per project, announced after it commits. */
+  private storedInTransaction: Map<number, Oid[]> | null = null;
   /** See VALUE_SCRATCH_BYTES; one per store, since write transactions never overlap. */
   private readonly valueScratch = Buffer.allocUnsafeSlow(VALUE_SCRATCH_BYTES);
   private closed = false;
@@ -133,6 +139,32 @@ export class LmdbStore implements Store {
     this.refs = this.env.openDB({ name: 'refs', keyEncoding: 'binary', encoding: 'binary' });
     this.worktrees = this.env.openDB({ name: 'worktrees', keyEncoding: 'binary', encoding: 'msgpack' });
     this.records = this.env.openDB({ name: 'records', encoding: 'msgpack' });
+    this.deflated = this.env.openDB({ name: 'deflated', keyEncoding: 'binary', encoding: 'binary' });
+  }
+
+  onObjectsStored(listener: (project: number, oids: Oid[]) => void): void {
+    this.objectListeners.push(listener);
+  }
+
+  listUndeflated(limit: number): Array<{ project: number; oid: Oid }> {
+    this.assertOpen();
+    const out: Array<{ project: number; oid: Oid }> = [];
+    for (const key of this.objects.getKeys()) {
+      const buffer = key as Buffer;
+      if (this.deflated.doesExist(buffer)) continue;
+      out.push({ project: buffer.readUInt32BE(0), oid: Buffer.from(buffer.subarray(PROJECT_PREFIX_BYTES)) });
+      if (out.length >= limit) break;
+    }
+    return out;
+  }
+
+  /** @internal records an object stored by the current write transaction. */
+  noteStored(project: number, oid: Oid): void {
+    const stored = this.storedInTransaction;
+    if (!stored) return;
+    let list = stored.get(project);
+    if (!list) stored.set(project, (list = []));
+    list.push(oid);
   }
 
   read<T>(action: (tx: StoreReadTx) => T): T {
@@ -143,13 +175,20 @@ export class LmdbStore implements Store {
   async write<T>(action: (tx: StoreWriteTx) => T): Promise<T> {
     this.assertOpen();
     let result: T;
+    const stored = new Map<number, Oid[]>();
+    this.storedInTransaction = stored;
     try {
       result = this.env.transactionSync(() => action(new LmdbTx(this, true)), WRITE_FLAGS);
     } catch (error) {
       if (isStorageFull(error)) throw new StorageFullError(String((error as Error).message));
       throw error;
+    } finally {
+      this.storedInTransaction = null;
     }
     await this.env.flushed;
+    if (this.objectListeners.length > 0) {
+      for (const [project, oids] of stored) for (const listener of this.objectListeners) listener(project, oids);
+    }
     return result;
   }
 
@@ -175,7 +214,7 @@ export class LmdbStore implements Store {
 
   /** @internal the databases, for the transaction objects below. */
   get dbs() {
-    return { objects: this.objects, commits: this.commits, refs: this.refs, worktrees: this.worktrees, records: this.records };
+    return { objects: this.objects, commits: this.commits, refs: this.refs, worktrees: this.worktrees, records: this.records, deflated: this.deflated };
   }
 }
 
@@ -218,8 +257,8 @@ class LmdbTx implements StoreWriteTx {
   dropProject(project: number): void {
     this.assertWritable();
     const prefix = projectPrefix(project);
-    const { objects, commits, refs, worktrees } = this.store.dbs;
-    for (const db of [objects, commits, refs, worktrees] as Array<Database<unknown, Buffer>>) {
+    const { objects, commits, refs, worktrees, deflated } = this.store.dbs;
+    for (const db of [objects, commits, refs, worktrees, deflated] as Array<Database<unknown, Buffer>>) {
       for (const key of db.getKeys({ start: prefix, end: prefixEnd(prefix) })) db.removeSync(key);
     }
     this.store.dbs.records.removeSync(VERSION_RECORD_PREFIX + project);
@@ -266,6 +305,11 @@ class LmdbProjectTx implements ProjectWriteTx {
     return this.store.dbs.objects.doesExist(this.objectKey(oid));
   }
 
+  getObjectType(oid: Oid): ObjectType | undefined {
+    const value = this.store.dbs.objects.getBinaryFast(this.objectKey(oid));
+    return value ? TYPE_NAMES[value[0]] : undefined;
+  }
+
   objectSize(oid: Oid): number | undefined {
     const value = this.store.dbs.objects.getBinaryFast(this.objectKey(oid));
     return value ? value.length - 1 : undefined;
@@ -282,6 +326,17 @@ class LmdbProjectTx implements ProjectWriteTx {
       if (found.length >= limit) break;
     }
     return found;
+  }
+
+  getDeflated(oid: Oid): Buffer | undefined {
+    // getBinary hands back a copy of its own, safe to keep.
+    return this.store.dbs.deflated.getBinary(this.objectKey(oid)) ?? undefined;
+  }
+
+  putDeflated(oid: Oid, deflated: Buffer): void {
+    this.parent.assertWritable();
+    const key = this.objectKey(oid);
+    if (this.store.dbs.objects.doesExist(key)) this.store.dbs.deflated.putSync(key, deflated);
   }
 
   getCommitInfo(oid: Oid): CommitInfo | undefined {
@@ -335,6 +390,7 @@ class LmdbProjectTx implements ProjectWriteTx {
     const { objects, commits } = this.store.dbs;
     if (objects.doesExist(key)) return;
     objects.putSync(key, this.store.objectValue(TYPE_CODES[type], body));
+    this.store.noteStored(this.project, oid);
     if (type === 'commit') {
       const parsed = commitInfoFromBody(body);
       let generation = 1;

@@ -50,6 +50,8 @@ export interface ProjectReadTx {
   readonly project: number;
   getObject(oid: Oid): StoredObject | undefined;
   hasObject(oid: Oid): boolean;
+  /** The type of a stored object, without copying its body. */
+  getObjectType(oid: Oid): ObjectType | undefined;
   /** Size in bytes of a stored object's body, without copying it. */
   objectSize(oid: Oid): number | undefined;
   /** Every stored object whose id starts with the given hex digits, at most `limit` of them. */
@@ -63,6 +65,8 @@ export interface ProjectReadTx {
   listDirNodes(branch: string): Array<{ dir: string; node: DirNode }>;
   /** +1 on every change to the project's files, refs or settings. */
   getVersion(): number;
+  /** The object's body as a zlib stream, when the deflate cache has it (pack-ready bytes). */
+  getDeflated(oid: Oid): Buffer | undefined;
 }
 
 export interface ProjectWriteTx extends ProjectReadTx {
@@ -79,6 +83,8 @@ export interface ProjectWriteTx extends ProjectReadTx {
   deleteDirNode(branch: string, dir: string): void;
   deleteWorkingTree(branch: string): void;
   bumpVersion(): number;
+  /** Caches the zlib-deflated body of a stored object, so packs copy it instead of compressing. */
+  putDeflated(oid: Oid, deflated: Buffer): void;
 }
 
 export interface StoreReadTx {
@@ -98,6 +104,13 @@ export interface StoreWriteTx extends StoreReadTx {
 
 export interface Store {
   read<T>(action: (tx: StoreReadTx) => T): T;
+  /**
+   * Called after each committed write transaction with the objects it stored, per project, so work
+   * that follows a write (the deflate cache) need not scan for it.
+   */
+  onObjectsStored(listener: (project: number, oids: Oid[]) => void): void;
+  /** Stored objects that have no deflated form yet, across projects, at most `limit` of them. */
+  listUndeflated(limit: number): Array<{ project: number; oid: Oid }>;
   /** Runs `action` in one write transaction and resolves once its commit is durable. */
   write<T>(action: (tx: StoreWriteTx) => T): Promise<T>;
   close(): Promise<void>;

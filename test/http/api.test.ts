@@ -240,7 +240,7 @@ describe('git', () => {
 
 describe('service endpoints', () => {
   it('answers /healthz and serves an OpenAPI document built from the schemas', async () => {
-    expect((await server.call('GET', '/healthz', undefined, { key: null })).body).toEqual({ ok: true });
+    expect((await server.call('GET', '/healthz', undefined, { key: null })).body).toMatchObject({ ok: true });
     const doc = await server.call('GET', '/api/v1/openapi.json', undefined, { key: null });
     expect(doc.status).toBe(200);
     expect(doc.body.openapi).toBe('3.1.0');

@@ -1,7 +1,9 @@
 /**
  * git's own `git http-backend` behind a small Node HTTP-to-CGI adapter on 127.0.0.1, serving every
  * bare repository under `root`: the upstream that seeding and linked-repository sync talk to.
- * Optional Basic auth: when `password` is set, requests without it get 401.
+ * Optional Basic auth: when `password` is set, requests without it get 401. `port` listens on a given
+ * port (to bring a closed backend back at the same URL); `protocolV2: false` hides the client's
+ * Git-Protocol header from git, so it answers protocol v0 as an old server would.
  */
 import { spawn } from 'node:child_process';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
@@ -13,7 +15,7 @@ export interface GitHttpBackend {
   close(): Promise<void>;
 }
 
-export async function startGitHttpBackend(root: string, options: { password?: string } = {}): Promise<GitHttpBackend> {
+export async function startGitHttpBackend(root: string, options: { password?: string; port?: number; protocolV2?: boolean } = {}): Promise<GitHttpBackend> {
   const log: string[] = [];
   const server = createServer((request, response) => {
     log.push(`${request.method} ${request.url}`);
@@ -25,18 +27,22 @@ export async function startGitHttpBackend(root: string, options: { password?: st
         return;
       }
     }
-    runCgi(root, request, response);
+    runCgi(root, request, response, options.protocolV2 ?? true);
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  await new Promise<void>((resolve) => server.listen(options.port ?? 0, '127.0.0.1', resolve));
   const port = (server.address() as { port: number }).port;
   return {
     url: `http://127.0.0.1:${port}`,
     log,
-    close: () => new Promise((resolve) => server.close(() => resolve())),
+    close: () =>
+      new Promise((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
   };
 }
 
-function runCgi(root: string, request: IncomingMessage, response: ServerResponse): void {
+function runCgi(root: string, request: IncomingMessage, response: ServerResponse, protocolV2: boolean): void {
   const url = new URL(request.url ?? '/', 'http://localhost');
   const child = spawn('git', ['http-backend'], {
     env: {
@@ -51,7 +57,7 @@ function runCgi(root: string, request: IncomingMessage, response: ServerResponse
       CONTENT_TYPE: request.headers['content-type'] ?? '',
       REMOTE_USER: 'upstream-user',
       REMOTE_ADDR: '127.0.0.1',
-      GIT_PROTOCOL: String(request.headers['git-protocol'] ?? ''),
+      GIT_PROTOCOL: protocolV2 ? String(request.headers['git-protocol'] ?? '') : '',
       HTTP_CONTENT_ENCODING: String(request.headers['content-encoding'] ?? ''),
       // Pushes over HTTP need receive-pack enabled for an authenticated user.
       GIT_CONFIG_COUNT: '1',

@@ -21,17 +21,21 @@ export interface ApiResponse {
 }
 
 /** A real server on 127.0.0.1 with a fresh data directory, team "default" and its first key. */
-export async function startTestServer(options: { limits?: Partial<Limits>; env?: Record<string, string> } = {}): Promise<TestServer> {
-  const dir = scratchDir('treehouse-http-');
+export async function startTestServer(
+  options: { limits?: Partial<Limits>; env?: Record<string, string>; /** Reuse (and keep) this data directory. */ dataDir?: string } = {},
+): Promise<TestServer> {
+  const dir = options.dataDir ? { path: options.dataDir, remove: () => {} } : scratchDir('treehouse-http-');
   const config = loadConfig({ TREEHOUSE_DATA_DIR: dir.path, PORT: '0', ...options.env });
   config.limits = { ...config.limits, ...options.limits };
   const th = openTreehouse(config);
-  const key = (await th.accounts.bootstrap())!;
+  // A reused data directory already has team default: give this server a key of its own.
+  const key = (await th.accounts.bootstrap()) ?? (await th.accounts.createKey('default', 'test')).key;
   const app = buildApp(th, { logLevel: 'silent' });
   await app.listen({ port: 0, host: '127.0.0.1' });
   const address = app.server.address() as { port: number };
   const url = `http://127.0.0.1:${address.port}`;
   config.publicBaseUrl = url;
+  th.start();
   return {
     url,
     key,
@@ -57,6 +61,7 @@ export async function startTestServer(options: { limits?: Partial<Limits>; env?:
     },
     async close() {
       await app.close();
+      await th.stop();
       await th.close();
       dir.remove();
     },

@@ -3,11 +3,15 @@ import { z } from 'zod';
 import type { Treehouse } from '../../service/treehouse.js';
 import type { ProjectRecord } from '../../service/projects.js';
 import { filesSeed, templateSeed, zipSeed } from '../../service/seed.js';
+import { detectionFiles, fetchGitSeed } from '../../service/gitSeed.js';
+import { importHistory } from '../../repo/importHistory.js';
+import { seedMainBranch } from '../../repo/initProject.js';
 import { peopleFor } from '../../service/workspace.js';
-import { TreehouseError } from '../../errors.js';
 import { defineRoute } from '../route.js';
+import { remoteLinkBody } from './remote.js';
 import { contentEncoding, cursorField, frameworkField, limitField, projectIdParams } from '../schemas.js';
 import type { Framework } from '../../service/framework.js';
+import type { StoreWriteTx } from '../../store/types.js';
 
 const handleField = z.string().regex(/^[a-z0-9-]{3,63}$/, 'must be 3 to 63 of a-z, 0-9 and "-"');
 const titleField = z.string().min(1).max(200);
@@ -30,7 +34,7 @@ const createBody = z.strictObject({
   commerce: z
     .strictObject({ platform: z.literal('shopify'), store_domain: z.string().min(1).max(255), access_token: z.string().min(1).max(1000) })
     .optional(),
-  git_remote: z.strictObject({ url: z.string().min(1).max(2000), username: z.string().max(200).optional(), token: z.string().max(1000).optional() }).optional(),
+  git_remote: remoteLinkBody.optional(),
 });
 
 const patchBody = z.strictObject({ title: titleField.optional(), handle: handleField.optional(), framework: frameworkField.optional() });
@@ -47,7 +51,7 @@ export function projectRoutes(app: FastifyInstance, th: Treehouse): void {
     last_deployed_at: null,
     default_branch: 'main',
     has_commerce_credentials: th.projects.hasCommerceCredentials(record),
-    git_remote: null,
+    git_remote: th.remoteSync.view(record),
   });
 
   defineRoute(
@@ -72,15 +76,30 @@ export function projectRoutes(app: FastifyInstance, th: Treehouse): void {
       const common = { title: body.title, handle: body.handle, framework: body.framework as Framework | null | undefined, commerce: body.commerce, people };
       let record: ProjectRecord;
       const source = body.source;
-      if (source?.kind === 'git' || body.git_remote) {
-        throw new TreehouseError('invalid_request', 'Git seeds and linked repositories are not available yet.', {
-          issues: [{ path: source?.kind === 'git' ? 'source' : 'git_remote', message: 'not available yet' }],
+      // A linked repository is checked first and linked in the creation's own transaction.
+      const remote = body.git_remote ? await th.remoteSync.prepareLink(body.git_remote, 'git_remote.url') : null;
+      if (source?.kind === 'git') {
+        const history = await fetchGitSeed(th.config, source);
+        record = await th.projects.create(principal, {
+          ...common,
+          files: detectionFiles(history),
+          seedHistory: (tx, created) => {
+            importHistory(tx.project(created.seq), history);
+            if (remote) th.remoteSync.linkInTx(tx, created, remote);
+          },
         });
       } else {
         const files =
           source === undefined ? [] : source.kind === 'files' ? filesSeed(source.files, limits) : source.kind === 'zip' ? await zipSeed(source.data, limits) : templateSeed(source.name);
-        record = await th.projects.create(principal, { ...common, files });
+        const seedHistory = remote
+          ? (tx: StoreWriteTx, created: ProjectRecord) => {
+              seedMainBranch(tx.project(created.seq), { files, people });
+              th.remoteSync.linkInTx(tx, created, remote);
+            }
+          : undefined;
+        record = await th.projects.create(principal, { ...common, files, seedHistory });
       }
+      if (remote) th.remoteSync.kick();
       return { project: detailView(record) };
     },
   );

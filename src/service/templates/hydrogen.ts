@@ -68,7 +68,9 @@ export default function Homepage() {
 }
 `,
     'app/lib/format.ts': `export function formatPrice(cents: number, currency: string): string {
-  return new Intl.NumberFormat("en-US", { style: "currency", currency }).format(cents / 100);
+  return new Intl.NumberFormat("en-US", { style: "currency", currency }).format(
+    cents / 100,
+  );
 }
 `,
     'tsconfig.json': `{

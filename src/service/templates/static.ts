@@ -37,7 +37,8 @@ main {
 `,
     'main.js': `const greeting = document.getElementById("greeting");
 if (greeting) {
-  greeting.textContent = "This page is served from a Treehouse project, and its script ran.";
+  greeting.textContent =
+    "This page is served from a Treehouse project, and its script ran.";
 }
 `,
   },

@@ -1,0 +1,194 @@
+/**
+ * The git CLI doing the same work as ours.ts, timed by wall clock around the processes it spawns.
+ * Writing the imported tree to disk is not timed (ours gets its input in memory too); writing the
+ * edited files of a commit scenario is, as ours times writeFiles. Git runs with no system or global
+ * configuration, so with its defaults (loose objects for add, zlib level 1 for them), except that
+ * automatic gc is off (see GIT_ENV).
+ *
+ * Peak RSS comes from /usr/bin/time -f %M, in one extra run after the timed ones, so the timed runs
+ * pay nothing for it; for the import the timed run itself is wrapped, since /usr/bin/time's
+ * millisecond is lost in seconds.
+ */
+import { spawnSync } from 'node:child_process';
+import { existsSync, rmSync } from 'node:fs';
+import { SourceTree, writeFilesToDirectory, writeSourceTree } from '../fixtures/sourceTree.js';
+import { elapsedMs, settleDisk, summarise, type Measurement } from './measure.js';
+import { LOG_LIMIT, ROUND_BASE } from './ours.js';
+
+const TIME_BINARY = '/usr/bin/time';
+const HISTORY_COMMITS = 250;
+const OUTPUT_BYTES_MAX = 1 << 30;
+
+const GIT_ENV: NodeJS.ProcessEnv = {
+  PATH: process.env.PATH ?? '/usr/bin:/bin',
+  HOME: process.env.HOME ?? '/tmp',
+  GIT_CONFIG_NOSYSTEM: '1',
+  GIT_CONFIG_GLOBAL: '/dev/null',
+  GIT_AUTHOR_NAME: 'Bench',
+  GIT_AUTHOR_EMAIL: 'bench@example.com',
+  GIT_COMMITTER_NAME: 'Bench',
+  GIT_COMMITTER_EMAIL: 'bench@example.com',
+  // No automatic gc or maintenance: with thousands of loose objects, commit would start a detached
+  // `git gc --auto` that competes for the CPU with the runs after it and repacks under them.
+  GIT_CONFIG_COUNT: '2',
+  GIT_CONFIG_KEY_0: 'gc.auto',
+  GIT_CONFIG_VALUE_0: '0',
+  GIT_CONFIG_KEY_1: 'maintenance.auto',
+  GIT_CONFIG_VALUE_1: 'false',
+};
+
+export function gitVersion(): string {
+  return runGit(['--version'], process.cwd()).stdout.trim().replace(/^git version /, '');
+}
+
+interface GitRun {
+  stdout: string;
+  /** Peak RSS in bytes, when run under /usr/bin/time. */
+  rssBytes?: number;
+}
+
+function runGit(args: string[], cwd: string, options: { input?: string | Buffer; measureRss?: boolean } = {}): GitRun {
+  const measure = options.measureRss === true && existsSync(TIME_BINARY);
+  const [command, argv] = measure ? [TIME_BINARY, ['-f', '%M', 'git', ...args]] : ['git', args];
+  const result = spawnSync(command, argv, { cwd, env: GIT_ENV, input: options.input, maxBuffer: OUTPUT_BYTES_MAX, encoding: 'buffer' });
+  if (result.status !== 0) {
+    throw new Error(`git ${args.join(' ')} failed (${result.status}): ${result.stderr.toString('utf8')}`);
+  }
+  const run: GitRun = { stdout: result.stdout.toString('utf8') };
+  if (measure) {
+    const lines = result.stderr.toString('utf8').trim().split('\n');
+    run.rssBytes = Number(lines[lines.length - 1]) * 1024;
+  }
+  return run;
+}
+
+/** Runs several git commands in a row; returns the largest peak RSS among them. */
+function runGits(commands: string[][], cwd: string, measureRss: boolean): number | undefined {
+  let peak: number | undefined;
+  for (const args of commands) {
+    const { rssBytes } = runGit(args, cwd, { measureRss });
+    if (rssBytes !== undefined) peak = Math.max(peak ?? 0, rssBytes);
+  }
+  return peak;
+}
+
+export interface GitScenarioOptions {
+  tree: SourceTree;
+  /** The repository's work tree; import (re)creates it, the other scenarios reuse it. */
+  dir: string;
+  reps: number;
+}
+
+/** `git init`, `git add -A`, `git commit` on a freshly written tree, `reps` times; leaves the last. */
+export function gitImport({ tree, dir, reps }: GitScenarioOptions): Measurement {
+  const samples: number[] = [];
+  let peak = 0;
+  for (let rep = 0; rep < reps; rep++) {
+    rmSync(dir, { recursive: true, force: true });
+    writeSourceTree(tree, dir);
+    settleDisk();
+    const start = process.hrtime.bigint();
+    const rss = runGits([['init', '-q', '-b', 'main'], ['add', '-A'], ['commit', '-q', '-m', 'Import']], dir, true);
+    samples.push(elapsedMs(start));
+    peak = Math.max(peak, rss ?? 0);
+  }
+  return {
+    size: tree.size,
+    scenario: 'import',
+    side: 'git',
+    timing: summarise(samples),
+    peakRssBytes: peak || undefined,
+    method: 'files written to disk (untimed), then git init + git add -A + git commit -q',
+  };
+}
+
+/** Edits `count` files on disk, then `git add -A` + `git commit -q`; the same rounds as ours. */
+export function gitCommit({ tree, dir, reps }: GitScenarioOptions, count: number): Measurement {
+  let round = ROUND_BASE[count === 1 ? 'commit-1' : 'commit-100'];
+  const commitOnce = (measureRss: boolean): number | undefined => {
+    writeFilesToDirectory(dir, tree.changeFiles(count, ++round));
+    return runGits([['add', '-A'], ['commit', '-q', '-m', `Edit round ${round}`]], dir, measureRss);
+  };
+  const samples: number[] = [];
+  settleDisk();
+  for (let rep = 0; rep < reps; rep++) {
+    const start = process.hrtime.bigint();
+    commitOnce(false);
+    samples.push(elapsedMs(start));
+  }
+  return {
+    size: tree.size,
+    scenario: count === 1 ? 'commit-1' : 'commit-100',
+    side: 'git',
+    timing: summarise(samples),
+    peakRssBytes: commitOnce(true),
+    method: `write ${count} file${count === 1 ? '' : 's'} + git add -A + git commit -q`,
+  };
+}
+
+function timeRepeated(reps: number, action: () => void): number[] {
+  const samples: number[] = [];
+  for (let rep = 0; rep < reps; rep++) {
+    const start = process.hrtime.bigint();
+    action();
+    samples.push(elapsedMs(start));
+  }
+  return samples;
+}
+
+/** `git ls-files -s` (the index: mode, id, path); `git ls-tree -r HEAD` is timed alongside for the notes. */
+export function gitList({ tree, dir, reps }: GitScenarioOptions): { listing: Measurement; lsTree: Measurement } {
+  const expectLines = (stdout: string) => {
+    const lines = stdout.length === 0 ? 0 : stdout.split('\n').length - 1;
+    if (lines !== tree.size) throw new Error(`git listed ${lines} files, expected ${tree.size}`);
+  };
+  const listing = timeRepeated(reps, () => expectLines(runGit(['ls-files', '-s'], dir).stdout));
+  const lsTree = timeRepeated(reps, () => expectLines(runGit(['ls-tree', '-r', 'HEAD'], dir).stdout));
+  const base = { size: tree.size, scenario: 'list', side: 'git' } as const;
+  return {
+    listing: { ...base, timing: summarise(listing), peakRssBytes: runGit(['ls-files', '-s'], dir, { measureRss: true }).rssBytes, method: 'git ls-files -s' },
+    lsTree: { ...base, timing: summarise(lsTree), peakRssBytes: runGit(['ls-tree', '-r', 'HEAD'], dir, { measureRss: true }).rssBytes, method: 'git ls-tree -r HEAD' },
+  };
+}
+
+/**
+ * Adds HISTORY_COMMITS one-file commits cheaply with one `git fast-import`, then times
+ * `git log -n 200`. Last of the git scenarios: the work tree no longer matches HEAD afterwards.
+ */
+export function gitLog({ tree, dir, reps }: GitScenarioOptions): Measurement {
+  runGit(['fast-import', '--quiet'], dir, { input: historyStream(tree) });
+  const samples = timeRepeated(reps, () => {
+    const commits = runGit(['log', '-n', String(LOG_LIMIT)], dir).stdout.match(/^commit /gm)?.length ?? 0;
+    if (commits !== LOG_LIMIT) throw new Error(`git log printed ${commits} commits`);
+  });
+  return {
+    size: tree.size,
+    scenario: 'log-200',
+    side: 'git',
+    timing: summarise(samples),
+    peakRssBytes: runGit(['log', '-n', String(LOG_LIMIT)], dir, { measureRss: true }).rssBytes,
+    method: `git log -n ${LOG_LIMIT} (history: ${HISTORY_COMMITS} one-file commits added by git fast-import)`,
+  };
+}
+
+/** A fast-import stream of one-file commits on main (gitformat: git-fast-import(1) "commit"). */
+function historyStream(tree: SourceTree): Buffer {
+  const parts: Buffer[] = [];
+  const text = (value: string) => parts.push(Buffer.from(value, 'utf8'));
+  const data = (bytes: Buffer) => {
+    text(`data ${bytes.length}\n`);
+    parts.push(bytes);
+    text('\n');
+  };
+  const startSeconds = Math.floor(Date.now() / 1000);
+  for (let i = 1; i <= HISTORY_COMMITS; i++) {
+    const round = ROUND_BASE.history + i;
+    const [edit] = tree.changeFiles(1, round);
+    text(`commit refs/heads/main\ncommitter Bench <bench@example.com> ${startSeconds + i} +0000\n`);
+    data(Buffer.from(`History ${round}\n`, 'utf8'));
+    if (i === 1) text('from refs/heads/main^0\n');
+    text(`M 100644 inline ${edit.path}\n`);
+    data(edit.content);
+  }
+  return Buffer.concat(parts);
+}

@@ -1,0 +1,19 @@
+import type { FastifyInstance } from 'fastify';
+import { z } from 'zod';
+import type { Treehouse } from '../../service/treehouse.js';
+import { defineRoute } from '../route.js';
+import { branchField, projectIdParams } from '../schemas.js';
+
+/** The body may be omitted entirely: lint then reads main. */
+const lintBody = z.strictObject({ branch: branchField }).optional();
+
+export function lintRoutes(app: FastifyInstance, th: Treehouse): void {
+  defineRoute(
+    app,
+    { method: 'POST', url: '/api/v1/projects/:id/lint', summary: "Lint a branch's working tree (formatting, syntax, imports, JSON)", params: projectIdParams, body: lintBody },
+    async ({ params, body, principal }) => {
+      const repo = th.projects.repo(th.projects.get(principal, params.id));
+      return th.linter.lint(repo, { branch: body?.branch ?? 'main' });
+    },
+  );
+}

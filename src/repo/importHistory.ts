@@ -1,0 +1,138 @@
+/**
+ * A git seed: history fetched from another repository becomes main's history. Every fetched object
+ * is checked like `git fsck --strict`, the history of the chosen commit must be complete (a full
+ * clone has no shallow boundary), and only objects reachable from that commit are stored, with the
+ * ids the upstream gave them. Commits are stored parents first, so each one's generation number is
+ * computed from parents already indexed.
+ */
+import { decodeCommit } from '../git/commit.js';
+import { FsckError, assertFsckClean } from '../git/fsck.js';
+import { oidToHex, type Oid } from '../git/oid.js';
+import type { PackObject } from '../git/pack.js';
+import { branchRef } from '../git/refname.js';
+import { decodeTag } from '../git/tag.js';
+import { decodeTree, MODE_GITLINK, MODE_TREE } from '../git/tree.js';
+import type { ProjectWriteTx } from '../store/types.js';
+import { resetWorkingTree } from './moveWorkingTree.js';
+import { MAIN_BRANCH } from './repo.js';
+
+/** Annotated tags pointing at tags are followed this many levels, no more (git peels without limit; a chain this long is hostile). */
+const TAG_CHAIN_MAX = 16;
+
+export class HistoryImportError extends Error {
+  override name = 'HistoryImportError';
+}
+
+export interface PreparedHistory {
+  /** The commit main will point at (the wanted ref, tags peeled). */
+  commit: Oid;
+  tree: Oid;
+  /** Objects to store, in an order that indexes every parent before its children. */
+  objects: PackObject[];
+  /** Names of the root tree's entries and package.json's bytes, for framework detection. */
+  rootNames: string[];
+  packageJson: Buffer | undefined;
+}
+
+/** Checks fetched objects and orders those reachable from `tip` for storing. Throws HistoryImportError. */
+export function prepareHistory(fetched: PackObject[], tip: Oid): PreparedHistory {
+  const byId = new Map<string, PackObject>();
+  for (const object of fetched) {
+    try {
+      assertFsckClean(object.type, object.body, oidToHex(object.oid));
+    } catch (error) {
+      if (error instanceof FsckError) throw new HistoryImportError(`The fetched history fails git fsck: ${error.message}`);
+      throw error;
+    }
+    byId.set(oidToHex(object.oid), object);
+  }
+  const need = (oid: Oid, why: string): PackObject => {
+    const object = byId.get(oidToHex(oid));
+    if (!object) throw new HistoryImportError(`The remote sent an incomplete history: ${why} ${oidToHex(oid)} is missing.`);
+    return object;
+  };
+
+  let target = need(tip, 'the wanted object');
+  for (let depth = 0; target.type === 'tag'; depth++) {
+    if (depth >= TAG_CHAIN_MAX) throw new HistoryImportError('The tag points through too many other tags.');
+    target = need(decodeTag(target.body).object, 'the tagged object');
+  }
+  if (target.type !== 'commit') throw new HistoryImportError(`The ref points to a ${target.type}, not to a commit.`);
+
+  const commits = commitsParentsFirst(target.oid, need);
+  const trees: PackObject[] = [];
+  const seen = new Set<string>();
+  const visitTree = (oid: Oid) => {
+    const stack = [oid];
+    while (stack.length > 0) {
+      const current = stack.pop()!;
+      const key = oidToHex(current);
+      if (seen.has(key)) continue;
+      seen.add(key);
+      const tree = need(current, 'tree');
+      if (tree.type !== 'tree') throw new HistoryImportError(`Object ${key} should be a tree but is a ${tree.type}.`);
+      trees.push(tree);
+      for (const entry of decodeTree(tree.body)) {
+        if (entry.mode === MODE_GITLINK) continue;
+        if (entry.mode === MODE_TREE) {
+          stack.push(entry.oid);
+          continue;
+        }
+        const blobKey = oidToHex(entry.oid);
+        if (seen.has(blobKey)) continue;
+        seen.add(blobKey);
+        const blob = need(entry.oid, 'blob');
+        if (blob.type !== 'blob') throw new HistoryImportError(`Object ${blobKey} should be a blob but is a ${blob.type}.`);
+        trees.push(blob);
+      }
+    }
+  };
+  for (const commit of commits) visitTree(decodeCommit(commit.body).tree);
+
+  const tree = decodeCommit(target.body).tree;
+  const rootEntries = decodeTree(need(tree, 'tree').body);
+  const packageEntry = rootEntries.find((entry) => entry.name === 'package.json' && entry.mode !== MODE_TREE && entry.mode !== MODE_GITLINK);
+  return {
+    commit: target.oid,
+    tree,
+    objects: [...trees, ...commits],
+    rootNames: rootEntries.map((entry) => entry.name),
+    packageJson: packageEntry ? need(packageEntry.oid, 'blob').body : undefined,
+  };
+}
+
+/** Every commit reachable from `tip`, each after all of its parents (an iterative post-order walk). */
+function commitsParentsFirst(tip: Oid, need: (oid: Oid, why: string) => PackObject): PackObject[] {
+  const ordered: PackObject[] = [];
+  const state = new Map<string, 'open' | 'done'>();
+  const stack: Array<{ object: PackObject; parents: Oid[]; next: number }> = [];
+  const open = (oid: Oid) => {
+    const object = need(oid, 'commit');
+    if (object.type !== 'commit') throw new HistoryImportError(`Object ${oidToHex(oid)} should be a commit but is a ${object.type}.`);
+    state.set(oidToHex(oid), 'open');
+    stack.push({ object, parents: decodeCommit(object.body).parents, next: 0 });
+  };
+  open(tip);
+  while (stack.length > 0) {
+    const top = stack[stack.length - 1];
+    if (top.next < top.parents.length) {
+      const parent = top.parents[top.next++];
+      const seen = state.get(oidToHex(parent));
+      if (seen === 'open') throw new HistoryImportError(`Commit ${oidToHex(parent)} is its own ancestor.`);
+      if (seen === undefined) open(parent);
+      continue;
+    }
+    stack.pop();
+    state.set(oidToHex(top.object.oid), 'done');
+    ordered.push(top.object);
+  }
+  return ordered;
+}
+
+/** Stores the prepared history and points main (which must not exist yet) and its working tree at it. */
+export function importHistory(tx: ProjectWriteTx, history: PreparedHistory): void {
+  for (const object of history.objects) tx.putObjectWithId(object.oid, object.type, object.body);
+  tx.casRef(branchRef(MAIN_BRANCH), null, history.commit);
+  resetWorkingTree(tx, MAIN_BRANCH, history.tree);
+  tx.bumpVersion();
+}

@@ -1,0 +1,235 @@
+/**
+ * Merge bases and commit merges, as `git merge-tree --write-tree <ours> <theirs>` does them:
+ *   - the bases are the best common ancestors (`git merge-base --all`; commit-reach.c
+ *     get_merge_bases()): common ancestors that are not ancestors of another common ancestor;
+ *   - with several bases (criss-cross histories) merge-ort merges them first, oldest first, into
+ *     a virtual merge base (merge-ort.c merge_ort_internal()): each step merges the bases with
+ *     their own merge bases, recursively, at depth + 1. Conflicts inside a virtual base do not
+ *     stop anything: the virtual tree keeps what merge-ort keeps there — text with conflict
+ *     markers ("<<<<<<<<< Temporary merge branch 1", two more marker characters per depth), the
+ *     base version for modify/delete and for binary or symlink conflicts, a file moved aside as
+ *     "<path>~Temporary merge branch N" for file/directory conflicts — and the real merge then
+ *     merges against that tree. No virtual object reaches the store.
+ */
+import { EMPTY_TREE_OID, hashObject, oidToHex, type Oid } from '../../git/oid.js';
+import { mergeTreesWith, StagedObjects, type MergeObjects, type TreeMergeOutcome, type TreeMergeResult } from './mergeTrees.js';
+
+/** What a merge needs to know about commits. `generation` must grow from parent to child. */
+export interface CommitGraph {
+  parents(oid: Oid): Oid[];
+  generation(oid: Oid): number;
+  commitTime(oid: Oid): number;
+  tree(oid: Oid): Oid;
+}
+
+const FROM_FIRST = 1;
+const FROM_SECOND = 2;
+const STALE = 4;
+const RESULT = 8;
+
+interface WalkNode {
+  oid: Oid;
+  flags: number;
+  generation: number;
+  time: number;
+  hex: string;
+  /** How many times the node sits in the queue right now. */
+  queued: number;
+}
+
+/**
+ * Best common ancestors of `a` and `b`, newest commit first (git's order). The walk visits
+ * commits by decreasing generation and stops as soon as every queued commit is known to be below
+ * a common ancestor already found, so its cost grows with the distance to the bases, not with
+ * the history.
+ */
+export function mergeBases(graph: CommitGraph, a: Oid, b: Oid): Oid[] {
+  if (a.equals(b)) return [a];
+  const nodes = new Map<string, WalkNode>();
+  const node = (oid: Oid): WalkNode => {
+    const hex = oidToHex(oid);
+    let found = nodes.get(hex);
+    if (!found) {
+      found = { oid, hex, flags: 0, generation: graph.generation(oid), time: graph.commitTime(oid), queued: 0 };
+      nodes.set(hex, found);
+    }
+    return found;
+  };
+  const queue = new MaxHeap<WalkNode>(compareForWalk);
+  let nonStaleQueued = 0;
+  const addFlags = (target: WalkNode, flags: number) => {
+    const wasStale = (target.flags & STALE) !== 0;
+    target.flags |= flags;
+    if (!wasStale && (target.flags & STALE) !== 0) nonStaleQueued -= target.queued;
+  };
+  const push = (target: WalkNode) => {
+    queue.push(target);
+    target.queued++;
+    if ((target.flags & STALE) === 0) nonStaleQueued++;
+  };
+
+  const first = node(a);
+  const second = node(b);
+  addFlags(first, FROM_FIRST);
+  addFlags(second, FROM_SECOND);
+  push(first);
+  push(second);
+  const found: WalkNode[] = [];
+  while (nonStaleQueued > 0) {
+    const commit = queue.pop()!;
+    commit.queued--;
+    if ((commit.flags & STALE) === 0) nonStaleQueued--;
+    let flags = commit.flags & (FROM_FIRST | FROM_SECOND | STALE);
+    if (flags === (FROM_FIRST | FROM_SECOND)) {
+      if ((commit.flags & RESULT) === 0) {
+        addFlags(commit, RESULT);
+        found.push(commit);
+      }
+      // Everything below a common ancestor is a worse one.
+      flags |= STALE;
+    }
+    for (const parentOid of graph.parents(commit.oid)) {
+      const parent = node(parentOid);
+      if ((parent.flags & flags) === flags) continue;
+      addFlags(parent, flags);
+      push(parent);
+    }
+  }
+  const bases = removeRedundant(
+    graph,
+    found.filter((candidate) => (candidate.flags & STALE) === 0),
+    node,
+  );
+  bases.sort((x, y) => y.time - x.time || y.generation - x.generation || (x.hex < y.hex ? -1 : x.hex > y.hex ? 1 : 0));
+  return bases.map((base) => base.oid);
+}
+
+function compareForWalk(x: WalkNode, y: WalkNode): number {
+  return x.generation - y.generation || x.time - y.time || (x.hex < y.hex ? 1 : x.hex > y.hex ? -1 : 0);
+}
+
+/** Drops candidates that are ancestors of other candidates (git's remove_redundant()). */
+function removeRedundant(graph: CommitGraph, candidates: WalkNode[], node: (oid: Oid) => WalkNode): WalkNode[] {
+  if (candidates.length < 2) return candidates;
+  return candidates.filter((candidate) => {
+    const others = candidates.filter((other) => other !== candidate && other.generation > candidate.generation);
+    const seen = new Set<string>();
+    const stack = others.map((other) => other.oid);
+    while (stack.length > 0) {
+      const current = node(stack.pop()!);
+      if (seen.has(current.hex)) continue;
+      seen.add(current.hex);
+      if (current === candidate) return false;
+      if (current.generation <= candidate.generation) continue;
+      stack.push(...graph.parents(current.oid));
+    }
+    return true;
+  });
+}
+
+/**
+ * Merges two commits like `git merge-tree --write-tree`: against their merge base, or against a
+ * virtual base built from several (see the module comment), or against the empty tree when they
+ * share no history. A clean result's objects are written to `objects`; a conflicted merge writes
+ * nothing. `bases` are the real merge bases, newest first.
+ */
+export function mergeCommits(objects: MergeObjects, graph: CommitGraph, ours: Oid, theirs: Oid): TreeMergeResult & { bases: Oid[] } {
+  const staged = new StagedObjects(objects);
+  const commits = new VirtualCommits(graph);
+  const bases = mergeBases(graph, ours, theirs);
+  const outcome = mergeRecursively(staged, commits, ours, theirs, [...bases].reverse(), 0);
+  if (!outcome.clean) return { clean: false, conflicts: outcome.conflicts, bases };
+  staged.flush(outcome.tree);
+  return { clean: true, tree: outcome.tree, bases };
+}
+
+/** merge_ort_internal(): fold the bases (oldest first) into one, then merge at `depth`. */
+function mergeRecursively(
+  objects: StagedObjects,
+  commits: VirtualCommits,
+  ours: Oid,
+  theirs: Oid,
+  basesOldestFirst: Oid[] | null,
+  depth: number,
+): TreeMergeOutcome {
+  const bases = basesOldestFirst ?? mergeBases(commits, ours, theirs).reverse();
+  let mergedBase = bases.length > 0 ? bases[0] : commits.create(EMPTY_TREE_OID, []);
+  for (const next of bases.slice(1)) {
+    const previous = mergedBase;
+    const inner = mergeRecursively(objects, commits, previous, next, null, depth + 1);
+    mergedBase = commits.create(inner.tree, [previous, next]);
+  }
+  return mergeTreesWith(objects, commits.tree(mergedBase), commits.tree(ours), commits.tree(theirs), { depth });
+}
+
+/** The commit graph plus the virtual commits made for merged merge bases. */
+class VirtualCommits implements CommitGraph {
+  private readonly virtual = new Map<string, { tree: Oid; parents: Oid[]; generation: number }>();
+
+  constructor(private readonly graph: CommitGraph) {}
+
+  create(tree: Oid, parents: Oid[]): Oid {
+    const oid = hashObject('commit', Buffer.from(`virtual merge base ${this.virtual.size}\n`, 'utf8'));
+    const generation = 1 + Math.max(0, ...parents.map((parent) => this.generation(parent)));
+    this.virtual.set(oidToHex(oid), { tree, parents, generation });
+    return oid;
+  }
+
+  parents(oid: Oid): Oid[] {
+    return this.virtual.get(oidToHex(oid))?.parents ?? this.graph.parents(oid);
+  }
+
+  generation(oid: Oid): number {
+    return this.virtual.get(oidToHex(oid))?.generation ?? this.graph.generation(oid);
+  }
+
+  /** git gives virtual commits the date 0. */
+  commitTime(oid: Oid): number {
+    return this.virtual.has(oidToHex(oid)) ? 0 : this.graph.commitTime(oid);
+  }
+
+  tree(oid: Oid): Oid {
+    return this.virtual.get(oidToHex(oid))?.tree ?? this.graph.tree(oid);
+  }
+}
+
+/** A binary max-heap. */
+class MaxHeap<T> {
+  private readonly items: T[] = [];
+
+  constructor(private readonly compare: (a: T, b: T) => number) {}
+
+  push(item: T): void {
+    const items = this.items;
+    items.push(item);
+    let i = items.length - 1;
+    while (i > 0) {
+      const parent = (i - 1) >> 1;
+      if (this.compare(items[i], items[parent]) <= 0) break;
+      [items[i], items[parent]] = [items[parent], items[i]];
+      i = parent;
+    }
+  }
+
+  pop(): T | undefined {
+    const items = this.items;
+    if (items.length === 0) return undefined;
+    const top = items[0];
+    const last = items.pop()!;
+    if (items.length > 0) {
+      items[0] = last;
+      let i = 0;
+      for (;;) {
+        const left = 2 * i + 1;
+        const right = left + 1;
+        let largest = i;
+        if (left < items.length && this.compare(items[left], items[largest]) > 0) largest = left;
+        if (right < items.length && this.compare(items[right], items[largest]) > 0) largest = right;
+        if (largest === i) break;
+        [items[i], items[largest]] = [items[largest], items[i]];
+        i = largest;
+      }
+    }
+    return top;
+  }
+}

@@ -1,0 +1,1559 @@
+/**
+ * Tree-level three-way merge, computing what git 2.39's merge-ort computes (merge-ort.c,
+ * as run by `git merge-tree --write-tree`): a clean merge gives git's tree id, a conflicted one
+ * git's set of conflicted paths. The merge runs in memory and returns its outcome as data;
+ * nothing reaches the caller's object store unless the merge is clean (see StagedObjects).
+ *
+ * The phases are merge-ort's:
+ *   1. collect: walk the three trees together, resolving paths where the sides agree and
+ *      descending only into directories that differ (work grows with the change, not the tree);
+ *   2. renames: exact-rename detection per side, directory renames, then rename handling;
+ *   3. process: resolve every remaining path (content merges, modify/delete, file/directory
+ *      conflicts ...) from the deepest path up, writing each directory's tree as it completes.
+ *
+ * Renames. merge-ort pairs a file deleted on one side with a file added on the same side when
+ * they are at least 50% similar. We implement the exact part of that — same blob (and, for
+ * symlinks and submodules, same mode), non-empty, each source used once, a source with the same
+ * basename preferred — plus everything merge-ort builds on renames: rename/delete,
+ * rename/rename, rename/add, and directory-rename detection with merge.directoryRenames'
+ * default "conflict". Files renamed *and* edited on the same side are treated as a delete plus
+ * an add; where git found a similar-but-not-identical rename, results can differ (see README of
+ * the differential test in test/repo/merge/differential.test.ts).
+ */
+import { EMPTY_BLOB_OID, EMPTY_TREE_OID, hashObject, oidToHex, type Oid } from '../../git/oid.js';
+import { decodeTree, encodeTree, type TreeEntry, type TreeMode } from '../../git/tree.js';
+import { mergeContent } from './mergeContent.js';
+
+/** The object access a merge needs; reads must return what was written. */
+export interface MergeObjects {
+  readTree(oid: Oid): TreeEntry[];
+  readBlob(oid: Oid): Buffer;
+  writeBlob(body: Buffer): Oid;
+  writeTree(entries: TreeEntry[]): Oid;
+}
+
+export type ConflictKind = 'content' | 'add/add' | 'modify/delete' | 'file/directory' | 'binary';
+
+/** Git's finer name for the conflict, as in its "CONFLICT (...)" messages. */
+export type ConflictReason =
+  | 'content'
+  | 'add/add'
+  | 'binary'
+  | 'modify/delete'
+  | 'file/directory'
+  | 'distinct types'
+  | 'submodule'
+  | 'rename/delete'
+  | 'rename/rename'
+  | 'rename collision'
+  | 'file location'
+  | 'directory rename split'
+  | 'implicit dir rename';
+
+export interface MergeConflict {
+  path: string;
+  kind: ConflictKind;
+  reason: ConflictReason;
+}
+
+export type TreeMergeResult = { clean: true; tree: Oid } | { clean: false; conflicts: MergeConflict[] };
+
+/** A merge's full outcome: the tree git would write (with conflict markers if need be) and its conflicts. */
+export interface TreeMergeOutcome {
+  tree: Oid;
+  clean: boolean;
+  conflicts: MergeConflict[];
+}
+
+/** Merges `ours` and `theirs` against `base` (null: the empty tree). */
+export function mergeTrees(objects: MergeObjects, base: Oid | null, ours: Oid, theirs: Oid): TreeMergeResult {
+  const staged = new StagedObjects(objects);
+  const outcome = mergeTreesWith(staged, base, ours, theirs, { depth: 0 });
+  if (!outcome.clean) return { clean: false, conflicts: outcome.conflicts };
+  staged.flush(outcome.tree);
+  return { clean: true, tree: outcome.tree };
+}
+
+export interface MergeTreesOptions {
+  /** merge-ort's call_depth: 0 for the real merge, 1+ while building virtual merge bases. */
+  depth: number;
+}
+
+/** The merge at a given recursion depth; objects go to `objects` (normally a StagedObjects). */
+export function mergeTreesWith(objects: MergeObjects, base: Oid | null, ours: Oid, theirs: Oid, options: MergeTreesOptions): TreeMergeOutcome {
+  return new TreeMerge(objects, options.depth).run(base ?? EMPTY_TREE_OID, ours, theirs);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Objects written during a merge stay in memory until the merge is known to be clean.
+
+/**
+ * Holds every blob and tree a merge writes (merged files, conflict-marked files, virtual merge
+ * bases) in memory. flush() writes only what the final tree reaches, so a conflicted merge or a
+ * virtual base leaves nothing in the store.
+ */
+export class StagedObjects implements MergeObjects {
+  private readonly blobs = new Map<string, Buffer>();
+  private readonly trees = new Map<string, TreeEntry[]>();
+
+  constructor(private readonly store: MergeObjects) {}
+
+  readTree(oid: Oid): TreeEntry[] {
+    const staged = this.trees.get(oidToHex(oid));
+    if (staged) return staged;
+    if (oid.equals(EMPTY_TREE_OID)) return [];
+    return this.store.readTree(oid);
+  }
+
+  readBlob(oid: Oid): Buffer {
+    const staged = this.blobs.get(oidToHex(oid));
+    if (staged) return staged;
+    if (oid.equals(EMPTY_BLOB_OID)) return Buffer.alloc(0);
+    return this.store.readBlob(oid);
+  }
+
+  writeBlob(body: Buffer): Oid {
+    const oid = hashObject('blob', body);
+    this.blobs.set(oidToHex(oid), body);
+    return oid;
+  }
+
+  writeTree(entries: TreeEntry[]): Oid {
+    const body = encodeTree(entries);
+    const oid = hashObject('tree', body);
+    // Kept in stored (git) order: readers walk trees in that order.
+    this.trees.set(oidToHex(oid), decodeTree(body));
+    return oid;
+  }
+
+  /** Writes the staged objects reachable from `root` to the store, children first. */
+  flush(root: Oid): void {
+    const written = new Set<string>();
+    const visit = (oid: Oid, isTree: boolean) => {
+      const hex = oidToHex(oid);
+      if (written.has(hex)) return;
+      written.add(hex);
+      if (isTree) {
+        const entries = this.trees.get(hex);
+        if (!entries) return; // already in the store
+        for (const entry of entries) visit(entry.oid, entry.mode === '40000');
+        assertSameId(this.store.writeTree(entries), oid);
+      } else {
+        const body = this.blobs.get(hex);
+        if (body) assertSameId(this.store.writeBlob(body), oid);
+      }
+    };
+    visit(root, true);
+  }
+}
+
+function assertSameId(written: Oid, expected: Oid): void {
+  if (!written.equals(expected)) {
+    throw new Error(`object store returned ${oidToHex(written)} for object ${oidToHex(expected)}`);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Modes and versions.
+
+const S_IFMT = 0o170000;
+const S_IFREG = 0o100000;
+const S_IFLNK = 0o120000;
+const S_IFGITLINK = 0o160000;
+const MODE_DIRECTORY = 0o040000;
+const NULL_OID: Oid = Buffer.alloc(20);
+
+/** One side's entry at a path: mode 0 means absent. */
+interface Version {
+  mode: number;
+  oid: Oid;
+}
+
+const ABSENT: Version = Object.freeze({ mode: 0, oid: NULL_OID }) as Version;
+
+const isRegular = (mode: number) => (mode & S_IFMT) === S_IFREG;
+const isSymlink = (mode: number) => (mode & S_IFMT) === S_IFLNK;
+const isGitlink = (mode: number) => (mode & S_IFMT) === S_IFGITLINK;
+const typeOf = (mode: number) => mode & S_IFMT;
+const sameVersion = (a: Version, b: Version) => a.mode === b.mode && a.oid.equals(b.oid);
+
+function versionOf(entry: TreeEntry | undefined): Version {
+  return entry ? { mode: parseInt(entry.mode, 8), oid: entry.oid } : ABSENT;
+}
+
+function treeModeOf(mode: number): TreeMode {
+  return mode.toString(8) as TreeMode;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Per-path state (merge-ort's merged_info / conflict_info in one record).
+
+type Side = 1 | 2;
+type Stages = [Version, Version, Version];
+
+interface PathInfo {
+  /** Directory holding this path ('' at the top); trees are written per directory. */
+  dir: string;
+  /** Resolved: `result` is final (and ignored when `isNull`). */
+  clean: boolean;
+  isNull: boolean;
+  result: Version;
+  /** The rest matters only while unresolved. Index 0 base, 1 ours, 2 theirs. */
+  stages: Stages;
+  /** Where each stage came from; differs from the path after renames. */
+  pathnames: [string, string, string];
+  /** Bit i: stage i is a file (fileMask) or a directory (dirMask). */
+  fileMask: number;
+  dirMask: number;
+  /** 0, or the bits of stages known equal (3: base=ours, 5: base=theirs, 6: ours=theirs). */
+  matchMask: number;
+  dfConflict: boolean;
+  /** A conflict about the path itself (renames, directory renames). */
+  pathConflict: boolean;
+  /** For a file moved aside by a file/directory conflict: the path it was at. */
+  reportPath?: string;
+  reason?: ConflictReason;
+}
+
+function resolvedInfo(dir: string, result: Version): PathInfo {
+  return {
+    dir,
+    clean: true,
+    isNull: result.mode === 0,
+    result,
+    stages: [ABSENT, ABSENT, ABSENT],
+    pathnames: ['', '', ''],
+    fileMask: 0,
+    dirMask: 0,
+    matchMask: 0,
+    dfConflict: false,
+    pathConflict: false,
+  };
+}
+
+function cloneInfo(info: PathInfo): PathInfo {
+  return { ...info, stages: [...info.stages] as Stages, pathnames: [...info.pathnames] as PathInfo['pathnames'] };
+}
+
+/** A file deleted ('D'), added ('A') or renamed ('R') on one side, as diffcore's pairs. */
+interface FilePair {
+  status: 'A' | 'D' | 'R';
+  side: Side;
+  /** Source path and version (for 'A' the path only). */
+  onePath: string;
+  one: Version;
+  /** Destination path and version (for 'D' the path only). */
+  twoPath: string;
+  two: Version;
+  /** A source already paired with a destination. */
+  used: boolean;
+}
+
+/** Why a deleted path is a rename source worth detecting (merge-ort's relevant_sources). */
+const RELEVANT_CONTENT = 1;
+const RELEVANT_LOCATION = 2;
+/** Why a removed directory matters for directory renames (dir_rename_relevance). */
+const NOT_RELEVANT = 0;
+const RELEVANT_FOR_ANCESTOR = 1;
+const RELEVANT_FOR_SELF = 2;
+
+/** Branch labels merge-ort uses while building virtual merge bases. */
+const VIRTUAL_BRANCH1 = 'Temporary merge branch 1';
+const VIRTUAL_BRANCH2 = 'Temporary merge branch 2';
+/** Labels for the real merge; they only show in conflicted content, which is never returned. */
+const BRANCH1 = 'ours';
+const BRANCH2 = 'theirs';
+/** diffcore-rename: at most this many identical sources are considered per destination. */
+const IDENTICAL_SOURCES_MAX = 100;
+/** diffcore.h MAX_SCORE and DEFAULT_RENAME_SCORE (50%); basename matches need 75%. */
+const SCORE_MAX = 60000;
+const RENAME_SCORE_MIN = 30000;
+const BASENAME_SCORE_MIN = RENAME_SCORE_MIN + Math.trunc(0.5 * (SCORE_MAX - RENAME_SCORE_MIN));
+/** merge-ort's rename limit: no similarity search beyond 7000 × 7000 candidates. */
+const RENAME_LIMIT = 7000;
+/** diffcore-rename NUM_CANDIDATE_PER_DST. */
+const CANDIDATES_PER_DESTINATION = 4;
+/** diffcore-rename's placeholder target for sources not yet paired (never a real directory). */
+const UNKNOWN_DIR = '/';
+const RELEVANT_NO_MORE = 0;
+
+const SLASH = 0x2f;
+
+function joinPath(dir: string, name: string): string {
+  return dir === '' ? name : `${dir}/${name}`;
+}
+
+function parentOf(path: string): string {
+  const slash = path.lastIndexOf('/');
+  return slash < 0 ? '' : path.slice(0, slash);
+}
+
+function lastComponent(path: string): string {
+  return path.slice(path.lastIndexOf('/') + 1);
+}
+
+/** diffcore-rename basename_same(): do the two paths end in the same file name? */
+function basenameSame(a: string, b: string): boolean {
+  return lastComponent(a) === lastComponent(b);
+}
+
+/**
+ * merge-ort's sort_dirs_next_to_their_children(): byte order as if every path ended in '/', so a
+ * directory sorts right before everything inside it.
+ */
+function compareDirsFirst(a: Buffer, b: Buffer): number {
+  let i = 0;
+  while (i < a.length && i < b.length && a[i] === b[i]) i++;
+  const ca = i < a.length ? a[i] : SLASH;
+  const cb = i < b.length ? b[i] : SLASH;
+  if (ca === cb) return i < a.length ? 1 : -1;
+  return ca - cb;
+}
+
+// ---------------------------------------------------------------------------------------------
+
+class TreeMerge {
+  private readonly paths = new Map<string, PathInfo>();
+  private readonly conflicted = new Map<string, PathInfo>();
+  /** Conflicts git reports only as messages, with no conflicted entry (merge still unclean). */
+  private readonly pathlessConflicts: MergeConflict[] = [];
+  private readonly pairs: Record<Side, FilePair[]> = { 1: [], 2: [] };
+  private readonly relevantSources: Record<Side, Map<string, number>> = { 1: new Map(), 2: new Map() };
+  private readonly dirsRemoved: Record<Side, Map<string, number>> = { 1: new Map(), 2: new Map() };
+  /** Per side: removed directory → votes per target directory (git's iteration order matters for ties). */
+  private readonly dirRenameCounts: Record<Side, Map<string, GitStrMap<number>>> = { 1: new Map(), 2: new Map() };
+  private readonly dirRenames: Record<Side, Map<string, string>> = { 1: new Map(), 2: new Map() };
+  /**
+   * merge-ort's dir_rename_mask while walking: 0 normally; 2 or 4 inside a directory removed on
+   * the other side (the side that still has it); 7 once that side added a file there, which makes
+   * every deletion below relevant for directory-rename detection.
+   */
+  private dirRenameMask = 0;
+  /** Directories whose walk is deferred, per side, with the dirRenameMask to resume with. */
+  private deferred: Record<Side, GitStrMap<number>> = { 1: new GitStrMap(), 2: new GitStrMap() };
+  /** Whether a side's deferred directories may still be resolved without a walk. */
+  private readonly trivialMergesOkay: Record<Side, boolean> = { 1: true, 2: true };
+  private readonly branch1: string;
+  private readonly branch2: string;
+
+  constructor(
+    private readonly objects: MergeObjects,
+    private readonly depth: number,
+  ) {
+    this.branch1 = depth > 0 ? VIRTUAL_BRANCH1 : BRANCH1;
+    this.branch2 = depth > 0 ? VIRTUAL_BRANCH2 : BRANCH2;
+  }
+
+  run(base: Oid, ours: Oid, theirs: Oid): TreeMergeOutcome {
+    this.collect('', [this.objects.readTree(base), this.objects.readTree(ours), this.objects.readTree(theirs)]);
+    this.handleDeferredEntries();
+    this.detectAndProcessRenames();
+    const tree = this.processEntries();
+    const conflicts = this.reportConflicts();
+    return { tree, clean: conflicts.length === 0, conflicts };
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // Phase 1: collect (merge-ort's collect_merge_info).
+
+  private collect(dir: string, trees: [TreeEntry[], TreeEntry[], TreeEntry[]]): void {
+    const rows = walkTogether(trees);
+    // Inside a directory removed on one side, a file the other side added here makes the
+    // directory's rename matter (merge-ort looks at all entries first: traverse_trees_wrapper).
+    if (this.dirRenameMask === 2 || this.dirRenameMask === 4) {
+      for (const row of rows) {
+        const { fileMask } = masksOf(row);
+        if (fileMask !== 0 && fileMask === this.dirRenameMask) this.dirRenameMask = 7;
+      }
+    }
+    for (const row of rows) this.collectEntry(dir, row.find((entry) => entry !== undefined)!.name, row);
+  }
+
+  private collectEntry(dir: string, name: string, entries: Row): void {
+    const previousMask = this.dirRenameMask;
+    const { fileMask, dirMask } = masksOf(entries);
+    const versions: Stages = [versionOf(entries[0]), versionOf(entries[1]), versionOf(entries[2])];
+    const [base, ours, theirs] = versions;
+    const oursMatchesBase = base.mode !== 0 && ours.mode !== 0 && sameVersion(base, ours);
+    const theirsMatchesBase = base.mode !== 0 && theirs.mode !== 0 && sameVersion(base, theirs);
+    const sidesMatch = ours.mode !== 0 && theirs.mode !== 0 && sameVersion(ours, theirs);
+    const matchMask = oursMatchesBase ? (theirsMatchesBase ? 7 : 3) : theirsMatchesBase ? 5 : sidesMatch ? 6 : 0;
+    const path = joinPath(dir, name);
+
+    // Whole subtrees (or files) the sides agree on are resolved without looking inside.
+    if (oursMatchesBase && theirsMatchesBase) return this.setResolved(path, dir, base);
+    if (fileMask === 7) {
+      if (sidesMatch) return this.setResolved(path, dir, ours);
+      if (oursMatchesBase) return this.setResolved(path, dir, theirs);
+      if (theirsMatchesBase) return this.setResolved(path, dir, ours);
+    }
+
+    this.collectRenameInfo(versions, dir, path, fileMask, dirMask, matchMask);
+    const info: PathInfo = {
+      dir,
+      clean: false,
+      isNull: dirMask !== 0,
+      result: ABSENT,
+      stages: versions,
+      pathnames: [path, path, path],
+      fileMask,
+      dirMask,
+      matchMask,
+      dfConflict: fileMask !== 0 && dirMask !== 0,
+      pathConflict: false,
+    };
+    this.paths.set(path, info);
+    if (dirMask === 0) return;
+    // A directory only one side changed (or only one side has) may need no look inside: that
+    // side's tree is the result unless renames are involved. merge-ort defers it and decides
+    // after the walk (handle_deferred_entries()); the order it then walks deferred directories
+    // in decides ties between identical files in rename detection, so we defer the same way.
+    let side = oursMatchesBase ? 2 : theirsMatchesBase ? 1 : 0;
+    if (fileMask === 0 && (dirMask === 2 || dirMask === 4)) {
+      info.matchMask = 7 - dirMask;
+      side = dirMask / 2;
+    }
+    if (this.dirRenameMask !== 7 && side !== 0 && this.trivialMergesOkay[side as Side]) {
+      this.deferred[side as Side].set(path, this.dirRenameMask);
+      this.dirRenameMask = previousMask;
+      return;
+    }
+    this.collectInside(path, info);
+    this.dirRenameMask = previousMask;
+  }
+
+  private collectInside(path: string, info: PathInfo): void {
+    info.matchMask &= info.fileMask;
+    const children = [0, 1, 2].map((i) => ((info.dirMask >> i) & 1 ? this.objects.readTree(info.stages[i].oid) : [])) as [
+      TreeEntry[],
+      TreeEntry[],
+      TreeEntry[],
+    ];
+    this.collect(path, children);
+  }
+
+  /**
+   * handle_deferred_entries(): a side with a deletion that matters for renames needs its
+   * deferred directories walked (in git's hash-map order); otherwise they take that side's tree.
+   */
+  private handleDeferredEntries(): void {
+    for (const side of [1, 2] as const) {
+      const walk = this.relevantSources[side].size > 0;
+      this.trivialMergesOkay[side] = !walk;
+      const deferred = this.deferred[side];
+      this.deferred[side] = new GitStrMap<number>();
+      for (const [path, mask] of deferred.entries()) {
+        const info = this.paths.get(path)!;
+        if (!walk) {
+          resolveTrivially(info, side);
+          continue;
+        }
+        this.dirRenameMask = mask;
+        this.collectInside(path, info);
+      }
+      for (const [path] of this.deferred[side].entries()) resolveTrivially(this.paths.get(path)!, side);
+    }
+  }
+
+  private setResolved(path: string, dir: string, result: Version): void {
+    this.paths.set(path, resolvedInfo(dir, result));
+  }
+
+  /** merge-ort's collect_rename_info(): rename candidates and directory-removal bookkeeping. */
+  private collectRenameInfo(versions: Stages, dir: string, path: string, fileMask: number, dirMask: number, matchMask: number): void {
+    if (this.dirRenameMask !== 7 && (dirMask === 3 || dirMask === 5)) this.dirRenameMask = dirMask & ~1;
+    if (dirMask === 1 || dirMask === 3 || dirMask === 5) {
+      const sides = (7 - dirMask) / 2;
+      const relevance = this.dirRenameMask === 7 ? RELEVANT_FOR_ANCESTOR : NOT_RELEVANT;
+      if (sides & 1) this.dirsRemoved[1].set(path, relevance);
+      if (sides & 2) this.dirsRemoved[2].set(path, relevance);
+    }
+    if (this.dirRenameMask === 7 && (fileMask === 2 || fileMask === 4)) {
+      const side = (3 - (fileMask >> 1)) as Side;
+      this.dirsRemoved[side].set(dir, RELEVANT_FOR_SELF);
+    }
+    if (fileMask === 0 || fileMask === 7) return;
+    for (const side of [1, 2] as const) {
+      const sideBit = 1 << side;
+      if (fileMask & 1 && !(fileMask & sideBit)) {
+        const contentRelevant = (matchMask & fileMask) === 0;
+        const locationRelevant = this.dirRenameMask === 7;
+        if (contentRelevant || locationRelevant) {
+          this.relevantSources[side].set(path, contentRelevant ? RELEVANT_CONTENT : RELEVANT_LOCATION);
+        }
+        this.pairs[side].push({ status: 'D', side, onePath: path, one: versions[0], twoPath: path, two: ABSENT, used: false });
+      }
+      if (!(fileMask & 1) && fileMask & sideBit) {
+        this.pairs[side].push({ status: 'A', side, onePath: path, one: ABSENT, twoPath: path, two: versions[side], used: false });
+      }
+    }
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // Phase 2: renames (merge-ort's detect_and_process_renames).
+
+  private detectAndProcessRenames(): void {
+    this.detectRenames(1);
+    this.detectRenames(2);
+    // Directory renames are only looked for in the real merge, not in virtual merge bases.
+    if (this.depth === 0) {
+      this.chooseDirectoryRenames(1);
+      this.chooseDirectoryRenames(2);
+      for (const source of [...this.dirRenames[1].keys()]) {
+        if (this.dirRenames[2].has(source)) {
+          this.dirRenames[1].delete(source);
+          this.dirRenames[2].delete(source);
+        }
+      }
+    }
+    const collisions: Record<Side, Map<string, Collision>> = {
+      1: this.computeCollisions(this.dirRenames[2], this.pairs[1]),
+      2: this.computeCollisions(this.dirRenames[1], this.pairs[2]),
+    };
+    const combined = [...this.collectRenames(1, collisions), ...this.collectRenames(2, collisions)];
+    const sourceKeys = new Map(combined.map((pair) => [pair, Buffer.from(pair.onePath, 'utf8')]));
+    combined.sort((a, b) => Buffer.compare(sourceKeys.get(a)!, sourceKeys.get(b)!)); // stable
+    this.processRenames(combined);
+  }
+
+  /**
+   * diffcore_rename_extended() as merge-ort runs it for one side. Runs only if one of the side's
+   * deletions matters (merge-ort's possible_side_renames()); empty files take part in no renames
+   * (rename_empty = 0). Steps, each pairing an added file with a deleted one at most once:
+   *   1. exact: same blob (for symlinks and submodules also the same mode), a source with the
+   *      same basename preferred;
+   *   2. basename: a relevant source and a destination whose file names are unique among the
+   *      remaining ones (or whose directory the exact renames say moved) and ≥75% similar;
+   *   3. matrix: the remaining relevant sources against the remaining destinations, best four
+   *      candidates per destination, pairs taken by decreasing similarity while ≥50%.
+   * Renames vote for directory renames on the way (update_dir_rename_counts()).
+   */
+  private detectRenames(side: Side): void {
+    const pairs = this.pairs[side];
+    const relevant = this.relevantSources[side];
+    if (pairs.length === 0 || relevant.size === 0) return;
+    let sources = pairs.filter((pair) => pair.status === 'D' && !pair.one.oid.equals(EMPTY_BLOB_OID));
+    const destinations = pairs.filter((pair) => pair.status === 'A' && !pair.two.oid.equals(EMPTY_BLOB_OID));
+    if (sources.length === 0 || destinations.length === 0) return;
+
+    this.findExactRenames(sources, destinations);
+    sources = sources.filter((source) => !source.used);
+    const guide = this.initialiseDirectoryRenameGuide(side, destinations);
+    this.findBasenameRenames(side, sources, destinations, guide);
+    sources = sources.filter((source) => !source.used && relevant.has(source.onePath));
+    sources = this.dropSourcesOnlyNeededForKnownDirectoryRenames(side, sources);
+    const remaining = destinations.filter((destination) => destination.status !== 'R');
+    if (remaining.length > 0 && sources.length > 0 && remaining.length * sources.length <= RENAME_LIMIT * RENAME_LIMIT) {
+      this.findSimilarRenames(side, sources, remaining);
+    }
+
+    this.pairs[side] = pairs.filter((pair) => !(pair.status === 'D' && pair.used));
+    // cleanup_dir_rename_info(): only removed, relevant directories can have moved.
+    for (const [sourceDir, counts] of [...this.dirRenameCounts[side]]) {
+      if (!this.dirsRemoved[side].get(sourceDir)) this.dirRenameCounts[side].delete(sourceDir);
+      else counts.delete(UNKNOWN_DIR);
+    }
+  }
+
+  /** find_exact_renames(). */
+  private findExactRenames(sources: readonly FilePair[], destinations: readonly FilePair[]): void {
+    const sourcesByBlob = new Map<string, FilePair[]>();
+    for (const source of sources) {
+      const hex = oidToHex(source.one.oid);
+      const list = sourcesByBlob.get(hex);
+      if (list) list.push(source);
+      else sourcesByBlob.set(hex, [source]);
+    }
+    for (const destination of destinations) {
+      let best: FilePair | null = null;
+      let bestScore = -1;
+      let budget = IDENTICAL_SOURCES_MAX;
+      for (const source of sourcesByBlob.get(oidToHex(destination.two.oid)) ?? []) {
+        const regular = isRegular(source.one.mode) && isRegular(destination.two.mode);
+        if (!regular && source.one.mode !== destination.two.mode) continue;
+        if (source.used) continue;
+        const score = 1 + (basenameSame(source.onePath, destination.twoPath) ? 1 : 0);
+        if (score > bestScore) {
+          best = source;
+          bestScore = score;
+          if (score === 2) break;
+        }
+        if (--budget === 0) break;
+      }
+      if (best) recordRename(destination, best);
+    }
+  }
+
+  /**
+   * initialize_dir_rename_info(): count the exact renames' directory votes, and guess for each
+   * source directory where it went (the target with the most votes).
+   */
+  private initialiseDirectoryRenameGuide(side: Side, destinations: readonly FilePair[]): DirectoryRenameGuide {
+    const unpairedByPath = new Map<string, FilePair>();
+    for (const destination of destinations) {
+      if (destination.status === 'R') this.countDirectoryRename(side, destination.onePath, destination.twoPath);
+      else unpairedByPath.set(destination.twoPath, destination);
+    }
+    const likelyTarget = new Map<string, string>();
+    for (const [sourceDir, counts] of this.dirRenameCounts[side]) {
+      let highest = 0;
+      let target: string | null = null;
+      for (const [targetDir, count] of counts.entries()) {
+        if (count > highest) {
+          highest = count;
+          target = targetDir;
+        }
+      }
+      if (target !== null) likelyTarget.set(sourceDir, target);
+    }
+    return { unpairedByPath, likelyTarget };
+  }
+
+  /** find_basename_matches() with idx_possible_rename(). */
+  private findBasenameRenames(side: Side, sources: readonly FilePair[], destinations: readonly FilePair[], guide: DirectoryRenameGuide): void {
+    const uniqueSource = new Map<string, number>(); // basename → index, -1 when not unique
+    sources.forEach((source, i) => {
+      const name = lastComponent(source.onePath);
+      uniqueSource.set(name, uniqueSource.has(name) ? -1 : i);
+    });
+    const uniqueDestination = new Map<string, FilePair | null>(); // basename → destination, null when not unique
+    for (const destination of destinations) {
+      if (destination.status === 'R') continue;
+      const name = lastComponent(destination.twoPath);
+      uniqueDestination.set(name, uniqueDestination.has(name) ? null : destination);
+    }
+    sources.forEach((source, i) => {
+      if (!this.relevantSources[side].has(source.onePath)) return;
+      const name = lastComponent(source.onePath);
+      if (!uniqueDestination.has(name)) return;
+      let destination: FilePair | null = uniqueDestination.get(name) ?? null;
+      if (uniqueSource.get(name) !== i || destination === null) {
+        // Not unique: try where the exact renames say this file's directory went.
+        const target = guide.likelyTarget.get(parentOf(source.onePath));
+        destination = target === undefined ? null : (guide.unpairedByPath.get(`${target}/${name}`) ?? null);
+      }
+      if (destination === null || destination.status === 'R') return;
+      if (this.similarity(source.one, destination.two, BASENAME_SCORE_MIN) < BASENAME_SCORE_MIN) return;
+      recordRename(destination, source);
+      this.countDirectoryRename(side, source.onePath, destination.twoPath);
+    });
+  }
+
+  /**
+   * handle_early_known_dir_renames(): once a removed directory's rename is settled by majority,
+   * sources wanted only for locating it need no similarity search.
+   */
+  private dropSourcesOnlyNeededForKnownDirectoryRenames(side: Side, sources: readonly FilePair[]): FilePair[] {
+    const removed = this.dirsRemoved[side];
+    const counts = this.dirRenameCounts[side];
+    for (const source of sources) {
+      for (let dir = parentOf(source.onePath); dir !== '' && (removed.get(dir) ?? NOT_RELEVANT) !== NOT_RELEVANT; dir = parentOf(dir)) {
+        let targets = counts.get(dir);
+        if (!targets) {
+          targets = new GitStrMap();
+          counts.set(dir, targets);
+        }
+        targets.set(UNKNOWN_DIR, (targets.get(UNKNOWN_DIR) ?? 0) + 1);
+      }
+    }
+    for (const [dir, targets] of counts) {
+      if (removed.get(dir) === RELEVANT_FOR_SELF && directoryRenameDeterminable(targets)) removed.set(dir, RELEVANT_FOR_ANCESTOR);
+    }
+    return sources.filter((source) => {
+      if (this.relevantSources[side].get(source.onePath) !== RELEVANT_LOCATION) return true;
+      for (let dir = parentOf(source.onePath); ; dir = parentOf(dir)) {
+        const relevance = removed.get(dir) ?? NOT_RELEVANT;
+        if (relevance === NOT_RELEVANT) break;
+        if (relevance === RELEVANT_FOR_SELF) return true;
+      }
+      this.relevantSources[side].set(source.onePath, RELEVANT_NO_MORE);
+      return false;
+    });
+  }
+
+  /** The NxM similarity matrix of diffcore_rename_extended(), with record_if_better() and find_renames(). */
+  private findSimilarRenames(side: Side, sources: readonly FilePair[], destinations: readonly FilePair[]): void {
+    const matrix: Candidate[] = [];
+    destinations.forEach((destination, d) => {
+      const best: Candidate[] = Array.from({ length: CANDIDATES_PER_DESTINATION }, () => ({ destination: -1, source: -1, score: 0, nameScore: 0 }));
+      sources.forEach((source, s) => {
+        const candidate: Candidate = {
+          destination: d,
+          source: s,
+          score: this.similarity(source.one, destination.two, RENAME_SCORE_MIN),
+          nameScore: basenameSame(source.onePath, destination.twoPath) ? 1 : 0,
+        };
+        let worst = 0;
+        for (let i = 1; i < CANDIDATES_PER_DESTINATION; i++) if (compareCandidates(best[i], best[worst]) > 0) worst = i;
+        if (compareCandidates(best[worst], candidate) > 0) best[worst] = candidate;
+      });
+      matrix.push(...best);
+    });
+    matrix.sort(compareCandidates); // stable, as git's STABLE_QSORT
+    for (const candidate of matrix) {
+      if (candidate.destination < 0 || candidate.score < RENAME_SCORE_MIN) break;
+      const destination = destinations[candidate.destination];
+      const source = sources[candidate.source];
+      if (destination.status === 'R' || source.used) continue;
+      recordRename(destination, source);
+      this.countDirectoryRename(side, source.onePath, destination.twoPath);
+    }
+  }
+
+  /**
+   * estimate_similarity(): how much of the larger file is material both files share, on git's
+   * scale of 0..60000. Only regular files; sizes too far apart score 0 without reading.
+   */
+  private similarity(source: Version, destination: Version, minimumScore: number): number {
+    if (!isRegular(source.mode) || !isRegular(destination.mode)) return 0;
+    const sourceContent = this.objects.readBlob(source.oid);
+    const destinationContent = this.objects.readBlob(destination.oid);
+    const maxSize = Math.max(sourceContent.length, destinationContent.length);
+    const delta = maxSize - Math.min(sourceContent.length, destinationContent.length);
+    if (maxSize * (SCORE_MAX - minimumScore) < delta * SCORE_MAX) return 0;
+    if (destinationContent.length === 0) return 0;
+    const sourceSpans = this.spans(source.oid, sourceContent);
+    const destinationSpans = this.spans(destination.oid, destinationContent);
+    let copied = 0;
+    for (const [hash, count] of sourceSpans) {
+      const other = destinationSpans.get(hash);
+      if (other !== undefined) copied += Math.min(count, other);
+    }
+    return Math.trunc((copied * SCORE_MAX) / maxSize);
+  }
+
+  private readonly spanCache = new Map<string, Map<number, number>>();
+
+  private spans(oid: Oid, content: Buffer): Map<number, number> {
+    const hex = oidToHex(oid);
+    let spans = this.spanCache.get(hex);
+    if (!spans) {
+      spans = hashSpans(content);
+      this.spanCache.set(hex, spans);
+    }
+    return spans;
+  }
+
+  /**
+   * diffcore-rename's update_dir_rename_counts(): a rename a/b/c/x → d/e/c/x votes for a/b/c →
+   * d/e/c and, while the trailing directory names agree and the directories matter, a/b → d/e.
+   */
+  private countDirectoryRename(side: Side, oldPath: string, newPath: string): void {
+    const removed = this.dirsRemoved[side];
+    let oldDir = oldPath;
+    let newDir = newPath;
+    for (let first = true; ; first = false) {
+      const oldBefore = oldDir;
+      const newBefore = newDir;
+      oldDir = parentOf(oldDir);
+      if (!removed.has(oldDir)) break;
+      newDir = parentOf(newDir);
+      if (!first && lastComponent(oldBefore) !== lastComponent(newBefore)) break;
+      const relevance = removed.get(oldDir) ?? NOT_RELEVANT;
+      if (relevance === RELEVANT_FOR_SELF || first) {
+        let counts = this.dirRenameCounts[side].get(oldDir);
+        if (!counts) {
+          counts = new GitStrMap();
+          this.dirRenameCounts[side].set(oldDir, counts);
+        }
+        counts.set(newDir, (counts.get(newDir) ?? 0) + 1);
+      }
+      if (relevance === NOT_RELEVANT) break;
+      if (oldDir === '' || newDir === '') break;
+    }
+  }
+
+  /** get_provisional_directory_renames(): a removed directory moved where most of its files went. */
+  private chooseDirectoryRenames(side: Side): void {
+    for (const [sourceDir, counts] of this.dirRenameCounts[side]) {
+      let max = 0;
+      let tiedMax = 0;
+      let best: string | null = null;
+      for (const [targetDir, count] of counts.entries()) {
+        if (count === max) tiedMax = max;
+        else if (count > max) {
+          max = count;
+          best = targetDir;
+        }
+      }
+      if (max === 0) continue;
+      if (tiedMax === max) {
+        this.pathlessConflicts.push({ path: sourceDir, kind: 'file/directory', reason: 'directory rename split' });
+      } else {
+        this.dirRenames[side].set(sourceDir, best!);
+      }
+    }
+  }
+
+  /** compute_collisions(): where would the other side's directory renames put this side's new files? */
+  private computeCollisions(otherSideRenames: Map<string, string>, pairs: readonly FilePair[]): Map<string, Collision> {
+    const collisions = new Map<string, Collision>();
+    if (otherSideRenames.size === 0) return collisions;
+    for (const pair of pairs) {
+      if (pair.status !== 'A' && pair.status !== 'R') continue;
+      const renamedDir = findRenamedDirectory(pair.twoPath, otherSideRenames);
+      if (!renamedDir) continue;
+      const newPath = applyDirectoryRename(renamedDir, pair.twoPath);
+      let collision = collisions.get(newPath);
+      if (!collision) {
+        collision = { sources: new Set(), reported: false };
+        collisions.set(newPath, collision);
+      }
+      collision.sources.add(pair.twoPath);
+    }
+    return collisions;
+  }
+
+  /**
+   * collect_renames(): this side's renames, plus its additions that the other side's directory
+   * renames move (then marked as a "file location" conflict, merge.directoryRenames=conflict).
+   */
+  private collectRenames(side: Side, collisions: Record<Side, Map<string, Collision>>): FilePair[] {
+    const otherSide: Side = side === 1 ? 2 : 1;
+    const result: FilePair[] = [];
+    for (const pair of this.pairs[side]) {
+      if (pair.status !== 'A' && pair.status !== 'R') continue;
+      const newPath = this.checkDirectoryRename(pair.twoPath, side, this.dirRenames[otherSide], this.dirRenames[side], collisions);
+      if (pair.status !== 'R' && newPath === null) continue;
+      if (newPath !== null) this.applyDirectoryRenameModifications(pair, newPath);
+      result.push(pair);
+    }
+    return result;
+  }
+
+  /** check_for_directory_rename() with handle_path_level_conflicts(). */
+  private checkDirectoryRename(
+    path: string,
+    side: Side,
+    dirRenames: Map<string, string>,
+    exclusions: Map<string, string>,
+    collisions: Record<Side, Map<string, Collision>>,
+  ): string | null {
+    if (dirRenames.size === 0) return null;
+    const otherSide: Side = side === 1 ? 2 : 1;
+    if (collisions[otherSide].has(path)) return null;
+    const renamedDir = findRenamedDirectory(path, dirRenames);
+    if (!renamedDir) return null;
+    // Do not move into a directory this side renamed away itself.
+    if (exclusions.has(renamedDir[1])) return null;
+    const newPath = applyDirectoryRename(renamedDir, path);
+    const collision = collisions[side].get(newPath)!;
+    let clean = true;
+    if (collision.reported) {
+      clean = false;
+    } else if (this.pathInTheWay(newPath, 1 << side)) {
+      collision.reported = true;
+      clean = false;
+    } else if (collision.sources.size > 1) {
+      collision.reported = true;
+      clean = false;
+    }
+    if (!clean) {
+      this.pathlessConflicts.push({ path, kind: 'file/directory', reason: 'implicit dir rename' });
+      return null;
+    }
+    return newPath;
+  }
+
+  private pathInTheWay(path: string, sideMask: number): boolean {
+    const info = this.paths.get(path);
+    if (!info) return false;
+    return info.clean || (sideMask & (info.fileMask | info.dirMask)) !== 0;
+  }
+
+  /** apply_directory_rename_modifications(): move a path's entry to its new place. */
+  private applyDirectoryRenameModifications(pair: FilePair, newPath: string): void {
+    const oldPath = pair.twoPath;
+    let info = this.paths.get(oldPath)!;
+    // Create the directories leading to the new path that no side has.
+    const missingDirs: string[] = [];
+    let parent = parentOf(newPath);
+    while (parent !== '' && !this.paths.has(parent)) {
+      missingDirs.push(parent);
+      parent = parentOf(parent);
+    }
+    for (let i = missingDirs.length - 1; i >= 0; i--) {
+      const dirInfo = resolvedInfo(parentOf(missingDirs[i]), ABSENT);
+      dirInfo.clean = false;
+      dirInfo.isNull = false;
+      dirInfo.dirMask = info.fileMask;
+      this.paths.set(missingDirs[i], dirInfo);
+    }
+    if (info.dirMask === 0) {
+      this.paths.delete(oldPath);
+    } else {
+      // The old path is also a directory that stays; split the file part off.
+      const fileInfo = cloneInfo(info);
+      fileInfo.dirMask = 0;
+      fileInfo.stages[1] = ABSENT;
+      info.fileMask = 0;
+      info.clean = true;
+      for (let i = 0; i < 3; i++) if (!(info.dirMask & (1 << i))) info.stages[i] = ABSENT;
+      info = fileInfo;
+    }
+    info.dir = parentOf(newPath);
+    const existing = this.paths.get(newPath);
+    if (!existing) {
+      this.paths.set(newPath, info);
+    } else {
+      existing.fileMask |= info.fileMask;
+      if (existing.dirMask) existing.dfConflict = true;
+      const index = info.fileMask >> 1;
+      existing.pathnames[index] = info.pathnames[index];
+      existing.stages[index] = info.stages[index];
+      info = existing;
+    }
+    info.pathConflict = true;
+    info.reason ??= 'file location';
+    pair.twoPath = newPath;
+  }
+
+  /** merge-ort's process_renames(). */
+  private processRenames(renames: readonly FilePair[]): void {
+    for (let i = 0; i < renames.length; i++) {
+      const pair = renames[i];
+      const oldPath = pair.onePath;
+      const newPath = pair.twoPath;
+      const oldInfo = this.paths.get(oldPath);
+      // Gone (moved by a directory rename) or resolved: the rename changes nothing.
+      if (!oldInfo || oldInfo.clean) continue;
+
+      const next = renames[i + 1];
+      if (next && next.onePath === oldPath) {
+        // Both sides renamed the same file.
+        const pathnames: [string, string, string] = [oldPath, newPath, next.twoPath];
+        const base = this.paths.get(pathnames[0])!;
+        const side1 = this.paths.get(pathnames[1])!;
+        const side2 = this.paths.get(pathnames[2])!;
+        if (pathnames[1] === pathnames[2]) {
+          // rename/rename(1to1): a plain rename on both sides.
+          side1.stages[0] = base.stages[0];
+          side1.fileMask |= 1;
+          base.isNull = true;
+          base.clean = true;
+          i++;
+          continue;
+        }
+        // rename/rename(1to2): both new paths get the merged content; all three conflict.
+        const merged = this.mergeVersions(base.stages[0], side1.stages[1], side2.stages[2], pathnames, 1 + 2 * this.depth);
+        const wasBinary = !merged.clean && sameVersion(merged.version, side1.stages[1]);
+        side1.stages[1] = merged.version;
+        side2.stages[2] = wasBinary ? side2.stages[2] : merged.version;
+        for (const info of [side1, side2, base]) {
+          info.pathConflict = true;
+          info.reason ??= 'rename/rename';
+        }
+        i++;
+        continue;
+      }
+
+      const newInfo = this.paths.get(newPath)!;
+      const targetIndex = pair.side;
+      const otherIndex = 3 - targetIndex;
+      const otherBit = 1 << otherIndex;
+      const sourceDeleted = oldInfo.fileMask === 1;
+      let collision = (newInfo.fileMask & otherBit) !== 0;
+      const typeChanged = !sourceDeleted && isRegular(oldInfo.stages[otherIndex].mode) !== isRegular(newInfo.stages[targetIndex].mode);
+      // A type change plus a collision is really a double rename git could not see.
+      if (typeChanged && collision) collision = false;
+
+      if (collision && !sourceDeleted) {
+        // rename/add or rename/rename(2to1): merge the renamed file with the other side's
+        // version of the source first; the path then merges like an add/add.
+        const pathnames: [string, string, string] = [oldPath, oldPath, oldPath];
+        pathnames[targetIndex] = newPath;
+        const base = this.paths.get(pathnames[0])!;
+        const side1 = this.paths.get(pathnames[1])!;
+        const side2 = this.paths.get(pathnames[2])!;
+        const merged = this.mergeVersions(base.stages[0], side1.stages[1], side2.stages[2], pathnames, 1 + 2 * this.depth);
+        newInfo.stages[targetIndex] = merged.version;
+        if (!merged.clean) {
+          // git 2.39 only prints "CONFLICT (rename involved in collision)" here and may then
+          // call the merge clean although the file holds conflict markers; we report it.
+          newInfo.pathConflict = true;
+          newInfo.reason = 'rename collision';
+        }
+      } else if (collision && sourceDeleted) {
+        // rename/delete colliding with an add: left to look like an add/add conflict.
+        newInfo.pathConflict = true;
+        newInfo.reason ??= 'rename/delete';
+      } else {
+        newInfo.stages[0] = oldInfo.stages[0];
+        newInfo.fileMask |= 1;
+        newInfo.pathnames[0] = oldPath;
+        if (typeChanged) {
+          // Rename vs. type change: the original stays for the other side's new type.
+          oldInfo.stages[0] = ABSENT;
+          oldInfo.fileMask &= 6;
+        } else if (sourceDeleted) {
+          newInfo.pathConflict = true;
+          newInfo.reason ??= 'rename/delete';
+        } else {
+          // A normal rename: the other side's changes to the source follow the file.
+          newInfo.stages[otherIndex] = oldInfo.stages[otherIndex];
+          newInfo.fileMask |= otherBit;
+          newInfo.pathnames[otherIndex] = oldPath;
+        }
+      }
+      if (!typeChanged) {
+        oldInfo.isNull = true;
+        oldInfo.clean = true;
+      }
+    }
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // Phase 3: process entries (merge-ort's process_entries / process_entry).
+
+  private processEntries(): Oid {
+    const snapshot = [...this.paths.entries()].map(([path, info]) => ({ path, info, key: Buffer.from(path, 'utf8') }));
+    snapshot.sort((a, b) => compareDirsFirst(a.key, b.key));
+    const records = new Map<string, TreeEntry[]>();
+    const dirsWithChildren = new Set<string>();
+    const record = (path: string, info: PathInfo) => {
+      dirsWithChildren.add(info.dir);
+      // Mode 0 without isNull: merge-ort's directory-rename code can leave a conflicted file
+      // stage empty and then writes a "000000" tree entry; we leave such an entry out.
+      if (info.isNull || info.result.mode === 0) return;
+      const name = info.dir === '' ? path : path.slice(info.dir.length + 1);
+      let list = records.get(info.dir);
+      if (!list) {
+        list = [];
+        records.set(info.dir, list);
+      }
+      list.push({ name, mode: treeModeOf(info.result.mode), oid: info.result.oid });
+    };
+    // Deepest first: everything inside a directory is done before the directory itself.
+    for (let k = snapshot.length - 1; k >= 0; k--) {
+      const { path, info } = snapshot[k];
+      if (dirsWithChildren.has(path)) {
+        const children = records.get(path) ?? [];
+        if (children.length === 0) {
+          info.isNull = true;
+        } else {
+          info.isNull = false;
+          info.result = { mode: MODE_DIRECTORY, oid: this.objects.writeTree(children) };
+        }
+        records.delete(path);
+      }
+      if (info.clean) record(path, info);
+      else this.processEntry(path, info, record);
+    }
+    return this.objects.writeTree(records.get('') ?? []);
+  }
+
+  private processEntry(path: string, entry: PathInfo, record: (path: string, info: PathInfo) => void): void {
+    let info = entry;
+    let dfFileIndex = 0;
+    if (info.dirMask) {
+      record(path, info);
+      if (info.fileMask === 0) return;
+    }
+
+    if (info.dfConflict && info.result.mode === 0) {
+      // The directory merged away; the file can have the path after all.
+      info.dfConflict = false;
+      info.clean = false;
+      info.isNull = false;
+      info.matchMask &= ~info.dirMask;
+      info.dirMask = 0;
+      for (let i = 0; i < 3; i++) if (!(info.fileMask & (1 << i))) info.stages[i] = ABSENT;
+    } else if (info.dfConflict) {
+      // The directory stays, so a surviving file moves aside to "<path>~<branch>".
+      if (info.fileMask === 1) {
+        info.fileMask = 0;
+        return;
+      }
+      const fileInfo = cloneInfo(info);
+      fileInfo.matchMask &= ~fileInfo.dirMask;
+      fileInfo.dirMask = 0;
+      for (let i = 0; i < 3; i++) if (!(fileInfo.fileMask & (1 << i))) fileInfo.stages[i] = ABSENT;
+      dfFileIndex = info.dirMask & 2 ? 2 : 1;
+      const originalPath = path;
+      path = this.uniquePath(path, dfFileIndex === 1 ? this.branch1 : this.branch2);
+      this.paths.set(path, fileInfo);
+      fileInfo.reportPath = originalPath;
+      fileInfo.reason = 'file/directory';
+      info.fileMask = 0;
+      info = fileInfo;
+    }
+
+    const [base, ours, theirs] = info.stages;
+    if (info.matchMask) {
+      info.clean = !info.dfConflict && !info.pathConflict;
+      if (info.matchMask === 6) {
+        info.result = ours;
+      } else {
+        const side = (7 & ~info.matchMask) === 4 ? 2 : 1;
+        info.result = info.stages[side];
+        info.isNull = info.result.mode === 0;
+        if (info.isNull) info.clean = true;
+      }
+    } else if (info.fileMask >= 6 && typeOf(ours.mode) !== typeOf(theirs.mode)) {
+      if (this.depth > 0) {
+        info.clean = false;
+        info.result = base;
+        info.isNull = base.mode === 0;
+      } else {
+        path = this.separateDistinctTypes(path, info, record);
+      }
+    } else if (info.fileMask >= 6) {
+      const merged = this.mergeVersions(base, ours, theirs, info.pathnames, this.depth * 2);
+      info.clean = merged.clean && !info.dfConflict && !info.pathConflict;
+      info.result = merged.version;
+      info.isNull = merged.version.mode === 0;
+      if (merged.clean && info.dfConflict) {
+        info.fileMask = 1 << dfFileIndex;
+        info.stages[dfFileIndex] = merged.version;
+      }
+      if (!merged.clean && info.reason !== 'file/directory') {
+        info.reason = merged.binary ? 'binary' : isGitlink(merged.version.mode) ? 'submodule' : info.fileMask === 6 ? 'add/add' : 'content';
+      }
+    } else if (info.fileMask === 3 || info.fileMask === 5) {
+      const side = info.fileMask === 5 ? 2 : 1;
+      // While building a virtual base, keep the base version.
+      info.result = info.stages[this.depth > 0 ? 0 : side];
+      info.clean = false;
+      info.reason ??= 'modify/delete';
+    } else if (info.fileMask === 2 || info.fileMask === 4) {
+      const side = info.fileMask === 4 ? 2 : 1;
+      info.result = info.stages[side];
+      info.clean = !info.dfConflict && !info.pathConflict;
+    } else if (info.fileMask === 1) {
+      info.isNull = true;
+      info.result = ABSENT;
+      info.clean = !info.pathConflict;
+    }
+
+    if (!info.clean) this.conflicted.set(path, info);
+    record(path, info);
+  }
+
+  /**
+   * A path that is a file on one side and a symlink or submodule on the other: each is kept
+   * under its own name ("<path>~<branch>" for the regular file, or for both), both conflicted.
+   * Returns the path the caller goes on with (ours' version).
+   */
+  private separateDistinctTypes(path: string, info: PathInfo, record: (path: string, info: PathInfo) => void): string {
+    const [base, ours, theirs] = info.stages;
+    const renameOurs = isRegular(ours.mode) || !isRegular(theirs.mode);
+    const renameTheirs = !isRegular(ours.mode);
+    const oursPath = renameOurs ? this.uniquePath(path, this.branch1) : null;
+    let theirsPath = renameTheirs ? this.uniquePath(path, this.branch2) : null;
+    info.clean = false;
+    info.reason = 'distinct types';
+    info.reportPath = path;
+
+    const theirsInfo = cloneInfo(info);
+    theirsInfo.result = theirs;
+    theirsInfo.stages[1] = ABSENT;
+    theirsInfo.fileMask = 5;
+    if (typeOf(theirs.mode) !== typeOf(base.mode)) {
+      theirsInfo.stages[0] = ABSENT;
+      theirsInfo.fileMask = 4;
+    }
+    info.result = ours;
+    info.stages[2] = ABSENT;
+    info.fileMask = 3;
+    if (typeOf(ours.mode) !== typeOf(base.mode)) {
+      info.stages[0] = ABSENT;
+      info.fileMask = 2;
+    }
+    if (oursPath !== null) this.paths.set(oursPath, info);
+    if (theirsPath === null) theirsPath = path;
+    this.paths.set(theirsPath, theirsInfo);
+    if (oursPath !== null && renameTheirs) this.paths.delete(path);
+    this.conflicted.set(theirsPath, theirsInfo);
+    record(theirsPath, theirsInfo);
+    return oursPath ?? path;
+  }
+
+  /** merge-ort's unique_path(): "<path>~<branch>", with "_<n>" added until no path has the name. */
+  private uniquePath(path: string, branch: string): string {
+    const base = `${path}~${branch.replace(/\//g, '_')}`;
+    let candidate = base;
+    for (let suffix = 0; this.paths.has(candidate); suffix++) candidate = `${base}_${suffix}`;
+    return candidate;
+  }
+
+  /**
+   * merge-ort's handle_content_merge(): merge modes, take a side when the other kept the base,
+   * else merge the contents (regular files), or conflict (symlinks, submodules).
+   */
+  private mergeVersions(
+    base: Version,
+    ours: Version,
+    theirs: Version,
+    pathnames: readonly [string, string, string],
+    extraMarkerSize: number,
+  ): { version: Version; clean: boolean; binary: boolean } {
+    let clean = true;
+    let binary = false;
+    let mode: number;
+    if (ours.mode === theirs.mode || ours.mode === base.mode) {
+      mode = theirs.mode;
+    } else {
+      // Both changed the mode differently (possible only for 100644 against 100755).
+      mode = ours.mode;
+      clean = theirs.mode === base.mode;
+    }
+    let oid: Oid;
+    if (ours.oid.equals(theirs.oid) || ours.oid.equals(base.oid)) {
+      oid = theirs.oid;
+    } else if (theirs.oid.equals(base.oid)) {
+      oid = ours.oid;
+    } else if (isRegular(ours.mode)) {
+      const twoWay = typeOf(base.mode) !== typeOf(ours.mode);
+      const sameNames = pathnames[0] === pathnames[1] && pathnames[1] === pathnames[2];
+      const merged = mergeContent(
+        twoWay ? Buffer.alloc(0) : this.objects.readBlob(base.oid),
+        this.objects.readBlob(ours.oid),
+        this.objects.readBlob(theirs.oid),
+        {
+          oursLabel: sameNames ? this.branch1 : `${this.branch1}:${pathnames[1]}`,
+          theirsLabel: sameNames ? this.branch2 : `${this.branch2}:${pathnames[2]}`,
+          markerSize: 7 + extraMarkerSize,
+          virtualAncestor: this.depth > 0,
+        },
+      );
+      oid = this.objects.writeBlob(merged.content);
+      if (!merged.clean) {
+        clean = false;
+        binary = merged.kind === 'binary';
+      }
+    } else if (isGitlink(ours.mode)) {
+      // Merging submodule commits needs the submodule's history, which a merge of this
+      // repository does not have: git then reports a conflict too.
+      const twoWay = typeOf(base.mode) !== typeOf(ours.mode);
+      clean = false;
+      oid = this.depth > 0 ? (twoWay ? NULL_OID : base.oid) : ours.oid;
+      if (this.depth > 0 && twoWay) {
+        mode = base.mode;
+        oid = base.oid;
+      }
+    } else if (isSymlink(ours.mode)) {
+      clean = false;
+      if (this.depth > 0) {
+        mode = base.mode;
+        oid = base.oid;
+      } else {
+        oid = ours.oid;
+      }
+    } else {
+      throw new Error(`unsupported mode ${mode.toString(8)} in a content merge`);
+    }
+    return { version: { mode, oid }, clean, binary };
+  }
+
+  // -------------------------------------------------------------------------------------------
+
+  private reportConflicts(): MergeConflict[] {
+    const byPath = new Map<string, MergeConflict>();
+    for (const [path, info] of this.conflicted) {
+      if (info.fileMask === 0) continue; // git lists a path only with at least one stage
+      const reportPath = info.reportPath ?? path;
+      const reason = info.reason ?? 'content';
+      if (!byPath.has(reportPath)) byPath.set(reportPath, { path: reportPath, kind: kindOf(reason, info), reason });
+    }
+    for (const conflict of this.pathlessConflicts) if (!byPath.has(conflict.path)) byPath.set(conflict.path, conflict);
+    return [...byPath.values()].sort((a, b) => Buffer.compare(Buffer.from(a.path, 'utf8'), Buffer.from(b.path, 'utf8')));
+  }
+}
+
+function kindOf(reason: ConflictReason, info: PathInfo): ConflictKind {
+  switch (reason) {
+    case 'binary':
+      return 'binary';
+    case 'add/add':
+    case 'rename/rename':
+    case 'rename collision':
+      return 'add/add';
+    case 'modify/delete':
+    case 'rename/delete':
+      return 'modify/delete';
+    case 'file/directory':
+    case 'file location':
+    case 'directory rename split':
+    case 'implicit dir rename':
+      return 'file/directory';
+    case 'distinct types':
+      return info.stages[0].mode === 0 ? 'add/add' : 'content';
+    case 'content':
+    case 'submodule':
+      return 'content';
+  }
+}
+
+interface Collision {
+  /** Paths this side added that the other side's directory renames would put at the same place. */
+  sources: Set<string>;
+  reported: boolean;
+}
+
+function masksOf(entries: readonly (TreeEntry | undefined)[]): { fileMask: number; dirMask: number } {
+  let fileMask = 0;
+  let dirMask = 0;
+  entries.forEach((entry, i) => {
+    if (!entry) return;
+    if (entry.mode === '40000') dirMask |= 1 << i;
+    else fileMask |= 1 << i;
+  });
+  return { fileMask, dirMask };
+}
+
+/** check_dir_renamed(): the deepest renamed directory containing `path`, as [old, new]. */
+function findRenamedDirectory(path: string, dirRenames: Map<string, string>): [string, string] | null {
+  let dir = path;
+  for (let slash = dir.lastIndexOf('/'); slash >= 0; slash = dir.lastIndexOf('/')) {
+    dir = dir.slice(0, slash);
+    const target = dirRenames.get(dir);
+    if (target !== undefined) return [dir, target];
+  }
+  return null;
+}
+
+/** apply_dir_rename(): replace the leading old directory of `path` with the new one. */
+function applyDirectoryRename([oldDir, newDir]: [string, string], path: string): string {
+  if (newDir === '') return path.slice(oldDir.length + 1);
+  return newDir + path.slice(oldDir.length);
+}
+
+/** record_rename_pair(): the destination becomes a rename of the source. */
+function recordRename(destination: FilePair, source: FilePair): void {
+  source.used = true;
+  destination.status = 'R';
+  destination.onePath = source.onePath;
+  destination.one = source.one;
+}
+
+interface DirectoryRenameGuide {
+  /** Destinations not paired by exact renames, by path (idx_map). */
+  unpairedByPath: Map<string, FilePair>;
+  /** Source directory → the target directory most of its exact renames went to (dir_rename_guess). */
+  likelyTarget: Map<string, string>;
+}
+
+interface Candidate {
+  /** Index into the destinations; -1 for an empty slot. */
+  destination: number;
+  source: number;
+  score: number;
+  nameScore: number;
+}
+
+/** score_compare(): empty slots last, then by score, then same basename first. */
+function compareCandidates(a: Candidate, b: Candidate): number {
+  if (a.destination < 0) return b.destination >= 0 ? 1 : 0;
+  if (b.destination < 0) return -1;
+  if (a.score === b.score) return b.nameScore - a.nameScore;
+  return b.score - a.score;
+}
+
+/** dir_rename_already_determinable(): does the leading target beat the runner-up plus the unknowns? */
+function directoryRenameDeterminable(targets: GitStrMap<number>): boolean {
+  let first = 0;
+  let second = 0;
+  let unknown = 0;
+  for (const [target, count] of targets.entries()) {
+    if (target === UNKNOWN_DIR) unknown = count;
+    else if (count >= first) {
+      second = first;
+      first = count;
+    } else if (count >= second) {
+      second = count;
+    }
+  }
+  return first > second + unknown;
+}
+
+/** diffcore-delta.c: HASHBASE, the modulus of span hashes; spans end at LF or after 64 bytes. */
+const SPAN_HASH_BASE = 107927;
+const SPAN_BYTES_MAX = 64;
+const LF = 0x0a;
+const CR = 0x0d;
+
+/**
+ * hash_chars(): cut the content into spans ending at LF or after 64 bytes, hash each, and count
+ * the bytes per hash. For text, CR before LF is ignored. A final span without LF and shorter
+ * than 64 bytes is left out, as git leaves it out.
+ */
+function hashSpans(content: Buffer): Map<number, number> {
+  const text = content.subarray(0, Math.min(content.length, 8000)).indexOf(0) < 0;
+  const spans = new Map<number, number>();
+  let accum1 = 0;
+  let accum2 = 0;
+  let n = 0;
+  for (let i = 0; i < content.length; i++) {
+    const c = content[i];
+    if (text && c === CR && i + 1 < content.length && content[i + 1] === LF) continue;
+    const old1 = accum1;
+    accum1 = ((accum1 << 7) ^ (accum2 >>> 25)) >>> 0;
+    accum2 = ((accum2 << 7) ^ (old1 >>> 25)) >>> 0;
+    accum1 = (accum1 + c) >>> 0;
+    if (++n < SPAN_BYTES_MAX && c !== LF) continue;
+    const hash = ((accum1 + Math.imul(accum2, 0x61)) >>> 0) % SPAN_HASH_BASE;
+    spans.set(hash, (spans.get(hash) ?? 0) + n);
+    n = 0;
+    accum1 = 0;
+    accum2 = 0;
+  }
+  return spans;
+}
+
+/** resolve_trivial_directory_merge(): the directory is that side's tree (or gone). */
+function resolveTrivially(info: PathInfo, side: Side): void {
+  info.result = info.stages[side];
+  info.isNull = info.stages[side].mode === 0;
+  info.matchMask = 0;
+  info.clean = true;
+}
+
+/** git's strhash(): 32-bit FNV-1 over the UTF-8 bytes. */
+function gitStrHash(key: string): number {
+  let hash = 0x811c9dc5;
+  for (const byte of Buffer.from(key, 'utf8')) hash = (Math.imul(hash, 0x01000193) ^ byte) >>> 0;
+  return hash;
+}
+
+/** hashmap.c: 64 buckets at first, four times as many once more than 80% full. */
+const GIT_HASHMAP_INITIAL_SIZE = 64;
+const GIT_HASHMAP_RESIZE_FACTOR = 4;
+const GIT_HASHMAP_LOAD_PERCENT = 80;
+
+interface GitStrMapEntry<V> {
+  key: string;
+  hash: number;
+  value: V;
+  next: GitStrMapEntry<V> | null;
+}
+
+/**
+ * A string map that iterates in the order git's strmap (hashmap.c with strhash) does: by bucket,
+ * newest first within a bucket, with git's growth and rehash. merge-ort walks some maps in that
+ * order, and the order decides some ties.
+ */
+class GitStrMap<V> {
+  private table: Array<GitStrMapEntry<V> | null> = new Array(GIT_HASHMAP_INITIAL_SIZE).fill(null);
+  private count = 0;
+
+  private growAt(): number {
+    return Math.floor((this.table.length * GIT_HASHMAP_LOAD_PERCENT) / 100);
+  }
+
+  private find(key: string, hash: number): GitStrMapEntry<V> | null {
+    for (let entry = this.table[hash & (this.table.length - 1)]; entry; entry = entry.next) {
+      if (entry.hash === hash && entry.key === key) return entry;
+    }
+    return null;
+  }
+
+  get(key: string): V | undefined {
+    return this.find(key, gitStrHash(key))?.value;
+  }
+
+  set(key: string, value: V): void {
+    const hash = gitStrHash(key);
+    const existing = this.find(key, hash);
+    if (existing) {
+      existing.value = value;
+      return;
+    }
+    const bucket = hash & (this.table.length - 1);
+    this.table[bucket] = { key, hash, value, next: this.table[bucket] };
+    this.count++;
+    if (this.count > this.growAt()) this.rehash(this.table.length * GIT_HASHMAP_RESIZE_FACTOR);
+  }
+
+  delete(key: string): void {
+    const hash = gitStrHash(key);
+    const bucket = hash & (this.table.length - 1);
+    let previous: GitStrMapEntry<V> | null = null;
+    for (let entry = this.table[bucket]; entry; previous = entry, entry = entry.next) {
+      if (entry.hash === hash && entry.key === key) {
+        if (previous) previous.next = entry.next;
+        else this.table[bucket] = entry.next;
+        this.count--;
+        return;
+      }
+    }
+  }
+
+  private rehash(size: number): void {
+    const old = this.table;
+    this.table = new Array(size).fill(null);
+    for (const head of old) {
+      for (let entry = head; entry; ) {
+        const next = entry.next;
+        const bucket = entry.hash & (size - 1);
+        entry.next = this.table[bucket];
+        this.table[bucket] = entry;
+        entry = next;
+      }
+    }
+  }
+
+  entries(): Array<[string, V]> {
+    const out: Array<[string, V]> = [];
+    for (const head of this.table) for (let entry = head; entry; entry = entry.next) out.push([entry.key, entry.value]);
+    return out;
+  }
+}
+
+type Row = [TreeEntry | undefined, TreeEntry | undefined, TreeEntry | undefined];
+
+/** git's name_compare(): bytes, then the shorter name first. */
+function nameCompare(a: Buffer, b: Buffer): number {
+  return Buffer.compare(a, b);
+}
+
+/**
+ * check_entry_match(): 0 if `b` is `a`; 1 if `a` may still come later in the tree (after `b`,
+ * or hidden behind a blob "a-2" as the subtree "a"); -1 if `a` is not in the tree.
+ */
+function checkEntryMatch(a: Buffer, b: Buffer): number {
+  const cmp = nameCompare(a, b);
+  if (cmp === 0) return 0;
+  if (cmp > 0) return 1;
+  if (a.length < b.length && b.subarray(0, a.length).equals(a) && b[a.length] < SLASH) return 1;
+  return -1;
+}
+
+/**
+ * traverse_trees() for three trees: walks their entries (each in stored tree order, where a
+ * directory "t" sorts as "t/") in step, each round taking the smallest name among the trees'
+ * next entries and pulling that name out of every tree, even where a subtree "t" hides behind
+ * blobs such as "t-1". This is the order merge-ort meets paths in.
+ */
+function walkTogether(trees: readonly TreeEntry[][]): Row[] {
+  const names = trees.map((entries) => entries.map((entry) => Buffer.from(entry.name, 'utf8')));
+  const positions = [0, 0, 0];
+  const returnedEarly = [new Set<number>(), new Set<number>(), new Set<number>()];
+  const head = (t: number): number => {
+    while (positions[t] < trees[t].length && returnedEarly[t].has(positions[t])) positions[t]++;
+    return positions[t] < trees[t].length ? positions[t] : -1;
+  };
+  const rows: Row[] = [];
+  for (;;) {
+    let first: Buffer | null = null;
+    for (let t = 0; t < 3; t++) {
+      const h = head(t);
+      if (h >= 0 && (first === null || nameCompare(names[t][h], first) < 0)) first = names[t][h];
+    }
+    if (first === null) break;
+    const found = [-1, -1, -1];
+    for (let t = 0; t < 3; t++) {
+      for (let probe = head(t); probe >= 0 && probe < trees[t].length; probe++) {
+        const match = checkEntryMatch(first, names[t][probe]);
+        if (match === 0) found[t] = probe;
+        if (match !== 1) break;
+      }
+    }
+    rows.push(found.map((index, t) => (index >= 0 ? trees[t][index] : undefined)) as Row);
+    for (let t = 0; t < 3; t++) {
+      if (found[t] < 0) continue;
+      if (found[t] === positions[t]) positions[t]++;
+      else returnedEarly[t].add(found[t]);
+    }
+  }
+  return rows;
+}

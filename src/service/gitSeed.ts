@@ -1,0 +1,51 @@
+/**
+ * `source: {kind: "git", url, ref?, token?}`: the history of a remote ref, fetched over smart HTTP
+ * and checked before the project exists, so every failure (a refused or unreachable host, bad
+ * credentials, an unknown ref, a broken pack) is a 400 and nothing is created.
+ */
+import { HistoryImportError, prepareHistory, type PreparedHistory } from '../repo/importHistory.js';
+import type { SeedFile } from '../repo/initProject.js';
+import type { Config } from './config.js';
+import { endpointFromUrl, fetchRef, RemoteError } from './gitClient.js';
+import { remoteRequestError } from './remoteSync.js';
+import { TreehouseError } from '../errors.js';
+
+export interface GitSeedSource {
+  url: string;
+  ref?: string;
+  token?: string;
+}
+
+/** A whole seed (advertisement, ref listing, pack) must arrive within this time. */
+export const GIT_SEED_TIME_MS_MAX = 10 * 60_000;
+
+/**
+ * Fetches and checks a seed's history. Its pack is limited like a pushed one (the request body
+ * limit), and parsed with pack.ts's per-object and total limits.
+ */
+export async function fetchGitSeed(config: Config, source: GitSeedSource): Promise<PreparedHistory> {
+  try {
+    const endpoint = endpointFromUrl(source.url, { token: source.token ?? null });
+    const fetched = await fetchRef(endpoint, source.ref, {
+      allowPrivateHosts: config.allowPrivateGitHosts,
+      packBytesMax: config.limits.requestBodyBytesMax,
+      signal: AbortSignal.timeout(GIT_SEED_TIME_MS_MAX),
+    });
+    return prepareHistory(fetched.objects, fetched.tip);
+  } catch (error) {
+    if (error instanceof HistoryImportError) {
+      throw new TreehouseError('invalid_request', error.message, { issues: [{ path: 'source.url', message: error.message }] });
+    }
+    const aboutRef = error instanceof RemoteError && error.kind === 'unknown_ref' && source.ref !== undefined;
+    throw remoteRequestError(error, aboutRef ? 'source.ref' : 'source.url');
+  }
+}
+
+/**
+ * Stand-ins for the seeded files, for framework detection only: the root entries' names and the
+ * bytes of package.json (Projects.create detects from these and stores nothing of them when the
+ * seed writes its own history).
+ */
+export function detectionFiles(history: PreparedHistory): SeedFile[] {
+  return history.rootNames.map((name) => ({ path: name, bytes: name === 'package.json' && history.packageJson ? history.packageJson : Buffer.alloc(0) }));
+}

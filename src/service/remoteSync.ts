@@ -1,0 +1,429 @@
+/**
+ * Linked repositories (../shared/API.md, "Git"): after every commit that moves a branch (commit,
+ * restore, merge, push) the branch is pushed to the same-named branch of the project's linked
+ * repository, asynchronously, from a durable queue.
+ *
+ * The queue is a set of store records, one per (project, branch), so a burst of commits on a branch
+ * coalesces into one push of whatever the head is when the push runs. Each entry carries a ticket:
+ * a change queued while a push is under way gets a new ticket, and the finishing push leaves that
+ * newer entry in place. A failed push that may succeed later (network, 5xx, a remote that moved
+ * under us) is retried with exponential backoff; the server drains the whole queue when it starts.
+ * A push is never forced: a remote branch holding commits the project does not have is `diverged`.
+ *
+ * Records: `remote-sync/queue/<project id>/<branch>` (QueueEntry) and
+ * `remote-sync/state/<project id>` (SyncState, what the API shows as `sync`).
+ */
+import { randomUUID } from 'node:crypto';
+import { TreehouseError } from '../errors.js';
+import { oidToHex, type Oid } from '../git/oid.js';
+import { BRANCH_REF_PREFIX } from '../git/refname.js';
+import { MAIN_BRANCH } from '../repo/repo.js';
+import type { Store, StoreWriteTx } from '../store/types.js';
+import type { Principal } from './accounts.js';
+import type { Config } from './config.js';
+import { checkRemoteHost, endpointFromUrl, pushBranch, RemoteError, type RemoteEndpoint } from './gitClient.js';
+import type { GitRemoteRecord, ProjectRecord, Projects } from './projects.js';
+
+export type SyncStatus = 'synced' | 'pending' | 'diverged' | 'error';
+
+/**
+ * The latest sync event of a project, over all its branches: `pending` while a push waits or is
+ * being retried (`error` then holds the last attempt's failure), else the outcome of the last push.
+ */
+export interface SyncState {
+  status: SyncStatus;
+  /** The commit the event is about: queued, pushed, or refused as diverged. */
+  oid: string | null;
+  at: string | null;
+  error: string | null;
+}
+
+export interface RemoteView {
+  url: string;
+  linked_at: string;
+  sync: SyncState;
+}
+
+interface QueueEntry {
+  project_id: string;
+  team_id: string;
+  branch: string;
+  /** The branch head when the change was queued (the push sends the head of its own time). */
+  oid: string;
+  ticket: string;
+  attempts: number;
+  /** Milliseconds since the epoch. */
+  next_attempt_at: number;
+  enqueued_at: string;
+}
+
+export interface RemoteSyncOptions {
+  /** The first retry waits this long; each further one twice as long as the last, up to backoffMaxMs. */
+  backoffBaseMs: number;
+  backoffMaxMs: number;
+  /** Attempts of one queued push before its status becomes `error`. */
+  attemptsMax: number;
+  /** A remote silent this long fails the attempt. */
+  idleTimeoutMs: number;
+  /** One push attempt, whole, may take this long. */
+  pushTimeMsMax: number;
+}
+
+export const DEFAULT_REMOTE_SYNC_OPTIONS: RemoteSyncOptions = {
+  backoffBaseMs: 1_000,
+  backoffMaxMs: 5 * 60_000,
+  attemptsMax: 12,
+  idleTimeoutMs: 30_000,
+  pushTimeMsMax: 10 * 60_000,
+};
+
+const QUEUE_PREFIX = 'remote-sync/queue/';
+const queuePrefix = (projectId: string) => `${QUEUE_PREFIX}${projectId}/`;
+const queueKey = (projectId: string, branch: string) => `${queuePrefix(projectId)}${branch}`;
+const stateKey = (projectId: string) => `remote-sync/state/${projectId}`;
+/** setTimeout cannot wait longer than this. */
+const TIMER_DELAY_MS_MAX = 2 ** 31 - 1;
+/** Retry delays are spread by up to this fraction so many failing remotes do not retry in step. */
+const BACKOFF_JITTER = 0.2;
+
+export interface LinkInput {
+  url: string;
+  username?: string;
+  token?: string;
+}
+
+/** A RemoteError as the 400 a client sees, naming the request field it concerns. */
+export function remoteRequestError(error: unknown, path: string): unknown {
+  if (!(error instanceof RemoteError)) return error;
+  if (error.kind === 'aborted') return new TreehouseError('unavailable', 'The server is shutting down; nothing was created.');
+  return new TreehouseError('invalid_request', error.message, { issues: [{ path, message: error.message }] });
+}
+
+export class RemoteSync {
+  private readonly options: RemoteSyncOptions;
+  private running = false;
+  private timer: NodeJS.Timeout | null = null;
+  /** The drain under way, if any; stop() waits for it. */
+  private drain: Promise<void> | null = null;
+  private wokenWhileDraining = false;
+  private abort = new AbortController();
+  /** Queue entries found at start: due at once, whatever their backoff said. */
+  private readonly dueAtStart = new Set<string>();
+  /** Queue writes started by branch changes, awaited by stop() so none is cut off by the store closing. */
+  private readonly writes = new Set<Promise<unknown>>();
+
+  constructor(
+    private readonly store: Store,
+    private readonly projects: Projects,
+    private readonly config: Config,
+    options: Partial<RemoteSyncOptions> = {},
+  ) {
+    this.options = { ...DEFAULT_REMOTE_SYNC_OPTIONS, ...options };
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // Linking
+
+  /**
+   * Checks a link request and makes the record to store: the URL parsed (http(s), credentials in it
+   * moved out), the host resolved and allowed, the token sealed. Throws a 400 naming `path`.
+   */
+  async prepareLink(input: LinkInput, path: string): Promise<GitRemoteRecord> {
+    try {
+      const endpoint = endpointFromUrl(input.url, { username: input.username ?? null, token: input.token ?? null });
+      await checkRemoteHost(endpoint, { allowPrivateHosts: this.config.allowPrivateGitHosts });
+      return {
+        url: endpoint.url,
+        username: endpoint.username,
+        token_sealed: endpoint.token === null ? null : this.projects.seal(endpoint.token),
+        linked_at: new Date().toISOString(),
+      };
+    } catch (error) {
+      throw remoteRequestError(error, path);
+    }
+  }
+
+  /**
+   * Links a project being created, inside Projects.create's transaction: `record` is the new
+   * project's record, which create() stores after its seed hook returns, so the link, the first
+   * sync of every branch and the project itself land together.
+   */
+  linkInTx(tx: StoreWriteTx, record: ProjectRecord, remote: GitRemoteRecord): void {
+    record.git_remote = remote;
+    this.enqueueAllInTx(tx, record);
+  }
+
+  async link(principal: Principal, id: string, input: LinkInput): Promise<RemoteView> {
+    this.projects.get(principal, id);
+    const remote = await this.prepareLink(input, 'url');
+    const record = await this.projects.setRemote(principal, id, remote);
+    await this.store.write((tx) => this.enqueueAllInTx(tx, record));
+    this.wake();
+    return this.view(record)!;
+  }
+
+  async unlink(principal: Principal, id: string): Promise<RemoteView> {
+    const before = this.get(principal, id);
+    const record = await this.projects.setRemote(principal, id, null);
+    await this.store.write((tx) => {
+      for (const { key } of tx.listRecords(queuePrefix(record.id))) tx.deleteRecord(key);
+      tx.deleteRecord(stateKey(record.id));
+    });
+    return before;
+  }
+
+  /** Queues a push of every branch now (POST …/git/remote/sync). */
+  async requestSync(principal: Principal, id: string): Promise<RemoteView> {
+    const record = this.projects.get(principal, id);
+    if (!record.git_remote) throw notLinked();
+    await this.store.write((tx) => this.enqueueAllInTx(tx, record));
+    this.wake();
+    return this.view(record)!;
+  }
+
+  get(principal: Principal, id: string): RemoteView {
+    const view = this.view(this.projects.get(principal, id));
+    if (!view) throw notLinked();
+    return view;
+  }
+
+  /** The project's `git_remote`: null when it has no linked repository. */
+  view(record: ProjectRecord): RemoteView | null {
+    if (!record.git_remote) return null;
+    const state = this.store.read((tx) => tx.getRecord<SyncState>(stateKey(record.id)));
+    const sync = state ?? { status: 'pending', oid: null, at: null, error: null };
+    return {
+      url: record.git_remote.url,
+      linked_at: record.git_remote.linked_at,
+      sync: { status: sync.status, oid: sync.oid, at: sync.at, error: sync.error },
+    };
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // Queueing
+
+  /** The Workspace listener: queues a push of `branch` when the project has a linked repository. */
+  branchChanged(record: ProjectRecord, branch: string): void {
+    const write = this.enqueueBranch(record, branch)
+      .then((queued) => {
+        if (queued) this.wake();
+      })
+      .catch(() => {
+        // The store is closing or full; the change stays unsynced until the next commit or sync request.
+      })
+      .finally(() => this.writes.delete(write));
+    this.writes.add(write);
+  }
+
+  private async enqueueBranch(given: ProjectRecord, branch: string): Promise<boolean> {
+    // The caller's record was read before its change; the link may have changed since.
+    const record = this.projectOf({ project_id: given.id, team_id: given.team_id });
+    if (!record?.git_remote) return false;
+    return this.store.write((tx) => {
+      const head = tx.project(record.seq).getRef(`${BRANCH_REF_PREFIX}${branch}`);
+      if (!head) return false;
+      this.enqueueInTx(tx, record, [{ branch, oid: head }]);
+      return true;
+    });
+  }
+
+  private enqueueAllInTx(tx: StoreWriteTx, record: ProjectRecord): void {
+    const branches = tx
+      .project(record.seq)
+      .listRefs(BRANCH_REF_PREFIX)
+      .map((ref) => ({ branch: ref.name.slice(BRANCH_REF_PREFIX.length), oid: ref.oid }));
+    // Main first, so the state names main's head when several branches are queued.
+    branches.sort((a, b) => Number(b.branch === MAIN_BRANCH) - Number(a.branch === MAIN_BRANCH));
+    this.enqueueInTx(tx, record, branches);
+  }
+
+  private enqueueInTx(tx: StoreWriteTx, record: ProjectRecord, branches: Array<{ branch: string; oid: Oid }>): void {
+    if (branches.length === 0) return;
+    const now = new Date();
+    for (const { branch, oid } of branches) {
+      const entry: QueueEntry = {
+        project_id: record.id,
+        team_id: record.team_id,
+        branch,
+        oid: oidToHex(oid),
+        ticket: randomUUID(),
+        attempts: 0,
+        next_attempt_at: now.getTime(),
+        enqueued_at: now.toISOString(),
+      };
+      tx.putRecord(queueKey(record.id, branch), entry);
+    }
+    tx.putRecord<SyncState>(stateKey(record.id), { status: 'pending', oid: oidToHex(branches[0].oid), at: now.toISOString(), error: null });
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // The worker
+
+  /** Starts pushing: everything already queued (from before a restart) is due at once. */
+  start(): void {
+    if (this.running) return;
+    this.running = true;
+    this.abort = new AbortController();
+    for (const { key } of this.store.read((tx) => tx.listRecords<QueueEntry>(QUEUE_PREFIX))) this.dueAtStart.add(key);
+    this.wake();
+  }
+
+  /** Stops pushing and waits for the push under way (cut short) and queued writes; the queue stays. */
+  async stop(): Promise<void> {
+    this.running = false;
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
+    this.abort.abort();
+    await this.drain;
+    await Promise.allSettled([...this.writes]);
+  }
+
+  /** Looks at the queue now (after a write outside this class queued work, as a linked creation does). */
+  kick(): void {
+    this.wake();
+  }
+
+  /** Runs due pushes now, or notes that the running drain should look again. */
+  private wake(): void {
+    if (!this.running) return;
+    if (this.drain) {
+      this.wokenWhileDraining = true;
+      return;
+    }
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
+    let failed = false;
+    this.drain = this.runDue()
+      .catch(() => {
+        // runDue records every failure it can; an error here comes from the store itself (full or
+        // closing), so the next look waits a little instead of spinning.
+        failed = true;
+      })
+      .finally(() => {
+        this.drain = null;
+        if (!this.running) return;
+        if (this.wokenWhileDraining && !failed) this.wake();
+        else this.scheduleNext(failed ? this.options.backoffBaseMs : 0);
+      });
+  }
+
+  private async runDue(): Promise<void> {
+    while (this.running) {
+      this.wokenWhileDraining = false;
+      const now = Date.now();
+      const due = this.store
+        .read((tx) => tx.listRecords<QueueEntry>(QUEUE_PREFIX))
+        .filter(({ key, value }) => value.next_attempt_at <= now || this.dueAtStart.has(key))
+        .sort((a, b) => a.value.next_attempt_at - b.value.next_attempt_at)[0];
+      if (!due) return;
+      this.dueAtStart.delete(due.key);
+      await this.runEntry(due.key, due.value);
+    }
+  }
+
+  private scheduleNext(delayMsMin: number): void {
+    const entries = this.store.read((tx) => tx.listRecords<QueueEntry>(QUEUE_PREFIX));
+    if (entries.length === 0) return;
+    const earliest = Math.min(...entries.map(({ value }) => value.next_attempt_at));
+    const delay = Math.min(TIMER_DELAY_MS_MAX, Math.max(delayMsMin, earliest - Date.now()));
+    this.timer = setTimeout(() => {
+      this.timer = null;
+      this.wake();
+    }, delay);
+    this.timer.unref();
+  }
+
+  /** One push attempt of one queue entry, and its outcome recorded in one transaction. */
+  private async runEntry(key: string, entry: QueueEntry): Promise<void> {
+    const record = this.projectOf(entry);
+    if (!record?.git_remote) {
+      await this.store.write((tx) => {
+        removeIfUnchanged(tx, key, entry);
+        if (!record) tx.deleteRecord(stateKey(entry.project_id));
+      });
+      return;
+    }
+    const remote = record.git_remote;
+    const at = () => new Date().toISOString();
+    try {
+      const endpoint: RemoteEndpoint = {
+        url: remote.url,
+        username: remote.username,
+        token: remote.token_sealed === null ? null : this.projects.unsealToken(remote.token_sealed),
+      };
+      const outcome = await pushBranch(endpoint, this.projects.repo(record), entry.branch, {
+        allowPrivateHosts: this.config.allowPrivateGitHosts,
+        signal: AbortSignal.any([this.abort.signal, AbortSignal.timeout(this.options.pushTimeMsMax)]),
+        idleTimeoutMs: this.options.idleTimeoutMs,
+      });
+      await this.store.write((tx) => {
+        const current = removeIfUnchanged(tx, key, entry);
+        // A newer change of this branch is queued: its `pending` stays until that push runs.
+        if (!current) return;
+        if (outcome.status === 'pushed') {
+          tx.putRecord<SyncState>(stateKey(entry.project_id), { status: 'synced', oid: oidToHex(outcome.oid), at: at(), error: null });
+        } else if (outcome.status === 'diverged') {
+          const error = `The remote branch ${entry.branch} is at ${oidToHex(outcome.remoteOid)}, which is not in this branch's history; nothing was pushed (pushes are never forced).`;
+          tx.putRecord<SyncState>(stateKey(entry.project_id), { status: 'diverged', oid: oidToHex(outcome.oid), at: at(), error });
+        } else {
+          // The branch is gone: nothing left to push for it.
+          const state = tx.getRecord<SyncState>(stateKey(entry.project_id));
+          if (state?.status === 'pending' && tx.listRecords(queuePrefix(entry.project_id), { limit: 1 }).length === 0) {
+            tx.putRecord<SyncState>(stateKey(entry.project_id), { ...state, status: 'synced', at: at() });
+          }
+        }
+      });
+    } catch (error) {
+      if (!this.running && error instanceof RemoteError && error.kind === 'aborted') return;
+      await this.recordFailure(key, entry, error);
+    }
+  }
+
+  private async recordFailure(key: string, entry: QueueEntry, error: unknown): Promise<void> {
+    const message = error instanceof RemoteError ? error.message : `Internal error while pushing: ${(error as Error).message}`;
+    const transient = error instanceof RemoteError ? error.transient : true;
+    const attempts = entry.attempts + 1;
+    const retry = transient && attempts < this.options.attemptsMax;
+    const now = new Date();
+    await this.store.write((tx) => {
+      const current = tx.getRecord<QueueEntry>(key);
+      const unchanged = current?.ticket === entry.ticket;
+      if (unchanged && retry) {
+        tx.putRecord<QueueEntry>(key, { ...entry, attempts, next_attempt_at: now.getTime() + this.backoffMs(attempts) });
+      } else if (unchanged) {
+        tx.deleteRecord(key);
+      }
+      const status: SyncStatus = retry || !unchanged ? 'pending' : 'error';
+      const error = retry || !unchanged ? message : attempts >= this.options.attemptsMax && transient ? `${message} (gave up after ${attempts} attempts)` : message;
+      tx.putRecord<SyncState>(stateKey(entry.project_id), { status, oid: entry.oid, at: now.toISOString(), error });
+    });
+  }
+
+  private backoffMs(attempts: number): number {
+    const plain = Math.min(this.options.backoffMaxMs, this.options.backoffBaseMs * 2 ** (attempts - 1));
+    return Math.round(plain * (1 + BACKOFF_JITTER * Math.random()));
+  }
+
+  /** The entry's project as its own team sees it; undefined once the project is deleted. */
+  private projectOf(entry: Pick<QueueEntry, 'project_id' | 'team_id'>): ProjectRecord | undefined {
+    const team: Principal = { teamId: entry.team_id, keyId: '', keyName: 'remote sync' };
+    try {
+      return this.projects.get(team, entry.project_id);
+    } catch (error) {
+      if (error instanceof TreehouseError && error.code === 'not_found') return undefined;
+      throw error;
+    }
+  }
+}
+
+function notLinked(): TreehouseError {
+  return new TreehouseError('not_found', 'The project has no linked repository.');
+}
+
+/** Deletes the entry unless a newer change replaced it; returns whether it was still the same. */
+function removeIfUnchanged(tx: StoreWriteTx, key: string, entry: QueueEntry): boolean {
+  const current = tx.getRecord<QueueEntry>(key);
+  if (current?.ticket !== entry.ticket) return false;
+  tx.deleteRecord(key);
+  return true;
+}

@@ -1,0 +1,200 @@
+/**
+ * Git seeds against git's own `git http-backend`: the upstream's history becomes main's history with
+ * the same ids, over protocol v2 and (from a server that answers only v0) v0; refs may be branches or
+ * tags; refused hosts, bad credentials and unknown refs are a 400 and create nothing.
+ */
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { git, gitAsyncOk, scratchDir } from '../support/git.js';
+import { startGitHttpBackend, type GitHttpBackend } from '../support/httpBackend.js';
+import { startTestServer, type TestServer } from '../support/server.js';
+
+const work = scratchDir('treehouse-seed-');
+const root = join(work.path, 'repos');
+let backend: GitHttpBackend;
+let v0Backend: GitHttpBackend;
+let authBackend: GitHttpBackend;
+let server: TestServer;
+let strictServer: TestServer;
+const PASSWORD = 'upstream-secret-token';
+
+/** Commits made by the setup, by name. */
+const upstream: Record<string, string> = {};
+
+beforeAll(async () => {
+  mkdirSync(root);
+  const dir = join(work.path, 'build');
+  git(['init', '-q', '--initial-branch=main', dir]);
+  const commit = (files: Record<string, string>, message: string, date: string) => {
+    for (const [path, content] of Object.entries(files)) {
+      mkdirSync(join(dir, path, '..'), { recursive: true });
+      writeFileSync(join(dir, path), content);
+    }
+    git(['add', '-A'], { cwd: dir });
+    git(['commit', '-q', '-m', message], { cwd: dir, env: { GIT_AUTHOR_DATE: date, GIT_COMMITTER_DATE: date } });
+    return git(['rev-parse', 'HEAD'], { cwd: dir }).trim();
+  };
+  upstream.first = commit({ 'index.html': '<h1>v1</h1>\n', 'package.json': '{"devDependencies":{"vite":"^5.0.0"}}\n' }, 'First', '2024-01-01T10:00:00Z');
+  upstream.second = commit({ 'src/main.ts': 'console.log(1);\n', 'docs/a/b/c.md': 'deep\n' }, 'Second', '2024-01-02T10:00:00Z');
+  git(['tag', '-a', 'v1', '-m', 'Release 1'], { cwd: dir, env: { GIT_COMMITTER_DATE: '2024-01-02T11:00:00Z' } });
+  git(['checkout', '-q', '-b', 'feature'], { cwd: dir });
+  upstream.feature = commit({ 'feature.txt': 'feature\n' }, 'Feature work', '2024-01-03T10:00:00Z');
+  git(['checkout', '-q', 'main'], { cwd: dir });
+  upstream.merge = commit({ 'index.html': '<h1>v2</h1>\n' }, 'Third', '2024-01-04T10:00:00Z');
+  git(['merge', '-q', '--no-ff', '-m', 'Merge feature', 'feature'], { cwd: dir, env: { GIT_AUTHOR_DATE: '2024-01-05T10:00:00Z', GIT_COMMITTER_DATE: '2024-01-05T10:00:00Z' } });
+  upstream.head = git(['rev-parse', 'HEAD'], { cwd: dir }).trim();
+  git(['clone', '-q', '--bare', dir, join(root, 'site.git')]);
+
+  backend = await startGitHttpBackend(root);
+  v0Backend = await startGitHttpBackend(root, { protocolV2: false });
+  authBackend = await startGitHttpBackend(root, { password: PASSWORD });
+  server = await startTestServer({ env: { TREEHOUSE_ALLOW_PRIVATE_GIT_HOSTS: '1' } });
+  strictServer = await startTestServer();
+});
+
+afterAll(async () => {
+  await Promise.all([server?.close(), strictServer?.close(), backend?.close(), v0Backend?.close(), authBackend?.close()]);
+  work.remove();
+});
+
+const upstreamLog = (rev: string) => git(['log', '--format=%H', rev], { cwd: join(root, 'site.git') }).trim().split('\n');
+
+async function apiLog(target: TestServer, id: string): Promise<string[]> {
+  const response = await target.call('GET', `/api/v1/projects/${id}/git/log?limit=200`);
+  expect(response.status).toBe(200);
+  return response.body.commits.map((c: { oid: string }) => c.oid);
+}
+
+async function seed(target: TestServer, source: Record<string, unknown>) {
+  return target.call('POST', '/api/v1/projects', { title: 'Seeded', source: { kind: 'git', ...source } });
+}
+
+async function projectCount(target: TestServer): Promise<number> {
+  return (await target.call('GET', '/api/v1/projects?limit=200')).body.projects.length;
+}
+
+describe('git seeds', () => {
+  it('clones the remote HEAD over protocol v2: same history, ids, tree and working tree', async () => {
+    const before = backend.log.length;
+    const created = await seed(server, { url: `${backend.url}/site.git` });
+    expect(created.status).toBe(201);
+    const id = created.body.project.id;
+    expect(created.body.project.framework).toBe('vite');
+    // v2: info/refs, ls-refs and fetch.
+    expect(backend.log.slice(before).filter((line) => line.startsWith('POST')).length).toBe(2);
+
+    expect(await apiLog(server, id)).toEqual(upstreamLog('main'));
+    const head = (await server.call('GET', `/api/v1/projects/${id}/git/commits/${upstream.head}?content=false`)).body.commit;
+    expect(head.tree_oid).toBe(git(['rev-parse', 'main^{tree}'], { cwd: join(root, 'site.git') }).trim());
+    expect(head.parent_oids).toEqual([upstream.merge, upstream.feature]);
+    expect(head.author_id).toBeNull();
+
+    const files = (await server.call('GET', `/api/v1/projects/${id}/files`)).body.files.map((f: { path: string }) => f.path);
+    expect(files).toEqual(['docs/a/b/c.md', 'feature.txt', 'index.html', 'package.json', 'src/main.ts']);
+    expect((await server.call('GET', `/api/v1/projects/${id}/files/index.html`)).body.content).toBe('<h1>v2</h1>\n');
+    const branches = (await server.call('GET', `/api/v1/projects/${id}/git/branches`)).body.branches;
+    expect(branches).toEqual([{ name: 'main', oid: upstream.head }]);
+
+    // The seeded project commits on top of the upstream history, and stock git agrees about all of it.
+    await server.call('POST', `/api/v1/projects/${id}/files/batch`, { files: [{ path: 'new.txt', content: 'new\n' }] });
+    const next = await server.call('POST', `/api/v1/projects/${id}/git/commit`, { message: 'After seed' });
+    expect(next.status).toBe(201);
+    const clone = join(work.path, 'clone-of-seed');
+    await gitAsyncOk(['clone', '-q', `${server.url.replace('http://', `http://git:${server.key}@`)}/git/${id}.git`, clone]);
+    git(['fsck', '--strict'], { cwd: clone });
+    expect(git(['log', '--format=%H', 'HEAD~1'], { cwd: clone }).trim().split('\n')).toEqual(upstreamLog('main'));
+  });
+
+  it('seeds from a branch and from an annotated tag (peeled to its commit)', async () => {
+    const branch = await seed(server, { url: `${backend.url}/site.git`, ref: 'feature' });
+    expect(branch.status).toBe(201);
+    expect(await apiLog(server, branch.body.project.id)).toEqual(upstreamLog('feature'));
+
+    const tag = await seed(server, { url: `${backend.url}/site.git`, ref: 'v1' });
+    expect(tag.status).toBe(201);
+    const log = await apiLog(server, tag.body.project.id);
+    expect(log[0]).toBe(upstream.second);
+    expect(log).toEqual(upstreamLog('v1^{commit}'));
+    const files = (await server.call('GET', `/api/v1/projects/${tag.body.project.id}/files`)).body.files.map((f: { path: string }) => f.path);
+    expect(files).toEqual(['docs/a/b/c.md', 'index.html', 'package.json', 'src/main.ts']);
+
+    const full = await seed(server, { url: `${backend.url}/site.git`, ref: 'refs/heads/feature' });
+    expect(full.status).toBe(201);
+    expect((await apiLog(server, full.body.project.id))[0]).toBe(upstream.feature);
+  });
+
+  it('falls back to protocol v0 when the server does not answer v2', async () => {
+    const before = v0Backend.log.length;
+    const created = await seed(server, { url: `${v0Backend.url}/site.git`, ref: 'v1' });
+    expect(created.status).toBe(201);
+    expect(v0Backend.log.slice(before).filter((line) => line.startsWith('POST')).length).toBe(1);
+    expect(await apiLog(server, created.body.project.id)).toEqual(upstreamLog('v1^{commit}'));
+    // A host name (not a literal) goes through the resolver and the pinned connection.
+    const head = await seed(server, { url: `${v0Backend.url.replace('127.0.0.1', 'localhost')}/site.git` });
+    expect(head.status).toBe(201);
+    expect(await apiLog(server, head.body.project.id)).toEqual(upstreamLog('main'));
+  });
+
+  it('signs in with a token (as the Basic password), and refuses missing or wrong ones', async () => {
+    const count = await projectCount(server);
+    const missing = await seed(server, { url: `${authBackend.url}/site.git` });
+    expect(missing.status).toBe(400);
+    expect(missing.body.error.code).toBe('invalid_request');
+    expect(missing.body.error.message).toMatch(/requires authentication/);
+    const wrong = await seed(server, { url: `${authBackend.url}/site.git`, token: 'not-it' });
+    expect(wrong.status).toBe(400);
+    expect(wrong.body.error.message).toMatch(/refused the credentials/);
+    expect(JSON.stringify(wrong.body)).not.toContain('not-it');
+    expect(await projectCount(server)).toBe(count);
+
+    const good = await seed(server, { url: `${authBackend.url}/site.git`, token: PASSWORD });
+    expect(good.status).toBe(201);
+    expect(await apiLog(server, good.body.project.id)).toEqual(upstreamLog('main'));
+    // Credentials written into the URL are used the same way.
+    const inUrl = await seed(server, { url: authBackend.url.replace('http://', `http://someone:${PASSWORD}@`) + '/site.git', ref: 'feature' });
+    expect(inUrl.status).toBe(201);
+    expect(JSON.stringify(inUrl.body)).not.toContain(PASSWORD);
+  });
+
+  it('answers 400 for an unknown ref, a missing repository, an unreachable host or a bad URL, and creates nothing', async () => {
+    const count = await projectCount(server);
+    const badRef = await seed(server, { url: `${backend.url}/site.git`, ref: 'no-such-branch' });
+    expect(badRef.status).toBe(400);
+    expect(badRef.body.error.message).toMatch(/no branch or tag named "no-such-branch"/);
+    expect(badRef.body.error.details.issues[0].path).toBe('source.ref');
+
+    const missing = await seed(server, { url: `${backend.url}/nothing-here.git` });
+    expect(missing.status).toBe(400);
+    expect(missing.body.error.message).toMatch(/No git repository was found/);
+
+    const closed = await startGitHttpBackend(root);
+    await closed.close();
+    const unreachable = await seed(server, { url: `${closed.url}/site.git` });
+    expect(unreachable.status).toBe(400);
+    expect(unreachable.body.error.message).toMatch(/could not be reached/);
+
+    for (const url of ['ftp://example.com/site.git', 'not a url', 'http://example.com/site.git?x=1', 'file:///etc/passwd']) {
+      const bad = await seed(server, { url });
+      expect(bad.status, url).toBe(400);
+      expect(bad.body.error.code).toBe('invalid_request');
+    }
+    expect(await projectCount(server)).toBe(count);
+  });
+
+  it('refuses loopback, private and link-local hosts unless TREEHOUSE_ALLOW_PRIVATE_GIT_HOSTS is set', async () => {
+    const port = new URL(backend.url).port;
+    const requests = backend.log.length;
+    for (const host of ['127.0.0.1', 'localhost', '[::1]', '[::ffff:127.0.0.1]', '10.1.2.3', '192.168.0.1', '172.16.5.4', '169.254.169.254', '[fe80::1]', '[fd00::1]', '0.0.0.0', '2130706433']) {
+      const refused = await seed(strictServer, { url: `http://${host}:${port}/site.git` });
+      expect(refused.status, host).toBe(400);
+      expect(refused.body.error.message, host).toMatch(/private, loopback or link-local/);
+    }
+    const linked = await strictServer.call('POST', '/api/v1/projects', { title: 'Linked', git_remote: { url: `${backend.url}/site.git` } });
+    expect(linked.status).toBe(400);
+    expect(linked.body.error.details.issues[0].path).toBe('git_remote.url');
+    expect(await projectCount(strictServer)).toBe(0);
+    // Refused before any connection was made.
+    expect(backend.log.length).toBe(requests);
+  });
+});

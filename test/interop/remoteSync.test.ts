@@ -1,0 +1,239 @@
+/**
+ * Linked repositories against git's own `git http-backend`: every branch change is pushed to the
+ * same-named upstream branch from a durable queue; a diverged upstream is never forced; the queue
+ * survives a restart; credentials are used and never shown.
+ */
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { git, gitAsyncOk, initBareRepo, scratchDir } from '../support/git.js';
+import { startGitHttpBackend, type GitHttpBackend } from '../support/httpBackend.js';
+import { startTestServer, type TestServer } from '../support/server.js';
+
+const ALLOW = { TREEHOUSE_ALLOW_PRIVATE_GIT_HOSTS: '1' };
+const PASSWORD = 'linked-repo-token';
+const work = scratchDir('treehouse-sync-');
+const root = join(work.path, 'repos');
+let backend: GitHttpBackend;
+let authBackend: GitHttpBackend;
+let server: TestServer;
+let repoCount = 0;
+
+beforeAll(async () => {
+  backend = await startGitHttpBackend(root);
+  authBackend = await startGitHttpBackend(root, { password: PASSWORD });
+  server = await startTestServer({ env: ALLOW });
+});
+
+afterAll(async () => {
+  await Promise.all([server?.close(), backend?.close(), authBackend?.close()]);
+  work.remove();
+});
+
+/** A new empty bare repository under the backends' root; returns its name. */
+function newUpstream(): string {
+  const name = `up-${++repoCount}.git`;
+  initBareRepo(join(root, name));
+  return name;
+}
+
+const upstreamRef = (name: string, ref: string) => {
+  try {
+    return git(['rev-parse', '--verify', '-q', ref], { cwd: join(root, name) }).trim();
+  } catch {
+    return null;
+  }
+};
+
+async function writeAndCommit(target: TestServer, id: string, files: Record<string, string>, branch = 'main'): Promise<string> {
+  const written = await target.call('POST', `/api/v1/projects/${id}/files/batch`, { branch, files: Object.entries(files).map(([path, content]) => ({ path, content })) });
+  expect(written.status).toBe(200);
+  const committed = await target.call('POST', `/api/v1/projects/${id}/git/commit`, { branch });
+  expect(committed.status).toBe(201);
+  return committed.body.commit.oid;
+}
+
+/** Polls the remote's sync status until `done` holds (bounded), and returns the last answer. */
+async function waitForSync(target: TestServer, id: string, done: (sync: any) => boolean, timeoutMs = 15_000): Promise<any> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const response = await target.call('GET', `/api/v1/projects/${id}/git/remote`);
+    expect(response.status).toBe(200);
+    if (done(response.body.remote.sync)) return response.body.remote;
+    if (Date.now() > deadline) throw new Error(`sync did not settle: ${JSON.stringify(response.body.remote.sync)}`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
+const syncedAt = (oid: string) => (sync: any) => sync.status === 'synced' && sync.oid === oid;
+
+async function mainHead(target: TestServer, id: string): Promise<string> {
+  const branches = (await target.call('GET', `/api/v1/projects/${id}/git/branches`)).body.branches;
+  return branches.find((b: { name: string }) => b.name === 'main').oid;
+}
+
+describe('linked repositories', () => {
+  it('links at creation and pushes every commit, restore and new branch to the same-named upstream branch', async () => {
+    const name = newUpstream();
+    const created = await server.call('POST', '/api/v1/projects', {
+      title: 'Linked',
+      source: { kind: 'files', files: [{ path: 'index.html', content: '<h1>hi</h1>\n' }] },
+      git_remote: { url: `${backend.url}/${name}` },
+    });
+    expect(created.status).toBe(201);
+    const id = created.body.project.id;
+    expect(created.body.project.git_remote).toMatchObject({ url: `${backend.url}/${name}`, sync: { status: 'pending' } });
+    const first = await mainHead(server, id);
+    const remote = await waitForSync(server, id, syncedAt(first));
+    expect(remote.sync.error).toBeNull();
+    expect(upstreamRef(name, 'refs/heads/main')).toBe(first);
+    expect((await server.call('GET', `/api/v1/projects/${id}`)).body.project.git_remote).toEqual(remote);
+
+    const second = await writeAndCommit(server, id, { 'about.html': 'about\n' });
+    await waitForSync(server, id, syncedAt(second));
+    expect(upstreamRef(name, 'refs/heads/main')).toBe(second);
+    git(['fsck', '--strict'], { cwd: join(root, name) });
+
+    const restored = await server.call('POST', `/api/v1/projects/${id}/git/restore`, { oid: first });
+    expect(restored.status).toBe(201);
+    await waitForSync(server, id, syncedAt(restored.body.commit.oid));
+    expect(upstreamRef(name, 'refs/heads/main')).toBe(restored.body.commit.oid);
+
+    expect((await server.call('POST', `/api/v1/projects/${id}/git/branches`, { name: 'feature/x' })).status).toBe(201);
+    const onBranch = await writeAndCommit(server, id, { 'x.txt': 'x\n' }, 'feature/x');
+    await waitForSync(server, id, syncedAt(onBranch));
+    expect(upstreamRef(name, 'refs/heads/feature/x')).toBe(onBranch);
+    expect(git(['log', '--format=%H', 'feature/x'], { cwd: join(root, name) }).trim().split('\n')).toEqual(
+      (await server.call('GET', `/api/v1/projects/${id}/git/log?branch=feature/x`)).body.commits.map((c: { oid: string }) => c.oid),
+    );
+  });
+
+  it('pushes what stock git pushed to the project, and links with PUT using a token that is never shown', async () => {
+    const name = newUpstream();
+    const created = await server.call('POST', '/api/v1/projects', { title: 'Put link', source: { kind: 'files', files: [{ path: 'a.txt', content: 'a\n' }] } });
+    const id = created.body.project.id;
+    expect(created.body.project.git_remote).toBeNull();
+    expect((await server.call('GET', `/api/v1/projects/${id}/git/remote`)).status).toBe(404);
+
+    const missingToken = await server.call('PUT', `/api/v1/projects/${id}/git/remote`, { url: `${authBackend.url}/${name}` });
+    expect(missingToken.status).toBe(200);
+    const refused = await waitForSync(server, id, (sync) => sync.status === 'error');
+    expect(refused.sync.error).toMatch(/requires authentication/);
+
+    const linked = await server.call('PUT', `/api/v1/projects/${id}/git/remote`, { url: `${authBackend.url}/${name}`, username: 'bot', token: PASSWORD });
+    expect(linked.status).toBe(200);
+    expect(linked.body.remote).toMatchObject({ url: `${authBackend.url}/${name}`, sync: { status: 'pending' } });
+    expect(Object.keys(linked.body.remote).sort()).toEqual(['linked_at', 'sync', 'url']);
+    await waitForSync(server, id, syncedAt(await mainHead(server, id)));
+    const stored = server.th.store.read((tx) => tx.getRecord<{ git_remote: { username: string; token_sealed: string } }>(`project/${id}`))!;
+    expect(stored.git_remote.username).toBe('bot');
+    expect(stored.git_remote.token_sealed).not.toContain(PASSWORD);
+    expect(server.th.projects.unsealToken(stored.git_remote.token_sealed)).toBe(PASSWORD);
+
+    // Some API history first, then several commits in one push (git packs them newest first).
+    await writeAndCommit(server, id, { 'b.txt': 'b\n' });
+    await waitForSync(server, id, syncedAt(await writeAndCommit(server, id, { 'c.txt': 'c\n' })));
+    const clone = join(work.path, `clone-${id}`);
+    await gitAsyncOk(['clone', '-q', `${server.url.replace('http://', `http://git:${server.key}@`)}/git/${id}.git`, clone]);
+    for (const file of ['pushed-1.txt', 'pushed-2.txt', 'pushed-3.txt']) {
+      writeFileSync(join(clone, file), `${file}\n`);
+      git(['add', file], { cwd: clone });
+      git(['commit', '-q', '-m', `Add ${file}`], { cwd: clone });
+    }
+    await gitAsyncOk(['push', '-q', 'origin', 'main'], { cwd: clone });
+    const pushed = git(['rev-parse', 'HEAD'], { cwd: clone }).trim();
+    await waitForSync(server, id, syncedAt(pushed));
+    expect(upstreamRef(name, 'refs/heads/main')).toBe(pushed);
+
+    // Credentials in the URL move out of it; neither form is ever returned.
+    const inUrl = await server.call('PUT', `/api/v1/projects/${id}/git/remote`, { url: authBackend.url.replace('http://', `http://bot:${PASSWORD}@`) + `/${name}` });
+    expect(inUrl.status).toBe(200);
+    expect(inUrl.body.remote.url).toBe(`${authBackend.url}/${name}`);
+    await waitForSync(server, id, syncedAt(pushed));
+    for (const path of [`/api/v1/projects/${id}`, `/api/v1/projects/${id}/git/remote`]) {
+      expect(JSON.stringify((await server.call('GET', path)).body)).not.toContain(PASSWORD);
+    }
+
+    const sync = await server.call('POST', `/api/v1/projects/${id}/git/remote/sync`);
+    expect(sync.status).toBe(202);
+    expect(sync.body.remote.sync.status).toBe('pending');
+    await waitForSync(server, id, syncedAt(pushed));
+
+    const unlinked = await server.call('DELETE', `/api/v1/projects/${id}/git/remote`);
+    expect(unlinked.status).toBe(200);
+    expect(unlinked.body.remote.url).toBe(`${authBackend.url}/${name}`);
+    expect((await server.call('GET', `/api/v1/projects/${id}/git/remote`)).status).toBe(404);
+    expect((await server.call('POST', `/api/v1/projects/${id}/git/remote/sync`)).status).toBe(404);
+    expect((await server.call('GET', `/api/v1/projects/${id}`)).body.project.git_remote).toBeNull();
+  });
+
+  it('never force-pushes: an upstream that moved on is reported as diverged and left unchanged', async () => {
+    const name = newUpstream();
+    const created = await server.call('POST', '/api/v1/projects', {
+      title: 'Diverge',
+      source: { kind: 'files', files: [{ path: 'a.txt', content: 'a\n' }] },
+      git_remote: { url: `${backend.url}/${name}` },
+    });
+    const id = created.body.project.id;
+    await waitForSync(server, id, syncedAt(await mainHead(server, id)));
+
+    // Someone else pushes to the upstream directly.
+    const other = join(work.path, `other-${id}`);
+    git(['clone', '-q', join(root, name), other]);
+    writeFileSync(join(other, 'theirs.txt'), 'theirs\n');
+    git(['add', 'theirs.txt'], { cwd: other });
+    git(['commit', '-q', '-m', 'Upstream change'], { cwd: other });
+    git(['push', '-q', 'origin', 'main'], { cwd: other });
+    const theirs = git(['rev-parse', 'HEAD'], { cwd: other }).trim();
+
+    const ours = await writeAndCommit(server, id, { 'ours.txt': 'ours\n' });
+    const remote = await waitForSync(server, id, (sync) => sync.status === 'diverged');
+    expect(remote.sync.oid).toBe(ours);
+    expect(remote.sync.error).toContain(theirs);
+    expect(upstreamRef(name, 'refs/heads/main')).toBe(theirs);
+
+    // A forced sync request does not force either.
+    expect((await server.call('POST', `/api/v1/projects/${id}/git/remote/sync`)).status).toBe(202);
+    await waitForSync(server, id, (sync) => sync.status === 'diverged');
+    expect(upstreamRef(name, 'refs/heads/main')).toBe(theirs);
+  });
+
+  it('keeps queued pushes across a restart and completes them once the upstream is back', async () => {
+    const name = newUpstream();
+    const dataDir = scratchDir('treehouse-sync-data-');
+    const down = await startGitHttpBackend(root);
+    const port = Number(new URL(down.url).port);
+    let first: TestServer | undefined = await startTestServer({ env: ALLOW, dataDir: dataDir.path });
+    let second: TestServer | undefined;
+    let back: GitHttpBackend | undefined;
+    let upstreamDown = false;
+    try {
+      const created = await first.call('POST', '/api/v1/projects', {
+        title: 'Restart',
+        source: { kind: 'files', files: [{ path: 'a.txt', content: 'a\n' }] },
+        git_remote: { url: `${down.url}/${name}` },
+      });
+      const id = created.body.project.id;
+      await waitForSync(first, id, syncedAt(await mainHead(first, id)));
+
+      await down.close();
+      upstreamDown = true;
+      const queued = await writeAndCommit(first, id, { 'b.txt': 'b\n' });
+      const failing = await waitForSync(first, id, (sync) => sync.status === 'pending' && sync.oid === queued && sync.error !== null);
+      expect(failing.sync.error).toMatch(/could not be reached/);
+      await first.close();
+      first = undefined;
+
+      back = await startGitHttpBackend(root, { port });
+      second = await startTestServer({ env: ALLOW, dataDir: dataDir.path });
+      await waitForSync(second, id, syncedAt(queued));
+      expect(upstreamRef(name, 'refs/heads/main')).toBe(queued);
+    } finally {
+      await first?.close();
+      if (!upstreamDown) await down.close();
+      await second?.close();
+      await back?.close();
+      dataDir.remove();
+    }
+  });
+});
