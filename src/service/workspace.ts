@@ -11,6 +11,7 @@ import { headSnapshot } from '../repo/headSnapshot.js';
 import { listBranches } from '../repo/listBranches.js';
 import { listFiles } from '../repo/listFiles.js';
 import { log } from '../repo/log.js';
+import { mergeBranches } from '../repo/mergeBranches.js';
 import { moveFile } from '../repo/moveFile.js';
 import { readFile } from '../repo/readFile.js';
 import { MAIN_BRANCH } from '../repo/repo.js';
@@ -87,6 +88,13 @@ export class Workspace {
     const record = this.projects.get(principal, id);
     const result = await restore(this.projects.repo(record), { ...input, people: peopleFor(principal) });
     if (result.created) await this.branchChanged(record, input.branch);
+    return result;
+  }
+
+  async merge(principal: Principal, id: string, input: { source: string; target: string; message?: string }) {
+    const record = this.projects.get(principal, id);
+    const result = await mergeBranches(this.projects.repo(record), { ...input, people: peopleFor(principal) });
+    if (result.created || result.fastForward) await this.branchChanged(record, input.target);
     return result;
   }
 

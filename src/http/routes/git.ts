@@ -54,6 +54,22 @@ export function gitRoutes(app: FastifyInstance, th: Treehouse): void {
     },
   );
 
+  defineRoute(
+    app,
+    {
+      method: 'POST',
+      url: '/api/v1/projects/:id/git/merge',
+      summary: 'Merge one branch into another',
+      params: projectIdParams,
+      body: z.strictObject({ source: z.string().min(1).max(255), target: branchField, message: z.string().min(1).max(100_000).optional() }),
+    },
+    async ({ params, body, principal, reply }) => {
+      const { created, ...merge } = await th.workspace.merge(principal, params.id, body);
+      reply.code(created ? 201 : 200);
+      return { merge };
+    },
+  );
+
   defineRoute(app, { method: 'GET', url: '/api/v1/projects/:id/git/branches', summary: 'List branches', params: projectIdParams }, ({ params, principal }) => ({
     branches: th.workspace.listBranches(principal, params.id),
   }));
