@@ -104,9 +104,14 @@ function decodeDirNode(stored: StoredDirNode): DirNode {
   };
 }
 
+/** errno values and LMDB codes that mean the disk (or the map) cannot take the write. */
+const STORAGE_FULL_CODES = new Set<number | string>([5 /* EIO: LMDB's pwrite on a full disk */, 28 /* ENOSPC */, -30792 /* MDB_MAP_FULL */, 'ENOSPC', 'EIO']);
+
 function isStorageFull(error: unknown): boolean {
+  const code = (error as { code?: number | string })?.code;
+  if (code !== undefined && STORAGE_FULL_CODES.has(code)) return true;
   const text = String((error as { message?: string })?.message ?? error);
-  return /MDB_MAP_FULL|ENOSPC|No space left|MDB_MAP_RESIZED/i.test(text);
+  return /MDB_MAP_FULL|ENOSPC|No space left|Input\/output error/i.test(text);
 }
 
 export class LmdbStore implements Store {
