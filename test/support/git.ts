@@ -3,23 +3,29 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
+/** A clean, deterministic environment for the git CLI: no user or system config, fixed identities, no prompts. */
+function gitEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
+  return {
+    PATH: process.env.PATH ?? '/usr/bin:/bin',
+    HOME: process.env.HOME ?? '/tmp',
+    GIT_CONFIG_NOSYSTEM: '1',
+    GIT_CONFIG_GLOBAL: '/dev/null',
+    GIT_TERMINAL_PROMPT: '0',
+    GIT_AUTHOR_NAME: 'Test Author',
+    GIT_AUTHOR_EMAIL: 'author@example.com',
+    GIT_COMMITTER_NAME: 'Test Committer',
+    GIT_COMMITTER_EMAIL: 'committer@example.com',
+    ...extra,
+  };
+}
+
 /** Runs the real git CLI with a clean, deterministic environment and returns stdout as bytes. */
 export function gitBytes(args: string[], options: { cwd?: string; input?: Uint8Array | string; env?: Record<string, string> } = {}): Buffer {
   return execFileSync('git', args, {
     cwd: options.cwd,
     input: options.input,
     maxBuffer: 1 << 30,
-    env: {
-      PATH: process.env.PATH ?? '/usr/bin:/bin',
-      HOME: process.env.HOME ?? '/tmp',
-      GIT_CONFIG_NOSYSTEM: '1',
-      GIT_CONFIG_GLOBAL: '/dev/null',
-      GIT_AUTHOR_NAME: 'Test Author',
-      GIT_AUTHOR_EMAIL: 'author@example.com',
-      GIT_COMMITTER_NAME: 'Test Committer',
-      GIT_COMMITTER_EMAIL: 'committer@example.com',
-      ...options.env,
-    },
+    env: gitEnv(options.env),
     stdio: ['pipe', 'pipe', 'pipe'],
   });
 }
@@ -53,18 +59,7 @@ export function gitAsync(
       {
         cwd: options.cwd,
         maxBuffer: 1 << 30,
-        env: {
-          PATH: process.env.PATH ?? '/usr/bin:/bin',
-          HOME: process.env.HOME ?? '/tmp',
-          GIT_CONFIG_NOSYSTEM: '1',
-          GIT_CONFIG_GLOBAL: '/dev/null',
-          GIT_TERMINAL_PROMPT: '0',
-          GIT_AUTHOR_NAME: 'Test Author',
-          GIT_AUTHOR_EMAIL: 'author@example.com',
-          GIT_COMMITTER_NAME: 'Test Committer',
-          GIT_COMMITTER_EMAIL: 'committer@example.com',
-          ...options.env,
-        },
+        env: gitEnv(options.env),
       },
       (error, stdout, stderr) => {
         const status = error ? ((error as { code?: number }).code ?? 1) : 0;
