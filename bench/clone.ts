@@ -19,7 +19,16 @@ import { freePort } from '../test/support/process.js';
 import { summarise, type Summary } from './measure.js';
 
 const BATCH_FILES = 10_000;
-const GIT_ENV = { ...process.env, GIT_CONFIG_NOSYSTEM: '1', GIT_CONFIG_GLOBAL: '/dev/null', GIT_TERMINAL_PROMPT: '0' };
+const GIT_ENV = {
+  ...process.env,
+  GIT_CONFIG_NOSYSTEM: '1',
+  GIT_CONFIG_GLOBAL: '/dev/null',
+  GIT_TERMINAL_PROMPT: '0',
+  // No detached auto-gc racing the clean-up of the work tree.
+  GIT_CONFIG_COUNT: '1',
+  GIT_CONFIG_KEY_0: 'gc.auto',
+  GIT_CONFIG_VALUE_0: '0',
+};
 
 export interface CloneResult {
   files: number;
@@ -78,7 +87,7 @@ function buildGit(dir: string, tree: SourceTree): string {
   run(['clone', '-q', '--bare', work, repo], dir);
   run(['repack', '-adq'], repo);
   writeFileSync(join(repo, 'packed'), '');
-  rmSync(work, { recursive: true, force: true });
+  rmSync(work, { recursive: true, force: true, maxRetries: 5 });
   return repo;
 }
 

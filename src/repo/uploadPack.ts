@@ -162,9 +162,9 @@ function* packStream(repo: Repo, plan: PackPlan, sidebandBytes: number, progress
 
 /** One pack entry: the cached zlib stream when there is one, else the body deflated now. */
 function packEntry(tx: ProjectReadTx, writer: PackWriter, oid: Oid): Buffer {
-  const deflated = tx.getDeflated(oid);
-  const type = deflated ? tx.getObjectType(oid) : undefined;
-  if (deflated && type) return writer.addDeflatedObject(type, tx.objectSize(oid)!, deflated).bytes;
+  const packed = tx.peekDeflated(oid);
+  // addDeflatedObject copies the bytes before the next read can reuse them.
+  if (packed) return writer.addDeflatedObject(packed.type, packed.inflatedBytes, packed.deflated).bytes;
   const object = tx.getObject(oid);
   if (!object) throw new Error(`object ${oidToHex(oid)} vanished while packing`);
   return writer.addDeflatedObject(object.type, object.body.length, deflateSync(object.body, { level: INLINE_DEFLATE_LEVEL })).bytes;

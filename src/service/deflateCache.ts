@@ -87,7 +87,7 @@ export class DeflateCache {
       this.store.read((tx) => {
         for (const item of batch) {
           const project = tx.project(item.project);
-          if (project.getDeflated(item.oid)) continue;
+          if (project.peekDeflated(item.oid)) continue;
           const object = project.getObject(item.oid);
           if (!object) continue;
           bodies.push(object.body);

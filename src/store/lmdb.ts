@@ -8,7 +8,7 @@
  * | refs      | project u32 BE + ref name (UTF-8)    | 20-byte id                                     |
  * | worktrees | project u32 BE + branch + NUL + dir  | msgpack DirNode                                |
  * | records   | string                               | msgpack (teams, keys, projects, counters)      |
- * | deflated  | project u32 BE + 20-byte id          | the object body as a zlib stream (a cache)     |
+ * | packed    | project u32 BE + 20-byte id          | type u8 + size u32 BE + body as a zlib stream  |
  *
  * Object bodies are stored raw: hashing them is the only work on the write path. Their deflated form
  * is filled in after the write, off the request path (src/service/deflateCache.ts), so a clone
@@ -22,6 +22,7 @@ import {
   RefChangedError,
   StorageFullError,
   type CommitInfo,
+  type DeflatedObject,
   type DirNode,
   type ProjectReadTx,
   type ProjectWriteTx,
@@ -46,6 +47,8 @@ const NUL = 0;
  */
 const WRITE_FLAGS = 0x1 | 0x2 | 0x10000;
 const VERSION_RECORD_PREFIX = 'project-version/';
+/** Type byte and inflated size (u32 BE) before the zlib stream in the packed cache. */
+const PACKED_HEADER_BYTES = 5;
 /**
  * Object values up to this size are assembled (type byte + body) in one reused buffer instead of a
  * fresh allocation per object: inside a write transaction lmdb-js copies the value into LMDB's page
@@ -144,7 +147,8 @@ export class LmdbStore implements Store {
     this.refs = this.env.openDB({ name: 'refs', keyEncoding: 'binary', encoding: 'binary' });
     this.worktrees = this.env.openDB({ name: 'worktrees', keyEncoding: 'binary', encoding: 'msgpack' });
     this.records = this.env.openDB({ name: 'records', encoding: 'msgpack' });
-    this.deflated = this.env.openDB({ name: 'deflated', keyEncoding: 'binary', encoding: 'binary' });
+    // A cache: type and size ride along, so a pack reads one small value and never the raw object.
+    this.deflated = this.env.openDB({ name: 'packed', keyEncoding: 'binary', encoding: 'binary' });
   }
 
   onObjectsStored(listener: (project: number, oids: Oid[]) => void): void {
@@ -333,15 +337,22 @@ class LmdbProjectTx implements ProjectWriteTx {
     return found;
   }
 
-  getDeflated(oid: Oid): Buffer | undefined {
-    // getBinary hands back a copy of its own, safe to keep.
-    return this.store.dbs.deflated.getBinary(this.objectKey(oid)) ?? undefined;
+  peekDeflated(oid: Oid): DeflatedObject | undefined {
+    const value = this.store.dbs.deflated.getBinaryFast(this.objectKey(oid));
+    if (!value) return undefined;
+    return { type: TYPE_NAMES[value[0]], inflatedBytes: value.readUInt32BE(1), deflated: value.subarray(PACKED_HEADER_BYTES) };
   }
 
   putDeflated(oid: Oid, deflated: Buffer): void {
     this.parent.assertWritable();
     const key = this.objectKey(oid);
-    if (this.store.dbs.objects.doesExist(key)) this.store.dbs.deflated.putSync(key, deflated);
+    const raw = this.store.dbs.objects.getBinaryFast(key);
+    if (!raw) return;
+    const value = Buffer.allocUnsafe(PACKED_HEADER_BYTES + deflated.length);
+    value[0] = raw[0];
+    value.writeUInt32BE(raw.length - 1, 1);
+    deflated.copy(value, PACKED_HEADER_BYTES);
+    this.store.dbs.deflated.putSync(key, value);
   }
 
   getCommitInfo(oid: Oid): CommitInfo | undefined {

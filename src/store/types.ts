@@ -20,6 +20,12 @@ export interface CommitInfo {
   generation: number;
 }
 
+export interface DeflatedObject {
+  type: ObjectType;
+  inflatedBytes: number;
+  deflated: Buffer;
+}
+
 export interface StoredObject {
   type: ObjectType;
   body: Buffer;
@@ -65,8 +71,11 @@ export interface ProjectReadTx {
   listDirNodes(branch: string): Array<{ dir: string; node: DirNode }>;
   /** +1 on every change to the project's files, refs or settings. */
   getVersion(): number;
-  /** The object's body as a zlib stream, when the deflate cache has it (pack-ready bytes). */
-  getDeflated(oid: Oid): Buffer | undefined;
+  /**
+   * The object as a pack-ready zlib stream with its type and inflated size, when the deflate cache
+   * has it. `deflated` may be a view into storage that the next read reuses: copy it before reading again.
+   */
+  peekDeflated(oid: Oid): DeflatedObject | undefined;
 }
 
 export interface ProjectWriteTx extends ProjectReadTx {
