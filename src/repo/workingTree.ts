@@ -2,17 +2,20 @@
  * A branch's working tree, read and changed inside one store transaction.
  *
  * The tree is a set of directory nodes (src/store/types.ts DirNode). A subdirectory nobody has
- * touched since it came from a commit is not stored as a node at all: its parent's entry carries
- * the tree id instead, so resetting a branch to a commit writes one node, whatever the tree's size.
- * A node is materialised the first time something below it changes. Each node caches its tree id;
- * a change clears the cache of the node and of every ancestor, so writeTree() hashes only the
- * directories on the paths that changed.
+ * touched since it came from a commit has no node: its parent's entry carries the tree id, so
+ * resetting a branch to a commit writes the root node alone, whatever the tree's size. A node is
+ * materialised the first time something below it changes; its parent's entry then says so, and nodes
+ * left behind by an earlier reset are ignored because no entry points at them.
+ *
+ * Every directory entry also caches its subdirectory's tree id; a change clears it on the path up to
+ * the root, so writeTree() hashes only the directories on changed paths and reads no other node.
+ * Locked paths are indexed in the root node, so lock checks never walk the tree.
  *
  * Nodes are cached in memory for the life of the object and written back by save(), so a batch of
  * thousands of files rewrites each directory once.
  */
-import { basename, dirname, joinPath } from '../git/path.js';
-import { decodeTree, encodeTree, MODE_TREE, type FileMode, type TreeEntry, type TreeMode } from '../git/tree.js';
+import { basename, dirname, isWithin, joinPath } from '../git/path.js';
+import { decodeTree, encodeTree, MODE_GITLINK, MODE_TREE, type FileMode, type TreeEntry, type TreeMode } from '../git/tree.js';
 import type { Oid } from '../git/oid.js';
 import type { ProjectReadTx, ProjectWriteTx, WorkingEntry } from '../store/types.js';
 
@@ -36,10 +39,15 @@ export type Lookup =
   /** A file stands where a directory of the path would be. */
   | { kind: 'blocked'; at: string };
 
+const byName = (a: WorkingEntry, b: WorkingEntry) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0);
+
 export class WorkingTree {
   private readonly nodes = new Map<string, LiveNode>();
   private readonly changed = new Set<string>();
   private readonly removed = new Set<string>();
+  /** Locked paths of the branch (kept in the root node); null until first needed. */
+  private locks: Set<string> | null = null;
+  private locksChanged = false;
 
   constructor(
     private readonly tx: ProjectReadTx,
@@ -53,12 +61,13 @@ export class WorkingTree {
 
   /** Replaces the whole working tree with `tree`, unlocked; save() writes it. */
   resetTo(tree: Oid): void {
-    for (const { dir } of this.tx.listDirNodes(this.branch)) this.removed.add(dir);
     this.nodes.clear();
     this.changed.clear();
+    this.removed.clear();
     this.nodes.set('', this.nodeFromTree(tree));
     this.changed.add('');
-    this.removed.delete('');
+    this.locks = new Set();
+    this.locksChanged = true;
   }
 
   lookup(path: string): Lookup {
@@ -75,7 +84,7 @@ export class WorkingTree {
       const last = i === components.length - 1;
       if (entry.mode !== MODE_TREE) return last ? { kind: 'file', entry } : { kind: 'blocked', at: here };
       if (last) return { kind: 'directory', entry };
-      entries = entry.oid ? this.nodeFromTree(entry.oid).entries : (this.node(here)?.entries ?? new Map());
+      entries = this.childEntries(here, entry);
       dir = here;
     }
     return { kind: 'missing' };
@@ -101,15 +110,18 @@ export class WorkingTree {
     const existing = node.entries.get(name);
     const mode = file.mode ?? (existing && existing.mode !== MODE_TREE ? existing.mode : '100644');
     node.entries.set(name, { name, mode, oid: file.oid, size: file.size, locked: file.locked });
+    this.noteLock(path, file.locked);
     this.invalidate(dir);
   }
 
-  /** Puts an entry back as it was (used by move, which keeps ids, modes and lazily stored subtrees). */
+  /** Puts an entry back as it was (used by move, which keeps ids, modes and whole subtrees). */
   setEntry(path: string, entry: WorkingEntry): void {
     const dir = dirname(path);
     const node = this.materialise(dir);
     const name = basename(path);
-    node.entries.set(name, { ...entry, name });
+    const moved: WorkingEntry = { name, mode: entry.mode, oid: entry.oid, size: entry.size, locked: entry.locked };
+    node.entries.set(name, moved);
+    if (entry.mode !== MODE_TREE) this.noteLock(path, entry.locked);
     this.invalidate(dir);
   }
 
@@ -118,6 +130,7 @@ export class WorkingTree {
     const found = this.lookup(path);
     if (found.kind === 'missing' || found.kind === 'blocked') return;
     if (found.kind === 'directory') this.forgetNodesUnder(path);
+    for (const locked of this.lockSet()) if (isWithin(locked, path)) this.noteLock(locked, false);
     let dir = dirname(path);
     let name = basename(path);
     for (;;) {
@@ -137,69 +150,85 @@ export class WorkingTree {
     if (found.kind !== 'file' || found.entry.locked === locked) return;
     const node = this.materialise(dirname(path));
     node.entries.set(basename(path), { ...found.entry, locked });
+    this.noteLock(path, locked);
     // Lock state is not part of git's tree, so the cached tree ids stay valid.
     this.changed.add(dirname(path));
   }
 
-  /** Locked files, found without materialising anything (locks live only in stored nodes). */
+  /** Locked files of the branch, sorted. */
   lockedPaths(): string[] {
-    const out: string[] = [];
-    const seen = new Set<string>();
-    const visit = (dir: string, node: LiveNode) => {
-      for (const entry of node.entries.values()) if (entry.locked) out.push(joinPath(dir, entry.name));
-    };
-    for (const [dir, node] of this.nodes) {
-      seen.add(dir);
-      visit(dir, node);
-    }
-    for (const { dir, node } of this.tx.listDirNodes(this.branch)) {
-      if (seen.has(dir) || this.removed.has(dir)) continue;
-      visit(dir, { tree: node.tree, entries: new Map(node.entries.map((e) => [e.name, e])) });
-    }
-    return out.sort();
+    return [...this.lockSet()].sort();
   }
 
   /** Hashes and stores every directory whose cached id was cleared; returns the root tree id. */
   writeTree(): Oid {
     const tx = this.writableTx();
-    const treeOf = (dir: string): Oid => {
-      const node = this.node(dir);
-      if (!node) throw new Error(`working tree node ${JSON.stringify(dir)} is missing`);
+    const treeOf = (dir: string, node: LiveNode): Oid => {
       if (node.tree) return node.tree;
       const entries: TreeEntry[] = [];
       for (const entry of node.entries.values()) {
-        const oid = entry.mode === MODE_TREE && entry.oid === null ? treeOf(joinPath(dir, entry.name)) : entry.oid;
-        entries.push({ name: entry.name, mode: entry.mode, oid: oid as Oid });
+        if (entry.oid === null) {
+          // Only a materialised directory with a change below it lacks an id.
+          const path = joinPath(dir, entry.name);
+          const child = this.node(path);
+          if (!child) throw new Error(`working tree node ${JSON.stringify(path)} is missing`);
+          entry.oid = treeOf(path, child);
+        }
+        entries.push({ name: entry.name, mode: entry.mode, oid: entry.oid });
       }
       node.tree = tx.putObject('tree', encodeTree(entries));
       this.changed.add(dir);
       return node.tree;
     };
-    return treeOf('');
+    const root = this.node('');
+    if (!root) throw new Error(`branch ${JSON.stringify(this.branch)} has no working tree`);
+    return treeOf('', root);
   }
 
   /** Writes back every node this object changed. */
   save(): void {
     const tx = this.writableTx();
     for (const dir of this.removed) if (!this.nodes.has(dir)) tx.deleteDirNode(this.branch, dir);
+    if (this.locksChanged) this.changed.add('');
     for (const dir of this.changed) {
       const node = this.nodes.get(dir);
       if (!node) continue;
-      const entries = [...node.entries.values()].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
-      tx.putDirNode(this.branch, dir, { tree: node.tree, entries });
+      const entries = [...node.entries.values()].sort(byName);
+      if (dir === '') tx.putDirNode(this.branch, dir, { tree: node.tree, entries, locks: this.lockedPaths() });
+      else tx.putDirNode(this.branch, dir, { tree: node.tree, entries });
     }
     this.removed.clear();
     this.changed.clear();
+    this.locksChanged = false;
   }
 
   private writableTx(): ProjectWriteTx {
     return this.tx as ProjectWriteTx;
   }
 
+  private lockSet(): Set<string> {
+    if (!this.locks) this.locks = new Set(this.tx.getDirNode(this.branch, '')?.locks ?? []);
+    return this.locks;
+  }
+
+  private noteLock(path: string, locked: boolean): void {
+    const locks = this.lockSet();
+    if (locks.has(path) === locked) return;
+    if (locked) locks.add(path);
+    else locks.delete(path);
+    this.locksChanged = true;
+  }
+
+  /** The node of a directory that has one: the root, or one its parent's entry says is materialised. */
   private node(dir: string): LiveNode | undefined {
     const cached = this.nodes.get(dir);
     if (cached) return cached;
     if (this.removed.has(dir)) return undefined;
+    if (dir !== '') {
+      const parent = this.node(dirname(dir));
+      const entry = parent?.entries.get(basename(dir));
+      if (!entry || entry.mode !== MODE_TREE || !entry.materialised) return undefined;
+    }
     const stored = this.tx.getDirNode(this.branch, dir);
     if (!stored) return undefined;
     const live: LiveNode = { tree: stored.tree, entries: new Map(stored.entries.map((e) => [e.name, e])) };
@@ -207,7 +236,12 @@ export class WorkingTree {
     return live;
   }
 
-  /** The node of `dir`, created or expanded from its lazily stored tree as needed. */
+  private childEntries(dir: string, entry: WorkingEntry): Map<string, WorkingEntry> {
+    if (entry.materialised) return this.node(dir)?.entries ?? new Map();
+    return entry.oid ? this.nodeFromTree(entry.oid).entries : new Map();
+  }
+
+  /** The node of `dir`, created or expanded from its tree as needed. */
   private materialise(dir: string): LiveNode {
     const existing = this.node(dir);
     if (existing) return existing;
@@ -215,16 +249,11 @@ export class WorkingTree {
     const parent = this.materialise(dirname(dir));
     const name = basename(dir);
     const entry = parent.entries.get(name);
-    let live: LiveNode;
-    if (entry && entry.mode === MODE_TREE && entry.oid) {
-      live = this.nodeFromTree(entry.oid);
-    } else {
-      if (entry && entry.mode !== MODE_TREE) throw new Error(`a file stands at ${JSON.stringify(dir)}`);
-      live = { tree: null, entries: new Map() };
-      this.invalidate(dirname(dir));
-    }
-    // The parent's entry now points at a node; its own cached id is still right.
-    parent.entries.set(name, { name, mode: MODE_TREE, oid: null, size: 0, locked: false });
+    if (entry && entry.mode !== MODE_TREE) throw new Error(`a file stands at ${JSON.stringify(dir)}`);
+    const live: LiveNode = entry?.oid ? this.nodeFromTree(entry.oid) : { tree: null, entries: new Map() };
+    // The subtree's id is unchanged by materialising it; a new directory has none yet.
+    parent.entries.set(name, { name, mode: MODE_TREE, oid: entry?.oid ?? null, size: 0, locked: false, materialised: true });
+    if (!entry) this.invalidate(dirname(dir));
     this.changed.add(dirname(dir));
     this.removed.delete(dir);
     this.nodes.set(dir, live);
@@ -235,7 +264,7 @@ export class WorkingTree {
   private nodeFromTree(tree: Oid): LiveNode {
     const entries = new Map<string, WorkingEntry>();
     for (const entry of this.readTree(tree)) {
-      const size = entry.mode === MODE_TREE || entry.mode === '160000' ? 0 : (this.tx.objectSize(entry.oid) ?? 0);
+      const size = entry.mode === MODE_TREE || entry.mode === MODE_GITLINK ? 0 : (this.tx.objectSize(entry.oid) ?? 0);
       entries.set(entry.name, { name: entry.name, mode: entry.mode, oid: entry.oid, size, locked: false });
     }
     return { tree, entries };
@@ -247,15 +276,21 @@ export class WorkingTree {
     return decodeTree(object.body);
   }
 
+  /** Clears the cached tree id of `dir` and of every ancestor, in the nodes and in their parents' entries. */
   private invalidate(dir: string): void {
-    let current: string | null = dir;
-    while (current !== null) {
+    let current = dir;
+    for (;;) {
       const node = this.node(current);
       if (node) {
         node.tree = null;
         this.changed.add(current);
       }
-      current = current === '' ? null : dirname(current);
+      if (current === '') return;
+      const parentDir = dirname(current);
+      const parent = this.node(parentDir);
+      const entry = parent?.entries.get(basename(current));
+      if (entry && entry.mode === MODE_TREE) entry.oid = null;
+      current = parentDir;
     }
   }
 
@@ -265,17 +300,15 @@ export class WorkingTree {
     this.removed.add(dir);
   }
 
+  /** Drops the cached nodes below a removed directory; stored ones are orphaned with its entry. */
   private forgetNodesUnder(dir: string): void {
     const prefix = `${dir}/`;
     for (const known of [...this.nodes.keys()]) if (known === dir || known.startsWith(prefix)) this.forgetNode(known);
-    for (const { dir: stored } of this.tx.listDirNodes(this.branch)) {
-      if (stored === dir || stored.startsWith(prefix)) this.forgetNode(stored);
-    }
   }
 
   private collect(dir: string, entry: WorkingEntry | null, out: WorkingFile[]): void {
-    if (entry && entry.oid) {
-      this.collectTree(dir, entry.oid, out);
+    if (entry && !entry.materialised) {
+      if (entry.oid) this.collectTree(dir, entry.oid, out);
       return;
     }
     const node = this.node(dir);
@@ -292,7 +325,7 @@ export class WorkingTree {
       const path = joinPath(dir, entry.name);
       if (entry.mode === MODE_TREE) this.collectTree(path, entry.oid, out);
       else {
-        const size = entry.mode === '160000' ? 0 : (this.tx.objectSize(entry.oid) ?? 0);
+        const size = entry.mode === MODE_GITLINK ? 0 : (this.tx.objectSize(entry.oid) ?? 0);
         out.push({ path, oid: entry.oid, mode: entry.mode, size, locked: false });
       }
     }

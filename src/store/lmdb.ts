@@ -82,11 +82,13 @@ function prefixEnd(prefix: Buffer): Buffer {
   throw new RangeError('prefix has no end');
 }
 
-/** Working-tree entries are stored as arrays: [name, mode, oid, size, locked]. */
-type StoredEntry = [string, string, Uint8Array | null, number, boolean];
+/** Working-tree entries are stored as arrays: [name, mode, oid, size, locked, materialised?]. */
+type StoredEntry = [string, string, Uint8Array | null, number, boolean, boolean?];
 interface StoredDirNode {
   t: Uint8Array | null;
   e: StoredEntry[];
+  /** Locked paths (root node only). */
+  l?: string[];
 }
 
 function toBuffer(bytes: Uint8Array | null): Buffer | null {
@@ -95,16 +97,25 @@ function toBuffer(bytes: Uint8Array | null): Buffer | null {
 }
 
 function encodeDirNode(node: DirNode): StoredDirNode {
-  return { t: node.tree, e: node.entries.map((e) => [e.name, e.mode, e.oid, e.size, e.locked]) };
+  const stored: StoredDirNode = {
+    t: node.tree,
+    e: node.entries.map((e): StoredEntry => (e.materialised ? [e.name, e.mode, e.oid, e.size, e.locked, true] : [e.name, e.mode, e.oid, e.size, e.locked])),
+  };
+  if (node.locks) stored.l = node.locks;
+  return stored;
 }
 
 function decodeDirNode(stored: StoredDirNode): DirNode {
-  return {
+  const node: DirNode = {
     tree: toBuffer(stored.t),
-    entries: stored.e.map(
-      ([name, mode, oid, size, locked]): WorkingEntry => ({ name, mode: mode as TreeMode, oid: toBuffer(oid), size, locked }),
-    ),
+    entries: stored.e.map(([name, mode, oid, size, locked, materialised]): WorkingEntry => {
+      const entry: WorkingEntry = { name, mode: mode as TreeMode, oid: toBuffer(oid), size, locked };
+      if (materialised) entry.materialised = true;
+      return entry;
+    }),
   };
+  if (stored.l) node.locks = stored.l;
+  return node;
 }
 
 /** errno values and LMDB codes that mean the disk (or the map) cannot take the write. */

@@ -33,8 +33,7 @@ export interface StoredObject {
 
 /**
  * One entry of a working-tree directory. For a file `oid` is its blob. For a directory `oid` is the
- * id of a tree that stands for the whole, unmodified subdirectory (no node of its own is stored);
- * `null` means the subdirectory has its own node (see DirNode).
+ * id of the tree the subdirectory holds now, or null when a change below it has not been hashed yet.
  */
 export interface WorkingEntry {
   name: string;
@@ -43,6 +42,11 @@ export interface WorkingEntry {
   /** Bytes of the blob; 0 for directories and gitlinks. */
   size: number;
   locked: boolean;
+  /**
+   * Directories only: the subdirectory has a node of its own (see DirNode). Without one it is
+   * exactly the tree `oid`, untouched since it came from a commit.
+   */
+  materialised?: boolean;
 }
 
 /** A materialised working-tree directory. `tree` caches its tree id; a write below it clears it. */
@@ -50,6 +54,8 @@ export interface DirNode {
   tree: Oid | null;
   /** Sorted by name (JavaScript string order); names are unique. */
   entries: WorkingEntry[];
+  /** Root node only: every locked path of the branch, sorted, so lock checks never walk the tree. */
+  locks?: string[];
 }
 
 export interface ProjectReadTx {
