@@ -180,14 +180,25 @@ export function importCommits(repoPath: string, commits: readonly ImportCommit[]
   return commitMarks.map((mark) => oidFromHex(marks.get(mark)!));
 }
 
-/** What `git merge-tree --write-tree --name-only` said about one merge; `failed` if git gave up. */
-export type GitMergeOutcome = { failed: false; clean: boolean; tree: string; conflictedPaths: string[] } | { failed: true; error: string };
+/** One of git's conflict or info messages: the paths it concerns, its type ("CONFLICT (contents)"), its text. */
+export interface GitMergeMessage {
+  paths: string[];
+  type: string;
+  text: string;
+}
+
+/** What `git merge-tree --write-tree --name-only --messages` said about one merge; `failed` if git gave up. */
+export type GitMergeOutcome =
+  | { failed: false; clean: boolean; tree: string; conflictedPaths: string[]; messages: GitMergeMessage[] }
+  | { failed: true; error: string };
 
 /**
- * Runs many merges with `git merge-tree --write-tree --stdin --name-only --no-messages`; each
- * answer is "<clean>\0<tree>\0<path>\0...\0" (git 2.39 builtin/merge-tree.c). git can abort on
- * a merge (an assertion in merge-ort), taking the whole batch with it; then the batch is split
- * until the merges git cannot do are alone, and those are reported as failed.
+ * Runs many merges with `git merge-tree --write-tree --stdin -z --name-only --messages`. Per
+ * merge git 2.39 prints "<clean>\0<tree>\0<path>\0...\0", then the messages as
+ * "<n>\0<path>\0...<type>\0<text>\n\0", then "\0" (builtin/merge-tree.c, merge-ort.c
+ * merge_display_update_messages()). git can abort on a merge (an assertion in merge-ort),
+ * taking the whole batch with it; then the batch is split until the merges git cannot do are
+ * alone, and those are reported as failed.
  */
 export function gitMergeTrees(repoPath: string, pairs: ReadonlyArray<readonly [Oid, Oid]>): GitMergeOutcome[] {
   try {
@@ -204,7 +215,7 @@ export function gitMergeTrees(repoPath: string, pairs: ReadonlyArray<readonly [O
 
 function runMergeTreeBatch(repoPath: string, pairs: ReadonlyArray<readonly [Oid, Oid]>): GitMergeOutcome[] {
   const input = pairs.map(([ours, theirs]) => `${oidToHex(ours)} ${oidToHex(theirs)}\n`).join('');
-  const out = gitBytes(['merge-tree', '--write-tree', '--stdin', '--name-only', '--no-messages'], { cwd: repoPath, input });
+  const out = gitBytes(['merge-tree', '--write-tree', '--stdin', '-z', '--name-only', '--messages'], { cwd: repoPath, input });
   const fields = out.toString('utf8').split('\0');
   const outcomes: GitMergeOutcome[] = [];
   let index = 0;
@@ -213,8 +224,18 @@ function runMergeTreeBatch(repoPath: string, pairs: ReadonlyArray<readonly [Oid,
     const tree = fields[index++];
     const conflictedPaths: string[] = [];
     while (fields[index] !== '') conflictedPaths.push(fields[index++]);
+    index++; // the empty field before the messages
+    const messages: GitMergeMessage[] = [];
+    while (fields[index] !== '') {
+      const count = Number(fields[index++]);
+      const paths = fields.slice(index, index + count);
+      index += count;
+      const type = fields[index++];
+      const text = fields[index++].replace(/\n$/, '');
+      messages.push({ paths, type, text });
+    }
     index++; // the empty field that ends this merge
-    outcomes.push({ failed: false, clean, tree, conflictedPaths });
+    outcomes.push({ failed: false, clean, tree, conflictedPaths, messages });
   }
   return outcomes;
 }

@@ -5,20 +5,26 @@
  * nothing reaches the caller's object store unless the merge is clean (see StagedObjects).
  *
  * The phases are merge-ort's:
- *   1. collect: walk the three trees together, resolving paths where the sides agree and
- *      descending only into directories that differ (work grows with the change, not the tree);
- *   2. renames: exact-rename detection per side, directory renames, then rename handling;
+ *   1. collect: walk the three trees together in git's order (traverse_trees()), resolving
+ *      paths where the sides agree and descending only into directories that differ, so work
+ *      grows with the change, not the tree. A directory only one side changed is deferred and
+ *      taken whole unless renames on that side matter (handle_deferred_entries());
+ *   2. renames: per side, git's rename detection (diffcore-rename: exact, then same basename
+ *      ≥75% similar, then ≥50% similar, with git's similarity estimate), directory renames
+ *      (merge.directoryRenames' default "conflict"), then rename handling (rename/delete,
+ *      rename/rename, rename/add ...);
  *   3. process: resolve every remaining path (content merges, modify/delete, file/directory
  *      conflicts ...) from the deepest path up, writing each directory's tree as it completes.
  *
- * Renames. merge-ort pairs a file deleted on one side with a file added on the same side when
- * they are at least 50% similar. We implement the exact part of that — same blob (and, for
- * symlinks and submodules, same mode), non-empty, each source used once, a source with the same
- * basename preferred — plus everything merge-ort builds on renames: rename/delete,
- * rename/rename, rename/add, and directory-rename detection with merge.directoryRenames'
- * default "conflict". Files renamed *and* edited on the same side are treated as a delete plus
- * an add; where git found a similar-but-not-identical rename, results can differ (see README of
- * the differential test in test/repo/merge/differential.test.ts).
+ * Ties git breaks by walk order or by the iteration order of its hash maps (two identical
+ * files, one of them renamed) are broken the same way: the walk is git's and the maps that
+ * decide are modelled on git's hashmap.c (GitStrMap).
+ *
+ * Where git 2.39 reports less than happened we report more, deliberately: a rename colliding
+ * with another path whose content merge failed is a conflict ('rename collision'; git only
+ * prints a message and may call the merge clean with conflict markers in the file), and the
+ * directory-rename problems git only prints ('directory rename split', 'implicit dir rename')
+ * are conflicts too.
  */
 import { EMPTY_BLOB_OID, EMPTY_TREE_OID, hashObject, oidToHex, type Oid } from '../../git/oid.js';
 import { decodeTree, encodeTree, type TreeEntry, type TreeMode } from '../../git/tree.js';

@@ -4,20 +4,23 @@
  * same tree id; a conflicted one the same set of conflicted paths.
  *
  * Histories come from fast-check with a fixed seed (reproducible; MERGE_SEED and MERGE_RUNS
- * override it). Each scenario is a base tree and per-side operations: adds, edits of
- * overlapping and disjoint line ranges (sometimes identical on both sides), deletes, moves of
- * files and of whole directories, mode changes, file↔directory swaps, binary files, files
- * without a final newline, CRLF files; a share of the histories are criss-cross (two or three
- * merge bases, with conflicts inside the virtual base).
+ * override it, MERGE_VERBOSE prints statistics, MERGE_KEEP keeps the repository). Each scenario
+ * is a base tree and per-side operations: adds (some reusing part of an existing file, to land
+ * near git's similarity thresholds), edits of overlapping and disjoint line ranges (sometimes
+ * identical on both sides), deletes, moves of files (a third of them edited too) and of whole
+ * directories, mode changes, file↔directory swaps, symlinks, binary files, files without a final
+ * newline, CRLF files. A share of the histories are criss-cross, with two or three merge bases
+ * and conflicts inside the virtual base.
  *
  * Speed: all commits go through one `git fast-import`, all merges through one
  * `git merge-tree --stdin`, and all objects come back through one `git cat-file --batch`.
  *
- * What the generator avoids, and why: git also pairs a deleted and an added file that are ≥50%
- * similar as a rename; the engine detects exact renames only. So a move here never changes the
- * file in the same history, and new content never resembles deleted content (every file has its
- * own line tokens; shared filler lines are few and short). Git's normalised conflict paths:
- * a file moved aside as "<path>~<branch>" is compared as <path>, which is what we report.
+ * Normalisation and the known differences, all deliberate:
+ *   - git moves a file out of a directory's way to "<path>~<branch>"; we report <path>;
+ *   - git 2.39 only prints some conflicts ("rename involved in collision", directory rename
+ *     problems) and may call such a merge clean; we report them as conflicts, and the test
+ *     accepts each such report only if git printed that conflict for that path;
+ *   - merges on which git itself aborts (assertions in merge-ort's process_renames) are skipped.
  */
 import fc from 'fast-check';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -387,20 +390,16 @@ function normaliseGitPath(path: string): string {
   return path.replace(/~[0-9a-f]{40}(?:_\d+)?$/, '');
 }
 
-const PATHLESS_REASONS = new Set(['directory rename split', 'implicit dir rename']);
-
-/** Does the file at `path` in `tree` contain a conflict marker line? */
-function hasConflictMarkers(objects: MemoryObjects, tree: Oid, path: string): boolean {
-  let current = tree;
-  const parts = path.split('/');
-  for (let i = 0; i < parts.length; i++) {
-    const entry = objects.readTree(current).find((e) => e.name === parts[i]);
-    if (!entry) return false;
-    if (i === parts.length - 1) return entry.mode !== '40000' && /^<{7,} /m.test(objects.readBlob(entry.oid).toString('latin1'));
-    current = entry.oid;
-  }
-  return false;
-}
+/**
+ * Conflicts git 2.39 announces only in a "CONFLICT (...)" message and does not record as a
+ * conflicted path (it may even call the merge clean); we report them as conflicts. Each such
+ * report must match git's message of that type naming the path.
+ */
+const MESSAGE_ONLY_REASONS = new Map([
+  ['rename collision', ['CONFLICT (rename involved in collision)']],
+  ['directory rename split', ['CONFLICT(directory rename unclear split)']],
+  ['implicit dir rename', ['CONFLICT (file in way of directory rename)', 'CONFLICT(directory rename collision)']],
+]);
 
 describe('mergeCommits against git merge-tree --write-tree', () => {
   const scratch = scratchDir('treehouse-merge-diff-');
@@ -428,7 +427,7 @@ describe('mergeCommits against git merge-tree --write-tree', () => {
 
     const failures: string[] = [];
     const gitFailed: string[] = [];
-    const gitCleanWithMarkers: string[] = [];
+    const messageOnly: string[] = [];
     let conflicted = 0;
     const reasons = new Map<string, number>();
     merges.forEach((merge, i) => {
@@ -446,9 +445,13 @@ describe('mergeCommits against git merge-tree --write-tree', () => {
         gitFailed.push(`${label}: ${git.error}`);
         return;
       }
-      if (git.clean && !ours.clean && ours.conflicts.every((c) => c.reason === 'rename collision' && hasConflictMarkers(objects, oidFromHex(git.tree), c.path))) {
-        // git 2.39 calls this merge clean although the file holds nested conflict markers.
-        gitCleanWithMarkers.push(label);
+      // Conflicts git only announces in a message, without a conflicted entry: we report them.
+      const announced = (c: { path: string; reason: string }) =>
+        MESSAGE_ONLY_REASONS.has(c.reason) &&
+        !git.conflictedPaths.map(normaliseGitPath).includes(c.path) &&
+        git.messages.some((m) => MESSAGE_ONLY_REASONS.get(c.reason)!.includes(m.type) && m.paths.includes(c.path));
+      if (git.clean && !ours.clean && ours.conflicts.every(announced)) {
+        messageOnly.push(`${label}: ${JSON.stringify(ours.conflicts)}`);
         return;
       }
       if (git.clean !== ours.clean) {
@@ -462,10 +465,7 @@ describe('mergeCommits against git merge-tree --write-tree', () => {
       conflicted++;
       for (const conflict of ours.conflicts) reasons.set(conflict.reason, (reasons.get(conflict.reason) ?? 0) + 1);
       const gitPaths = [...new Set(git.conflictedPaths.map(normaliseGitPath))].sort();
-      // A rename collision git leaves unlisted although its file holds conflict markers.
-      const unlistedByGit = (c: { path: string; reason: string }) =>
-        c.reason === 'rename collision' && !gitPaths.includes(c.path) && hasConflictMarkers(objects, oidFromHex(git.tree), c.path);
-      const ourPaths = [...new Set(ours.conflicts.filter((c) => !PATHLESS_REASONS.has(c.reason) && !unlistedByGit(c)).map((c) => c.path))].sort();
+      const ourPaths = [...new Set(ours.conflicts.filter((c) => !announced(c)).map((c) => c.path))].sort();
       if (gitPaths.join('\n') !== ourPaths.join('\n')) {
         failures.push(`${label}: conflicted paths git [${gitPaths.join(', ')}] ours ${JSON.stringify(ours.conflicts)}`);
       }
@@ -473,7 +473,7 @@ describe('mergeCommits against git merge-tree --write-tree', () => {
     if (process.env.MERGE_VERBOSE) {
       console.log(`merges ${merges.length}, conflicted ${conflicted}, reasons ${JSON.stringify(Object.fromEntries(reasons))}`);
       for (const failure of gitFailed) console.log(`git failed: ${failure}`);
-      for (const label of gitCleanWithMarkers) console.log(`git clean with conflict markers: ${label}`);
+      for (const label of messageOnly) console.log(`git clean, conflict only in a message: ${label}`);
     }
     expect(failures.slice(0, 10)).toEqual([]);
   });

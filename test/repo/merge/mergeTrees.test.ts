@@ -170,6 +170,24 @@ describe('mergeTrees: conflicts are results', () => {
     expect(result).toMatchObject({ clean: false, conflicts: [{ path: 'b/new', kind: 'file/directory', reason: 'file location' }] });
   });
 
+  it('distinct types: a file on one side and a symlink on the other', () => {
+    const { result } = merge({}, { p: 'file\n' }, { p: { content: 'target', mode: '120000' } });
+    expect(result).toMatchObject({ clean: false, conflicts: [{ path: 'p', kind: 'add/add', reason: 'distinct types' }] });
+  });
+
+  it('submodules: one side moving the commit merges, both moving it conflicts', () => {
+    const objects = new MemoryObjects();
+    const commitId = (tag: string) => objects.put('commit', Buffer.from(`tree ${oidToHex(EMPTY_TREE_OID)}\n\n${tag}\n`));
+    const tree = (commit: Oid) => objects.writeTree([{ name: 'sub', mode: '160000', oid: commit }]);
+    const [base, one, two] = [commitId('base'), commitId('one'), commitId('two')];
+    const moved = mergeTrees(objects, tree(base), tree(one), tree(base));
+    expect(moved.clean && objects.readTree(moved.tree)[0].oid.equals(one)).toBe(true);
+    expect(mergeTrees(objects, tree(base), tree(one), tree(two))).toMatchObject({
+      clean: false,
+      conflicts: [{ path: 'sub', kind: 'content', reason: 'submodule' }],
+    });
+  });
+
   it('lists every conflicted path once, sorted', () => {
     const conflicts = conflictsOf({ b: 'b\n', a: 'a\n' }, { b: 'B1\n', a: 'A1\n' }, { b: 'B2\n', a: 'A2\n' });
     expect(conflicts.map((c) => c.path)).toEqual(['a', 'b']);
