@@ -1,0 +1,125 @@
+/**
+ * Merge of two branches that each changed 100 different files of an N-file tree: Treehouse's
+ * mergeBranches (in-process, a real LmdbStore) against `git merge-tree --write-tree` on the same
+ * repository, in the same run. The repository git reads is the project exported object by object
+ * (exportToBareRepo) and packed, so both merge byte-identical commits; the test asserts equal trees.
+ *
+ *   npx tsx bench/merge.ts [--size=100000] [--pairs=7] [--conflicts=0]
+ *
+ * Each measured merge is a fresh pair of branches (a merge is a write: the target moves), so ours is
+ * timed once per pair including its durable commit; git's merge-tree writes nothing and is timed on
+ * every pair too.
+ */
+import { spawn, spawnSync } from 'node:child_process';
+import { mkdirSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { SourceTree } from '../fixtures/sourceTree.js';
+import { commit } from '../src/repo/commit.js';
+import { createBranch } from '../src/repo/createBranch.js';
+import { exportToBareRepo } from '../src/repo/exportToBareRepo.js';
+import { initProject } from '../src/repo/initProject.js';
+import { mergeBranches } from '../src/repo/mergeBranches.js';
+import { DEFAULT_REPO_LIMITS, type Repo } from '../src/repo/repo.js';
+import { showCommit } from '../src/repo/showCommit.js';
+import { writeFiles } from '../src/repo/writeFiles.js';
+import type { CommitAuthors } from '../src/repo/writeCommit.js';
+import { LmdbStore } from '../src/store/lmdb.js';
+import { summarise, type Summary } from './measure.js';
+
+const PEOPLE: CommitAuthors = { author: { name: 'Bench', email: 'bench@treehouse.invalid' }, committer: { name: 'Bench', email: 'bench@treehouse.invalid' } };
+const CHANGED_PER_SIDE = 100;
+const GIT_ENV = { ...process.env, GIT_CONFIG_NOSYSTEM: '1', GIT_CONFIG_GLOBAL: '/dev/null', GIT_CONFIG_COUNT: '1', GIT_CONFIG_KEY_0: 'gc.auto', GIT_CONFIG_VALUE_0: '0' };
+
+export interface MergeBenchResult {
+  files: number;
+  conflicts: number;
+  ours: Summary;
+  git: Summary;
+  treesEqual: boolean;
+}
+
+function argument(name: string, fallback: number): number {
+  const found = process.argv.find((arg) => arg.startsWith(`--${name}=`));
+  return found ? Number(found.split('=')[1]) : fallback;
+}
+
+function git(args: string[], cwd: string): string {
+  const result = spawnSync('git', args, { cwd, env: GIT_ENV, encoding: 'utf8', maxBuffer: 1 << 28 });
+  if (result.status !== 0 && !(args[0] === 'merge-tree' && result.status === 1)) throw new Error(`git ${args.join(' ')}: ${result.stderr}`);
+  return result.stdout;
+}
+
+/** `git merge-tree` timed as a process, like a caller would run it. */
+async function timeGitMergeTree(cwd: string, a: string, b: string): Promise<{ ms: number; tree: string }> {
+  const start = process.hrtime.bigint();
+  const child = spawn('git', ['merge-tree', '--write-tree', '--name-only', a, b], { cwd, env: GIT_ENV });
+  let out = '';
+  child.stdout.on('data', (chunk) => (out += chunk));
+  await new Promise((resolve) => child.on('close', resolve));
+  return { ms: Number(process.hrtime.bigint() - start) / 1e6, tree: out.split('\n')[0] };
+}
+
+export async function runMergeBench(files: number, pairs: number, conflicts: number, workRoot = join(import.meta.dirname, '.work')): Promise<MergeBenchResult> {
+  const dir = join(workRoot, `merge-${files}`);
+  rmSync(dir, { recursive: true, force: true });
+  mkdirSync(dir, { recursive: true });
+  const tree = new SourceTree({ files });
+  const store = new LmdbStore({ path: join(dir, 'store') });
+  const repo: Repo = { store, project: 1, limits: { ...DEFAULT_REPO_LIMITS, batchFilesMax: files } };
+  try {
+    await initProject(repo, { files: [], people: PEOPLE });
+    const all = tree.paths.map((path, index) => ({ path, content: tree.content(index).toString('utf8') }));
+    await writeFiles(repo, { branch: 'main', files: all });
+    await commit(repo, { branch: 'main', message: 'Import', people: PEOPLE });
+
+    // Each pair: two branches off main changing 100 files each, disjoint except for `conflicts` files.
+    const branchPairs: Array<[string, string]> = [];
+    for (let pair = 0; pair < pairs; pair++) {
+      const left = tree.changeFiles(CHANGED_PER_SIDE, 10 * pair + 1);
+      const taken = new Set(left.map((file) => file.path));
+      const right = tree.changeFiles(CHANGED_PER_SIDE * 3, 10 * pair + 2).filter((file) => !taken.has(file.path)).slice(0, CHANGED_PER_SIDE - conflicts);
+      // A conflict: both sides rewrite the same line region of the same file.
+      for (const file of left.slice(0, conflicts)) right.push({ path: file.path, content: Buffer.from(`${file.content.toString('utf8')}// other side\n`) });
+      const [a, b] = [`pair-${pair}-a`, `pair-${pair}-b`];
+      for (const [branch, changes] of [[a, left], [b, right]] as const) {
+        await createBranch(repo, { name: branch, from: 'main' });
+        await writeFiles(repo, { branch, files: changes.map((file) => ({ path: file.path, content: file.content.toString('utf8') })) });
+        await commit(repo, { branch, message: `${branch} changes`, people: PEOPLE });
+      }
+      branchPairs.push([a, b]);
+    }
+
+    const bare = join(dir, 'git.git');
+    git(['init', '-q', '--bare', bare], dir);
+    exportToBareRepo(repo, bare);
+    git(['repack', '-adq'], bare);
+    git(['prune-packed'], bare);
+
+    const oursTimes: number[] = [];
+    const gitTimes: number[] = [];
+    let treesEqual = true;
+    for (const [a, b] of branchPairs) {
+      const gitRun = await timeGitMergeTree(bare, a, b);
+      gitTimes.push(gitRun.ms);
+      const start = process.hrtime.bigint();
+      let merged: string | null = null;
+      try {
+        merged = (await mergeBranches(repo, { source: b, target: a, people: PEOPLE })).oid;
+      } catch (error) {
+        if ((error as { code?: string }).code !== 'merge_conflict') throw error;
+      }
+      oursTimes.push(Number(process.hrtime.bigint() - start) / 1e6);
+      const oursTree = merged ? showCommit(repo, { oid: merged, content: false }).tree_oid : null;
+      if (conflicts === 0 && oursTree !== gitRun.tree) treesEqual = false;
+    }
+    return { files, conflicts, ours: summarise(oursTimes), git: summarise(gitTimes), treesEqual };
+  } finally {
+    await store.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+if (process.argv[1] && import.meta.filename === process.argv[1]) {
+  const result = await runMergeBench(argument('size', 100_000), argument('pairs', 7), argument('conflicts', 0));
+  console.log(JSON.stringify(result, null, 2));
+}
