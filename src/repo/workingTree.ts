@@ -39,6 +39,12 @@ export type Lookup =
   /** A file stands where a directory of the path would be. */
   | { kind: 'blocked'; at: string };
 
+/**
+ * Size of a file whose node came from a tree: reading a blob's length means reading the blob, so it
+ * is left until a listing needs it (materialising a directory must not touch its files).
+ */
+const SIZE_UNKNOWN = -1;
+
 const byName = (a: WorkingEntry, b: WorkingEntry) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0);
 
 export class WorkingTree {
@@ -95,7 +101,7 @@ export class WorkingTree {
     const found = this.lookup(path);
     const out: WorkingFile[] = [];
     if (found.kind === 'file') {
-      out.push(toFile(path, found.entry));
+      out.push(this.toFile(path, found.entry));
     } else if (found.kind === 'directory') {
       this.collect(path, found.entry, out);
     }
@@ -261,10 +267,11 @@ export class WorkingTree {
     return live;
   }
 
+  /** A node from a tree; blob sizes stay unknown (SIZE_UNKNOWN) until a listing asks for them. */
   private nodeFromTree(tree: Oid): LiveNode {
     const entries = new Map<string, WorkingEntry>();
     for (const entry of this.readTree(tree)) {
-      const size = entry.mode === MODE_TREE || entry.mode === MODE_GITLINK ? 0 : (this.tx.objectSize(entry.oid) ?? 0);
+      const size = entry.mode === MODE_TREE || entry.mode === MODE_GITLINK ? 0 : SIZE_UNKNOWN;
       entries.set(entry.name, { name: entry.name, mode: entry.mode, oid: entry.oid, size, locked: false });
     }
     return { tree, entries };
@@ -316,8 +323,14 @@ export class WorkingTree {
     for (const child of node.entries.values()) {
       const path = joinPath(dir, child.name);
       if (child.mode === MODE_TREE) this.collect(path, child, out);
-      else out.push(toFile(path, child));
+      else out.push(this.toFile(path, child));
     }
+  }
+
+  private toFile(path: string, entry: WorkingEntry): WorkingFile {
+    const oid = entry.oid as Oid;
+    const size = entry.size === SIZE_UNKNOWN ? (this.tx.objectSize(oid) ?? 0) : entry.size;
+    return { path, oid, mode: entry.mode, size, locked: entry.locked };
   }
 
   private collectTree(dir: string, tree: Oid, out: WorkingFile[]): void {
@@ -332,6 +345,4 @@ export class WorkingTree {
   }
 }
 
-function toFile(path: string, entry: WorkingEntry): WorkingFile {
-  return { path, oid: entry.oid as Oid, mode: entry.mode, size: entry.size, locked: entry.locked };
-}
+

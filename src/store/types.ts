@@ -39,7 +39,7 @@ export interface WorkingEntry {
   name: string;
   mode: TreeMode;
   oid: Oid | null;
-  /** Bytes of the blob; 0 for directories and gitlinks. */
+  /** Bytes of the blob (-1: not read yet, see src/repo/workingTree.ts); 0 for directories and gitlinks. */
   size: number;
   locked: boolean;
   /**
