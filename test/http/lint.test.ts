@@ -231,5 +231,7 @@ describe('lint', () => {
     const { key } = await server.th.accounts.createKey('lint-other');
     expect((await server.call('POST', `/api/v1/projects/${id}/lint`, {}, { key })).status).toBe(404);
     expect((await server.call('POST', `/api/v1/projects/${id}/lint`, {}, { key: null })).status).toBe(401);
+    const doc = await server.call('GET', '/api/v1/openapi.json', undefined, { key: null });
+    expect(doc.body.paths['/api/v1/projects/{id}/lint'].post).toBeDefined();
   });
 });

@@ -1,8 +1,9 @@
 /**
- * Runs Prettier, either in this thread or on a pool of worker threads (one per core). Prettier is
- * synchronous JavaScript under an async API, so in the main thread a large lint would hold up every
- * other request; the pool keeps the event loop free and uses the other cores. bench/lint.ts measures
- * both (bench/RESULTS.md, "Lint"), and the pool is the default.
+ * Runs Prettier on a pool of worker threads, one per core (the default), or in this thread.
+ * bench/lint.ts measures pool sizes against the main thread (bench/RESULTS.md, "Lint benchmark").
+ * On the two-core machine measured, two workers, one worker and this thread were within the noise
+ * of a shared machine (each was fastest in some of six runs); the pool keeps the event loop free,
+ * where Prettier in this thread delays other requests by a file's formatting at a time.
  *
  * The worker is a few lines of plain JavaScript run with `eval`, so it needs no TypeScript loader
  * (the server runs under tsx, the tests under vitest); it imports Prettier by the URL this module
@@ -41,11 +42,26 @@ function outcomeOfError(error: PrettierError): FormatOutcome {
   return { kind: 'options', message };
 }
 
-/** Prettier in this thread. */
+/**
+ * Prettier in this thread, one file per turn of the event loop: formats wait in a queue and each
+ * starts from setImmediate, so I/O (other requests) runs between any two files and a lint holds the
+ * loop for one file's formatting at a time, not for a burst of them.
+ */
 export class InlineFormatter implements Formatter {
   private prettier: Promise<typeof import('prettier')> | undefined;
+  private tail: Promise<unknown> = Promise.resolve();
 
-  async format(source: string, options: PrettierOptions & { parser: string; filepath: string }): Promise<FormatOutcome> {
+  format(source: string, options: PrettierOptions & { parser: string; filepath: string }): Promise<FormatOutcome> {
+    const turn = this.tail.then(() => new Promise<void>((resolve) => setImmediate(resolve))).then(() => this.formatNow(source, options));
+    this.tail = turn;
+    return turn;
+  }
+
+  async close(): Promise<void> {
+    await this.tail;
+  }
+
+  private async formatNow(source: string, options: PrettierOptions & { parser: string; filepath: string }): Promise<FormatOutcome> {
     this.prettier ??= import('prettier');
     const prettier = await this.prettier;
     try {
@@ -54,8 +70,6 @@ export class InlineFormatter implements Formatter {
       return outcomeOfError(error as PrettierError);
     }
   }
-
-  async close(): Promise<void> {}
 }
 
 const WORKER_SOURCE = `
@@ -162,6 +176,7 @@ function prettierUrl(): string {
   return pathToFileURL(createRequire(import.meta.url).resolve('prettier')).href;
 }
 
+/** One worker per core. */
 export function defaultPoolSize(): number {
   return Math.max(1, availableParallelism());
 }
