@@ -9,7 +9,6 @@
  * | worktrees | project u32 BE + branch + NUL + dir  | msgpack DirNode                                |
  * | records   | string                               | msgpack (teams, keys, projects, counters)      |
  * | packed    | project u32 BE + 20-byte id          | type u8 + size u32 BE + body as a zlib stream  |
- * | sizes     | project u32 BE + 20-byte id          | body size u32 BE (so a listing reads no blob)  |
  *
  * Object bodies are stored raw: hashing them is the only work on the write path. Their deflated form
  * is filled in after the write, off the request path (src/service/deflateCache.ts), so a clone
@@ -137,7 +136,6 @@ export class LmdbStore implements Store {
   private readonly worktrees: Database<StoredDirNode, Buffer>;
   private readonly records: Database<unknown, string>;
   private readonly deflated: Database<Buffer, Buffer>;
-  private readonly sizes: Database<Buffer, Buffer>;
   private readonly objectListeners: Array<(project: number, oids: Oid[]) => void> = [];
   /** Objects stored by the write transaction under way, per project, announced after it commits. */
   private storedInTransaction: Map<number, Oid[]> | null = null;
@@ -150,7 +148,7 @@ export class LmdbStore implements Store {
       path: options.path,
       // lmdb-js takes a path with an extension ("treehouse.d") for a single file unless told otherwise.
       noSubdir: false,
-      maxDbs: 16,
+      maxDbs: 8,
       mapSize: options.mapSizeBytes ?? 2 * 1024 ** 3,
       // Durability: see WRITE_FLAGS.
       overlappingSync: true,
@@ -162,7 +160,6 @@ export class LmdbStore implements Store {
     this.records = this.env.openDB({ name: 'records', encoding: 'msgpack' });
     // A cache: type and size ride along, so a pack reads one small value and never the raw object.
     this.deflated = this.env.openDB({ name: 'packed', keyEncoding: 'binary', encoding: 'binary' });
-    this.sizes = this.env.openDB({ name: 'sizes', keyEncoding: 'binary', encoding: 'binary' });
   }
 
   onObjectsStored(listener: (project: number, oids: Oid[]) => void): void {
@@ -237,7 +234,7 @@ export class LmdbStore implements Store {
 
   /** @internal the databases, for the transaction objects below. */
   get dbs() {
-    return { objects: this.objects, commits: this.commits, refs: this.refs, worktrees: this.worktrees, records: this.records, deflated: this.deflated, sizes: this.sizes };
+    return { objects: this.objects, commits: this.commits, refs: this.refs, worktrees: this.worktrees, records: this.records, deflated: this.deflated };
   }
 }
 
@@ -280,8 +277,8 @@ class LmdbTx implements StoreWriteTx {
   dropProject(project: number): void {
     this.assertWritable();
     const prefix = projectPrefix(project);
-    const { objects, commits, refs, worktrees, deflated, sizes } = this.store.dbs;
-    for (const db of [objects, commits, refs, worktrees, deflated, sizes] as Array<Database<unknown, Buffer>>) {
+    const { objects, commits, refs, worktrees, deflated } = this.store.dbs;
+    for (const db of [objects, commits, refs, worktrees, deflated] as Array<Database<unknown, Buffer>>) {
       for (const key of db.getKeys({ start: prefix, end: prefixEnd(prefix) })) db.removeSync(key);
     }
     this.store.dbs.records.removeSync(VERSION_RECORD_PREFIX + project);
@@ -334,10 +331,7 @@ class LmdbProjectTx implements ProjectWriteTx {
   }
 
   objectSize(oid: Oid): number | undefined {
-    const key = this.objectKey(oid);
-    const size = this.store.dbs.sizes.getBinaryFast(key);
-    if (size) return size.readUInt32BE(0);
-    const value = this.store.dbs.objects.getBinaryFast(key);
+    const value = this.store.dbs.objects.getBinaryFast(this.objectKey(oid));
     return value ? value.length - 1 : undefined;
   }
 
@@ -423,9 +417,6 @@ class LmdbProjectTx implements ProjectWriteTx {
     const { objects, commits } = this.store.dbs;
     if (objects.doesExist(key)) return;
     objects.putSync(key, this.store.objectValue(TYPE_CODES[type], body));
-    const size = Buffer.allocUnsafe(4);
-    size.writeUInt32BE(body.length, 0);
-    this.store.dbs.sizes.putSync(key, size);
     this.store.noteStored(this.project, oid);
     if (type === 'commit') {
       const parsed = commitInfoFromBody(body);
