@@ -3,20 +3,26 @@
  * against git's own `git http-backend` serving the same tree from a packed repository, in the same
  * run. Also the server's peak RSS (VmHWM of the server process) across the clones.
  *
- *   npx tsx bench/clone.ts [--size=100000] [--reps=3]
+ *   npx tsx bench/clone.ts [--size=100000] [--reps=3] [--isogit-cap-seconds=600] [--isogit-reps=1]
+ *     [--work=DIR] [--result=FILE]
  *
- * The stores are kept under bench/.work/clone-<N>/ and reused by later runs (they take a while to
- * build at 100,000 files); delete the directory to rebuild them.
+ * The stores are kept under <work>/clone-<N>/ (default bench/.work/) and reused by later runs (they
+ * take a while to build at 100,000 files); delete the directory to rebuild them. bench/run.ts runs
+ * this file as a child (--result) with a work directory of its own run.
+ *
+ * isomorphic-git (unless --isogit-cap-seconds=0) clones from the same git http-backend with its
+ * http/node client, in a capped child process (bench/isogit.ts), after the git clones.
  */
 import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { SourceTree, writeSourceTree } from '../fixtures/sourceTree.js';
+import { SourceTree } from '../fixtures/sourceTree.js';
 import { loadConfig } from '../src/service/config.js';
 import { openTreehouse } from '../src/service/treehouse.js';
 import { startGitHttpBackend } from '../test/support/httpBackend.js';
 import { freePort } from '../test/support/process.js';
-import { summarise, type Summary } from './measure.js';
+import { isogitClone } from './isogit.js';
+import { sampleMemory, statusBytes, summarise, type Measurement, type Summary } from './measure.js';
 
 const BATCH_FILES = 10_000;
 const GIT_ENV = {
@@ -38,10 +44,20 @@ export interface CloneResult {
   oursServerPeakAnonBytes: number;
   /** Peak file-backed resident memory (LMDB's mapped data file, reclaimable page cache). */
   oursServerPeakFileBytes: number;
-  /** VmHWM: the whole resident peak of the server process since it started. */
+  /** VmHWM during our clones (reset when they start): the whole resident peak, both kinds. */
   oursServerHwmBytes: number;
+  /** VmHWM of the server since it started (it also filled the deflate cache before the clones). */
+  oursServerLifetimeHwmBytes: number;
   packBytesOurs: number;
   packBytesGit: number;
+  /** isomorphic-git cloning from git http-backend, when asked for. */
+  isogit?: Measurement;
+}
+
+export interface CloneBenchOptions {
+  /** Cap per isomorphic-git clone; 0 or absent: not run. */
+  isogitCapSeconds?: number;
+  isogitReps?: number;
 }
 
 function argument(name: string, fallback: number): number {
@@ -70,25 +86,35 @@ async function buildOurs(dir: string, tree: SourceTree): Promise<{ key: string; 
   return built;
 }
 
+/**
+ * The upstream git serves: a bare repository with one commit of the whole tree, streamed to
+ * `git fast-import` (no work tree or index to write, which took longer than the clones at 100,000
+ * files), then packed with `git repack -ad` as a served repository would be.
+ */
 function buildGit(dir: string, tree: SourceTree): string {
   const repo = join(dir, 'upstream.git');
   if (existsSync(join(repo, 'packed'))) return repo;
   rmSync(dir, { recursive: true, force: true });
-  const work = join(dir, 'work');
-  mkdirSync(work, { recursive: true });
-  writeSourceTree(tree, work);
-  const run = (args: string[], cwd: string) => {
-    const result = spawnSync('git', args, { cwd, env: { ...GIT_ENV, GIT_AUTHOR_NAME: 'b', GIT_AUTHOR_EMAIL: 'b@x', GIT_COMMITTER_NAME: 'b', GIT_COMMITTER_EMAIL: 'b@x' }, stdio: 'ignore' });
-    if (result.status !== 0) throw new Error(`git ${args.join(' ')} failed`);
+  mkdirSync(dir, { recursive: true });
+  const run = (args: string[], cwd: string, input?: Buffer) => {
+    const result = spawnSync('git', args, { cwd, env: GIT_ENV, input, stdio: [input ? 'pipe' : 'ignore', 'ignore', 'pipe'], maxBuffer: 1 << 26 });
+    if (result.status !== 0) throw new Error(`git ${args.join(' ')} failed: ${result.stderr}`);
   };
-  run(['init', '-q', '-b', 'main'], work);
-  run(['add', '-A'], work);
-  run(['commit', '-q', '-m', 'Import'], work);
-  run(['clone', '-q', '--bare', work, repo], dir);
+  run(['init', '-q', '--bare', '--initial-branch=main', repo], dir);
+  run(['fast-import', '--quiet'], repo, importStream(tree));
   run(['repack', '-adq'], repo);
   writeFileSync(join(repo, 'packed'), '');
-  rmSync(work, { recursive: true, force: true, maxRetries: 5 });
   return repo;
+}
+
+/** One commit on main holding every file of `tree` (gitformat: git-fast-import(1) "commit", inline data). */
+function importStream(tree: SourceTree): Buffer {
+  const parts: Buffer[] = [Buffer.from('commit refs/heads/main\ncommitter b <b@x> 1700000000 +0000\ndata 7\nImport\n', 'utf8')];
+  for (let i = 0; i < tree.size; i++) {
+    const content = tree.content(i);
+    parts.push(Buffer.from(`M 100644 inline ${tree.paths[i]}\ndata ${content.length}\n`, 'utf8'), content, Buffer.from('\n', 'utf8'));
+  }
+  return Buffer.concat(parts);
 }
 
 /** Async, because git's backend runs in this process and must keep serving while git clones. */
@@ -105,34 +131,7 @@ async function timeClone(url: string, target: string): Promise<{ ms: number; pac
   return { ms, packBytes: Number(packs.stdout.trim()) };
 }
 
-function statusBytes(pid: number, field: string): number {
-  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
-  const match = new RegExp(`${field}:\\s+(\\d+) kB`).exec(status);
-  return match ? Number(match[1]) * 1024 : 0;
-}
-
-/**
- * Samples the server's resident memory while `work` runs. RssAnon is the process's own memory (heap,
- * buffers); RssFile is LMDB's memory-mapped data file, page cache the kernel can drop at any time.
- */
-async function sampleMemory<T>(pid: number, work: () => Promise<T>): Promise<{ result: T; anonBytes: number; fileBytes: number }> {
-  let anonBytes = 0;
-  let fileBytes = 0;
-  const sample = () => {
-    anonBytes = Math.max(anonBytes, statusBytes(pid, 'RssAnon'));
-    fileBytes = Math.max(fileBytes, statusBytes(pid, 'RssFile'));
-  };
-  const timer = setInterval(sample, 25);
-  try {
-    const result = await work();
-    sample();
-    return { result, anonBytes, fileBytes };
-  } finally {
-    clearInterval(timer);
-  }
-}
-
-export async function runCloneBench(files: number, reps: number, workRoot = join(import.meta.dirname, '.work')): Promise<CloneResult> {
+export async function runCloneBench(files: number, reps: number, workRoot = join(import.meta.dirname, '.work'), options: CloneBenchOptions = {}): Promise<CloneResult> {
   const tree = new SourceTree({ files });
   const base = join(workRoot, `clone-${files}`);
   const ours = await buildOurs(join(base, 'ours'), tree);
@@ -160,30 +159,43 @@ export async function runCloneBench(files: number, reps: number, workRoot = join
     let packBytesGit = 0;
     let anon = 0;
     let file = 0;
+    let hwm = 0;
+    const lifetimeHwmBeforeClones = statusBytes(server.pid!, 'VmHWM');
     for (let i = 0; i < reps; i++) {
       // Alternate, so load from other work on the machine falls on both sides alike.
-      const sampled = await sampleMemory(server.pid!, () => timeClone(oursUrl, join(base, 'clone-ours')));
-      const a = sampled.result;
-      anon = Math.max(anon, sampled.anonBytes);
-      file = Math.max(file, sampled.fileBytes);
+      // RssAnon is the server's own memory (heap, buffers); RssFile is LMDB's memory-mapped data
+      // file, page cache the kernel can drop at any time.
+      const sampler = sampleMemory(server.pid!);
+      const a = await timeClone(oursUrl, join(base, 'clone-ours'));
+      const peaks = sampler.stop();
+      anon = Math.max(anon, peaks.anonBytes);
+      file = Math.max(file, peaks.fileBytes);
+      hwm = Math.max(hwm, peaks.hwmBytes);
       oursTimes.push(a.ms);
       packBytesOurs = a.packBytes;
       const b = await timeClone(gitUrl, join(base, 'clone-git'));
       gitTimes.push(b.ms);
       packBytesGit = b.packBytes;
     }
-    return {
+    const result: CloneResult = {
       files,
       ours: summarise(oursTimes),
       git: summarise(gitTimes),
       oursServerPeakAnonBytes: anon,
       oursServerPeakFileBytes: file,
-      oursServerHwmBytes: statusBytes(server.pid!, 'VmHWM'),
+      oursServerHwmBytes: hwm,
+      oursServerLifetimeHwmBytes: Math.max(lifetimeHwmBeforeClones, hwm),
       packBytesOurs,
       packBytesGit,
     };
+    if (options.isogitCapSeconds) {
+      result.isogit = await isogitClone(files, gitUrl, join(base, 'clone-isogit'), options.isogitReps ?? 1, options.isogitCapSeconds);
+    }
+    return result;
   } finally {
+    const exited = new Promise((resolve) => server.once('exit', resolve));
     server.kill('SIGTERM');
+    await exited;
     await backend.close();
     rmSync(join(base, 'clone-ours'), { recursive: true, force: true });
     rmSync(join(base, 'clone-git'), { recursive: true, force: true });
@@ -193,6 +205,9 @@ export async function runCloneBench(files: number, reps: number, workRoot = join
 if (process.argv[1] && import.meta.filename === process.argv[1]) {
   const files = argument('size', 100_000);
   const reps = argument('reps', 3);
-  const result = await runCloneBench(files, reps);
-  console.log(JSON.stringify(result, null, 2));
+  const work = process.argv.find((arg) => arg.startsWith('--work='))?.slice('--work='.length);
+  const resultPath = process.argv.find((arg) => arg.startsWith('--result='))?.slice('--result='.length);
+  const result = await runCloneBench(files, reps, work, { isogitCapSeconds: argument('isogit-cap-seconds', 600), isogitReps: argument('isogit-reps', 1) });
+  if (resultPath) writeFileSync(resultPath, JSON.stringify(result));
+  else console.log(JSON.stringify(result, null, 2));
 }

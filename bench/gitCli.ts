@@ -8,11 +8,15 @@
  * Peak RSS comes from /usr/bin/time -f %M, in one extra run after the timed ones, so the timed runs
  * pay nothing for it; for the import the timed run itself is wrapped, since /usr/bin/time's
  * millisecond is lost in seconds.
+ *
+ * Every timed run has a cap (setGitCapSeconds, default 10 minutes): a command still running when its
+ * run's time is up is killed, and the scenario is reported as "cap reached" with the runs it finished.
  */
 import { spawnSync } from 'node:child_process';
 import { existsSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
 import { SourceTree, writeFilesToDirectory, writeSourceTree } from '../fixtures/sourceTree.js';
-import { elapsedMs, settleDisk, summarise, type Measurement } from './measure.js';
+import { elapsedMs, settleDisk, summarise, type CapReached, type Measurement } from './measure.js';
 import { LOG_LIMIT, ROUND_BASE } from './ours.js';
 
 const TIME_BINARY = '/usr/bin/time';
@@ -37,6 +41,40 @@ const GIT_ENV: NodeJS.ProcessEnv = {
   GIT_CONFIG_VALUE_1: 'false',
 };
 
+/** The longest one timed run may take; see beginRun. */
+let capMs = 600_000;
+/** When the run under way must end (process.hrtime.bigint() nanoseconds), or null outside a timed run. */
+let runDeadlineNs: bigint | null = null;
+
+export function setGitCapSeconds(seconds: number): void {
+  capMs = seconds * 1000;
+}
+
+/** Thrown when a timed run of git went past the cap; the command was killed. */
+export class GitCapReached extends Error {
+  constructor() {
+    super(`a git run went past the cap of ${capMs / 1000} s`);
+  }
+}
+
+/** Starts the clock of one timed run: the commands until endRun() share one cap. */
+function beginRun(): bigint {
+  const start = process.hrtime.bigint();
+  runDeadlineNs = start + BigInt(capMs) * 1_000_000n;
+  return start;
+}
+
+function endRun(start: bigint): number {
+  runDeadlineNs = null;
+  return elapsedMs(start);
+}
+
+/** What a scenario reports when a run hit the cap: the finished runs' times, if any. */
+function capped(samples: number[]): { timing: Measurement['timing']; capReached: CapReached } {
+  runDeadlineNs = null;
+  return { timing: samples.length > 0 ? summarise(samples) : null, capReached: { capSeconds: capMs / 1000, runsDone: samples.length } };
+}
+
 export function gitVersion(): string {
   return runGit(['--version'], process.cwd()).stdout.trim().replace(/^git version /, '');
 }
@@ -50,7 +88,9 @@ interface GitRun {
 function runGit(args: string[], cwd: string, options: { input?: string | Buffer; measureRss?: boolean } = {}): GitRun {
   const measure = options.measureRss === true && existsSync(TIME_BINARY);
   const [command, argv] = measure ? [TIME_BINARY, ['-f', '%M', 'git', ...args]] : ['git', args];
-  const result = spawnSync(command, argv, { cwd, env: GIT_ENV, input: options.input, maxBuffer: OUTPUT_BYTES_MAX, encoding: 'buffer' });
+  const timeoutMs = runDeadlineNs === null ? undefined : Math.max(1, Math.ceil(Number(runDeadlineNs - process.hrtime.bigint()) / 1e6));
+  const result = spawnSync(command, argv, { cwd, env: GIT_ENV, input: options.input, maxBuffer: OUTPUT_BYTES_MAX, encoding: 'buffer', timeout: timeoutMs, killSignal: 'SIGKILL' });
+  if ((result.error as NodeJS.ErrnoException | undefined)?.code === 'ETIMEDOUT') throw new GitCapReached();
   if (result.status !== 0) {
     throw new Error(`git ${args.join(' ')} failed (${result.status}): ${result.stderr.toString('utf8')}`);
   }
@@ -83,23 +123,27 @@ export interface GitScenarioOptions {
 export function gitImport({ tree, dir, reps }: GitScenarioOptions): Measurement {
   const samples: number[] = [];
   let peak = 0;
+  const method = 'files written to disk (untimed), then git init + git add -A + git commit -q';
   for (let rep = 0; rep < reps; rep++) {
     rmSync(dir, { recursive: true, force: true });
     writeSourceTree(tree, dir);
     settleDisk();
-    const start = process.hrtime.bigint();
-    const rss = runGits([['init', '-q', '-b', 'main'], ['add', '-A'], ['commit', '-q', '-m', 'Import']], dir, true);
-    samples.push(elapsedMs(start));
-    peak = Math.max(peak, rss ?? 0);
+    const start = beginRun();
+    try {
+      const rss = runGits([['init', '-q', '-b', 'main'], ['add', '-A'], ['commit', '-q', '-m', 'Import']], dir, true);
+      peak = Math.max(peak, rss ?? 0);
+    } catch (error) {
+      if (!(error instanceof GitCapReached)) throw error;
+      // The later scenarios still need the repository: finish it without a clock (the killed
+      // command may have left its index lock behind).
+      runDeadlineNs = null;
+      rmSync(join(dir, '.git', 'index.lock'), { force: true });
+      runGits([['add', '-A'], ['commit', '-q', '-m', 'Import']], dir, false);
+      return { size: tree.size, scenario: 'import', side: 'git', ...capped(samples), method };
+    }
+    samples.push(endRun(start));
   }
-  return {
-    size: tree.size,
-    scenario: 'import',
-    side: 'git',
-    timing: summarise(samples),
-    peakRssBytes: peak || undefined,
-    method: 'files written to disk (untimed), then git init + git add -A + git commit -q',
-  };
+  return { size: tree.size, scenario: 'import', side: 'git', timing: summarise(samples), peakRssBytes: peak || undefined, method };
 }
 
 /** Edits `count` files on disk, then `git add -A` + `git commit -q`; the same rounds as ours. */
@@ -110,30 +154,38 @@ export function gitCommit({ tree, dir, reps }: GitScenarioOptions, count: number
     return runGits([['add', '-A'], ['commit', '-q', '-m', `Edit round ${round}`]], dir, measureRss);
   };
   const samples: number[] = [];
+  const base = { size: tree.size, scenario: count === 1 ? 'commit-1' : 'commit-100', side: 'git', method: `write ${count} file${count === 1 ? '' : 's'} + git add -A + git commit -q` } as const;
   settleDisk();
-  for (let rep = 0; rep < reps; rep++) {
-    const start = process.hrtime.bigint();
-    commitOnce(false);
-    samples.push(elapsedMs(start));
+  try {
+    for (let rep = 0; rep < reps; rep++) {
+      const start = beginRun();
+      commitOnce(false);
+      samples.push(endRun(start));
+    }
+  } catch (error) {
+    if (!(error instanceof GitCapReached)) throw error;
+    runDeadlineNs = null;
+    rmSync(join(dir, '.git', 'index.lock'), { force: true });
+    runGits([['add', '-A'], ['commit', '-q', '-m', `Edit round ${round}`]], dir, false);
+    return { ...base, ...capped(samples) };
   }
-  return {
-    size: tree.size,
-    scenario: count === 1 ? 'commit-1' : 'commit-100',
-    side: 'git',
-    timing: summarise(samples),
-    peakRssBytes: commitOnce(true),
-    method: `write ${count} file${count === 1 ? '' : 's'} + git add -A + git commit -q`,
-  };
+  return { ...base, timing: summarise(samples), peakRssBytes: commitOnce(true) };
 }
 
-function timeRepeated(reps: number, action: () => void): number[] {
+/** Times `action` `reps` times; stops at the first run that reaches the cap. */
+function timeRepeated(reps: number, action: () => void): { timing: Measurement['timing']; capReached?: CapReached } {
   const samples: number[] = [];
-  for (let rep = 0; rep < reps; rep++) {
-    const start = process.hrtime.bigint();
-    action();
-    samples.push(elapsedMs(start));
+  try {
+    for (let rep = 0; rep < reps; rep++) {
+      const start = beginRun();
+      action();
+      samples.push(endRun(start));
+    }
+  } catch (error) {
+    if (!(error instanceof GitCapReached)) throw error;
+    return capped(samples);
   }
-  return samples;
+  return { timing: summarise(samples) };
 }
 
 /** `git ls-files -s` (the index: mode, id, path); `git ls-tree -r HEAD` is timed alongside for the notes. */
@@ -146,8 +198,8 @@ export function gitList({ tree, dir, reps }: GitScenarioOptions): { listing: Mea
   const lsTree = timeRepeated(reps, () => expectLines(runGit(['ls-tree', '-r', 'HEAD'], dir).stdout));
   const base = { size: tree.size, scenario: 'list', side: 'git' } as const;
   return {
-    listing: { ...base, timing: summarise(listing), peakRssBytes: runGit(['ls-files', '-s'], dir, { measureRss: true }).rssBytes, method: 'git ls-files -s' },
-    lsTree: { ...base, timing: summarise(lsTree), peakRssBytes: runGit(['ls-tree', '-r', 'HEAD'], dir, { measureRss: true }).rssBytes, method: 'git ls-tree -r HEAD' },
+    listing: { ...base, ...listing, peakRssBytes: runGit(['ls-files', '-s'], dir, { measureRss: true }).rssBytes, method: 'git ls-files -s' },
+    lsTree: { ...base, ...lsTree, peakRssBytes: runGit(['ls-tree', '-r', 'HEAD'], dir, { measureRss: true }).rssBytes, method: 'git ls-tree -r HEAD' },
   };
 }
 
@@ -156,8 +208,8 @@ export function gitList({ tree, dir, reps }: GitScenarioOptions): { listing: Mea
  * `git log -n 200`. Last of the git scenarios: the work tree no longer matches HEAD afterwards.
  */
 export function gitLog({ tree, dir, reps }: GitScenarioOptions): Measurement {
-  runGit(['fast-import', '--quiet'], dir, { input: historyStream(tree) });
-  const samples = timeRepeated(reps, () => {
+  addHistory(dir, tree);
+  const timed = timeRepeated(reps, () => {
     const commits = runGit(['log', '-n', String(LOG_LIMIT)], dir).stdout.match(/^commit /gm)?.length ?? 0;
     if (commits !== LOG_LIMIT) throw new Error(`git log printed ${commits} commits`);
   });
@@ -165,11 +217,26 @@ export function gitLog({ tree, dir, reps }: GitScenarioOptions): Measurement {
     size: tree.size,
     scenario: 'log-200',
     side: 'git',
-    timing: summarise(samples),
+    ...timed,
     peakRssBytes: runGit(['log', '-n', String(LOG_LIMIT)], dir, { measureRss: true }).rssBytes,
     method: `git log -n ${LOG_LIMIT} (history: ${HISTORY_COMMITS} one-file commits added by git fast-import)`,
   };
 }
+
+/**
+ * Adds HISTORY_COMMITS one-file commits on main of the repository in `dir` with one
+ * `git fast-import` (untimed setup; isomorphic-git's log scenario uses it too).
+ */
+export function addHistory(dir: string, tree: SourceTree): void {
+  runGit(['fast-import', '--quiet'], dir, { input: historyStream(tree) });
+}
+
+/** Runs git in `dir` outside any timed run (setup work), with the benchmark's environment. */
+export function gitSetup(args: string[], dir: string): string {
+  return runGit(args, dir).stdout;
+}
+
+export const HISTORY_COMMIT_COUNT = HISTORY_COMMITS;
 
 /** A fast-import stream of one-file commits on main (gitformat: git-fast-import(1) "commit"). */
 function historyStream(tree: SourceTree): Buffer {

@@ -3,11 +3,24 @@
  * milliseconds; sizes are bytes.
  */
 import { spawnSync } from 'node:child_process';
+import { readFileSync, writeFileSync } from 'node:fs';
 import type { Task } from 'tinybench';
 
-export type Side = 'ours' | 'git';
+/**
+ * Who did the work: Treehouse through its library (in-process verbs on an LmdbStore), Treehouse
+ * through HTTP (a real server process driven with fetch), the git CLI, isomorphic-git (node fs).
+ */
+export const SIDES = ['ours', 'ours-http', 'git', 'isogit'] as const;
+export type Side = (typeof SIDES)[number];
 
-export const SCENARIOS = ['import', 'import-batches', 'commit-1', 'commit-100', 'log-200', 'list'] as const;
+export const SIDE_TITLES: Record<Side, string> = {
+  ours: 'Treehouse library',
+  'ours-http': 'Treehouse HTTP',
+  git: 'git CLI',
+  isogit: 'isomorphic-git',
+};
+
+export const SCENARIOS = ['import', 'import-batches', 'commit-1', 'commit-100', 'log-200', 'merge', 'clone', 'list'] as const;
 export type ScenarioId = (typeof SCENARIOS)[number];
 
 export const SCENARIO_TITLES: Record<ScenarioId, string> = {
@@ -16,6 +29,8 @@ export const SCENARIO_TITLES: Record<ScenarioId, string> = {
   'commit-1': 'change 1 file + commit',
   'commit-100': 'change 100 files + commit',
   'log-200': 'log, 200 commits',
+  merge: 'merge, 100 x 100 changes',
+  clone: 'clone over HTTP',
   list: 'list all files',
 };
 
@@ -26,13 +41,27 @@ export interface Summary {
   maxMs: number;
 }
 
+/** A peer run that was stopped at the cap: reported as "cap reached", never dropped. */
+export interface CapReached {
+  capSeconds: number;
+  /** Runs that finished before the one that was stopped (their times are in `timing`). */
+  runsDone: number;
+}
+
 export interface Measurement {
   size: number;
   scenario: ScenarioId;
   side: Side;
-  timing: Summary;
+  /** Null when not one run finished within the cap. */
+  timing: Summary | null;
+  capReached?: CapReached;
+  /** Why a peer's scenario failed on its own (an error, not the cap): reported, not dropped. */
+  failed?: string;
   /** Peak resident set of the process that did the work (ours: the whole benchmark child). */
   peakRssBytes?: number;
+  /** For a server: its anonymous (heap, buffers) and file-backed (LMDB's mapped file) peaks. */
+  peakRssAnonBytes?: number;
+  peakRssFileBytes?: number;
   /** Medians of the parts of one iteration (ours: writeFiles vs commit). */
   phases?: Record<string, Summary>;
   /** How the work was done, for the notes under the table. */
@@ -73,4 +102,57 @@ export function peakRssBytes(): number {
  */
 export function settleDisk(): void {
   spawnSync('sync');
+}
+
+/** One field of /proc/PID/status in bytes (0 when absent or the process is gone). */
+export function statusBytes(pid: number, field: 'VmHWM' | 'VmRSS' | 'RssAnon' | 'RssFile'): number {
+  try {
+    const match = new RegExp(`${field}:\\s+(\\d+) kB`).exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return match ? Number(match[1]) * 1024 : 0;
+  } catch {
+    return 0;
+  }
+}
+
+/**
+ * Resets a process's peak resident set (VmHWM) to its current RSS, so a long-lived process (a
+ * server) can report a peak per scenario (proc(5), /proc/PID/clear_refs, value 5). False when the
+ * kernel refused.
+ */
+export function resetPeakRss(pid: number): boolean {
+  try {
+    writeFileSync(`/proc/${pid}/clear_refs`, '5');
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+export interface MemoryPeaks {
+  /** VmHWM since the last reset: the whole resident peak. */
+  hwmBytes: number;
+  /** Largest RssAnon sampled: the process's own memory (heap, buffers). */
+  anonBytes: number;
+  /** Largest RssFile sampled: file-backed pages, LMDB's memory-mapped data file among them. */
+  fileBytes: number;
+}
+
+/** Samples a process's resident memory every `intervalMs` until stop() (VmHWM is exact, the split is sampled). */
+export function sampleMemory(pid: number, intervalMs = 25): { stop(): MemoryPeaks } {
+  resetPeakRss(pid);
+  let anonBytes = 0;
+  let fileBytes = 0;
+  const sample = () => {
+    anonBytes = Math.max(anonBytes, statusBytes(pid, 'RssAnon'));
+    fileBytes = Math.max(fileBytes, statusBytes(pid, 'RssFile'));
+  };
+  sample();
+  const timer = setInterval(sample, intervalMs);
+  return {
+    stop() {
+      clearInterval(timer);
+      sample();
+      return { hwmBytes: statusBytes(pid, 'VmHWM'), anonBytes, fileBytes };
+    },
+  };
 }

@@ -4,16 +4,19 @@
  * repository, in the same run. The repository git reads is the project exported object by object
  * (exportToBareRepo) and packed, so both merge byte-identical commits; the test asserts equal trees.
  *
- *   npx tsx bench/merge.ts [--size=100000] [--pairs=7] [--conflicts=0]
+ *   npx tsx bench/merge.ts [--size=100000] [--pairs=7] [--conflicts=0] [--isogit-cap-seconds=600]
+ *     [--isogit-pairs=3] [--work=DIR] [--result=FILE]
  *
  * Each measured merge is a fresh pair of branches (a merge is a write: the target moves), so ours is
  * timed once per pair including its durable commit; git's merge-tree writes nothing and is timed on
- * every pair too.
+ * every pair too. isomorphic-git (when --isogit-cap-seconds is not 0) merges the first pairs in the
+ * same exported repository afterwards, in a capped child process (bench/isogit.ts), and its merged
+ * trees are checked against git's. bench/run.ts runs this file as a child (--result) for each size.
  */
 import { spawn, spawnSync } from 'node:child_process';
-import { mkdirSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { SourceTree } from '../fixtures/sourceTree.js';
+import { SourceTree, type SourceFile } from '../fixtures/sourceTree.js';
 import { commit } from '../src/repo/commit.js';
 import { createBranch } from '../src/repo/createBranch.js';
 import { exportToBareRepo } from '../src/repo/exportToBareRepo.js';
@@ -24,10 +27,12 @@ import { showCommit } from '../src/repo/showCommit.js';
 import { writeFiles } from '../src/repo/writeFiles.js';
 import type { CommitAuthors } from '../src/repo/writeCommit.js';
 import { LmdbStore } from '../src/store/lmdb.js';
-import { summarise, type Summary } from './measure.js';
+import { isogitMerge, type MergePair } from './isogit.js';
+import { resetPeakRss, statusBytes, summarise, type Measurement, type Summary } from './measure.js';
 
 const PEOPLE: CommitAuthors = { author: { name: 'Bench', email: 'bench@treehouse.invalid' }, committer: { name: 'Bench', email: 'bench@treehouse.invalid' } };
-const CHANGED_PER_SIDE = 100;
+export const CHANGED_PER_SIDE = 100;
+const TIME_BINARY = '/usr/bin/time';
 const GIT_ENV = { ...process.env, GIT_CONFIG_NOSYSTEM: '1', GIT_CONFIG_GLOBAL: '/dev/null', GIT_CONFIG_COUNT: '1', GIT_CONFIG_KEY_0: 'gc.auto', GIT_CONFIG_VALUE_0: '0' };
 
 export interface MergeBenchResult {
@@ -36,6 +41,31 @@ export interface MergeBenchResult {
   ours: Summary;
   git: Summary;
   treesEqual: boolean;
+  /** This process's peak RSS during the merges (VmHWM reset after the setup, so the import is not in it). */
+  oursPeakRssBytes?: number;
+  /** One more `git merge-tree` of the first pair under /usr/bin/time. */
+  gitPeakRssBytes?: number;
+  /** isomorphic-git's merges of the first pairs, when asked for. */
+  isogit?: Measurement;
+}
+
+export interface MergeBenchOptions {
+  /** Cap per isomorphic-git merge; 0 or absent: isomorphic-git is not run. */
+  isogitCapSeconds?: number;
+  /** How many of the pairs isomorphic-git merges (default all). */
+  isogitPairs?: number;
+}
+
+/**
+ * The two sides of pair `pair`: 100 changed files each, disjoint except for `conflicts` files that
+ * both sides change in the same line region. Shared with the HTTP benchmark (bench/http.ts).
+ */
+export function pairChanges(tree: SourceTree, pair: number, conflicts: number): { left: SourceFile[]; right: SourceFile[] } {
+  const left = tree.changeFiles(CHANGED_PER_SIDE, 10 * pair + 1);
+  const taken = new Set(left.map((file) => file.path));
+  const right = tree.changeFiles(CHANGED_PER_SIDE * 3, 10 * pair + 2).filter((file) => !taken.has(file.path)).slice(0, CHANGED_PER_SIDE - conflicts);
+  for (const file of left.slice(0, conflicts)) right.push({ path: file.path, content: Buffer.from(`${file.content.toString('utf8')}// other side\n`) });
+  return { left, right };
 }
 
 function argument(name: string, fallback: number): number {
@@ -59,7 +89,13 @@ async function timeGitMergeTree(cwd: string, a: string, b: string): Promise<{ ms
   return { ms: Number(process.hrtime.bigint() - start) / 1e6, tree: out.split('\n')[0] };
 }
 
-export async function runMergeBench(files: number, pairs: number, conflicts: number, workRoot = join(import.meta.dirname, '.work')): Promise<MergeBenchResult> {
+export async function runMergeBench(
+  files: number,
+  pairs: number,
+  conflicts: number,
+  workRoot = join(import.meta.dirname, '.work'),
+  options: MergeBenchOptions = {},
+): Promise<MergeBenchResult> {
   const dir = join(workRoot, `merge-${files}`);
   rmSync(dir, { recursive: true, force: true });
   mkdirSync(dir, { recursive: true });
@@ -75,11 +111,7 @@ export async function runMergeBench(files: number, pairs: number, conflicts: num
     // Each pair: two branches off main changing 100 files each, disjoint except for `conflicts` files.
     const branchPairs: Array<[string, string]> = [];
     for (let pair = 0; pair < pairs; pair++) {
-      const left = tree.changeFiles(CHANGED_PER_SIDE, 10 * pair + 1);
-      const taken = new Set(left.map((file) => file.path));
-      const right = tree.changeFiles(CHANGED_PER_SIDE * 3, 10 * pair + 2).filter((file) => !taken.has(file.path)).slice(0, CHANGED_PER_SIDE - conflicts);
-      // A conflict: both sides rewrite the same line region of the same file.
-      for (const file of left.slice(0, conflicts)) right.push({ path: file.path, content: Buffer.from(`${file.content.toString('utf8')}// other side\n`) });
+      const { left, right } = pairChanges(tree, pair, conflicts);
       const [a, b] = [`pair-${pair}-a`, `pair-${pair}-b`];
       for (const [branch, changes] of [[a, left], [b, right]] as const) {
         await createBranch(repo, { name: branch, from: 'main' });
@@ -97,10 +129,13 @@ export async function runMergeBench(files: number, pairs: number, conflicts: num
 
     const oursTimes: number[] = [];
     const gitTimes: number[] = [];
+    const isogitPairs: MergePair[] = [];
     let treesEqual = true;
+    const rssReset = resetPeakRss(process.pid);
     for (const [a, b] of branchPairs) {
       const gitRun = await timeGitMergeTree(bare, a, b);
       gitTimes.push(gitRun.ms);
+      isogitPairs.push({ a, b, gitTree: gitRun.tree });
       const start = process.hrtime.bigint();
       let merged: string | null = null;
       try {
@@ -112,14 +147,37 @@ export async function runMergeBench(files: number, pairs: number, conflicts: num
       const oursTree = merged ? showCommit(repo, { oid: merged, content: false }).tree_oid : null;
       if (conflicts === 0 && oursTree !== gitRun.tree) treesEqual = false;
     }
-    return { files, conflicts, ours: summarise(oursTimes), git: summarise(gitTimes), treesEqual };
+    const oursPeakRssBytes = rssReset ? statusBytes(process.pid, 'VmHWM') : undefined;
+    const result: MergeBenchResult = { files, conflicts, ours: summarise(oursTimes), git: summarise(gitTimes), treesEqual, oursPeakRssBytes };
+    result.gitPeakRssBytes = gitMergeTreeRss(bare, branchPairs[0][0], branchPairs[0][1]);
+    if (options.isogitCapSeconds) {
+      // The git side has finished reading the pairs; isomorphic-git's merges move each pair's `a`.
+      result.isogit = await isogitMerge(files, bare, isogitPairs.slice(0, options.isogitPairs ?? pairs), options.isogitCapSeconds);
+    }
+    return result;
   } finally {
     await store.close();
     rmSync(dir, { recursive: true, force: true });
   }
 }
 
+/** Peak RSS of one `git merge-tree` (it writes nothing, so a pair can be merged again). */
+function gitMergeTreeRss(cwd: string, a: string, b: string): number | undefined {
+  if (!existsSync(TIME_BINARY)) return undefined;
+  const result = spawnSync(TIME_BINARY, ['-f', '%M', 'git', 'merge-tree', '--write-tree', '--name-only', a, b], { cwd, env: GIT_ENV, encoding: 'utf8', maxBuffer: 1 << 28 });
+  const lines = result.stderr.trim().split('\n');
+  const kilobytes = Number(lines[lines.length - 1]);
+  return Number.isFinite(kilobytes) ? kilobytes * 1024 : undefined;
+}
+
 if (process.argv[1] && import.meta.filename === process.argv[1]) {
-  const result = await runMergeBench(argument('size', 100_000), argument('pairs', 7), argument('conflicts', 0));
-  console.log(JSON.stringify(result, null, 2));
+  const work = process.argv.find((arg) => arg.startsWith('--work='))?.slice('--work='.length);
+  const resultPath = process.argv.find((arg) => arg.startsWith('--result='))?.slice('--result='.length);
+  const isogitCapSeconds = argument('isogit-cap-seconds', 600);
+  const result = await runMergeBench(argument('size', 100_000), argument('pairs', 7), argument('conflicts', 0), work, {
+    isogitCapSeconds,
+    isogitPairs: argument('isogit-pairs', 3),
+  });
+  if (resultPath) writeFileSync(resultPath, JSON.stringify(result));
+  else console.log(JSON.stringify(result, null, 2));
 }

@@ -59,6 +59,9 @@ export async function runOursScenario(options: OursChildOptions): Promise<Measur
       return logScenario(tree, options);
     case 'list':
       return listScenario(tree, options);
+    case 'merge':
+    case 'clone':
+      throw new Error(`${options.scenario} is measured by bench/${options.scenario}.ts, not by an ours.ts child`);
   }
 }
 
@@ -68,7 +71,7 @@ function openRepo(storePath: string, batchFilesMax = DEFAULT_REPO_LIMITS.batchFi
 }
 
 function bench(quick: boolean, minIterations: number): Bench {
-  return new Bench({ time: quick ? 500 : 2_000, iterations: minIterations, warmupTime: quick ? 50 : 200, warmupIterations: 3 });
+  return new Bench({ time: quick ? 300 : 2_000, iterations: minIterations, warmupTime: quick ? 50 : 200, warmupIterations: 3 });
 }
 
 function asWrites(files: Array<{ path: string; content: Buffer }>): FileWrite[] {
