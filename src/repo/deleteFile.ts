@@ -12,7 +12,7 @@ export async function deleteFile(repo: Repo, input: { branch: string; path: stri
     const tree = new WorkingTree(tx, input.branch);
     const found = tree.lookup(input.path);
     if (found.kind === 'missing' || found.kind === 'blocked') throw new TreehouseError('not_found', `${input.path} not found.`);
-    const locked = tree.filesUnder(input.path).filter((file) => file.locked).map((file) => file.path);
+    const locked = tree.lockedUnder(input.path);
     if (locked.length > 0) throw new TreehouseError('file_locked', `Locked: ${locked.join(', ')}.`, { paths: locked });
     tree.remove(input.path);
     tree.save();

@@ -29,7 +29,7 @@ export async function moveFile(repo: Repo, input: { branch: string; from: string
     if (target.kind === 'blocked') {
       throw new TreehouseError('path_conflict', `${target.at} is a file, so ${input.to} cannot be created.`, { paths: [target.at] });
     }
-    const locked = tree.filesUnder(input.from).filter((file) => file.locked).map((file) => file.path);
+    const locked = tree.lockedUnder(input.from);
     if (locked.length > 0) throw new TreehouseError('file_locked', `Locked: ${locked.join(', ')}.`, { paths: locked });
     if (source.kind === 'file' || (source.entry && source.entry.mode === MODE_TREE && source.entry.oid)) {
       // A file, or a directory still stored as one tree id: the entry moves whole.

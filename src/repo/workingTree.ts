@@ -166,6 +166,11 @@ export class WorkingTree {
     return [...this.lockSet()].sort();
   }
 
+  /** Locked files at or below `path`, from the lock index (no walk of the subtree). */
+  lockedUnder(path: string): string[] {
+    return this.lockedPaths().filter((locked) => isWithin(locked, path));
+  }
+
   /** Hashes and stores every directory whose cached id was cleared; returns the root tree id. */
   writeTree(): Oid {
     const tx = this.writableTx();

@@ -41,7 +41,7 @@ export async function writeFiles(repo: Repo, input: WriteFilesInput): Promise<{ 
     for (const path of deletes) {
       const found = tree.lookup(path);
       if (found.kind === 'missing' || found.kind === 'blocked') missing.push(path);
-      else locked.push(...tree.filesUnder(path).filter((f) => f.locked).map((f) => f.path));
+      else locked.push(...tree.lockedUnder(path));
     }
     if (missing.length > 0) throw new TreehouseError('not_found', `Not found: ${missing.join(', ')}.`, { paths: missing });
     throwIfLocked(locked);
