@@ -82,14 +82,26 @@ function prefixEnd(prefix: Buffer): Buffer {
   throw new RangeError('prefix has no end');
 }
 
-/** Working-tree entries are stored as arrays: [name, mode, oid, size, locked, materialised?]. */
-type StoredEntry = [string, string, Uint8Array | null, number, boolean, boolean?];
+/**
+ * A working-tree node as stored: entries as parallel columns, and every entry's id in one buffer
+ * (20 bytes each), so decoding a node allocates one buffer instead of one per entry.
+ */
 interface StoredDirNode {
   t: Uint8Array | null;
-  e: StoredEntry[];
+  /** Names, modes, sizes and flags (ENTRY_*), one per entry. */
+  n: string[];
+  m: string[];
+  z: number[];
+  f: number[];
+  /** Entry ids, OID_BYTES each, zeros where the flag says there is none. */
+  o: Uint8Array;
   /** Locked paths (root node only). */
   l?: string[];
 }
+
+const ENTRY_LOCKED = 1;
+const ENTRY_MATERIALISED = 2;
+const ENTRY_NO_OID = 4;
 
 function toBuffer(bytes: Uint8Array | null): Buffer | null {
   if (bytes === null) return null;
@@ -97,23 +109,34 @@ function toBuffer(bytes: Uint8Array | null): Buffer | null {
 }
 
 function encodeDirNode(node: DirNode): StoredDirNode {
-  const stored: StoredDirNode = {
-    t: node.tree,
-    e: node.entries.map((e): StoredEntry => (e.materialised ? [e.name, e.mode, e.oid, e.size, e.locked, true] : [e.name, e.mode, e.oid, e.size, e.locked])),
-  };
+  const count = node.entries.length;
+  const stored: StoredDirNode = { t: node.tree, n: new Array(count), m: new Array(count), z: new Array(count), f: new Array(count), o: Buffer.alloc(count * OID_BYTES) };
+  node.entries.forEach((entry, index) => {
+    stored.n[index] = entry.name;
+    stored.m[index] = entry.mode;
+    stored.z[index] = entry.size;
+    stored.f[index] = (entry.locked ? ENTRY_LOCKED : 0) | (entry.materialised ? ENTRY_MATERIALISED : 0) | (entry.oid ? 0 : ENTRY_NO_OID);
+    if (entry.oid) entry.oid.copy(stored.o as Buffer, index * OID_BYTES);
+  });
   if (node.locks) stored.l = node.locks;
   return stored;
 }
 
 function decodeDirNode(stored: StoredDirNode): DirNode {
-  const node: DirNode = {
-    tree: toBuffer(stored.t),
-    entries: stored.e.map(([name, mode, oid, size, locked, materialised]): WorkingEntry => {
-      const entry: WorkingEntry = { name, mode: mode as TreeMode, oid: toBuffer(oid), size, locked };
-      if (materialised) entry.materialised = true;
-      return entry;
-    }),
-  };
+  const ids = toBuffer(stored.o)!;
+  const entries: WorkingEntry[] = stored.n.map((name, index) => {
+    const flags = stored.f[index];
+    const entry: WorkingEntry = {
+      name,
+      mode: stored.m[index] as TreeMode,
+      oid: flags & ENTRY_NO_OID ? null : ids.subarray(index * OID_BYTES, (index + 1) * OID_BYTES),
+      size: stored.z[index],
+      locked: (flags & ENTRY_LOCKED) !== 0,
+    };
+    if (flags & ENTRY_MATERIALISED) entry.materialised = true;
+    return entry;
+  });
+  const node: DirNode = { tree: toBuffer(stored.t), entries };
   if (stored.l) node.locks = stored.l;
   return node;
 }
