@@ -8,7 +8,7 @@
  * Nothing here reads storage: the server (src/repo, src/http) decides what to send.
  */
 import { isOidHex, oidFromHex, type Oid } from './oid.js';
-import { encodeDelim, encodeFlush, encodePktLine, pktLineText, PktLineError, type PktLine } from './pktline.js';
+import { encodeFlush, encodePktLine, pktLineText, PktLineError, type PktLine } from './pktline.js';
 
 export const ZERO_OID_HEX = '0'.repeat(40);
 export const AGENT = 'treehouse/0.1';
@@ -287,4 +287,3 @@ export function encodeReportStatus(unpackError: string | null, results: RefResul
   return out;
 }
 
-export { encodeDelim };

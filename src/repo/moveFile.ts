@@ -32,7 +32,7 @@ export async function moveFile(repo: Repo, input: { branch: string; from: string
     const locked = tree.lockedUnder(input.from);
     if (locked.length > 0) throw new TreehouseError('file_locked', `Locked: ${locked.join(', ')}.`, { paths: locked });
     if (source.kind === 'file' || (source.entry && source.entry.mode === MODE_TREE && source.entry.oid)) {
-      // A file, or a directory still stored as one tree id: the entry moves whole.
+      // A file, or a directory whose tree id is current (no change below it): the entry moves whole.
       tree.remove(input.from);
       tree.setEntry(input.to, source.entry!);
     } else {

@@ -36,12 +36,14 @@ export function checkWants(tx: ProjectReadTx, wants: Oid[]): void {
   const tipSet = new Set(tips.map(oidToHex));
   const pending = wants.filter((want) => !tipSet.has(oidToHex(want)));
   if (pending.length === 0) return;
-  for (const want of pending) {
-    if (!tx.getCommitInfo(want)) throw new WantError(`not our ref ${oidToHex(want)}`);
-  }
   // Walk down from the tips, never below the lowest generation wanted, until every want is seen.
+  let floor = Infinity;
+  for (const want of pending) {
+    const info = tx.getCommitInfo(want);
+    if (!info) throw new WantError(`not our ref ${oidToHex(want)}`);
+    floor = Math.min(floor, info.generation);
+  }
   const missing = new Set(pending.map(oidToHex));
-  const floor = Math.min(...pending.map((want) => tx.getCommitInfo(want)!.generation));
   const seen = new Set<string>();
   const stack = [...tips];
   while (stack.length > 0 && missing.size > 0) {

@@ -60,11 +60,6 @@ export class WorkingTree {
     readonly branch: string,
   ) {}
 
-  /** True when the branch has a working tree (every branch has one). */
-  exists(): boolean {
-    return this.node('') !== undefined;
-  }
-
   /** Replaces the whole working tree with `tree`, unlocked; save() writes it. */
   resetTo(tree: Oid): void {
     this.nodes.clear();

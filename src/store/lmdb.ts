@@ -348,11 +348,6 @@ class LmdbProjectTx implements ProjectWriteTx {
     return this.store.dbs.objects.doesExist(this.objectKey(oid));
   }
 
-  getObjectType(oid: Oid): ObjectType | undefined {
-    const value = this.store.dbs.objects.getBinaryFast(this.objectKey(oid));
-    return value ? TYPE_NAMES[value[0]] : undefined;
-  }
-
   objectSize(oid: Oid): number | undefined {
     const value = this.store.dbs.objects.getBinaryFast(this.objectKey(oid));
     return value ? value.length - 1 : undefined;

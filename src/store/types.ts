@@ -62,8 +62,6 @@ export interface ProjectReadTx {
   readonly project: number;
   getObject(oid: Oid): StoredObject | undefined;
   hasObject(oid: Oid): boolean;
-  /** The type of a stored object, without copying its body. */
-  getObjectType(oid: Oid): ObjectType | undefined;
   /** Size in bytes of a stored object's body, without copying it. */
   objectSize(oid: Oid): number | undefined;
   /** Every stored object whose id starts with the given hex digits, at most `limit` of them. */

@@ -1,17 +1,20 @@
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { encodeFlush, encodePktLine } from '../../src/git/pktline.js';
+import { hashObject } from '../../src/git/oid.js';
 import { PackWriter } from '../../src/git/pack.js';
 import { startTestServer, type TestServer } from '../support/server.js';
 
 let server: TestServer;
 let projectId = '';
 let head = '';
+let headTree = '';
 let auth = '';
 beforeAll(async () => {
   server = await startTestServer();
   projectId = (await server.call('POST', '/api/v1/projects', { title: 'Fuzz', source: { kind: 'files', files: [{ path: 'a.txt', content: 'a\n' }] } })).body.project.id;
   head = (await server.call('GET', `/api/v1/projects/${projectId}/git/branches`)).body.branches[0].oid;
+  headTree = (await server.call('GET', `/api/v1/projects/${projectId}/git/commits/${head}?content=false`)).body.commit.tree_oid;
   auth = `Basic ${Buffer.from(`git:${server.key}`).toString('base64')}`;
 });
 afterAll(() => server.close());
@@ -33,11 +36,13 @@ function validFetchV2(): Buffer {
   return Buffer.concat([encodePktLine('command=fetch\n'), encodePktLine('object-format=sha1\n'), Buffer.from('0001'), encodePktLine(`want ${head}\n`), encodePktLine('done\n'), encodeFlush()]);
 }
 
+/** Creates branch fuzz at a new commit on top of main's head (its tree is already stored). */
 function validPush(): Buffer {
-  const body = Buffer.from('tree 4b825dc642cb6eb9a060e54bf8d69288fbee4904\nauthor A <a@x> 1 +0000\ncommitter A <a@x> 1 +0000\n\nfuzz\n');
+  const body = Buffer.from(`tree ${headTree}\nparent ${head}\nauthor A <a@x> 1 +0000\ncommitter A <a@x> 1 +0000\n\nfuzz\n`);
+  const commit = hashObject('commit', body).toString('hex');
   const writer = new PackWriter(1);
   const pack = Buffer.concat([writer.start(), writer.addObject('commit', body).bytes, writer.finish()]);
-  return Buffer.concat([encodePktLine(`${'0'.repeat(40)} ${'1'.repeat(40)} refs/heads/fuzz\0report-status side-band-64k\n`), encodeFlush(), pack]);
+  return Buffer.concat([encodePktLine(`${'0'.repeat(40)} ${commit} refs/heads/fuzz\0report-status\n`), encodeFlush(), pack]);
 }
 
 /** Flips, truncates, inserts or overwrites bytes of a valid request. */
@@ -70,7 +75,9 @@ describe('fuzzed protocol input', () => {
       ['git-receive-pack', validPush(), false],
     ];
     for (const [service, base, v2] of cases) {
-      expect((await post(service, base, v2)).status).toBe(200);
+      const unmutated = await post(service, base, v2);
+      expect(unmutated.status).toBe(200);
+      if (service === 'git-receive-pack') expect(unmutated.bytes.toString('latin1')).toContain('ok refs/heads/fuzz');
       await fc.assert(
         fc.asyncProperty(mutated(base), async (bytes) => {
           const { status } = await post(service, bytes, v2);
