@@ -8,7 +8,11 @@
  * left behind by an earlier reset are ignored because no entry points at them.
  *
  * Every directory entry also caches its subdirectory's tree id; a change clears it on the path up to
- * the root, so writeTree() hashes only the directories on changed paths and reads no other node.
+ * the root, and save() hashes and stores the directories on changed paths (and reads no other node)
+ * before it writes them back. A saved working tree therefore always knows its tree id: a commit reads
+ * it from the root node and writes no node, so "write files, then commit" rewrites each changed
+ * directory once and the commit's transaction is a few pages. Trees of states that never get
+ * committed stay stored, unreachable, like the blobs of overwritten writes (see the README).
  * Locked paths are indexed in the root node, so lock checks never walk the tree.
  *
  * Nodes are cached in memory for the life of the object and written back by save(), so a batch of
@@ -191,9 +195,10 @@ export class WorkingTree {
     return treeOf('', root);
   }
 
-  /** Writes back every node this object changed. */
+  /** Hashes and stores the changed directories (see writeTree), then writes back every node this object changed. */
   save(): void {
     const tx = this.writableTx();
+    if (this.nodes.has('')) this.writeTree();
     for (const dir of this.removed) if (!this.nodes.has(dir)) tx.deleteDirNode(this.branch, dir);
     if (this.locksChanged) this.changed.add('');
     for (const dir of this.changed) {

@@ -46,6 +46,14 @@ const NUL = 0;
  * resumes); write() also awaits `flushed`, so a resolved write is on disk either way.
  */
 const WRITE_FLAGS = 0x1 | 0x2 | 0x10000;
+/**
+ * Puts unless the key exists (MDB_NOOVERWRITE), in one descent of the B-tree; false when it existed.
+ * lmdb-js returns that boolean from putSync inside a transaction, though its types say void.
+ */
+function putIfAbsent(db: Database<Buffer, Buffer>, key: Buffer, value: Buffer): boolean {
+  const putSync = db.putSync as (this: typeof db, key: Buffer, value: Buffer, options: { noOverwrite: boolean }) => unknown;
+  return putSync.call(db, key, value, { noOverwrite: true }) === true;
+}
 const VERSION_RECORD_PREFIX = 'project-version/';
 /** Type byte and inflated size (u32 BE) before the zlib stream in the packed cache. */
 const PACKED_HEADER_BYTES = 5;
@@ -433,8 +441,7 @@ class LmdbProjectTx implements ProjectWriteTx {
     this.parent.assertWritable();
     const key = this.objectKey(oid);
     const { objects, commits } = this.store.dbs;
-    if (objects.doesExist(key)) return;
-    objects.putSync(key, this.store.objectValue(TYPE_CODES[type], body));
+    if (!putIfAbsent(objects, key, this.store.objectValue(TYPE_CODES[type], body))) return;
     this.store.noteStored(this.project, oid);
     if (type === 'commit') {
       const parsed = commitInfoFromBody(body);

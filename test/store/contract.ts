@@ -127,6 +127,8 @@ export function storeContract(backendName: string, openStore: () => Store): void
         expect(a.equals(b)).toBe(true);
         const oid = hashObject('blob', Buffer.from('given id'));
         await store.write((tx) => tx.project(project).putObjectWithId(oid, 'blob', Buffer.from('given id')));
+        // A second put under a stored id (whatever its bytes) leaves the first copy in place.
+        await store.write((tx) => tx.project(project).putObjectWithId(oid, 'blob', Buffer.from('other bytes')));
         expect(store.read((tx) => tx.project(project).getObject(oid))).toEqual({ type: 'blob', body: Buffer.from('given id') });
       });
 
