@@ -40,42 +40,55 @@ export function compareTreeNames(aName: Buffer, aIsTree: boolean, bName: Buffer,
   return aNext - bNext;
 }
 
-interface EncodedEntry {
-  nameBytes: Buffer;
-  isTree: boolean;
-  entry: TreeEntry;
-}
-
 /** Encodes entries in git order; the input order does not matter. Duplicate names are refused. */
 export function encodeTree(entries: readonly TreeEntry[]): Buffer {
-  const encoded: EncodedEntry[] = entries.map((entry) => ({
-    nameBytes: Buffer.from(entry.name, 'utf8'),
-    isTree: entry.mode === MODE_TREE,
-    entry,
-  }));
-  encoded.sort((a, b) => compareTreeNames(a.nameBytes, a.isTree, b.nameBytes, b.isTree));
+  return encodeTreeSorted(entries).body;
+}
+
+/** encodeTree, also giving the entries in the order the body holds them. */
+export function encodeTreeSorted<T extends TreeEntry>(entries: readonly T[]): { body: Buffer; sorted: T[] } {
+  const sorted = sortTreeEntries(entries);
+  const names = new Set<string>();
   let totalBytes = 0;
-  for (let i = 0; i < encoded.length; i++) {
-    const item = encoded[i];
-    if (i > 0 && encoded[i - 1].nameBytes.equals(item.nameBytes)) {
-      throw new TreeFormatError(`duplicate tree entry ${JSON.stringify(item.entry.name)}`);
-    }
-    totalBytes += item.entry.mode.length + 1 + item.nameBytes.length + 1 + OID_BYTES;
+  for (const entry of sorted) {
+    // A file and a directory of one name need not be neighbours in git order ("a", "a-b", "a/").
+    if (names.has(entry.name)) throw new TreeFormatError(`duplicate tree entry ${JSON.stringify(entry.name)}`);
+    names.add(entry.name);
+    totalBytes += entry.mode.length + 1 + Buffer.byteLength(entry.name, 'utf8') + 1 + OID_BYTES;
   }
   const out = Buffer.allocUnsafe(totalBytes);
   let offset = 0;
-  for (const { nameBytes, entry } of encoded) {
+  for (const entry of sorted) {
     offset += out.write(entry.mode, offset, 'latin1');
     out[offset++] = SPACE;
-    offset += nameBytes.copy(out, offset);
+    offset += out.write(entry.name, offset, 'utf8');
     out[offset++] = NUL;
     offset += entry.oid.copy(out, offset);
   }
-  return out;
+  return { body: out, sorted };
 }
 
-/** Decodes a tree body. Throws TreeFormatError on truncation or an unknown mode. */
-export function decodeTree(body: Buffer): TreeEntry[] {
+const ASCII_ONLY = /^[\x00-\x7f]*$/;
+
+/** Entries in git order (compareTreeNames), as a new array. */
+function sortTreeEntries<T extends TreeEntry>(entries: readonly T[]): T[] {
+  if (entries.every((entry) => ASCII_ONLY.test(entry.name))) {
+    // For ASCII, string order is byte order, and a directory sorts as its name followed by '/'.
+    const keyed = entries.map((entry) => ({ key: entry.mode === MODE_TREE ? `${entry.name}/` : entry.name, entry }));
+    keyed.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+    return keyed.map((item) => item.entry);
+  }
+  const keyed = entries.map((entry) => ({ nameBytes: Buffer.from(entry.name, 'utf8'), isTree: entry.mode === MODE_TREE, entry }));
+  keyed.sort((a, b) => compareTreeNames(a.nameBytes, a.isTree, b.nameBytes, b.isTree));
+  return keyed.map((item) => item.entry);
+}
+
+/**
+ * Decodes a tree body. Throws TreeFormatError on truncation or an unknown mode. Entry ids are
+ * copies unless `shareBody` says the caller owns `body` for as long as it keeps the entries (then
+ * they are views into it: one allocation per tree instead of one per entry).
+ */
+export function decodeTree(body: Buffer, shareBody = false): TreeEntry[] {
   const entries: TreeEntry[] = [];
   let offset = 0;
   while (offset < body.length) {
@@ -89,7 +102,7 @@ export function decodeTree(body: Buffer): TreeEntry[] {
     entries.push({
       mode: mode as TreeMode,
       name: body.toString('utf8', space + 1, nul),
-      oid: Buffer.from(body.subarray(nul + 1, nul + 1 + OID_BYTES)),
+      oid: shareBody ? body.subarray(nul + 1, nul + 1 + OID_BYTES) : Buffer.from(body.subarray(nul + 1, nul + 1 + OID_BYTES)),
     });
     offset = nul + 1 + OID_BYTES;
   }

@@ -1,7 +1,6 @@
 /** Moves a file or a whole directory to a path that does not exist yet. */
 import { TreehouseError } from '../errors.js';
 import { isWithin } from '../git/path.js';
-import { MODE_TREE } from '../git/tree.js';
 import { branchHead, type Repo } from './repo.js';
 import { requireValidPath } from './paths.js';
 import { WorkingTree } from './workingTree.js';
@@ -31,18 +30,10 @@ export async function moveFile(repo: Repo, input: { branch: string; from: string
     }
     const locked = tree.lockedUnder(input.from);
     if (locked.length > 0) throw new TreehouseError('file_locked', `Locked: ${locked.join(', ')}.`, { paths: locked });
-    if (source.kind === 'file' || (source.entry && source.entry.mode === MODE_TREE && source.entry.oid)) {
-      // A file, or a directory whose tree id is current (no change below it): the entry moves whole.
-      tree.remove(input.from);
-      tree.setEntry(input.to, source.entry!);
-    } else {
-      const files = tree.filesUnder(input.from);
-      tree.remove(input.from);
-      for (const file of files) {
-        const path = input.to + file.path.slice(input.from.length);
-        tree.setEntry(path, { name: '', mode: file.mode, oid: file.oid, size: file.size, locked: file.locked });
-      }
-    }
+    // The entry moves whole: a file keeps its blob and mode, a directory its tree (every directory
+    // has a current tree id at the start of a transaction).
+    tree.remove(input.from);
+    tree.setEntry(input.to, source.entry!);
     tree.save();
     tx.bumpVersion();
   });

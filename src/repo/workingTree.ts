@@ -1,27 +1,22 @@
 /**
  * A branch's working tree, read and changed inside one store transaction.
  *
- * The tree is a set of directory nodes (src/store/types.ts DirNode). A subdirectory nobody has
- * touched since it came from a commit has no node: its parent's entry carries the tree id, so
- * resetting a branch to a commit writes the root node alone, whatever the tree's size. A node is
- * materialised the first time something below it changes; its parent's entry then says so, and nodes
- * left behind by an earlier reset are ignored because no entry points at them.
+ * What the store keeps per branch is one small record: the id of the tree the working tree holds now
+ * and the branch's locked paths (src/store/types.ts WorkingTreeState). The directories are ordinary
+ * git trees in the object store, each stored with an annex of its blobs' sizes, so a listing never
+ * reads a blob. A change hashes and stores the trees on its changed paths in its own transaction
+ * (save), which is what makes the working tree's id always known: a commit writes the commit object
+ * and moves the ref, nothing else, and creating a branch or restoring a commit writes one record
+ * whatever the tree's size. Trees of states that never get committed stay stored, unreachable, like
+ * the blobs of overwritten writes (see the README).
  *
- * Every directory entry also caches its subdirectory's tree id; a change clears it on the path up to
- * the root, and save() hashes and stores the directories on changed paths (and reads no other node)
- * before it writes them back. A saved working tree therefore always knows its tree id: a commit reads
- * it from the root node and writes no node, so "write files, then commit" rewrites each changed
- * directory once and the commit's transaction is a few pages. Trees of states that never get
- * committed stay stored, unreachable, like the blobs of overwritten writes (see the README).
- * Locked paths are indexed in the root node, so lock checks never walk the tree.
- *
- * Nodes are cached in memory for the life of the object and written back by save(), so a batch of
- * thousands of files rewrites each directory once.
+ * Directories are decoded as they are reached and kept for the life of the object, so a batch of
+ * thousands of files hashes each changed directory once.
  */
 import { basename, dirname, isWithin, joinPath } from '../git/path.js';
-import { decodeTree, encodeTree, MODE_GITLINK, MODE_TREE, type FileMode, type TreeEntry, type TreeMode } from '../git/tree.js';
+import { decodeTree, encodeTreeSorted, MODE_GITLINK, MODE_TREE, type FileMode, type TreeEntry, type TreeMode } from '../git/tree.js';
 import type { Oid } from '../git/oid.js';
-import type { ProjectReadTx, ProjectWriteTx, WorkingEntry } from '../store/types.js';
+import type { ProjectReadTx, ProjectWriteTx, WorkingTreeState } from '../store/types.js';
 
 export interface WorkingFile {
   path: string;
@@ -31,32 +26,54 @@ export interface WorkingFile {
   locked: boolean;
 }
 
+/**
+ * One entry of a directory. For a file `oid` is its blob; for a directory it is the tree the
+ * subdirectory holds, or null while a change below it is not hashed yet.
+ */
+export interface WorkingEntry {
+  name: string;
+  mode: TreeMode;
+  oid: Oid | null;
+  /** Bytes of the blob (SIZE_UNKNOWN: not known yet); 0 for directories and gitlinks. */
+  size: number;
+}
+
+/** A file's entry as lookup() reports it, with the lock state of its path. */
+export interface FoundFile extends WorkingEntry {
+  oid: Oid;
+  locked: boolean;
+}
+
 interface LiveNode {
+  /** The directory's tree id, or null once something in it changed. */
   tree: Oid | null;
   entries: Map<string, WorkingEntry>;
 }
 
 export type Lookup =
-  | { kind: 'file'; entry: WorkingEntry }
+  | { kind: 'file'; entry: FoundFile }
   | { kind: 'directory'; entry: WorkingEntry | null }
   | { kind: 'missing' }
   /** A file stands where a directory of the path would be. */
   | { kind: 'blocked'; at: string };
 
 /**
- * Size of a file whose node came from a tree: reading a blob's length means reading the blob, so it
- * is left until a listing needs it (materialising a directory must not touch its files).
+ * Size of a blob whose tree carries no sizes (a tree that came from a push, a seed or a merge):
+ * reading a blob's length means reading the blob, so it is left until a listing needs it.
  */
 const SIZE_UNKNOWN = -1;
-
-const byName = (a: WorkingEntry, b: WorkingEntry) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0);
+/** The annex holds one u32 BE size per entry, in the tree's order; this value means unknown. */
+const ANNEX_UNKNOWN = 0xffffffff;
+const ANNEX_BYTES_PER_ENTRY = 4;
 
 export class WorkingTree {
+  /** Directories decoded or changed so far, by path ("" is the root). */
   private readonly nodes = new Map<string, LiveNode>();
-  private readonly changed = new Set<string>();
-  private readonly removed = new Set<string>();
-  /** Locked paths of the branch (kept in the root node); null until first needed. */
+  /** The stored record; null when the branch has none, undefined until first read. */
+  private stored: WorkingTreeState | null | undefined;
+  /** Locked paths of the branch; null until first needed. */
   private locks: Set<string> | null = null;
+  private treeChanged = false;
   private locksChanged = false;
 
   constructor(
@@ -67,29 +84,28 @@ export class WorkingTree {
   /** Replaces the whole working tree with `tree`, unlocked; save() writes it. */
   resetTo(tree: Oid): void {
     this.nodes.clear();
-    this.changed.clear();
-    this.removed.clear();
     this.nodes.set('', this.nodeFromTree(tree));
-    this.changed.add('');
     this.locks = new Set();
+    this.treeChanged = true;
     this.locksChanged = true;
   }
 
   lookup(path: string): Lookup {
     if (path === '') return { kind: 'directory', entry: null };
-    const root = this.node('');
-    if (!root) return { kind: 'missing' };
-    let entries = root.entries;
+    let node = this.node('');
+    if (!node) return { kind: 'missing' };
     let dir = '';
     const components = path.split('/');
     for (let i = 0; i < components.length; i++) {
-      const entry = entries.get(components[i]);
+      const entry = node.entries.get(components[i]);
       if (!entry) return { kind: 'missing' };
       const here = joinPath(dir, components[i]);
       const last = i === components.length - 1;
-      if (entry.mode !== MODE_TREE) return last ? { kind: 'file', entry } : { kind: 'blocked', at: here };
+      if (entry.mode !== MODE_TREE) {
+        return last ? { kind: 'file', entry: { ...entry, oid: entry.oid as Oid, locked: this.isLocked(here) } } : { kind: 'blocked', at: here };
+      }
       if (last) return { kind: 'directory', entry };
-      entries = this.childEntries(here, entry);
+      node = this.childNode(here, entry);
       dir = here;
     }
     return { kind: 'missing' };
@@ -114,19 +130,20 @@ export class WorkingTree {
     const name = basename(path);
     const existing = node.entries.get(name);
     const mode = file.mode ?? (existing && existing.mode !== MODE_TREE ? existing.mode : '100644');
-    node.entries.set(name, { name, mode, oid: file.oid, size: file.size, locked: file.locked });
+    node.entries.set(name, { name, mode, oid: file.oid, size: file.size });
     this.noteLock(path, file.locked);
     this.invalidate(dir);
   }
 
-  /** Puts an entry back as it was (used by move, which keeps ids, modes and whole subtrees). */
-  setEntry(path: string, entry: WorkingEntry): void {
+  /** Puts an entry back under a new path (move keeps ids, modes, whole subtrees and a file's lock). */
+  setEntry(path: string, entry: WorkingEntry & { locked?: boolean }): void {
+    // A directory is moved by its tree id, so it must not have unhashed changes.
+    if (entry.oid === null) throw new Error(`cannot move ${JSON.stringify(path)}: its directory has unsaved changes`);
     const dir = dirname(path);
     const node = this.materialise(dir);
     const name = basename(path);
-    const moved: WorkingEntry = { name, mode: entry.mode, oid: entry.oid, size: entry.size, locked: entry.locked };
-    node.entries.set(name, moved);
-    if (entry.mode !== MODE_TREE) this.noteLock(path, entry.locked);
+    node.entries.set(name, { name, mode: entry.mode, oid: entry.oid, size: entry.size });
+    if (entry.mode !== MODE_TREE) this.noteLock(path, entry.locked ?? false);
     this.invalidate(dir);
   }
 
@@ -139,25 +156,19 @@ export class WorkingTree {
     let dir = dirname(path);
     let name = basename(path);
     for (;;) {
-      const node = this.materialise(dir);
+      const node = this.loadedNode(dir);
       node.entries.delete(name);
       this.invalidate(dir);
       if (node.entries.size > 0 || dir === '') break;
-      this.forgetNode(dir);
+      this.nodes.delete(dir);
       name = basename(dir);
       dir = dirname(dir);
     }
   }
 
-  /** Sets the lock flag of an existing file. */
+  /** Sets the lock flag of an existing file (lock state is not part of git's tree). */
   setLocked(path: string, locked: boolean): void {
-    const found = this.lookup(path);
-    if (found.kind !== 'file' || found.entry.locked === locked) return;
-    const node = this.materialise(dirname(path));
-    node.entries.set(basename(path), { ...found.entry, locked });
-    this.noteLock(path, locked);
-    // Lock state is not part of git's tree, so the cached tree ids stay valid.
-    this.changed.add(dirname(path));
+    if (this.lookup(path).kind === 'file') this.noteLock(path, locked);
   }
 
   /** Locked files of the branch, sorted. */
@@ -170,24 +181,28 @@ export class WorkingTree {
     return this.lockedPaths().filter((locked) => isWithin(locked, path));
   }
 
-  /** Hashes and stores every directory whose cached id was cleared; returns the root tree id. */
+  /** The working tree's id: stored, or (after changes in this object) hashed and stored now. */
   writeTree(): Oid {
-    const tx = this.writableTx();
+    if (!this.treeChanged) {
+      const stored = this.storedState();
+      if (stored) return stored.tree;
+    }
+    const tx = this.tx as ProjectWriteTx;
     const treeOf = (dir: string, node: LiveNode): Oid => {
       if (node.tree) return node.tree;
-      const entries: TreeEntry[] = [];
       for (const entry of node.entries.values()) {
-        if (entry.oid === null) {
-          // Only a materialised directory with a change below it lacks an id.
-          const path = joinPath(dir, entry.name);
-          const child = this.node(path);
-          if (!child) throw new Error(`working tree node ${JSON.stringify(path)} is missing`);
-          entry.oid = treeOf(path, child);
+        if (entry.mode === MODE_TREE && entry.oid === null) {
+          // Only a directory that changed in this object lacks an id, and it is loaded.
+          entry.oid = treeOf(joinPath(dir, entry.name), this.loadedNode(joinPath(dir, entry.name)));
         }
-        entries.push({ name: entry.name, mode: entry.mode, oid: entry.oid });
       }
-      node.tree = tx.putObject('tree', encodeTree(entries));
-      this.changed.add(dir);
+      const { body, sorted } = encodeTreeSorted([...node.entries.values()] as Array<WorkingEntry & TreeEntry>);
+      const annex = Buffer.allocUnsafe(sorted.length * ANNEX_BYTES_PER_ENTRY);
+      sorted.forEach((entry, index) => {
+        const size = entry.size >= 0 && entry.size < ANNEX_UNKNOWN ? entry.size : ANNEX_UNKNOWN;
+        annex.writeUInt32BE(size, index * ANNEX_BYTES_PER_ENTRY);
+      });
+      node.tree = tx.putObject('tree', body, annex);
       return node.tree;
     };
     const root = this.node('');
@@ -195,31 +210,29 @@ export class WorkingTree {
     return treeOf('', root);
   }
 
-  /** Hashes and stores the changed directories (see writeTree), then writes back every node this object changed. */
+  /** Hashes and stores the changed directories (writeTree), then the branch's record. */
   save(): void {
-    const tx = this.writableTx();
-    if (this.nodes.has('')) this.writeTree();
-    for (const dir of this.removed) if (!this.nodes.has(dir)) tx.deleteDirNode(this.branch, dir);
-    if (this.locksChanged) this.changed.add('');
-    for (const dir of this.changed) {
-      const node = this.nodes.get(dir);
-      if (!node) continue;
-      const entries = [...node.entries.values()].sort(byName);
-      if (dir === '') tx.putDirNode(this.branch, dir, { tree: node.tree, entries, locks: this.lockedPaths() });
-      else tx.putDirNode(this.branch, dir, { tree: node.tree, entries });
-    }
-    this.removed.clear();
-    this.changed.clear();
+    if (!this.treeChanged && !this.locksChanged) return;
+    const tree = this.writeTree();
+    (this.tx as ProjectWriteTx).putWorkingTree(this.branch, { tree, locks: this.lockedPaths() });
+    this.stored = { tree, locks: this.lockedPaths() };
+    this.treeChanged = false;
     this.locksChanged = false;
   }
 
-  private writableTx(): ProjectWriteTx {
-    return this.tx as ProjectWriteTx;
+  private storedState(): WorkingTreeState | null {
+    if (this.stored === undefined) this.stored = this.tx.getWorkingTree(this.branch) ?? null;
+    return this.stored;
   }
 
   private lockSet(): Set<string> {
-    if (!this.locks) this.locks = new Set(this.tx.getDirNode(this.branch, '')?.locks ?? []);
+    if (!this.locks) this.locks = new Set(this.storedState()?.locks ?? []);
     return this.locks;
+  }
+
+  private isLocked(path: string): boolean {
+    const locks = this.lockSet();
+    return locks.size > 0 && locks.has(path);
   }
 
   private noteLock(path: string, locked: boolean): void {
@@ -230,29 +243,40 @@ export class WorkingTree {
     this.locksChanged = true;
   }
 
-  /** The node of a directory that has one: the root, or one its parent's entry says is materialised. */
+  /** The node of an existing directory, decoding its tree the first time; undefined if there is none. */
   private node(dir: string): LiveNode | undefined {
     const cached = this.nodes.get(dir);
     if (cached) return cached;
-    if (this.removed.has(dir)) return undefined;
-    if (dir !== '') {
-      const parent = this.node(dirname(dir));
-      const entry = parent?.entries.get(basename(dir));
-      if (!entry || entry.mode !== MODE_TREE || !entry.materialised) return undefined;
+    if (dir === '') {
+      const stored = this.storedState();
+      if (!stored) return undefined;
+      const root = this.nodeFromTree(stored.tree);
+      this.nodes.set('', root);
+      return root;
     }
-    const stored = this.tx.getDirNode(this.branch, dir);
-    if (!stored) return undefined;
-    const live: LiveNode = { tree: stored.tree, entries: new Map(stored.entries.map((e) => [e.name, e])) };
+    const parent = this.node(dirname(dir));
+    const entry = parent?.entries.get(basename(dir));
+    if (!entry || entry.mode !== MODE_TREE) return undefined;
+    return this.childNode(dir, entry);
+  }
+
+  private childNode(dir: string, entry: WorkingEntry): LiveNode {
+    const cached = this.nodes.get(dir);
+    if (cached) return cached;
+    if (!entry.oid) throw new Error(`working tree directory ${JSON.stringify(dir)} changed but is not loaded`);
+    const live = this.nodeFromTree(entry.oid);
     this.nodes.set(dir, live);
     return live;
   }
 
-  private childEntries(dir: string, entry: WorkingEntry): Map<string, WorkingEntry> {
-    if (entry.materialised) return this.node(dir)?.entries ?? new Map();
-    return entry.oid ? this.nodeFromTree(entry.oid).entries : new Map();
+  /** A node this object has already reached (every directory on a changed path is one). */
+  private loadedNode(dir: string): LiveNode {
+    const node = this.nodes.get(dir);
+    if (!node) throw new Error(`working tree directory ${JSON.stringify(dir)} is not loaded`);
+    return node;
   }
 
-  /** The node of `dir`, created or expanded from its tree as needed. */
+  /** The node of `dir`, created (with any missing parents) as needed. */
   private materialise(dir: string): LiveNode {
     const existing = this.node(dir);
     if (existing) return existing;
@@ -261,70 +285,65 @@ export class WorkingTree {
     const name = basename(dir);
     const entry = parent.entries.get(name);
     if (entry && entry.mode !== MODE_TREE) throw new Error(`a file stands at ${JSON.stringify(dir)}`);
-    const live: LiveNode = entry?.oid ? this.nodeFromTree(entry.oid) : { tree: null, entries: new Map() };
-    // The subtree's id is unchanged by materialising it; a new directory has none yet.
-    parent.entries.set(name, { name, mode: MODE_TREE, oid: entry?.oid ?? null, size: 0, locked: false, materialised: true });
-    if (!entry) this.invalidate(dirname(dir));
-    this.changed.add(dirname(dir));
-    this.removed.delete(dir);
+    const live: LiveNode = { tree: null, entries: new Map() };
+    parent.entries.set(name, { name, mode: MODE_TREE, oid: null, size: 0 });
     this.nodes.set(dir, live);
-    this.changed.add(dir);
+    this.invalidate(dirname(dir));
     return live;
   }
 
-  /** A node from a tree; blob sizes stay unknown (SIZE_UNKNOWN) until a listing asks for them. */
   private nodeFromTree(tree: Oid): LiveNode {
     const entries = new Map<string, WorkingEntry>();
-    for (const entry of this.readTree(tree)) {
-      const size = entry.mode === MODE_TREE || entry.mode === MODE_GITLINK ? 0 : SIZE_UNKNOWN;
-      entries.set(entry.name, { name: entry.name, mode: entry.mode, oid: entry.oid, size, locked: false });
-    }
+    this.readTree(tree, (entry, size) => entries.set(entry.name, { name: entry.name, mode: entry.mode, oid: entry.oid, size }));
     return { tree, entries };
   }
 
-  private readTree(tree: Oid): TreeEntry[] {
-    const object = this.tx.getObject(tree);
+  /** Calls `visit` with each entry of a stored tree and its blob's size (from the annex when it has one). */
+  private readTree(tree: Oid, visit: (entry: TreeEntry, size: number) => void): void {
+    const object = this.tx.getObjectWithAnnex(tree);
     if (!object || object.type !== 'tree') throw new Error(`tree ${tree.toString('hex')} is missing`);
-    return decodeTree(object.body);
+    const entries = decodeTree(object.body, true);
+    const annex = object.annex && object.annex.length === entries.length * ANNEX_BYTES_PER_ENTRY ? object.annex : null;
+    entries.forEach((entry, index) => {
+      let size = entry.mode === MODE_TREE || entry.mode === MODE_GITLINK ? 0 : SIZE_UNKNOWN;
+      if (annex && size !== 0) {
+        const known = annex.readUInt32BE(index * ANNEX_BYTES_PER_ENTRY);
+        if (known !== ANNEX_UNKNOWN) size = known;
+      }
+      visit(entry, size);
+    });
   }
 
-  /** Clears the cached tree id of `dir` and of every ancestor, in the nodes and in their parents' entries. */
+  /** Clears the tree id of `dir` and of every ancestor, in the nodes and in their parents' entries. */
   private invalidate(dir: string): void {
+    this.treeChanged = true;
     let current = dir;
     for (;;) {
-      const node = this.node(current);
-      if (node) {
-        node.tree = null;
-        this.changed.add(current);
-      }
+      const node = this.loadedNode(current);
+      if (node.tree === null && current !== dir) return;
+      node.tree = null;
       if (current === '') return;
       const parentDir = dirname(current);
-      const parent = this.node(parentDir);
-      const entry = parent?.entries.get(basename(current));
+      const entry = this.loadedNode(parentDir).entries.get(basename(current));
       if (entry && entry.mode === MODE_TREE) entry.oid = null;
       current = parentDir;
     }
   }
 
-  private forgetNode(dir: string): void {
-    this.nodes.delete(dir);
-    this.changed.delete(dir);
-    this.removed.add(dir);
-  }
-
-  /** Drops the cached nodes below a removed directory; stored ones are orphaned with its entry. */
+  /** Drops the decoded nodes at and below a removed directory. */
   private forgetNodesUnder(dir: string): void {
     const prefix = `${dir}/`;
-    for (const known of [...this.nodes.keys()]) if (known === dir || known.startsWith(prefix)) this.forgetNode(known);
+    for (const known of [...this.nodes.keys()]) if (known === dir || known.startsWith(prefix)) this.nodes.delete(known);
   }
 
   private collect(dir: string, entry: WorkingEntry | null, out: WorkingFile[]): void {
-    if (entry && !entry.materialised) {
-      if (entry.oid) this.collectTree(dir, entry.oid, out);
+    const node = this.nodes.get(dir);
+    if (!node) {
+      // Not reached by this object, so unchanged: read its tree without keeping the nodes.
+      const tree = entry ? entry.oid : this.storedState()?.tree;
+      if (tree) this.collectTree(dir, tree, out);
       return;
     }
-    const node = this.node(dir);
-    if (!node) return;
     for (const child of node.entries.values()) {
       const path = joinPath(dir, child.name);
       if (child.mode === MODE_TREE) this.collect(path, child, out);
@@ -332,22 +351,17 @@ export class WorkingTree {
     }
   }
 
+  private collectTree(dir: string, tree: Oid, out: WorkingFile[]): void {
+    this.readTree(tree, (entry, size) => {
+      const path = joinPath(dir, entry.name);
+      if (entry.mode === MODE_TREE) this.collectTree(path, entry.oid, out);
+      else out.push(this.toFile(path, { name: entry.name, mode: entry.mode, oid: entry.oid, size }));
+    });
+  }
+
   private toFile(path: string, entry: WorkingEntry): WorkingFile {
     const oid = entry.oid as Oid;
     const size = entry.size === SIZE_UNKNOWN ? (this.tx.objectSize(oid) ?? 0) : entry.size;
-    return { path, oid, mode: entry.mode, size, locked: entry.locked };
-  }
-
-  private collectTree(dir: string, tree: Oid, out: WorkingFile[]): void {
-    for (const entry of this.readTree(tree)) {
-      const path = joinPath(dir, entry.name);
-      if (entry.mode === MODE_TREE) this.collectTree(path, entry.oid, out);
-      else {
-        const size = entry.mode === MODE_GITLINK ? 0 : (this.tx.objectSize(entry.oid) ?? 0);
-        out.push({ path, oid: entry.oid, mode: entry.mode, size, locked: false });
-      }
-    }
+    return { path, oid, mode: entry.mode, size, locked: this.isLocked(path) };
   }
 }
-
-

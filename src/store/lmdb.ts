@@ -3,34 +3,35 @@
  *
  * | database  | key                                  | value                                          |
  * |-----------|--------------------------------------|------------------------------------------------|
- * | objects   | project u32 BE + 20-byte id          | type code u8 + the raw object body             |
+ * | objects   | project u32 BE + 20-byte id          | type code u8 + the raw object body (see below) |
  * | commits   | project u32 BE + 20-byte id          | tree id, generation u32, time f64, parent ids  |
  * | refs      | project u32 BE + ref name (UTF-8)    | 20-byte id                                     |
- * | worktrees | project u32 BE + branch + NUL + dir  | msgpack DirNode                                |
+ * | worktrees | project u32 BE + branch + NUL        | msgpack {t: tree id, l: locked paths}          |
  * | records   | string                               | msgpack (teams, keys, projects, counters)      |
  * | packed    | project u32 BE + 20-byte id          | type u8 + size u32 BE + body as a zlib stream  |
  *
  * Object bodies are stored raw: hashing them is the only work on the write path. Their deflated form
  * is filled in after the write, off the request path (src/service/deflateCache.ts), so a clone
  * copies pack-ready bytes instead of compressing every object while the client waits.
+ * An object stored with an annex (ProjectWriteTx.putObject) has ANNEX_FLAG in its type code, then
+ * the body length (u32 BE), the body and the annex, so one read returns both.
  * The project prefix keeps each project's keys contiguous, so dropping a project is a range delete.
  */
 import { open, type Database, type RootDatabase } from 'lmdb';
 import { hashObject, type ObjectType, type Oid } from '../git/oid.js';
-import type { TreeMode } from '../git/tree.js';
 import {
   RefChangedError,
   StorageFullError,
   type CommitInfo,
+  type AnnexedObject,
   type DeflatedObject,
-  type DirNode,
   type ProjectReadTx,
   type ProjectWriteTx,
   type Store,
   type StoreReadTx,
   type StoreWriteTx,
   type StoredObject,
-  type WorkingEntry,
+  type WorkingTreeState,
 } from './types.js';
 import { decodeCommitInfo, encodeCommitInfo, commitInfoFromBody } from './commitIndex.js';
 
@@ -55,6 +56,8 @@ function putIfAbsent(db: Database<Buffer, Buffer>, key: Buffer, value: Buffer): 
   return putSync.call(db, key, value, { noOverwrite: true }) === true;
 }
 const VERSION_RECORD_PREFIX = 'project-version/';
+const STORE_FORMAT_RECORD = 'store-format';
+const STORE_FORMAT = 2;
 /** Type byte and inflated size (u32 BE) before the zlib stream in the packed cache. */
 const PACKED_HEADER_BYTES = 5;
 /**
@@ -90,63 +93,37 @@ function prefixEnd(prefix: Buffer): Buffer {
   throw new RangeError('prefix has no end');
 }
 
+/** A branch's working tree as stored. */
+interface StoredWorkingTree {
+  t: Uint8Array;
+  l: string[];
+}
+
+/** Set in an object value's type code when an annex follows the body (see the table above). */
+const ANNEX_FLAG = 0x80;
+const ANNEX_HEADER_BYTES = 1 + 4;
+
+function valueTypeCode(value: Buffer): number {
+  return value[0] & ~ANNEX_FLAG;
+}
+
 /**
- * A working-tree node as stored: entries as parallel columns, and every entry's id in one buffer
- * (20 bytes each), so decoding a node allocates one buffer instead of one per entry.
+ * Length of the body. Unlike valueBody, safe on lmdb-js's getBinaryFast buffers, whose `length` is
+ * set to the value's size over a larger shared buffer (subarray would run to the real end).
  */
-interface StoredDirNode {
-  t: Uint8Array | null;
-  /** Names, modes, sizes and flags (ENTRY_*), one per entry. */
-  n: string[];
-  m: string[];
-  z: number[];
-  f: number[];
-  /** Entry ids, OID_BYTES each, zeros where the flag says there is none. */
-  o: Uint8Array;
-  /** Locked paths (root node only). */
-  l?: string[];
+function valueBodyLength(value: Buffer): number {
+  return (value[0] & ANNEX_FLAG) === 0 ? value.length - 1 : value.readUInt32BE(1);
 }
 
-const ENTRY_LOCKED = 1;
-const ENTRY_MATERIALISED = 2;
-const ENTRY_NO_OID = 4;
-
-function toBuffer(bytes: Uint8Array | null): Buffer | null {
-  if (bytes === null) return null;
-  return Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+/** The body as a view; `value` must be a buffer of its own (getBinary, not getBinaryFast). */
+function valueBody(value: Buffer): Buffer {
+  if ((value[0] & ANNEX_FLAG) === 0) return value.subarray(1);
+  return value.subarray(ANNEX_HEADER_BYTES, ANNEX_HEADER_BYTES + value.readUInt32BE(1));
 }
 
-function encodeDirNode(node: DirNode): StoredDirNode {
-  const count = node.entries.length;
-  const stored: StoredDirNode = { t: node.tree, n: new Array(count), m: new Array(count), z: new Array(count), f: new Array(count), o: Buffer.alloc(count * OID_BYTES) };
-  node.entries.forEach((entry, index) => {
-    stored.n[index] = entry.name;
-    stored.m[index] = entry.mode;
-    stored.z[index] = entry.size;
-    stored.f[index] = (entry.locked ? ENTRY_LOCKED : 0) | (entry.materialised ? ENTRY_MATERIALISED : 0) | (entry.oid ? 0 : ENTRY_NO_OID);
-    if (entry.oid) entry.oid.copy(stored.o as Buffer, index * OID_BYTES);
-  });
-  if (node.locks) stored.l = node.locks;
-  return stored;
-}
-
-function decodeDirNode(stored: StoredDirNode): DirNode {
-  const ids = toBuffer(stored.o)!;
-  const entries: WorkingEntry[] = stored.n.map((name, index) => {
-    const flags = stored.f[index];
-    const entry: WorkingEntry = {
-      name,
-      mode: stored.m[index] as TreeMode,
-      oid: flags & ENTRY_NO_OID ? null : ids.subarray(index * OID_BYTES, (index + 1) * OID_BYTES),
-      size: stored.z[index],
-      locked: (flags & ENTRY_LOCKED) !== 0,
-    };
-    if (flags & ENTRY_MATERIALISED) entry.materialised = true;
-    return entry;
-  });
-  const node: DirNode = { tree: toBuffer(stored.t), entries };
-  if (stored.l) node.locks = stored.l;
-  return node;
+function valueAnnex(value: Buffer): Buffer | null {
+  if ((value[0] & ANNEX_FLAG) === 0) return null;
+  return value.subarray(ANNEX_HEADER_BYTES + value.readUInt32BE(1));
 }
 
 /** errno values and LMDB codes that mean the disk (or the map) cannot take the write. */
@@ -164,7 +141,7 @@ export class LmdbStore implements Store {
   private readonly objects: Database<Buffer, Buffer>;
   private readonly commits: Database<Buffer, Buffer>;
   private readonly refs: Database<Buffer, Buffer>;
-  private readonly worktrees: Database<StoredDirNode, Buffer>;
+  private readonly worktrees: Database<StoredWorkingTree, Buffer>;
   private readonly records: Database<unknown, string>;
   private readonly deflated: Database<Buffer, Buffer>;
   private readonly objectListeners: Array<(project: number, oids: Oid[]) => void> = [];
@@ -191,6 +168,23 @@ export class LmdbStore implements Store {
     this.records = this.env.openDB({ name: 'records', encoding: 'msgpack' });
     // A cache: type and size ride along, so a pack reads one small value and never the raw object.
     this.deflated = this.env.openDB({ name: 'packed', keyEncoding: 'binary', encoding: 'binary' });
+    this.checkFormat(options.path);
+  }
+
+  /**
+   * Format 2 keeps one record per working tree (its tree id and locks); format 1 kept a node per
+   * directory. A format-1 store has working-tree keys and no format record; it is refused with a
+   * clear message rather than read wrongly (no released build wrote it).
+   */
+  private checkFormat(path: string): void {
+    const format = this.records.get(STORE_FORMAT_RECORD);
+    if (format === STORE_FORMAT) return;
+    const empty = format === undefined && this.worktrees.getKeysCount({ limit: 1 }) === 0;
+    if (!empty) {
+      void this.env.close();
+      throw new Error(`${path} holds a Treehouse store of format ${String(format ?? 1)}; this build reads format ${STORE_FORMAT}. Start with an empty data directory.`);
+    }
+    this.records.putSync(STORE_FORMAT_RECORD, STORE_FORMAT);
   }
 
   onObjectsStored(listener: (project: number, oids: Oid[]) => void): void {
@@ -255,11 +249,18 @@ export class LmdbStore implements Store {
   }
 
   /** @internal The stored form of an object, valid until the next call (see VALUE_SCRATCH_BYTES). */
-  objectValue(typeCode: number, body: Buffer): Buffer {
-    const bytes = 1 + body.length;
+  objectValue(typeCode: number, body: Buffer, annex?: Buffer): Buffer {
+    const header = annex ? ANNEX_HEADER_BYTES : 1;
+    const bytes = header + body.length + (annex?.length ?? 0);
     const value = bytes <= VALUE_SCRATCH_BYTES ? this.valueScratch.subarray(0, bytes) : Buffer.allocUnsafe(bytes);
-    value[0] = typeCode;
-    body.copy(value, 1);
+    if (annex) {
+      value[0] = typeCode | ANNEX_FLAG;
+      value.writeUInt32BE(body.length, 1);
+      annex.copy(value, header + body.length);
+    } else {
+      value[0] = typeCode;
+    }
+    body.copy(value, header);
     return value;
   }
 
@@ -342,14 +343,21 @@ class LmdbProjectTx implements ProjectWriteTx {
     return Buffer.concat([this.prefix, Buffer.from(text, 'utf8')]);
   }
 
-  private worktreeKey(branch: string, dir: string): Buffer {
-    return Buffer.concat([this.prefix, Buffer.from(branch, 'utf8'), Buffer.of(NUL), Buffer.from(dir, 'utf8')]);
+  private worktreeKey(branch: string): Buffer {
+    return Buffer.concat([this.prefix, Buffer.from(branch, 'utf8'), Buffer.of(NUL)]);
   }
 
   getObject(oid: Oid): StoredObject | undefined {
     const value = this.store.dbs.objects.getBinary(this.objectKey(oid));
     if (!value) return undefined;
-    return { type: TYPE_NAMES[value[0]], body: Buffer.from(value.subarray(1)) };
+    return { type: TYPE_NAMES[valueTypeCode(value)], body: Buffer.from(valueBody(value)) };
+  }
+
+  getObjectWithAnnex(oid: Oid): AnnexedObject | undefined {
+    // getBinary copies the value once; body and annex are views into that copy.
+    const value = this.store.dbs.objects.getBinary(this.objectKey(oid));
+    if (!value) return undefined;
+    return { type: TYPE_NAMES[valueTypeCode(value)], body: valueBody(value), annex: valueAnnex(value) };
   }
 
   hasObject(oid: Oid): boolean {
@@ -358,7 +366,7 @@ class LmdbProjectTx implements ProjectWriteTx {
 
   objectSize(oid: Oid): number | undefined {
     const value = this.store.dbs.objects.getBinaryFast(this.objectKey(oid));
-    return value ? value.length - 1 : undefined;
+    return value ? valueBodyLength(value) : undefined;
   }
 
   findObjectsByPrefix(hexPrefix: string, limit: number): Oid[] {
@@ -386,8 +394,8 @@ class LmdbProjectTx implements ProjectWriteTx {
     const raw = this.store.dbs.objects.getBinaryFast(key);
     if (!raw) return;
     const value = Buffer.allocUnsafe(PACKED_HEADER_BYTES + deflated.length);
-    value[0] = raw[0];
-    value.writeUInt32BE(raw.length - 1, 1);
+    value[0] = valueTypeCode(raw);
+    value.writeUInt32BE(valueBodyLength(raw), 1);
     deflated.copy(value, PACKED_HEADER_BYTES);
     this.store.dbs.deflated.putSync(key, value);
   }
@@ -412,36 +420,26 @@ class LmdbProjectTx implements ProjectWriteTx {
     return out;
   }
 
-  getDirNode(branch: string, dir: string): DirNode | undefined {
-    const stored = this.store.dbs.worktrees.get(this.worktreeKey(branch, dir));
-    return stored ? decodeDirNode(stored) : undefined;
-  }
-
-  listDirNodes(branch: string): Array<{ dir: string; node: DirNode }> {
-    const start = this.worktreeKey(branch, '');
-    const headBytes = start.length;
-    const out: Array<{ dir: string; node: DirNode }> = [];
-    for (const { key, value } of this.store.dbs.worktrees.getRange({ start, end: prefixEnd(start) })) {
-      out.push({ dir: (key as Buffer).toString('utf8', headBytes), node: decodeDirNode(value) });
-    }
-    return out;
+  getWorkingTree(branch: string): WorkingTreeState | undefined {
+    const stored = this.store.dbs.worktrees.get(this.worktreeKey(branch));
+    return stored ? { tree: Buffer.from(stored.t), locks: stored.l } : undefined;
   }
 
   getVersion(): number {
     return (this.parent.getRecord<number>(VERSION_RECORD_PREFIX + this.project) ?? 0) as number;
   }
 
-  putObject(type: ObjectType, body: Buffer): Oid {
+  putObject(type: ObjectType, body: Buffer, annex?: Buffer): Oid {
     const oid = hashObject(type, body);
-    this.putObjectWithId(oid, type, body);
+    this.putObjectWithId(oid, type, body, annex);
     return oid;
   }
 
-  putObjectWithId(oid: Oid, type: ObjectType, body: Buffer): void {
+  putObjectWithId(oid: Oid, type: ObjectType, body: Buffer, annex?: Buffer): void {
     this.parent.assertWritable();
     const key = this.objectKey(oid);
     const { objects, commits } = this.store.dbs;
-    if (!putIfAbsent(objects, key, this.store.objectValue(TYPE_CODES[type], body))) return;
+    if (!putIfAbsent(objects, key, this.store.objectValue(TYPE_CODES[type], body, annex))) return;
     this.store.noteStored(this.project, oid);
     if (type === 'commit') {
       const parsed = commitInfoFromBody(body);
@@ -465,21 +463,14 @@ class LmdbProjectTx implements ProjectWriteTx {
     else this.store.dbs.refs.putSync(key, next);
   }
 
-  putDirNode(branch: string, dir: string, node: DirNode): void {
+  putWorkingTree(branch: string, state: WorkingTreeState): void {
     this.parent.assertWritable();
-    this.store.dbs.worktrees.putSync(this.worktreeKey(branch, dir), encodeDirNode(node));
-  }
-
-  deleteDirNode(branch: string, dir: string): void {
-    this.parent.assertWritable();
-    this.store.dbs.worktrees.removeSync(this.worktreeKey(branch, dir));
+    this.store.dbs.worktrees.putSync(this.worktreeKey(branch), { t: state.tree, l: state.locks });
   }
 
   deleteWorkingTree(branch: string): void {
     this.parent.assertWritable();
-    const start = this.worktreeKey(branch, '');
-    const db = this.store.dbs.worktrees;
-    for (const key of db.getKeys({ start, end: prefixEnd(start) })) db.removeSync(key);
+    this.store.dbs.worktrees.removeSync(this.worktreeKey(branch));
   }
 
   bumpVersion(): number {

@@ -8,7 +8,6 @@
  * resolves only once the commit is durable, so a caller may acknowledge the work it did.
  */
 import type { ObjectType, Oid } from '../git/oid.js';
-import type { TreeMode } from '../git/tree.js';
 
 /** Parents, tree, committer time and generation number of one commit, kept so walks never inflate. */
 export interface CommitInfo {
@@ -32,30 +31,17 @@ export interface StoredObject {
 }
 
 /**
- * One entry of a working-tree directory. For a file `oid` is its blob. For a directory `oid` is the
- * id of the tree the subdirectory holds now, or null when a change below it has not been hashed yet.
+ * Where a branch's working tree stands: the id of the tree it holds now (stored, with its
+ * subtrees, whether or not a commit has it yet) and the branch's locked paths, sorted.
  */
-export interface WorkingEntry {
-  name: string;
-  mode: TreeMode;
-  oid: Oid | null;
-  /** Bytes of the blob (-1: not read yet, see src/repo/workingTree.ts); 0 for directories and gitlinks. */
-  size: number;
-  locked: boolean;
-  /**
-   * Directories only: the subdirectory has a node of its own (see DirNode). Without one it is
-   * exactly the tree `oid`, untouched since it came from a commit.
-   */
-  materialised?: boolean;
+export interface WorkingTreeState {
+  tree: Oid;
+  locks: string[];
 }
 
-/** A materialised working-tree directory. `tree` caches its tree id; a write below it clears it. */
-export interface DirNode {
-  tree: Oid | null;
-  /** Sorted by name (JavaScript string order); names are unique. */
-  entries: WorkingEntry[];
-  /** Root node only: every locked path of the branch, sorted, so lock checks never walk the tree. */
-  locks?: string[];
+/** An object with the annex its writer kept beside it (see ProjectWriteTx.putObject). */
+export interface AnnexedObject extends StoredObject {
+  annex: Buffer | null;
 }
 
 export interface ProjectReadTx {
@@ -70,9 +56,9 @@ export interface ProjectReadTx {
   getRef(name: string): Oid | undefined;
   /** Refs whose name starts with `prefix`, sorted by name. */
   listRefs(prefix: string): Array<{ name: string; oid: Oid }>;
-  getDirNode(branch: string, dir: string): DirNode | undefined;
-  /** Every materialised directory of a branch's working tree, sorted by directory path. */
-  listDirNodes(branch: string): Array<{ dir: string; node: DirNode }>;
+  /** The object and its annex, if one was stored with it. */
+  getObjectWithAnnex(oid: Oid): AnnexedObject | undefined;
+  getWorkingTree(branch: string): WorkingTreeState | undefined;
   /** +1 on every change to the project's files, refs or settings. */
   getVersion(): number;
   /**
@@ -83,17 +69,20 @@ export interface ProjectReadTx {
 }
 
 export interface ProjectWriteTx extends ProjectReadTx {
-  /** Stores an object (idempotent) and, for commits, indexes it; returns its id. */
-  putObject(type: ObjectType, body: Buffer): Oid;
+  /**
+   * Stores an object (idempotent: a stored id keeps its first copy) and, for commits, indexes it;
+   * returns its id. `annex` is data derived from the object that its reader wants in the same read
+   * (the repo layer keeps a tree's blob sizes there); it is not part of the object.
+   */
+  putObject(type: ObjectType, body: Buffer, annex?: Buffer): Oid;
   /** Stores an object whose id the caller already computed (received packs, imports). */
-  putObjectWithId(oid: Oid, type: ObjectType, body: Buffer): void;
+  putObjectWithId(oid: Oid, type: ObjectType, body: Buffer, annex?: Buffer): void;
   /**
    * The one way a ref moves: `expected` null means "must not exist", `next` null deletes.
    * A mismatch throws RefChangedError and leaves the ref as it was.
    */
   casRef(name: string, expected: Oid | null, next: Oid | null): void;
-  putDirNode(branch: string, dir: string, node: DirNode): void;
-  deleteDirNode(branch: string, dir: string): void;
+  putWorkingTree(branch: string, state: WorkingTreeState): void;
   deleteWorkingTree(branch: string): void;
   bumpVersion(): number;
   /** Caches the zlib-deflated body of a stored object, so packs copy it instead of compressing. */

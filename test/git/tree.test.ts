@@ -1,6 +1,7 @@
+import fc from 'fast-check';
 import { afterAll, describe, expect, it } from 'vitest';
 import { hashObject, oidFromHex, oidToHex } from '../../src/git/oid.js';
-import { decodeTree, encodeTree, type TreeEntry } from '../../src/git/tree.js';
+import { compareTreeNames, decodeTree, encodeTree, encodeTreeSorted, type TreeEntry } from '../../src/git/tree.js';
 import { git, initBareRepo, scratchDir } from '../support/git.js';
 
 const scratch = scratchDir();
@@ -46,7 +47,35 @@ describe('encodeTree', () => {
     const entries: TreeEntry[] = [{ name: 'x', mode: '100644', oid: file }];
     expect(decodeTree(encodeTree(entries))).toEqual(entries);
     expect(() => encodeTree([...entries, ...entries])).toThrow(/duplicate/);
+    // A file and a directory of one name are not neighbours in git order, and still duplicates.
+    const dir = oidFromHex(mktree(entries));
+    const apart: TreeEntry[] = [{ name: 'a', mode: '100644', oid: file }, { name: 'a-b', mode: '100644', oid: file }, { name: 'a', mode: '40000', oid: dir }];
+    expect(() => encodeTree(apart)).toThrow(/duplicate/);
     expect(() => decodeTree(encodeTree(entries).subarray(0, 10))).toThrow();
     expect(() => decodeTree(Buffer.from('99999 x\0' + 'a'.repeat(20), 'latin1'))).toThrow(/mode/);
+  });
+});
+
+describe('encodeTreeSorted', () => {
+  // Names from a small alphabet so that prefixes, '-', '.', '0' (around '/') and non-ASCII
+  // (2-, 3- and 4-byte UTF-8, where UTF-16 order and byte order disagree) collide often.
+  const name = fc
+    .array(fc.constantFrom('a', 'b', '-', '.', '0', 'é', '\uffef', '\u{1f600}'), { minLength: 1, maxLength: 4 })
+    .map((parts) => parts.join(''));
+  const oid = hashObject('blob', Buffer.from('same'));
+
+  it('orders entries as compareTreeNames does, ASCII or not, and the body holds that order', () => {
+    fc.assert(
+      fc.property(fc.uniqueArray(fc.record({ name, tree: fc.boolean() }), { selector: (e) => e.name, maxLength: 12 }), (picked) => {
+        const entries: TreeEntry[] = picked.map((e) => ({ name: e.name, mode: e.tree ? '40000' : '100644', oid }));
+        const expected = [...entries].sort((a, b) =>
+          compareTreeNames(Buffer.from(a.name), a.mode === '40000', Buffer.from(b.name), b.mode === '40000'),
+        );
+        const { body, sorted } = encodeTreeSorted(entries);
+        expect(sorted.map((e) => e.name)).toEqual(expected.map((e) => e.name));
+        expect(decodeTree(body).map((e) => e.name)).toEqual(expected.map((e) => e.name));
+      }),
+      { numRuns: 500 },
+    );
   });
 });

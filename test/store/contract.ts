@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { encodeCommit, type Signature } from '../../src/git/commit.js';
 import { EMPTY_BLOB_OID, EMPTY_TREE_OID, hashObject, oidFromHex, oidToHex, type Oid } from '../../src/git/oid.js';
 import { encodeTree } from '../../src/git/tree.js';
-import { RefChangedError, type DirNode, type ProjectWriteTx, type Store } from '../../src/store/types.js';
+import { RefChangedError, type ProjectWriteTx, type Store } from '../../src/store/types.js';
 
 const EMPTY_BLOB_HEX = 'e69de29bb2d1d6434b8b29ae775ad8c2e48c5391';
 const EMPTY_TREE_HEX = '4b825dc642cb6eb9a060e54bf8d69288fbee4904';
@@ -345,7 +345,7 @@ export function storeContract(backendName: string, openStore: () => Store): void
             commit = p.putObject('commit', commitBody(EMPTY_TREE_OID, [], 1_234));
             p.casRef('refs/heads/main', head, commit);
             p.casRef('refs/heads/doomed', null, commit);
-            p.putDirNode('main', '', { tree: null, entries: [] });
+            p.putWorkingTree('main', { tree: EMPTY_TREE_OID, locks: [] });
             p.bumpVersion();
             tx.putRecord(`contract/${project}/doomed`, 'x');
             throw new Boom('rolled back');
@@ -358,7 +358,7 @@ export function storeContract(backendName: string, openStore: () => Store): void
           expect(p.getCommitInfo(commit!)).toBeUndefined();
           expect(p.getRef('refs/heads/main')).toEqual(head);
           expect(p.getRef('refs/heads/doomed')).toBeUndefined();
-          expect(p.getDirNode('main', '')).toBeUndefined();
+          expect(p.getWorkingTree('main')).toBeUndefined();
           expect(p.getVersion()).toBe(versionBefore);
           expect(tx.getRecord(`contract/${project}/doomed`)).toBeUndefined();
         });
@@ -394,45 +394,58 @@ export function storeContract(backendName: string, openStore: () => Store): void
       });
     });
 
-    describe('working-tree nodes', () => {
-      const node = (name: string): DirNode => ({
-        tree: hashObject('tree', Buffer.from(name)),
-        entries: [
-          { name: `${name}.txt`, mode: '100644', oid: hashObject('blob', Buffer.from(name)), size: 7, locked: true },
-          { name: 'sub', mode: '40000', oid: null, size: 0, locked: false },
-        ],
-      });
+    describe('working trees', () => {
+      const state = (name: string) => ({ tree: hashObject('tree', Buffer.from(name)), locks: [`${name}/locked.txt`, 'z'] });
 
-      it('round-trip, list sorted per branch, and delete one node or one branch', async () => {
+      it('round-trip per branch and delete one branch', async () => {
         const project = freshProject();
-        // "feat" is a prefix of "feat2" and of "feat/x": each branch must see only its own nodes.
+        // "feat" is a prefix of "feat2" and of "feat/x": each branch must see only its own record.
         const branches = ['feat', 'feat2', 'feat/x'];
         await store.write((tx) => {
-          const p = tx.project(project);
-          for (const branch of branches) {
-            for (const dir of ['', 'src', 'src/lib', 'a-b', 'a']) p.putDirNode(branch, dir, node(`${branch}:${dir}`));
-          }
+          for (const branch of branches) tx.project(project).putWorkingTree(branch, state(branch));
         });
         store.read((tx) => {
           const p = tx.project(project);
-          expect(p.getDirNode('feat', 'src')).toEqual(node('feat:src'));
-          expect(p.getDirNode('feat', 'missing')).toBeUndefined();
-          expect(p.getDirNode('nope', '')).toBeUndefined();
-          for (const branch of branches) {
-            const listed = p.listDirNodes(branch);
-            expect(listed.map((n) => n.dir)).toEqual(['', 'a', 'a-b', 'src', 'src/lib']);
-            expect(listed[3].node).toEqual(node(`${branch}:src`));
-          }
+          for (const branch of branches) expect(p.getWorkingTree(branch)).toEqual(state(branch));
+          expect(p.getWorkingTree('nope')).toBeUndefined();
         });
         await store.write((tx) => {
-          tx.project(project).deleteDirNode('feat', 'src');
           tx.project(project).deleteWorkingTree('feat2');
+          tx.project(project).putWorkingTree('feat', state('replaced'));
         });
         store.read((tx) => {
           const p = tx.project(project);
-          expect(p.listDirNodes('feat').map((n) => n.dir)).toEqual(['', 'a', 'a-b', 'src/lib']);
-          expect(p.listDirNodes('feat2')).toEqual([]);
-          expect(p.listDirNodes('feat/x').length).toBe(5);
+          expect(p.getWorkingTree('feat')).toEqual(state('replaced'));
+          expect(p.getWorkingTree('feat2')).toBeUndefined();
+          expect(p.getWorkingTree('feat/x')).toEqual(state('feat/x'));
+        });
+      });
+    });
+
+    describe('object annex', () => {
+      it('returns the annex with its object, keeps it out of the body, size and deflate header', async () => {
+        const project = freshProject();
+        const body = encodeTree([{ name: 'f', mode: '100644', oid: hashObject('blob', Buffer.from('x')) }]);
+        const annex = Buffer.from([0, 0, 0, 1]);
+        const plain = Buffer.from('no annex');
+        const [tree, blob] = await store.write((tx) => {
+          const p = tx.project(project);
+          return [p.putObject('tree', body, annex), p.putObject('blob', plain)];
+        });
+        expect(tree).toEqual(hashObject('tree', body));
+        store.read((tx) => {
+          const p = tx.project(project);
+          expect(p.getObject(tree)).toEqual({ type: 'tree', body });
+          expect(p.getObjectWithAnnex(tree)).toEqual({ type: 'tree', body, annex });
+          expect(p.objectSize(tree)).toBe(body.length);
+          expect(p.getObjectWithAnnex(blob)).toEqual({ type: 'blob', body: plain, annex: null });
+          expect(p.getObjectWithAnnex(hashObject('blob', Buffer.from('absent')))).toBeUndefined();
+        });
+        await store.write((tx) => tx.project(project).putDeflated(tree, Buffer.from('zlib bytes')));
+        store.read((tx) => {
+          const packed = tx.project(project).peekDeflated(tree)!;
+          expect(packed.type).toBe('tree');
+          expect(packed.inflatedBytes).toBe(body.length);
         });
       });
     });
@@ -480,8 +493,7 @@ export function storeContract(backendName: string, openStore: () => Store): void
           const tree = p.putObject('tree', encodeTree([{ name: 'f', mode: '100644', oid: blob }]));
           const commit = p.putObject('commit', commitBody(tree, [], 1_000, `${tag}\n`));
           p.casRef('refs/heads/main', null, commit);
-          p.putDirNode('main', '', { tree, entries: [{ name: 'f', mode: '100644', oid: blob, size: 14, locked: false }] });
-          p.putDirNode('main', 'dir', { tree: null, entries: [] });
+          p.putWorkingTree('main', { tree, locks: ['f'] });
           p.bumpVersion();
           tx.putRecord(`contract/${project}/meta`, tag);
           return { blob, own, tree, commit };
@@ -501,14 +513,14 @@ export function storeContract(backendName: string, openStore: () => Store): void
           expect(p.findObjectsByPrefix('', 100)).toEqual([]);
           expect(p.getCommitInfo(gone.commit)).toBeUndefined();
           expect(p.listRefs('')).toEqual([]);
-          expect(p.listDirNodes('main')).toEqual([]);
+          expect(p.getWorkingTree('main')).toBeUndefined();
           expect(p.getVersion()).toBe(0);
           for (const project of [before, after]) {
             const q = tx.project(project);
             expect(q.findObjectsByPrefix('', 100).length).toBe(4);
             expect(q.hasObject(kept.blob)).toBe(true);
             expect(q.getCommitInfo(q.getRef('refs/heads/main')!)).toBeDefined();
-            expect(q.listDirNodes('main').map((n) => n.dir)).toEqual(['', 'dir']);
+            expect(q.getWorkingTree('main')?.locks).toEqual(['f']);
             expect(q.getVersion()).toBe(1);
             // Records belong to the caller, not to the project; dropProject leaves them.
             expect(tx.getRecord(`contract/${project}/meta`)).toBeDefined();
@@ -546,7 +558,7 @@ export function storeContract(backendName: string, openStore: () => Store): void
           const p = tx.project(project);
           const oid = p.putObject('blob', body);
           p.casRef('refs/heads/main', null, oid);
-          p.putDirNode('main', '', { tree: null, entries: [{ name: 'f', mode: '100755', oid, size: 8, locked: true }] });
+          p.putWorkingTree('main', { tree: EMPTY_TREE_OID, locks: ['f', 'g/h'] });
           p.bumpVersion();
           tx.putRecord(`contract/${project}/durable`, { ok: true });
           return oid;
@@ -560,7 +572,7 @@ export function storeContract(backendName: string, openStore: () => Store): void
           const p = tx.project(project);
           expect(p.getObject(oid)).toEqual({ type: 'blob', body });
           expect(p.getRef('refs/heads/main')).toEqual(oid);
-          expect(p.getDirNode('main', '')).toEqual({ tree: null, entries: [{ name: 'f', mode: '100755', oid, size: 8, locked: true }] });
+          expect(p.getWorkingTree('main')).toEqual({ tree: EMPTY_TREE_OID, locks: ['f', 'g/h'] });
           expect(p.getVersion()).toBe(1);
           expect(tx.getRecord(`contract/${project}/durable`)).toEqual({ ok: true });
         });
