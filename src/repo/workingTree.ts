@@ -10,13 +10,16 @@
  * whatever the tree's size. Trees of states that never get committed stay stored, unreachable, like
  * the blobs of overwritten writes (see the README).
  *
- * Directories are decoded as they are reached and kept for the life of the object, so a batch of
- * thousands of files hashes each changed directory once.
+ * Directories (src/repo/workingDir.ts) are read as they are reached and kept for the life of the
+ * object, so a batch of thousands of files hashes each changed directory once.
  */
 import { basename, dirname, isWithin, joinPath } from '../git/path.js';
-import { decodeTree, encodeTreeSorted, MODE_GITLINK, MODE_TREE, type FileMode, type TreeEntry, type TreeMode } from '../git/tree.js';
+import { MODE_TREE, type FileMode, type TreeEntry, type TreeMode } from '../git/tree.js';
 import type { Oid } from '../git/oid.js';
 import type { ProjectReadTx, ProjectWriteTx, WorkingTreeState } from '../store/types.js';
+import { forEachStoredEntry, SIZE_UNKNOWN, WorkingDir, type WorkingEntry } from './workingDir.js';
+
+export type { WorkingEntry } from './workingDir.js';
 
 export interface WorkingFile {
   path: string;
@@ -26,28 +29,10 @@ export interface WorkingFile {
   locked: boolean;
 }
 
-/**
- * One entry of a directory. For a file `oid` is its blob; for a directory it is the tree the
- * subdirectory holds, or null while a change below it is not hashed yet.
- */
-export interface WorkingEntry {
-  name: string;
-  mode: TreeMode;
-  oid: Oid | null;
-  /** Bytes of the blob (SIZE_UNKNOWN: not known yet); 0 for directories and gitlinks. */
-  size: number;
-}
-
 /** A file's entry as lookup() reports it, with the lock state of its path. */
 export interface FoundFile extends WorkingEntry {
   oid: Oid;
   locked: boolean;
-}
-
-interface LiveNode {
-  /** The directory's tree id, or null once something in it changed. */
-  tree: Oid | null;
-  entries: Map<string, WorkingEntry>;
 }
 
 export type Lookup =
@@ -57,18 +42,9 @@ export type Lookup =
   /** A file stands where a directory of the path would be. */
   | { kind: 'blocked'; at: string };
 
-/**
- * Size of a blob whose tree carries no sizes (a tree that came from a push, a seed or a merge):
- * reading a blob's length means reading the blob, so it is left until a listing needs it.
- */
-const SIZE_UNKNOWN = -1;
-/** The annex holds one u32 BE size per entry, in the tree's order; this value means unknown. */
-const ANNEX_UNKNOWN = 0xffffffff;
-const ANNEX_BYTES_PER_ENTRY = 4;
-
 export class WorkingTree {
   /** Directories decoded or changed so far, by path ("" is the root). */
-  private readonly nodes = new Map<string, LiveNode>();
+  private readonly nodes = new Map<string, WorkingDir>();
   /** The stored record; null when the branch has none, undefined until first read. */
   private stored: WorkingTreeState | null | undefined;
   /** Locked paths of the branch; null until first needed. */
@@ -97,7 +73,7 @@ export class WorkingTree {
     let dir = '';
     const components = path.split('/');
     for (let i = 0; i < components.length; i++) {
-      const entry = node.entries.get(components[i]);
+      const entry = node.get(components[i]);
       if (!entry) return { kind: 'missing' };
       const here = joinPath(dir, components[i]);
       const last = i === components.length - 1;
@@ -128,9 +104,9 @@ export class WorkingTree {
     const dir = dirname(path);
     const node = this.materialise(dir);
     const name = basename(path);
-    const existing = node.entries.get(name);
+    const existing = node.get(name);
     const mode = file.mode ?? (existing && existing.mode !== MODE_TREE ? existing.mode : '100644');
-    node.entries.set(name, { name, mode, oid: file.oid, size: file.size });
+    node.set({ name, mode, oid: file.oid, size: file.size });
     this.noteLock(path, file.locked);
     this.invalidate(dir);
   }
@@ -142,7 +118,7 @@ export class WorkingTree {
     const dir = dirname(path);
     const node = this.materialise(dir);
     const name = basename(path);
-    node.entries.set(name, { name, mode: entry.mode, oid: entry.oid, size: entry.size });
+    node.set({ name, mode: entry.mode, oid: entry.oid, size: entry.size });
     if (entry.mode !== MODE_TREE) this.noteLock(path, entry.locked ?? false);
     this.invalidate(dir);
   }
@@ -157,9 +133,9 @@ export class WorkingTree {
     let name = basename(path);
     for (;;) {
       const node = this.loadedNode(dir);
-      node.entries.delete(name);
+      node.delete(name);
       this.invalidate(dir);
-      if (node.entries.size > 0 || dir === '') break;
+      if (node.size > 0 || dir === '') break;
       this.nodes.delete(dir);
       name = basename(dir);
       dir = dirname(dir);
@@ -188,20 +164,10 @@ export class WorkingTree {
       if (stored) return stored.tree;
     }
     const tx = this.tx as ProjectWriteTx;
-    const treeOf = (dir: string, node: LiveNode): Oid => {
+    const treeOf = (dir: string, node: WorkingDir): Oid => {
       if (node.tree) return node.tree;
-      for (const entry of node.entries.values()) {
-        if (entry.mode === MODE_TREE && entry.oid === null) {
-          // Only a directory that changed in this object lacks an id, and it is loaded.
-          entry.oid = treeOf(joinPath(dir, entry.name), this.loadedNode(joinPath(dir, entry.name)));
-        }
-      }
-      const { body, sorted } = encodeTreeSorted([...node.entries.values()] as Array<WorkingEntry & TreeEntry>);
-      const annex = Buffer.allocUnsafe(sorted.length * ANNEX_BYTES_PER_ENTRY);
-      sorted.forEach((entry, index) => {
-        const size = entry.size >= 0 && entry.size < ANNEX_UNKNOWN ? entry.size : ANNEX_UNKNOWN;
-        annex.writeUInt32BE(size, index * ANNEX_BYTES_PER_ENTRY);
-      });
+      // Only a directory that changed in this object lacks an id, and it is loaded.
+      const { body, annex } = node.encode((name) => treeOf(joinPath(dir, name), this.loadedNode(joinPath(dir, name))));
       node.tree = tx.putObject('tree', body, annex);
       return node.tree;
     };
@@ -244,7 +210,7 @@ export class WorkingTree {
   }
 
   /** The node of an existing directory, decoding its tree the first time; undefined if there is none. */
-  private node(dir: string): LiveNode | undefined {
+  private node(dir: string): WorkingDir | undefined {
     const cached = this.nodes.get(dir);
     if (cached) return cached;
     if (dir === '') {
@@ -255,12 +221,12 @@ export class WorkingTree {
       return root;
     }
     const parent = this.node(dirname(dir));
-    const entry = parent?.entries.get(basename(dir));
+    const entry = parent?.get(basename(dir));
     if (!entry || entry.mode !== MODE_TREE) return undefined;
     return this.childNode(dir, entry);
   }
 
-  private childNode(dir: string, entry: WorkingEntry): LiveNode {
+  private childNode(dir: string, entry: WorkingEntry): WorkingDir {
     const cached = this.nodes.get(dir);
     if (cached) return cached;
     if (!entry.oid) throw new Error(`working tree directory ${JSON.stringify(dir)} changed but is not loaded`);
@@ -270,63 +236,51 @@ export class WorkingTree {
   }
 
   /** A node this object has already reached (every directory on a changed path is one). */
-  private loadedNode(dir: string): LiveNode {
+  private loadedNode(dir: string): WorkingDir {
     const node = this.nodes.get(dir);
     if (!node) throw new Error(`working tree directory ${JSON.stringify(dir)} is not loaded`);
     return node;
   }
 
   /** The node of `dir`, created (with any missing parents) as needed. */
-  private materialise(dir: string): LiveNode {
+  private materialise(dir: string): WorkingDir {
     const existing = this.node(dir);
     if (existing) return existing;
     if (dir === '') throw new Error(`branch ${JSON.stringify(this.branch)} has no working tree`);
     const parent = this.materialise(dirname(dir));
     const name = basename(dir);
-    const entry = parent.entries.get(name);
+    const entry = parent.get(name);
     if (entry && entry.mode !== MODE_TREE) throw new Error(`a file stands at ${JSON.stringify(dir)}`);
-    const live: LiveNode = { tree: null, entries: new Map() };
-    parent.entries.set(name, { name, mode: MODE_TREE, oid: null, size: 0 });
+    const live = WorkingDir.empty();
+    parent.set({ name, mode: MODE_TREE, oid: null, size: 0 });
     this.nodes.set(dir, live);
     this.invalidate(dirname(dir));
     return live;
   }
 
-  private nodeFromTree(tree: Oid): LiveNode {
-    const entries = new Map<string, WorkingEntry>();
-    this.readTree(tree, (entry, size) => entries.set(entry.name, { name: entry.name, mode: entry.mode, oid: entry.oid, size }));
-    return { tree, entries };
+  private nodeFromTree(tree: Oid): WorkingDir {
+    const object = this.tx.getObjectWithAnnex(tree);
+    if (!object || object.type !== 'tree') throw new Error(`tree ${tree.toString('hex')} is missing`);
+    return WorkingDir.fromTree(tree, object.body, object.annex);
   }
 
   /** Calls `visit` with each entry of a stored tree and its blob's size (from the annex when it has one). */
   private readTree(tree: Oid, visit: (entry: TreeEntry, size: number) => void): void {
     const object = this.tx.getObjectWithAnnex(tree);
     if (!object || object.type !== 'tree') throw new Error(`tree ${tree.toString('hex')} is missing`);
-    const entries = decodeTree(object.body, true);
-    const annex = object.annex && object.annex.length === entries.length * ANNEX_BYTES_PER_ENTRY ? object.annex : null;
-    entries.forEach((entry, index) => {
-      let size = entry.mode === MODE_TREE || entry.mode === MODE_GITLINK ? 0 : SIZE_UNKNOWN;
-      if (annex && size !== 0) {
-        const known = annex.readUInt32BE(index * ANNEX_BYTES_PER_ENTRY);
-        if (known !== ANNEX_UNKNOWN) size = known;
-      }
-      visit(entry, size);
-    });
+    forEachStoredEntry(object.body, object.annex, visit);
   }
 
   /** Clears the tree id of `dir` and of every ancestor, in the nodes and in their parents' entries. */
   private invalidate(dir: string): void {
     this.treeChanged = true;
-    let current = dir;
-    for (;;) {
-      const node = this.loadedNode(current);
-      if (node.tree === null && current !== dir) return;
-      node.tree = null;
-      if (current === '') return;
-      const parentDir = dirname(current);
-      const entry = this.loadedNode(parentDir).entries.get(basename(current));
-      if (entry && entry.mode === MODE_TREE) entry.oid = null;
-      current = parentDir;
+    this.loadedNode(dir).tree = null;
+    for (let current = dir; current !== ''; current = dirname(current)) {
+      const parent = this.loadedNode(dirname(current));
+      // A parent that had changed already had its own ancestors cleared when it changed.
+      const alreadyChanged = parent.tree === null;
+      parent.clearOid(basename(current));
+      if (alreadyChanged) return;
     }
   }
 
@@ -344,7 +298,7 @@ export class WorkingTree {
       if (tree) this.collectTree(dir, tree, out);
       return;
     }
-    for (const child of node.entries.values()) {
+    for (const child of node.entries()) {
       const path = joinPath(dir, child.name);
       if (child.mode === MODE_TREE) this.collect(path, child, out);
       else out.push(this.toFile(path, child));

@@ -13,6 +13,9 @@ import { listBranches } from '../../src/repo/listBranches.js';
 import { deleteBranch } from '../../src/repo/deleteBranch.js';
 import { exportToBareRepo } from '../../src/repo/exportToBareRepo.js';
 import { TreehouseError } from '../../src/errors.js';
+import { encodeCommit } from '../../src/git/commit.js';
+import { oidToHex } from '../../src/git/oid.js';
+import { encodeTree } from '../../src/git/tree.js';
 import { git, initBareRepo, scratchDir } from '../support/git.js';
 import { newTestRepo, openTestStore, testPeople, text } from '../support/store.js';
 
@@ -134,5 +137,57 @@ describe('history', () => {
     expect(ours).toEqual(gitLog);
     expect(git(['ls-tree', '-r', '--name-only', 'feature/x'], { cwd: bare.path }).trim().split('\n')).toEqual(['a/b/c.txt', 'index.html']);
     bare.remove();
+  });
+
+  it('keeps sizes and modes of trees stored without sizes, through in-place changes, and git agrees', async () => {
+    const repo = await newTestRepo(opened.store, [text('seed.txt', 'seed')]);
+    const head = log(repo, { branch: 'main', limit: 1 }).commits[0].oid;
+    // A history as a push or a merge leaves it: trees with no size annex, an executable and a symlink.
+    const pushed = await opened.store.write((store) => {
+      const tx = store.project(repo.project);
+      const blob = (content: string) => tx.putObject('blob', Buffer.from(content));
+      const sub = tx.putObject('tree', encodeTree([{ name: 'y.txt', mode: '100644', oid: blob('twelve bytes') }]));
+      const root = tx.putObject(
+        'tree',
+        encodeTree([
+          { name: 'run.sh', mode: '100755', oid: blob('#!/bin/sh\n') },
+          { name: 'link', mode: '120000', oid: blob('run.sh') },
+          { name: 'x.txt', mode: '100644', oid: blob('hello') },
+          { name: 'sub', mode: '40000', oid: sub },
+        ]),
+      );
+      const signature = { name: 'Pusher', email: 'p@example.invalid', timestamp: 1_700_000_000, timezone: '+0000' };
+      return tx.putObject('commit', encodeCommit({ tree: root, parents: [Buffer.from(head, 'hex')], author: signature, committer: signature, extraHeaders: [], message: 'pushed\n' }));
+    });
+    await restore(repo, { branch: 'main', oid: oidToHex(pushed), people: testPeople });
+    const sizes = () => Object.fromEntries(listFiles(repo, { branch: 'main' }).map((f) => [f.path, f.size]));
+    expect(sizes()).toEqual({ link: 6, 'run.sh': 10, 'sub/y.txt': 12, 'x.txt': 5 });
+
+    // Same names: the directories are patched in place (new blob, new size, subtree ids).
+    await writeFiles(repo, { branch: 'main', files: [{ path: 'x.txt', content: 'ten bytes!' }, { path: 'sub/y.txt', content: '' }] });
+    expect(sizes()).toEqual({ link: 6, 'run.sh': 10, 'sub/y.txt': 0, 'x.txt': 10 });
+    // New names: the directory is re-encoded, in git's order.
+    await writeFiles(repo, { branch: 'main', files: [{ path: 'sub/a.txt', content: 'a' }, { path: 'run', content: 'r' }] });
+    await moveFile(repo, { branch: 'main', from: 'sub', to: 'sub2' });
+    await deleteFile(repo, { branch: 'main', path: 'link' });
+    expect(sizes()).toEqual({ run: 1, 'run.sh': 10, 'sub2/a.txt': 1, 'sub2/y.txt': 0, 'x.txt': 10 });
+    await commit(repo, { branch: 'main', message: 'edits', people: testPeople });
+
+    const bare = scratchDir();
+    try {
+      initBareRepo(bare.path);
+      exportToBareRepo(repo, bare.path);
+      git(['fsck', '--strict', '--no-dangling'], { cwd: bare.path });
+      const listed = git(['ls-tree', '-r', '-l', 'main'], { cwd: bare.path }).trim().split('\n');
+      expect(listed.map((line) => line.replace(/ [0-9a-f]{40} +/, ' ').replace('\t', ' '))).toEqual([
+        '100644 blob 1 run',
+        '100755 blob 10 run.sh',
+        '100644 blob 1 sub2/a.txt',
+        '100644 blob 0 sub2/y.txt',
+        '100644 blob 10 x.txt',
+      ]);
+    } finally {
+      bare.remove();
+    }
   });
 });

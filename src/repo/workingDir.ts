@@ -1,0 +1,243 @@
+/**
+ * One directory of a working tree (src/repo/workingTree.ts), as cheap to change as the change is small.
+ *
+ * A directory starts as the bytes of its stored tree and its size annex. While its names stay the
+ * same (a file gets new content or a new mode of the same length, a subdirectory a new tree id) it
+ * is patched in place, so a write of one file into a directory of twenty never decodes the other
+ * nineteen entries, and hashing it needs no sort or re-encoding. Adding, removing or retyping an entry
+ * decodes it into a map once; from then on it is encoded like any tree.
+ */
+import type { Oid } from '../git/oid.js';
+import { decodeTree, encodeTreeSorted, MODE_GITLINK, MODE_TREE, TreeFormatError, type TreeEntry, type TreeMode } from '../git/tree.js';
+
+/**
+ * One entry. For a file `oid` is its blob; for a directory it is the tree the subdirectory holds,
+ * or null while a change below it is not hashed yet.
+ */
+export interface WorkingEntry {
+  name: string;
+  mode: TreeMode;
+  oid: Oid | null;
+  /** Bytes of the blob (SIZE_UNKNOWN: not known yet); 0 for directories and gitlinks. */
+  size: number;
+}
+
+/**
+ * Size of a blob whose tree carries no sizes (a tree that came from a push, a seed or a merge):
+ * reading a blob's length means reading the blob, so it is left until a listing needs it.
+ */
+export const SIZE_UNKNOWN = -1;
+/** The annex holds one u32 BE size per entry, in the tree's order; this value means unknown. */
+const ANNEX_UNKNOWN = 0xffffffff;
+const ANNEX_BYTES_PER_ENTRY = 4;
+const OID_BYTES = 20;
+const SPACE = 0x20;
+const NUL = 0;
+const KNOWN_MODES = new Set<string>(['100644', '100755', '120000', MODE_TREE, MODE_GITLINK]);
+
+/** The tree bytes of a directory whose names are unchanged, with where each entry lies. */
+interface RawForm {
+  /** A copy of the tree's body, patched in place. */
+  body: Buffer;
+  /** Sizes (see ANNEX_UNKNOWN), patched in place; null when the tree was stored without them. */
+  annex: Buffer | null;
+  /** Per entry: offset of its mode, of the space after it and of the NUL after its name. */
+  starts: number[];
+  spaces: number[];
+  nuls: number[];
+  /** Entries whose id waits for their subdirectory to be hashed. */
+  pending: Set<number>;
+}
+
+export class WorkingDir {
+  /** The directory's tree id, or null once something in it changed. */
+  tree: Oid | null;
+  private raw: RawForm | null;
+  private map: Map<string, WorkingEntry> | null;
+
+  private constructor(tree: Oid | null, raw: RawForm | null, map: Map<string, WorkingEntry> | null) {
+    this.tree = tree;
+    this.raw = raw;
+    this.map = map;
+  }
+
+  /** A stored tree; `body` and `annex` become the directory's own (the caller must not reuse them). */
+  static fromTree(tree: Oid, body: Buffer, annex: Buffer | null): WorkingDir {
+    const starts: number[] = [];
+    const spaces: number[] = [];
+    const nuls: number[] = [];
+    let offset = 0;
+    while (offset < body.length) {
+      const space = body.indexOf(SPACE, offset);
+      const nul = space < 0 ? -1 : body.indexOf(NUL, space + 1);
+      if (nul < 0 || nul + 1 + OID_BYTES > body.length) throw new TreeFormatError(`tree ${tree.toString('hex')} is truncated`);
+      starts.push(offset);
+      spaces.push(space);
+      nuls.push(nul);
+      offset = nul + 1 + OID_BYTES;
+    }
+    const sizes = annex && annex.length === starts.length * ANNEX_BYTES_PER_ENTRY ? annex : null;
+    return new WorkingDir(tree, { body, annex: sizes, starts, spaces, nuls, pending: new Set() }, null);
+  }
+
+  /** A directory that does not exist in any stored tree yet. */
+  static empty(): WorkingDir {
+    return new WorkingDir(null, null, new Map());
+  }
+
+  get size(): number {
+    return this.raw ? this.raw.starts.length : this.map!.size;
+  }
+
+  get(name: string): WorkingEntry | undefined {
+    if (this.map) return this.map.get(name);
+    const index = this.indexOf(name);
+    return index < 0 ? undefined : this.rawEntry(index, name);
+  }
+
+  /** Every entry, in the tree's order while unchanged, else in the order they were added. */
+  *entries(): Generator<WorkingEntry> {
+    if (this.map) {
+      yield* this.map.values();
+      return;
+    }
+    const raw = this.raw!;
+    for (let index = 0; index < raw.starts.length; index++) {
+      yield this.rawEntry(index, raw.body.toString('utf8', raw.spaces[index] + 1, raw.nuls[index]));
+    }
+  }
+
+  /** Adds or replaces an entry; patches the tree bytes when the names and the entry's type stay. */
+  set(entry: WorkingEntry): void {
+    this.tree = null;
+    const raw = this.raw;
+    if (raw) {
+      const index = this.indexOf(entry.name);
+      if (index >= 0 && raw.spaces[index] - raw.starts[index] === entry.mode.length && (entry.mode === MODE_TREE) === this.isTreeAt(index)) {
+        raw.body.write(entry.mode, raw.starts[index], 'latin1');
+        if (entry.oid) {
+          entry.oid.copy(raw.body, raw.nuls[index] + 1);
+          raw.pending.delete(index);
+        } else {
+          raw.pending.add(index);
+        }
+        this.setSizeAt(index, entry.size);
+        return;
+      }
+      this.decode();
+    }
+    this.map!.set(entry.name, { name: entry.name, mode: entry.mode, oid: entry.oid, size: entry.size });
+  }
+
+  delete(name: string): void {
+    this.tree = null;
+    if (this.raw) this.decode();
+    this.map!.delete(name);
+  }
+
+  /** Marks a subdirectory changed: its id is unknown until it is hashed again. */
+  clearOid(name: string): void {
+    this.tree = null;
+    if (this.map) {
+      const entry = this.map.get(name);
+      if (entry) entry.oid = null;
+      return;
+    }
+    const index = this.indexOf(name);
+    if (index >= 0) this.raw!.pending.add(index);
+  }
+
+  /**
+   * The tree body and size annex of the directory as it is now; `resolve` gives the id of each
+   * subdirectory whose id was cleared.
+   */
+  encode(resolve: (name: string) => Oid): { body: Buffer; annex: Buffer } {
+    const raw = this.raw;
+    if (raw) {
+      for (const index of raw.pending) {
+        resolve(raw.body.toString('utf8', raw.spaces[index] + 1, raw.nuls[index])).copy(raw.body, raw.nuls[index] + 1);
+      }
+      raw.pending.clear();
+      if (!raw.annex) raw.annex = Buffer.alloc(raw.starts.length * ANNEX_BYTES_PER_ENTRY, 0xff);
+      return { body: raw.body, annex: raw.annex };
+    }
+    const entries: Array<WorkingEntry & TreeEntry> = [];
+    for (const entry of this.map!.values()) {
+      if (entry.oid === null) entry.oid = resolve(entry.name);
+      entries.push(entry as WorkingEntry & TreeEntry);
+    }
+    const { body, sorted } = encodeTreeSorted(entries);
+    const annex = Buffer.allocUnsafe(sorted.length * ANNEX_BYTES_PER_ENTRY);
+    sorted.forEach((entry, index) => annex.writeUInt32BE(annexSize(entry.size), index * ANNEX_BYTES_PER_ENTRY));
+    return { body, annex };
+  }
+
+  private indexOf(name: string): number {
+    const raw = this.raw!;
+    const wanted = Buffer.from(name, 'utf8');
+    for (let index = 0; index < raw.starts.length; index++) {
+      const nameStart = raw.spaces[index] + 1;
+      const nameEnd = raw.nuls[index];
+      if (nameEnd - nameStart === wanted.length && raw.body.compare(wanted, 0, wanted.length, nameStart, nameEnd) === 0) return index;
+    }
+    return -1;
+  }
+
+  private isTreeAt(index: number): boolean {
+    const raw = this.raw!;
+    return raw.spaces[index] - raw.starts[index] === MODE_TREE.length;
+  }
+
+  private rawEntry(index: number, name: string): WorkingEntry {
+    const raw = this.raw!;
+    const mode = raw.body.toString('latin1', raw.starts[index], raw.spaces[index]);
+    if (!KNOWN_MODES.has(mode)) throw new TreeFormatError(`unknown tree entry mode ${JSON.stringify(mode)}`);
+    const oidStart = raw.nuls[index] + 1;
+    // A copy: the bytes under it may be patched later.
+    const oid = raw.pending.has(index) ? null : Buffer.from(raw.body.subarray(oidStart, oidStart + OID_BYTES));
+    let size = mode === MODE_TREE || mode === MODE_GITLINK ? 0 : SIZE_UNKNOWN;
+    if (raw.annex && size !== 0) {
+      const known = raw.annex.readUInt32BE(index * ANNEX_BYTES_PER_ENTRY);
+      if (known !== ANNEX_UNKNOWN) size = known;
+    }
+    return { name, mode: mode as TreeMode, oid, size };
+  }
+
+  private setSizeAt(index: number, size: number): void {
+    const raw = this.raw!;
+    if (!raw.annex) {
+      if (size === SIZE_UNKNOWN) return;
+      raw.annex = Buffer.alloc(raw.starts.length * ANNEX_BYTES_PER_ENTRY, 0xff);
+    }
+    raw.annex.writeUInt32BE(annexSize(size), index * ANNEX_BYTES_PER_ENTRY);
+  }
+
+  /** Switches to the map form (names are about to change). */
+  private decode(): void {
+    const map = new Map<string, WorkingEntry>();
+    for (const entry of this.entries()) map.set(entry.name, entry);
+    this.map = map;
+    this.raw = null;
+  }
+}
+
+/**
+ * Calls `visit` with each entry of a stored tree and its blob's size (from the annex when it has
+ * one), for reading a tree nobody changes: ids are views into `body`, which must stay unchanged.
+ */
+export function forEachStoredEntry(body: Buffer, annex: Buffer | null, visit: (entry: TreeEntry, size: number) => void): void {
+  const entries = decodeTree(body, true);
+  const sizes = annex && annex.length === entries.length * ANNEX_BYTES_PER_ENTRY ? annex : null;
+  entries.forEach((entry, index) => {
+    let size = entry.mode === MODE_TREE || entry.mode === MODE_GITLINK ? 0 : SIZE_UNKNOWN;
+    if (sizes && size !== 0) {
+      const known = sizes.readUInt32BE(index * ANNEX_BYTES_PER_ENTRY);
+      if (known !== ANNEX_UNKNOWN) size = known;
+    }
+    visit(entry, size);
+  });
+}
+
+function annexSize(size: number): number {
+  return size >= 0 && size < ANNEX_UNKNOWN ? size : ANNEX_UNKNOWN;
+}
