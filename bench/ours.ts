@@ -4,8 +4,9 @@
  * made by the import is reopened by the scenarios after it.
  *
  * Inputs (file contents as the strings the API receives) are generated before the clock starts;
- * what is timed is the verbs: writeFiles (which decodes, hashes and stores the blobs and updates the
- * working tree) and commit (which hashes the changed trees, writes the commit and moves the ref).
+ * what is timed is the verbs: writeFiles (which decodes, hashes and stores the blobs, updates the
+ * working tree and hashes and stores the trees of the changed directories) and commit (which writes
+ * the commit and moves the ref).
  * Every write awaits durability, as the service does before it answers.
  */
 import { Bench } from 'tinybench';

@@ -3,8 +3,8 @@
  *
  * What the store keeps per branch is one small record: the id of the tree the working tree holds now
  * and the branch's locked paths (src/store/types.ts WorkingTreeState). The directories are ordinary
- * git trees in the object store, each stored with an annex of its blobs' sizes, so a listing never
- * reads a blob. A change hashes and stores the trees on its changed paths in its own transaction
+ * git trees in the object store; the ones written here carry an annex of their blobs' sizes, so a
+ * listing reads no blob (trees from a push or a merge get sizes from their blobs). A change hashes and stores the trees on its changed paths in its own transaction
  * (save), which is what makes the working tree's id always known: a commit writes the commit object
  * and moves the ref, nothing else, and creating a branch or restoring a commit writes one record
  * whatever the tree's size. Trees of states that never get committed stay stored, unreachable, like
