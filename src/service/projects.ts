@@ -65,11 +65,18 @@ export interface CreateProjectInput {
 }
 
 export class Projects {
+  /** Run inside the transaction that deletes a project, so records kept by others go with it. */
+  private readonly deleteHooks: Array<(tx: StoreWriteTx, record: ProjectRecord) => void> = [];
+
   constructor(
     private readonly store: Store,
     private readonly config: Config,
     private readonly sealer: Sealer,
   ) {}
+
+  onDelete(hook: (tx: StoreWriteTx, record: ProjectRecord) => void): void {
+    this.deleteHooks.push(hook);
+  }
 
   repo(record: ProjectRecord): Repo {
     return {
@@ -189,6 +196,7 @@ export class Projects {
       tx.deleteRecord(projectKey(record.id));
       tx.deleteRecord(handleKey(record.handle));
       tx.deleteRecord(teamIndexKey(record));
+      for (const hook of this.deleteHooks) hook(tx, record);
     });
   }
 

@@ -81,6 +81,12 @@ const QUEUE_PREFIX = 'remote-sync/queue/';
 const queuePrefix = (projectId: string) => `${QUEUE_PREFIX}${projectId}/`;
 const queueKey = (projectId: string, branch: string) => `${queuePrefix(projectId)}${branch}`;
 const stateKey = (projectId: string) => `remote-sync/state/${projectId}`;
+
+/** Drops a project's queued pushes and sync state (unlinked or deleted). */
+function forgetProject(tx: StoreWriteTx, projectId: string): void {
+  for (const { key } of tx.listRecords(queuePrefix(projectId))) tx.deleteRecord(key);
+  tx.deleteRecord(stateKey(projectId));
+}
 /** setTimeout cannot wait longer than this. */
 const TIMER_DELAY_MS_MAX = 2 ** 31 - 1;
 /** Retry delays are spread by up to this fraction so many failing remotes do not retry in step. */
@@ -119,6 +125,7 @@ export class RemoteSync {
     options: Partial<RemoteSyncOptions> = {},
   ) {
     this.options = { ...DEFAULT_REMOTE_SYNC_OPTIONS, ...options };
+    projects.onDelete((tx, record) => forgetProject(tx, record.id));
   }
 
   // -------------------------------------------------------------------------------------------
@@ -165,10 +172,7 @@ export class RemoteSync {
   async unlink(principal: Principal, id: string): Promise<RemoteView> {
     const before = this.get(principal, id);
     const record = await this.projects.setRemote(principal, id, null);
-    await this.store.write((tx) => {
-      for (const { key } of tx.listRecords(queuePrefix(record.id))) tx.deleteRecord(key);
-      tx.deleteRecord(stateKey(record.id));
-    });
+    await this.store.write((tx) => forgetProject(tx, record.id));
     return before;
   }
 

@@ -108,6 +108,21 @@ describe('linked repositories', () => {
     );
   });
 
+  it('forgets the queued pushes and sync state of a deleted project with it', async () => {
+    const name = newUpstream();
+    const created = await server.call('POST', '/api/v1/projects', {
+      title: 'Deleted later',
+      source: { kind: 'files', files: [{ path: 'index.html', content: 'soon gone\n' }] },
+      git_remote: { url: `${backend.url}/${name}` },
+    });
+    const id = created.body.project.id;
+    await waitForSync(server, id, syncedAt(await mainHead(server, id)));
+    const syncRecords = () => server.th.store.read((tx) => tx.listRecords('remote-sync/')).filter((r) => r.key.includes(id));
+    expect(syncRecords().map((r) => r.key)).toEqual([`remote-sync/state/${id}`]);
+    expect((await server.call('DELETE', `/api/v1/projects/${id}`)).status).toBe(200);
+    expect(syncRecords()).toEqual([]);
+  });
+
   it('pushes what stock git pushed to the project, and links with PUT using a token that is never shown', async () => {
     const name = newUpstream();
     const created = await server.call('POST', '/api/v1/projects', { title: 'Put link', source: { kind: 'files', files: [{ path: 'a.txt', content: 'a\n' }] } });
