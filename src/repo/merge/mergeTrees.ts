@@ -28,7 +28,10 @@
  */
 import { EMPTY_BLOB_OID, EMPTY_TREE_OID, hashObject, oidToHex, type Oid } from '../../git/oid.js';
 import { decodeTree, encodeTree, type TreeEntry, type TreeMode } from '../../git/tree.js';
+import { GitStrMap } from './gitStrMap.js';
 import { mergeContent } from './mergeContent.js';
+import { hashSpans } from './spanHash.js';
+import { walkTogether, type Row } from './walkTrees.js';
 
 /** The object access a merge needs; reads must return what was written. */
 export interface MergeObjects {
@@ -1372,194 +1375,10 @@ function directoryRenameDeterminable(targets: GitStrMap<number>): boolean {
   return first > second + unknown;
 }
 
-/** diffcore-delta.c: HASHBASE, the modulus of span hashes; spans end at LF or after 64 bytes. */
-const SPAN_HASH_BASE = 107927;
-const SPAN_BYTES_MAX = 64;
-const LF = 0x0a;
-const CR = 0x0d;
-
-/**
- * hash_chars(): cut the content into spans ending at LF or after 64 bytes, hash each, and count
- * the bytes per hash. For text, CR before LF is ignored. A final span without LF and shorter
- * than 64 bytes is left out, as git leaves it out.
- */
-function hashSpans(content: Buffer): Map<number, number> {
-  const text = content.subarray(0, Math.min(content.length, 8000)).indexOf(0) < 0;
-  const spans = new Map<number, number>();
-  let accum1 = 0;
-  let accum2 = 0;
-  let n = 0;
-  for (let i = 0; i < content.length; i++) {
-    const c = content[i];
-    if (text && c === CR && i + 1 < content.length && content[i + 1] === LF) continue;
-    const old1 = accum1;
-    accum1 = ((accum1 << 7) ^ (accum2 >>> 25)) >>> 0;
-    accum2 = ((accum2 << 7) ^ (old1 >>> 25)) >>> 0;
-    accum1 = (accum1 + c) >>> 0;
-    if (++n < SPAN_BYTES_MAX && c !== LF) continue;
-    const hash = ((accum1 + Math.imul(accum2, 0x61)) >>> 0) % SPAN_HASH_BASE;
-    spans.set(hash, (spans.get(hash) ?? 0) + n);
-    n = 0;
-    accum1 = 0;
-    accum2 = 0;
-  }
-  return spans;
-}
-
 /** resolve_trivial_directory_merge(): the directory is that side's tree (or gone). */
 function resolveTrivially(info: PathInfo, side: Side): void {
   info.result = info.stages[side];
   info.isNull = info.stages[side].mode === 0;
   info.matchMask = 0;
   info.clean = true;
-}
-
-/** git's strhash(): 32-bit FNV-1 over the UTF-8 bytes. */
-function gitStrHash(key: string): number {
-  let hash = 0x811c9dc5;
-  for (const byte of Buffer.from(key, 'utf8')) hash = (Math.imul(hash, 0x01000193) ^ byte) >>> 0;
-  return hash;
-}
-
-/** hashmap.c: 64 buckets at first, four times as many once more than 80% full. */
-const GIT_HASHMAP_INITIAL_SIZE = 64;
-const GIT_HASHMAP_RESIZE_FACTOR = 4;
-const GIT_HASHMAP_LOAD_PERCENT = 80;
-
-interface GitStrMapEntry<V> {
-  key: string;
-  hash: number;
-  value: V;
-  next: GitStrMapEntry<V> | null;
-}
-
-/**
- * A string map that iterates in the order git's strmap (hashmap.c with strhash) does: by bucket,
- * newest first within a bucket, with git's growth and rehash. merge-ort walks some maps in that
- * order, and the order decides some ties.
- */
-class GitStrMap<V> {
-  private table: Array<GitStrMapEntry<V> | null> = new Array(GIT_HASHMAP_INITIAL_SIZE).fill(null);
-  private count = 0;
-
-  private growAt(): number {
-    return Math.floor((this.table.length * GIT_HASHMAP_LOAD_PERCENT) / 100);
-  }
-
-  private find(key: string, hash: number): GitStrMapEntry<V> | null {
-    for (let entry = this.table[hash & (this.table.length - 1)]; entry; entry = entry.next) {
-      if (entry.hash === hash && entry.key === key) return entry;
-    }
-    return null;
-  }
-
-  get(key: string): V | undefined {
-    return this.find(key, gitStrHash(key))?.value;
-  }
-
-  set(key: string, value: V): void {
-    const hash = gitStrHash(key);
-    const existing = this.find(key, hash);
-    if (existing) {
-      existing.value = value;
-      return;
-    }
-    const bucket = hash & (this.table.length - 1);
-    this.table[bucket] = { key, hash, value, next: this.table[bucket] };
-    this.count++;
-    if (this.count > this.growAt()) this.rehash(this.table.length * GIT_HASHMAP_RESIZE_FACTOR);
-  }
-
-  delete(key: string): void {
-    const hash = gitStrHash(key);
-    const bucket = hash & (this.table.length - 1);
-    let previous: GitStrMapEntry<V> | null = null;
-    for (let entry = this.table[bucket]; entry; previous = entry, entry = entry.next) {
-      if (entry.hash === hash && entry.key === key) {
-        if (previous) previous.next = entry.next;
-        else this.table[bucket] = entry.next;
-        this.count--;
-        return;
-      }
-    }
-  }
-
-  private rehash(size: number): void {
-    const old = this.table;
-    this.table = new Array(size).fill(null);
-    for (const head of old) {
-      for (let entry = head; entry; ) {
-        const next = entry.next;
-        const bucket = entry.hash & (size - 1);
-        entry.next = this.table[bucket];
-        this.table[bucket] = entry;
-        entry = next;
-      }
-    }
-  }
-
-  entries(): Array<[string, V]> {
-    const out: Array<[string, V]> = [];
-    for (const head of this.table) for (let entry = head; entry; entry = entry.next) out.push([entry.key, entry.value]);
-    return out;
-  }
-}
-
-type Row = [TreeEntry | undefined, TreeEntry | undefined, TreeEntry | undefined];
-
-/** git's name_compare(): bytes, then the shorter name first. */
-function nameCompare(a: Buffer, b: Buffer): number {
-  return Buffer.compare(a, b);
-}
-
-/**
- * check_entry_match(): 0 if `b` is `a`; 1 if `a` may still come later in the tree (after `b`,
- * or hidden behind a blob "a-2" as the subtree "a"); -1 if `a` is not in the tree.
- */
-function checkEntryMatch(a: Buffer, b: Buffer): number {
-  const cmp = nameCompare(a, b);
-  if (cmp === 0) return 0;
-  if (cmp > 0) return 1;
-  if (a.length < b.length && b.subarray(0, a.length).equals(a) && b[a.length] < SLASH) return 1;
-  return -1;
-}
-
-/**
- * traverse_trees() for three trees: walks their entries (each in stored tree order, where a
- * directory "t" sorts as "t/") in step, each round taking the smallest name among the trees'
- * next entries and pulling that name out of every tree, even where a subtree "t" hides behind
- * blobs such as "t-1". This is the order merge-ort meets paths in.
- */
-function walkTogether(trees: readonly TreeEntry[][]): Row[] {
-  const names = trees.map((entries) => entries.map((entry) => Buffer.from(entry.name, 'utf8')));
-  const positions = [0, 0, 0];
-  const returnedEarly = [new Set<number>(), new Set<number>(), new Set<number>()];
-  const head = (t: number): number => {
-    while (positions[t] < trees[t].length && returnedEarly[t].has(positions[t])) positions[t]++;
-    return positions[t] < trees[t].length ? positions[t] : -1;
-  };
-  const rows: Row[] = [];
-  for (;;) {
-    let first: Buffer | null = null;
-    for (let t = 0; t < 3; t++) {
-      const h = head(t);
-      if (h >= 0 && (first === null || nameCompare(names[t][h], first) < 0)) first = names[t][h];
-    }
-    if (first === null) break;
-    const found = [-1, -1, -1];
-    for (let t = 0; t < 3; t++) {
-      for (let probe = head(t); probe >= 0 && probe < trees[t].length; probe++) {
-        const match = checkEntryMatch(first, names[t][probe]);
-        if (match === 0) found[t] = probe;
-        if (match !== 1) break;
-      }
-    }
-    rows.push(found.map((index, t) => (index >= 0 ? trees[t][index] : undefined)) as Row);
-    for (let t = 0; t < 3; t++) {
-      if (found[t] < 0) continue;
-      if (found[t] === positions[t]) positions[t]++;
-      else returnedEarly[t].add(found[t]);
-    }
-  }
-  return rows;
 }

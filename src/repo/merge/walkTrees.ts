@@ -1,0 +1,63 @@
+/** Walking three trees in step, in the order merge-ort meets their paths (tree-walk.c). */
+import type { TreeEntry } from '../../git/tree.js';
+
+const SLASH = 0x2f;
+
+export type Row = [TreeEntry | undefined, TreeEntry | undefined, TreeEntry | undefined];
+
+/** git's name_compare(): bytes, then the shorter name first. */
+function nameCompare(a: Buffer, b: Buffer): number {
+  return Buffer.compare(a, b);
+}
+
+/**
+ * check_entry_match(): 0 if `b` is `a`; 1 if `a` may still come later in the tree (after `b`,
+ * or hidden behind a blob "a-2" as the subtree "a"); -1 if `a` is not in the tree.
+ */
+function checkEntryMatch(a: Buffer, b: Buffer): number {
+  const cmp = nameCompare(a, b);
+  if (cmp === 0) return 0;
+  if (cmp > 0) return 1;
+  if (a.length < b.length && b.subarray(0, a.length).equals(a) && b[a.length] < SLASH) return 1;
+  return -1;
+}
+
+/**
+ * traverse_trees() for three trees: walks their entries (each in stored tree order, where a
+ * directory "t" sorts as "t/") in step, each round taking the smallest name among the trees'
+ * next entries and pulling that name out of every tree, even where a subtree "t" hides behind
+ * blobs such as "t-1". This is the order merge-ort meets paths in.
+ */
+export function walkTogether(trees: readonly TreeEntry[][]): Row[] {
+  const names = trees.map((entries) => entries.map((entry) => Buffer.from(entry.name, 'utf8')));
+  const positions = [0, 0, 0];
+  const returnedEarly = [new Set<number>(), new Set<number>(), new Set<number>()];
+  const head = (t: number): number => {
+    while (positions[t] < trees[t].length && returnedEarly[t].has(positions[t])) positions[t]++;
+    return positions[t] < trees[t].length ? positions[t] : -1;
+  };
+  const rows: Row[] = [];
+  for (;;) {
+    let first: Buffer | null = null;
+    for (let t = 0; t < 3; t++) {
+      const h = head(t);
+      if (h >= 0 && (first === null || nameCompare(names[t][h], first) < 0)) first = names[t][h];
+    }
+    if (first === null) break;
+    const found = [-1, -1, -1];
+    for (let t = 0; t < 3; t++) {
+      for (let probe = head(t); probe >= 0 && probe < trees[t].length; probe++) {
+        const match = checkEntryMatch(first, names[t][probe]);
+        if (match === 0) found[t] = probe;
+        if (match !== 1) break;
+      }
+    }
+    rows.push(found.map((index, t) => (index >= 0 ? trees[t][index] : undefined)) as Row);
+    for (let t = 0; t < 3; t++) {
+      if (found[t] < 0) continue;
+      if (found[t] === positions[t]) positions[t]++;
+      else returnedEarly[t].add(found[t]);
+    }
+  }
+  return rows;
+}
