@@ -1,4 +1,5 @@
 /** git's strmap, kept for its iteration order (see GitStrMap). */
+
 /** git's strhash(): 32-bit FNV-1 over the UTF-8 bytes. */
 function gitStrHash(key: string): number {
   let hash = 0x811c9dc5;

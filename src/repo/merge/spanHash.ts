@@ -1,4 +1,5 @@
 /** The content fingerprint git's rename detection scores similarity with (diffcore-delta.c). */
+
 /** diffcore-delta.c: HASHBASE, the modulus of span hashes; spans end at LF or after 64 bytes. */
 const SPAN_HASH_BASE = 107927;
 const SPAN_BYTES_MAX = 64;
