@@ -36,12 +36,12 @@ const GIT_REFERENCE_100K: Partial<Record<ScenarioId, string>> = {
  */
 const SLOWER_REASONS: Partial<Record<`${ScenarioId}:${'ours' | 'ours-http'}`, string>> = {
   'list:ours':
-    'we walk the working tree: one msgpack-decoded LMDB node per directory, an object per file with its id turned to hex, then a sort of all paths; git ls-files and isomorphic-git listFiles read one flat, already sorted index file',
+    'we walk the working tree: one stored tree (with its size annex) read and decoded per directory, an object per file with its id turned to hex, then a sort of all paths; git ls-files and isomorphic-git listFiles read one flat, already sorted index file',
   'list:ours-http':
-    'the library walk of the working tree (LMDB nodes decoded, ids turned to hex, paths sorted), then JSON for every entry, the response and its parse in the client; the peers read one flat, sorted index file',
+    'the library walk of the working tree (one stored tree decoded per directory, ids turned to hex, paths sorted), then JSON for every entry, the response and its parse in the client; the peers read one flat, sorted index file',
   'log-200:ours-http': 'one HTTP request: routing, auth, JSON of 200 commits and its parse in the client, on top of the library log',
   'commit-1:ours-http': 'two HTTP requests (batch, commit), each answered after its own durable LMDB transaction and fdatasync',
-  'commit-100:ours-http': 'two HTTP requests, each answered after its own durable LMDB transaction and fdatasync, plus 100 files of JSON',
+  'commit-100:ours-http': 'two HTTP requests, each answered after its own durable LMDB transaction and fdatasync, plus 100 files of JSON parsed and checked',
   'merge:ours':
     'ours commits the merge durably (commit object, ref, working tree, one fdatasync) where git merge-tree --write-tree only writes tree objects and moves nothing',
   'merge:ours-http': 'the library merge with its durable merge commit, plus the HTTP request; git merge-tree --write-tree writes trees only and moves no ref',
