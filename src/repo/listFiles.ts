@@ -1,5 +1,5 @@
 /** Lists a branch's working tree, optionally with contents and limited to paths with a prefix. */
-import { oidToHex } from '../git/oid.js';
+import { oidFromHex } from '../git/oid.js';
 import { dirname } from '../git/path.js';
 import { encodeContent } from './fileContent.js';
 import { branchHead, type Repo } from './repo.js';
@@ -27,8 +27,8 @@ export function listFiles(repo: Repo, input: { branch: string; prefix?: string; 
     return files
       .filter((file) => file.path.startsWith(prefix))
       .map((file) => {
-        const listing: FileListing = { path: file.path, size: file.size, locked: file.locked, oid: oidToHex(file.oid) };
-        if (input.content) Object.assign(listing, encodeContent(tx.getObject(file.oid)?.body ?? Buffer.alloc(0)));
+        const listing: FileListing = { path: file.path, size: file.size, locked: file.locked, oid: file.oid };
+        if (input.content) Object.assign(listing, encodeContent(tx.getObject(oidFromHex(file.oid))?.body ?? Buffer.alloc(0)));
         return listing;
       });
   });

@@ -8,7 +8,7 @@
  * decodes it into a map once; from then on it is encoded like any tree.
  */
 import type { Oid } from '../git/oid.js';
-import { decodeTree, encodeTreeSorted, MODE_GITLINK, MODE_TREE, TreeFormatError, type TreeEntry, type TreeMode } from '../git/tree.js';
+import { encodeTreeSorted, MODE_GITLINK, MODE_TREE, TreeFormatError, type TreeEntry, type TreeMode } from '../git/tree.js';
 
 /**
  * One entry. For a file `oid` is its blob; for a directory it is the tree the subdirectory holds,
@@ -33,7 +33,9 @@ const ANNEX_BYTES_PER_ENTRY = 4;
 const OID_BYTES = 20;
 const SPACE = 0x20;
 const NUL = 0;
-const KNOWN_MODES = new Set<string>(['100644', '100755', '120000', MODE_TREE, MODE_GITLINK]);
+const MODES: readonly TreeMode[] = ['100644', '100755', '120000', MODE_TREE, MODE_GITLINK];
+const KNOWN_MODES = new Set<string>(MODES);
+const MODE_BYTES = MODES.map((mode) => Buffer.from(mode, 'latin1'));
 
 /** The tree bytes of a directory whose names are unchanged, with where each entry lies. */
 interface RawForm {
@@ -222,20 +224,41 @@ export class WorkingDir {
 }
 
 /**
- * Calls `visit` with each entry of a stored tree and its blob's size (from the annex when it has
- * one), for reading a tree nobody changes: ids are views into `body`, which must stay unchanged.
+ * Calls `visit` with each entry of a stored tree: its name, mode, where its id lies in `body` and
+ * its blob's size (from the annex when there is one). For listings: no object per entry, and the
+ * caller takes only what it keeps (a hex id, a subtree id) out of `body`.
  */
-export function forEachStoredEntry(body: Buffer, annex: Buffer | null, visit: (entry: TreeEntry, size: number) => void): void {
-  const entries = decodeTree(body, true);
-  const sizes = annex && annex.length === entries.length * ANNEX_BYTES_PER_ENTRY ? annex : null;
-  entries.forEach((entry, index) => {
-    let size = entry.mode === MODE_TREE || entry.mode === MODE_GITLINK ? 0 : SIZE_UNKNOWN;
+export function scanStoredTree(body: Buffer, annex: Buffer | null, visit: (name: string, mode: TreeMode, oidAt: number, size: number) => void): void {
+  let count = 0;
+  for (let offset = 0; offset < body.length; count++) {
+    const nul = body.indexOf(NUL, offset);
+    if (nul < 0) break;
+    offset = nul + 1 + OID_BYTES;
+  }
+  const sizes = annex && annex.length === count * ANNEX_BYTES_PER_ENTRY ? annex : null;
+  let offset = 0;
+  for (let index = 0; offset < body.length; index++) {
+    const space = body.indexOf(SPACE, offset);
+    const nul = space < 0 ? -1 : body.indexOf(NUL, space + 1);
+    if (nul < 0 || nul + 1 + OID_BYTES > body.length) throw new TreeFormatError('truncated tree entry');
+    const mode = modeAt(body, offset, space);
+    let size = mode === MODE_TREE || mode === MODE_GITLINK ? 0 : SIZE_UNKNOWN;
     if (sizes && size !== 0) {
       const known = sizes.readUInt32BE(index * ANNEX_BYTES_PER_ENTRY);
       if (known !== ANNEX_UNKNOWN) size = known;
     }
-    visit(entry, size);
-  });
+    visit(body.toString('utf8', space + 1, nul), mode, nul + 1, size);
+    offset = nul + 1 + OID_BYTES;
+  }
+}
+
+/** The mode spelled in body[start, end), as one of the shared constant strings. */
+function modeAt(body: Buffer, start: number, end: number): TreeMode {
+  for (let i = 0; i < MODES.length; i++) {
+    const bytes = MODE_BYTES[i];
+    if (bytes.length === end - start && body.compare(bytes, 0, bytes.length, start, end) === 0) return MODES[i];
+  }
+  throw new TreeFormatError(`unknown tree entry mode ${JSON.stringify(body.toString('latin1', start, end))}`);
 }
 
 function annexSize(size: number): number {

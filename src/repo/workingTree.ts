@@ -14,16 +14,19 @@
  * object, so a batch of thousands of files hashes each changed directory once.
  */
 import { basename, dirname, isWithin, joinPath } from '../git/path.js';
-import { MODE_TREE, type FileMode, type TreeEntry, type TreeMode } from '../git/tree.js';
+import { MODE_TREE, type FileMode, type TreeMode } from '../git/tree.js';
 import type { Oid } from '../git/oid.js';
 import type { ProjectReadTx, ProjectWriteTx, WorkingTreeState } from '../store/types.js';
-import { forEachStoredEntry, SIZE_UNKNOWN, WorkingDir, type WorkingEntry } from './workingDir.js';
+import { scanStoredTree, SIZE_UNKNOWN, WorkingDir, type WorkingEntry } from './workingDir.js';
+
+const OID_BYTES = 20;
 
 export type { WorkingEntry } from './workingDir.js';
 
 export interface WorkingFile {
   path: string;
-  oid: Oid;
+  /** Blob id, 40 hex digits (what every listing shows). */
+  oid: string;
   mode: TreeMode;
   size: number;
   locked: boolean;
@@ -264,13 +267,6 @@ export class WorkingTree {
     return WorkingDir.fromTree(tree, object.body, object.annex);
   }
 
-  /** Calls `visit` with each entry of a stored tree and its blob's size (from the annex when it has one). */
-  private readTree(tree: Oid, visit: (entry: TreeEntry, size: number) => void): void {
-    const object = this.tx.getObjectWithAnnex(tree);
-    if (!object || object.type !== 'tree') throw new Error(`tree ${tree.toString('hex')} is missing`);
-    forEachStoredEntry(object.body, object.annex, visit);
-  }
-
   /** Clears the tree id of `dir` and of every ancestor, in the nodes and in their parents' entries. */
   private invalidate(dir: string): void {
     this.treeChanged = true;
@@ -306,16 +302,23 @@ export class WorkingTree {
   }
 
   private collectTree(dir: string, tree: Oid, out: WorkingFile[]): void {
-    this.readTree(tree, (entry, size) => {
-      const path = joinPath(dir, entry.name);
-      if (entry.mode === MODE_TREE) this.collectTree(path, entry.oid, out);
-      else out.push(this.toFile(path, { name: entry.name, mode: entry.mode, oid: entry.oid, size }));
+    const object = this.tx.getObjectWithAnnex(tree);
+    if (!object || object.type !== 'tree') throw new Error(`tree ${tree.toString('hex')} is missing`);
+    const body = object.body;
+    scanStoredTree(body, object.annex, (name, mode, oidAt, size) => {
+      const path = dir === '' ? name : `${dir}/${name}`;
+      if (mode === MODE_TREE) {
+        this.collectTree(path, body.subarray(oidAt, oidAt + OID_BYTES), out);
+        return;
+      }
+      const known = size === SIZE_UNKNOWN ? (this.tx.objectSize(body.subarray(oidAt, oidAt + OID_BYTES)) ?? 0) : size;
+      out.push({ path, oid: body.toString('hex', oidAt, oidAt + OID_BYTES), mode, size: known, locked: this.isLocked(path) });
     });
   }
 
   private toFile(path: string, entry: WorkingEntry): WorkingFile {
     const oid = entry.oid as Oid;
     const size = entry.size === SIZE_UNKNOWN ? (this.tx.objectSize(oid) ?? 0) : entry.size;
-    return { path, oid, mode: entry.mode, size, locked: this.isLocked(path) };
+    return { path, oid: oid.toString('hex'), mode: entry.mode, size, locked: this.isLocked(path) };
   }
 }

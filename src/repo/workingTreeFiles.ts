@@ -1,5 +1,4 @@
 /** Every file of a branch's working tree with its blob id and mode, without contents (for lint). */
-import { oidToHex } from '../git/oid.js';
 import type { TreeMode } from '../git/tree.js';
 import { branchHead, type Repo } from './repo.js';
 import { WorkingTree } from './workingTree.js';
@@ -16,6 +15,6 @@ export function workingTreeFiles(repo: Repo, input: { branch: string }): Working
   return repo.store.read((store) => {
     const tx = store.project(repo.project);
     branchHead(tx, input.branch);
-    return new WorkingTree(tx, input.branch).filesUnder('').map((file) => ({ path: file.path, oid: oidToHex(file.oid), mode: file.mode, size: file.size }));
+    return new WorkingTree(tx, input.branch).filesUnder('').map((file) => ({ path: file.path, oid: file.oid, mode: file.mode, size: file.size }));
   });
 }

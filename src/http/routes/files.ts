@@ -17,7 +17,10 @@ export function fileRoutes(app: FastifyInstance, th: Treehouse): void {
       params: projectIdParams,
       query: z.object({ branch: branchField, content: queryBoolean.default(false), prefix: z.string().max(4096).optional() }),
     },
-    ({ params, query, principal }) => ({ files: th.workspace.listFiles(principal, params.id, query).map(({ oid: _oid, ...file }) => file) }),
+    ({ params, query, principal }) => ({
+      // The contract lists no blob ids; content and encoding are present only when asked for.
+      files: th.workspace.listFiles(principal, params.id, query).map(({ path, size, locked, content, encoding }) => ({ path, size, locked, content, encoding })),
+    }),
   );
 
   defineRoute(
