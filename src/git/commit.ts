@@ -87,19 +87,19 @@ export function parseHeaders(text: string): { headers: Array<[string, string]>; 
 
 export function decodeCommit(body: Buffer): Commit {
   const { headers, message } = parseHeaders(body.toString('utf8'));
-  let index = 0;
-  const take = (key: string): string => {
-    const header = headers[index];
-    if (!header || header[0] !== key) throw new CommitFormatError(`expected header "${key}"`);
-    index++;
-    return header[1];
-  };
-  const tree = oidFromHexChecked(take('tree'));
+  const tree = oidFromHexChecked(headerValue(headers, 0, 'tree'));
+  let index = 1;
   const parents: Oid[] = [];
-  while (headers[index]?.[0] === 'parent') parents.push(oidFromHexChecked(take('parent')));
-  const author = parseSignature(take('author'));
-  const committer = parseSignature(take('committer'));
-  return { tree, parents, author, committer, extraHeaders: headers.slice(index), message };
+  for (; headers[index]?.[0] === 'parent'; index++) parents.push(oidFromHexChecked(headers[index][1]));
+  const author = parseSignature(headerValue(headers, index, 'author'));
+  const committer = parseSignature(headerValue(headers, index + 1, 'committer'));
+  return { tree, parents, author, committer, extraHeaders: headers.slice(index + 2), message };
+}
+
+function headerValue(headers: Array<[string, string]>, index: number, key: string): string {
+  const header = headers[index];
+  if (!header || header[0] !== key) throw new CommitFormatError(`expected header "${key}"`);
+  return header[1];
 }
 
 function oidFromHexChecked(hex: string): Oid {

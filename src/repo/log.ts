@@ -8,8 +8,8 @@
  */
 import { TreehouseError } from '../errors.js';
 import { isOidHex, oidFromHex, oidToHex, type Oid } from '../git/oid.js';
-import type { ProjectReadTx } from '../store/types.js';
-import { commitView, readCommit, type CommitView } from './commitView.js';
+import type { CommitInfo, ProjectReadTx } from '../store/types.js';
+import { indexedCommitView, type CommitView } from './commitView.js';
 import { branchHead, type Repo } from './repo.js';
 
 export interface LogPage {
@@ -27,46 +27,53 @@ export function log(repo: Repo, input: { branch: string; limit: number; cursor?:
     const page = walked.slice(offset, offset + input.limit);
     const more = walked.length > offset + input.limit;
     return {
-      commits: page.map((oid) => commitView(oid, readCommit(tx, oid))),
+      commits: page.map(({ oid, info }) => indexedCommitView(tx, oid, info)),
       next_cursor: more ? encodeCursor(head, offset + input.limit) : null,
     };
   });
 }
 
 /** The first `count` commits reachable from `head`, in log order. */
-export function walkHistory(tx: ProjectReadTx, head: Oid, count: number): Oid[] {
-  const out: Oid[] = [];
+export function walkHistory(tx: ProjectReadTx, head: Oid, count: number): Array<{ oid: Oid; info: CommitInfo }> {
+  const out: Array<{ oid: Oid; info: CommitInfo }> = [];
+  const headInfo = tx.getCommitInfo(head);
+  if (!headInfo) return out;
   const seen = new Set<string>([oidToHex(head)]);
   const queue = new CommitQueue();
-  queue.push(head, tx.getCommitInfo(head)?.commitTime ?? 0);
+  queue.push(head, headInfo);
   while (out.length < count && queue.size > 0) {
-    const oid = queue.pop();
-    out.push(oid);
-    const info = tx.getCommitInfo(oid);
-    for (const parent of info?.parents ?? []) {
+    const { oid, info } = queue.pop();
+    out.push({ oid, info });
+    for (const parent of info.parents) {
       const key = oidToHex(parent);
       if (seen.has(key)) continue;
       seen.add(key);
       const parentInfo = tx.getCommitInfo(parent);
       // A parent beyond a shallow boundary is not in the store; the walk stops there.
-      if (parentInfo) queue.push(parent, parentInfo.commitTime);
+      if (parentInfo) queue.push(parent, parentInfo);
     }
   }
   return out;
 }
 
-/** A binary heap ordered by time (latest first), then by arrival. */
+interface Queued {
+  oid: Oid;
+  info: CommitInfo;
+  order: number;
+}
+
+/** A binary heap ordered by commit time (latest first), then by arrival. */
 class CommitQueue {
-  private readonly items: Array<{ oid: Oid; time: number; order: number }> = [];
+  private readonly items: Queued[] = [];
   private arrivals = 0;
 
   get size(): number {
     return this.items.length;
   }
 
-  push(oid: Oid, time: number): void {
+  push(oid: Oid, info: CommitInfo): void {
     const items = this.items;
-    items.push({ oid, time, order: this.arrivals++ });
+    items.push({ oid, info, order: this.arrivals++ });
     let index = items.length - 1;
     while (index > 0) {
       const parent = (index - 1) >> 1;
@@ -76,7 +83,7 @@ class CommitQueue {
     }
   }
 
-  pop(): Oid {
+  pop(): Queued {
     const items = this.items;
     const top = items[0];
     const last = items.pop()!;
@@ -94,13 +101,13 @@ class CommitQueue {
         index = best;
       }
     }
-    return top.oid;
+    return top;
   }
 
   private before(a: number, b: number): boolean {
     const x = this.items[a];
     const y = this.items[b];
-    return x.time !== y.time ? x.time > y.time : x.order < y.order;
+    return x.info.commitTime !== y.info.commitTime ? x.info.commitTime > y.info.commitTime : x.order < y.order;
   }
 }
 

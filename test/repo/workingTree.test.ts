@@ -12,6 +12,7 @@ import { createBranch } from '../../src/repo/createBranch.js';
 import { listBranches } from '../../src/repo/listBranches.js';
 import { deleteBranch } from '../../src/repo/deleteBranch.js';
 import { exportToBareRepo } from '../../src/repo/exportToBareRepo.js';
+import { mergeBranches } from '../../src/repo/mergeBranches.js';
 import { TreehouseError } from '../../src/errors.js';
 import { encodeCommit } from '../../src/git/commit.js';
 import { oidToHex } from '../../src/git/oid.js';
@@ -189,5 +190,25 @@ describe('history', () => {
     } finally {
       bare.remove();
     }
+  });
+
+  it('shows every commit in log as show does: merges, other authors, multi-line messages', async () => {
+    const repo = await newTestRepo(opened.store, [text('a.txt', 'a')]);
+    await createBranch(repo, { name: 'side' });
+    await writeFiles(repo, { branch: 'side', files: [{ path: 's.txt', content: 's' }] });
+    const outsider = { name: 'Out Sider', email: 'out@example.com' };
+    await commit(repo, { branch: 'side', message: 'Side\n\nwith a body\n', people: { author: outsider, committer: outsider } });
+    await writeFiles(repo, { branch: 'main', files: [{ path: 'm.txt', content: 'm' }] });
+    await commit(repo, { branch: 'main', message: 'Main', people: testPeople });
+    const merged = await mergeBranches(repo, { source: 'side', target: 'main', people: testPeople });
+    expect(merged.created).toBe(true);
+    const commits = log(repo, { branch: 'main', limit: 10 }).commits;
+    expect(commits).toHaveLength(4);
+    expect(commits[0].parent_oids).toHaveLength(2);
+    for (const shown of commits) {
+      const { oid, message, author_id, committed_at, parent_oids } = showCommit(repo, { oid: shown.oid, content: false });
+      expect(shown).toEqual({ oid, message, author_id, committed_at, parent_oids });
+    }
+    expect(commits.map((c) => c.author_id)).toEqual(['key_test', 'key_test', null, 'key_test']);
   });
 });
