@@ -72,7 +72,8 @@ export function mergeObjects(tx: ProjectWriteTx): MergeObjects {
     return object.body;
   };
   return {
-    readTree: (oid) => decodeTree(read(oid, 'tree')),
+    // getObject returns a copy, so the entries' ids may be views into it.
+    readTree: (oid) => decodeTree(read(oid, 'tree'), true),
     readBlob: (oid) => read(oid, 'blob'),
     writeBlob: (body) => tx.putObject('blob', body),
     writeTree: (entries) => tx.putObject('tree', encodeTree(entries)),

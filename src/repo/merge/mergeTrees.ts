@@ -131,7 +131,7 @@ export class StagedObjects implements MergeObjects {
     const body = encodeTree(entries);
     const oid = hashObject('tree', body);
     // Kept in stored (git) order: readers walk trees in that order.
-    this.trees.set(oidToHex(oid), decodeTree(body));
+    this.trees.set(oidToHex(oid), decodeTree(body, true));
     return oid;
   }
 

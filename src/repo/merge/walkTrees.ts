@@ -5,20 +5,30 @@ const SLASH = 0x2f;
 
 export type Row = [TreeEntry | undefined, TreeEntry | undefined, TreeEntry | undefined];
 
-/** git's name_compare(): bytes, then the shorter name first. */
-function nameCompare(a: Buffer, b: Buffer): number {
-  return Buffer.compare(a, b);
+const ASCII_ONLY = /^[\x00-\x7f]*$/;
+
+/**
+ * A name as a string that compares as its UTF-8 bytes do: the name itself when it is ASCII, else
+ * its bytes as latin1 characters (one character per byte).
+ */
+function byteKey(name: string): string {
+  return ASCII_ONLY.test(name) ? name : Buffer.from(name, 'utf8').toString('latin1');
+}
+
+/** git's name_compare(): bytes, then the shorter name first (keys from byteKey). */
+function nameCompare(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
 }
 
 /**
  * check_entry_match(): 0 if `b` is `a`; 1 if `a` may still come later in the tree (after `b`,
  * or hidden behind a blob "a-2" as the subtree "a"); -1 if `a` is not in the tree.
  */
-function checkEntryMatch(a: Buffer, b: Buffer): number {
+function checkEntryMatch(a: string, b: string): number {
   const cmp = nameCompare(a, b);
   if (cmp === 0) return 0;
   if (cmp > 0) return 1;
-  if (a.length < b.length && b.subarray(0, a.length).equals(a) && b[a.length] < SLASH) return 1;
+  if (a.length < b.length && b.startsWith(a) && b.charCodeAt(a.length) < SLASH) return 1;
   return -1;
 }
 
@@ -29,7 +39,7 @@ function checkEntryMatch(a: Buffer, b: Buffer): number {
  * blobs such as "t-1". This is the order merge-ort meets paths in.
  */
 export function walkTogether(trees: readonly TreeEntry[][]): Row[] {
-  const names = trees.map((entries) => entries.map((entry) => Buffer.from(entry.name, 'utf8')));
+  const names = trees.map((entries) => entries.map((entry) => byteKey(entry.name)));
   const positions = [0, 0, 0];
   const returnedEarly = [new Set<number>(), new Set<number>(), new Set<number>()];
   const head = (t: number): number => {
@@ -38,7 +48,7 @@ export function walkTogether(trees: readonly TreeEntry[][]): Row[] {
   };
   const rows: Row[] = [];
   for (;;) {
-    let first: Buffer | null = null;
+    let first: string | null = null;
     for (let t = 0; t < 3; t++) {
       const h = head(t);
       if (h >= 0 && (first === null || nameCompare(names[t][h], first) < 0)) first = names[t][h];

@@ -124,7 +124,9 @@ function directoriesOf(tree: TreeModel): string[] {
 }
 
 const DIRS = ['', '', 'x', 'y', 'x/z', 'y/z', 'w', 'lib'];
-const NAMES = ['f', 'g', 'h', 'k', 'm', 'x', 'y', 'w', 'readme'];
+// "x-1", "x.c", "x0" sort around the directory "x" ("x/"); the non-ASCII names sort by their
+// UTF-8 bytes (U+FFEF before U+1F600, unlike UTF-16).
+const NAMES = ['f', 'g', 'h', 'k', 'm', 'x', 'y', 'w', 'readme', 'x-1', 'x.c', 'x0', '\u00e9', '\uffef', '\u{1f600}'];
 const FILLER = ['', '{', '}', '--'];
 
 class Builder {
