@@ -77,6 +77,7 @@ export function mergeObjects(tx: ProjectWriteTx): MergeObjects {
     readBlob: (oid) => read(oid, 'blob'),
     writeBlob: (body) => tx.putObject('blob', body),
     writeTree: (entries) => tx.putObject('tree', encodeTree(entries)),
+    putEncodedTree: (oid, body) => tx.putObjectWithId(oid, 'tree', body),
   };
 }
 

@@ -348,9 +348,10 @@ class LmdbProjectTx implements ProjectWriteTx {
   }
 
   getObject(oid: Oid): StoredObject | undefined {
+    // getBinary returns a copy of its own, so the body can be a view into it.
     const value = this.store.dbs.objects.getBinary(this.objectKey(oid));
     if (!value) return undefined;
-    return { type: TYPE_NAMES[valueTypeCode(value)], body: Buffer.from(valueBody(value)) };
+    return { type: TYPE_NAMES[valueTypeCode(value)], body: valueBody(value) };
   }
 
   getObjectWithAnnex(oid: Oid): AnnexedObject | undefined {

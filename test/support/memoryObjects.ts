@@ -54,6 +54,10 @@ export class MemoryObjects implements MergeObjects, CommitGraph {
     return this.put('tree', encodeTree(entries));
   }
 
+  putEncodedTree(oid: Oid, body: Buffer): void {
+    if (!this.put('tree', body).equals(oid)) throw new Error(`tree ${oidToHex(oid)} does not hash to its id`);
+  }
+
   parents(oid: Oid): Oid[] {
     return decodeCommit(this.get(oid, 'commit')).parents;
   }

@@ -39,6 +39,8 @@ export interface MergeObjects {
   readBlob(oid: Oid): Buffer;
   writeBlob(body: Buffer): Oid;
   writeTree(entries: TreeEntry[]): Oid;
+  /** Stores a tree already encoded and hashed (StagedObjects.flush), without doing either again. */
+  putEncodedTree(oid: Oid, body: Buffer): void;
 }
 
 export type ConflictKind = 'content' | 'add/add' | 'modify/delete' | 'file/directory' | 'binary';
@@ -103,13 +105,13 @@ export function mergeTreesWith(objects: MergeObjects, base: Oid | null, ours: Oi
  */
 export class StagedObjects implements MergeObjects {
   private readonly blobs = new Map<string, Buffer>();
-  private readonly trees = new Map<string, TreeEntry[]>();
+  private readonly trees = new Map<string, { entries: TreeEntry[]; body: Buffer }>();
 
   constructor(private readonly store: MergeObjects) {}
 
   readTree(oid: Oid): TreeEntry[] {
     const staged = this.trees.get(oidToHex(oid));
-    if (staged) return staged;
+    if (staged) return staged.entries;
     if (oid.equals(EMPTY_TREE_OID)) return [];
     return this.store.readTree(oid);
   }
@@ -131,8 +133,12 @@ export class StagedObjects implements MergeObjects {
     const body = encodeTree(entries);
     const oid = hashObject('tree', body);
     // Kept in stored (git) order: readers walk trees in that order.
-    this.trees.set(oidToHex(oid), decodeTree(body, true));
+    this.trees.set(oidToHex(oid), { entries: decodeTree(body, true), body });
     return oid;
+  }
+
+  putEncodedTree(oid: Oid, body: Buffer): void {
+    this.trees.set(oidToHex(oid), { entries: decodeTree(body, true), body });
   }
 
   /** Writes the staged objects reachable from `root` to the store, children first. */
@@ -143,10 +149,10 @@ export class StagedObjects implements MergeObjects {
       if (written.has(hex)) return;
       written.add(hex);
       if (isTree) {
-        const entries = this.trees.get(hex);
-        if (!entries) return; // already in the store
-        for (const entry of entries) visit(entry.oid, entry.mode === '40000');
-        assertSameId(this.store.writeTree(entries), oid);
+        const staged = this.trees.get(hex);
+        if (!staged) return; // already in the store
+        for (const entry of staged.entries) visit(entry.oid, entry.mode === '40000');
+        this.store.putEncodedTree(oid, staged.body);
       } else {
         const body = this.blobs.get(hex);
         if (body) assertSameId(this.store.writeBlob(body), oid);

@@ -215,6 +215,10 @@ class CountingObjects extends MemoryObjects {
     this.writes++;
     return super.writeTree(entries);
   }
+  override putEncodedTree(oid: Oid, body: Buffer): void {
+    this.writes++;
+    super.putEncodedTree(oid, body);
+  }
 }
 
 describe('mergeTrees: cost and objects', () => {
