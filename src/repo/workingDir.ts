@@ -34,7 +34,6 @@ const OID_BYTES = 20;
 const SPACE = 0x20;
 const NUL = 0;
 const MODES: readonly TreeMode[] = ['100644', '100755', '120000', MODE_TREE, MODE_GITLINK];
-const KNOWN_MODES = new Set<string>(MODES);
 const MODE_BYTES = MODES.map((mode) => Buffer.from(mode, 'latin1'));
 
 /** The tree bytes of a directory whose names are unchanged, with where each entry lies. */
@@ -65,21 +64,8 @@ export class WorkingDir {
 
   /** A stored tree; `body` and `annex` become the directory's own (the caller must not reuse them). */
   static fromTree(tree: Oid, body: Buffer, annex: Buffer | null): WorkingDir {
-    const starts: number[] = [];
-    const spaces: number[] = [];
-    const nuls: number[] = [];
-    let offset = 0;
-    while (offset < body.length) {
-      const space = body.indexOf(SPACE, offset);
-      const nul = space < 0 ? -1 : body.indexOf(NUL, space + 1);
-      if (nul < 0 || nul + 1 + OID_BYTES > body.length) throw new TreeFormatError(`tree ${tree.toString('hex')} is truncated`);
-      starts.push(offset);
-      spaces.push(space);
-      nuls.push(nul);
-      offset = nul + 1 + OID_BYTES;
-    }
-    const sizes = annex && annex.length === starts.length * ANNEX_BYTES_PER_ENTRY ? annex : null;
-    return new WorkingDir(tree, { body, annex: sizes, starts, spaces, nuls, pending: new Set() }, null);
+    const { starts, spaces, nuls } = entryOffsets(body);
+    return new WorkingDir(tree, { body, annex: usableAnnex(annex, starts.length), starts, spaces, nuls, pending: new Set() }, null);
   }
 
   /** A directory that does not exist in any stored tree yet. */
@@ -192,17 +178,11 @@ export class WorkingDir {
 
   private rawEntry(index: number, name: string): WorkingEntry {
     const raw = this.raw!;
-    const mode = raw.body.toString('latin1', raw.starts[index], raw.spaces[index]);
-    if (!KNOWN_MODES.has(mode)) throw new TreeFormatError(`unknown tree entry mode ${JSON.stringify(mode)}`);
+    const mode = modeAt(raw.body, raw.starts[index], raw.spaces[index]);
     const oidStart = raw.nuls[index] + 1;
     // A copy: the bytes under it may be patched later.
     const oid = raw.pending.has(index) ? null : Buffer.from(raw.body.subarray(oidStart, oidStart + OID_BYTES));
-    let size = mode === MODE_TREE || mode === MODE_GITLINK ? 0 : SIZE_UNKNOWN;
-    if (raw.annex && size !== 0) {
-      const known = raw.annex.readUInt32BE(index * ANNEX_BYTES_PER_ENTRY);
-      if (known !== ANNEX_UNKNOWN) size = known;
-    }
-    return { name, mode: mode as TreeMode, oid, size };
+    return { name, mode, oid, size: sizeAt(raw.annex, index, mode) };
   }
 
   private setSizeAt(index: number, size: number): void {
@@ -229,27 +209,41 @@ export class WorkingDir {
  * caller takes only what it keeps (a hex id, a subtree id) out of `body`.
  */
 export function scanStoredTree(body: Buffer, annex: Buffer | null, visit: (name: string, mode: TreeMode, oidAt: number, size: number) => void): void {
-  let count = 0;
-  for (let offset = 0; offset < body.length; count++) {
-    const nul = body.indexOf(NUL, offset);
-    if (nul < 0) break;
-    offset = nul + 1 + OID_BYTES;
+  const { starts, spaces, nuls } = entryOffsets(body);
+  const sizes = usableAnnex(annex, starts.length);
+  for (let index = 0; index < starts.length; index++) {
+    const mode = modeAt(body, starts[index], spaces[index]);
+    visit(body.toString('utf8', spaces[index] + 1, nuls[index]), mode, nuls[index] + 1, sizeAt(sizes, index, mode));
   }
-  const sizes = annex && annex.length === count * ANNEX_BYTES_PER_ENTRY ? annex : null;
-  let offset = 0;
-  for (let index = 0; offset < body.length; index++) {
+}
+
+/** Where each entry of a tree body lies: the offset of its mode, of the space after it and of the NUL after its name. */
+function entryOffsets(body: Buffer): { starts: number[]; spaces: number[]; nuls: number[] } {
+  const starts: number[] = [];
+  const spaces: number[] = [];
+  const nuls: number[] = [];
+  for (let offset = 0; offset < body.length; offset = nuls[nuls.length - 1] + 1 + OID_BYTES) {
     const space = body.indexOf(SPACE, offset);
     const nul = space < 0 ? -1 : body.indexOf(NUL, space + 1);
     if (nul < 0 || nul + 1 + OID_BYTES > body.length) throw new TreeFormatError('truncated tree entry');
-    const mode = modeAt(body, offset, space);
-    let size = mode === MODE_TREE || mode === MODE_GITLINK ? 0 : SIZE_UNKNOWN;
-    if (sizes && size !== 0) {
-      const known = sizes.readUInt32BE(index * ANNEX_BYTES_PER_ENTRY);
-      if (known !== ANNEX_UNKNOWN) size = known;
-    }
-    visit(body.toString('utf8', space + 1, nul), mode, nul + 1, size);
-    offset = nul + 1 + OID_BYTES;
+    starts.push(offset);
+    spaces.push(space);
+    nuls.push(nul);
   }
+  return { starts, spaces, nuls };
+}
+
+/** The annex when it has one size per entry; an annex of another length is ignored. */
+function usableAnnex(annex: Buffer | null, entries: number): Buffer | null {
+  return annex && annex.length === entries * ANNEX_BYTES_PER_ENTRY ? annex : null;
+}
+
+/** An entry's blob size from the annex: 0 for directories and gitlinks, SIZE_UNKNOWN when not recorded. */
+function sizeAt(annex: Buffer | null, index: number, mode: TreeMode): number {
+  if (mode === MODE_TREE || mode === MODE_GITLINK) return 0;
+  if (!annex) return SIZE_UNKNOWN;
+  const known = annex.readUInt32BE(index * ANNEX_BYTES_PER_ENTRY);
+  return known === ANNEX_UNKNOWN ? SIZE_UNKNOWN : known;
 }
 
 /** The mode spelled in body[start, end), as one of the shared constant strings. */

@@ -183,8 +183,8 @@ export class WorkingTree {
   save(): void {
     if (!this.treeChanged && !this.locksChanged) return;
     const tree = this.writeTree();
-    (this.tx as ProjectWriteTx).putWorkingTree(this.branch, { tree, locks: this.lockedPaths() });
     this.stored = { tree, locks: this.lockedPaths() };
+    (this.tx as ProjectWriteTx).putWorkingTree(this.branch, this.stored);
     this.treeChanged = false;
     this.locksChanged = false;
   }
@@ -262,9 +262,14 @@ export class WorkingTree {
   }
 
   private nodeFromTree(tree: Oid): WorkingDir {
+    const { body, annex } = this.readStoredTree(tree);
+    return WorkingDir.fromTree(tree, body, annex);
+  }
+
+  private readStoredTree(tree: Oid): { body: Buffer; annex: Buffer | null } {
     const object = this.tx.getObjectWithAnnex(tree);
     if (!object || object.type !== 'tree') throw new Error(`tree ${tree.toString('hex')} is missing`);
-    return WorkingDir.fromTree(tree, object.body, object.annex);
+    return object;
   }
 
   /** Clears the tree id of `dir` and of every ancestor, in the nodes and in their parents' entries. */
@@ -302,10 +307,8 @@ export class WorkingTree {
   }
 
   private collectTree(dir: string, tree: Oid, out: WorkingFile[]): void {
-    const object = this.tx.getObjectWithAnnex(tree);
-    if (!object || object.type !== 'tree') throw new Error(`tree ${tree.toString('hex')} is missing`);
-    const body = object.body;
-    scanStoredTree(body, object.annex, (name, mode, oidAt, size) => {
+    const { body, annex } = this.readStoredTree(tree);
+    scanStoredTree(body, annex, (name, mode, oidAt, size) => {
       const path = dir === '' ? name : `${dir}/${name}`;
       if (mode === MODE_TREE) {
         this.collectTree(path, body.subarray(oidAt, oidAt + OID_BYTES), out);
