@@ -23,18 +23,10 @@ import { startGitHttpBackend } from '../test/support/httpBackend.js';
 import { freePort } from '../test/support/process.js';
 import { isogitClone } from './isogit.js';
 import { sampleMemory, statusBytes, summarise, type Measurement, type Summary } from './measure.js';
+import { isolatedGitEnv } from '../fixtures/gitEnv.js';
 
 const BATCH_FILES = 10_000;
-const GIT_ENV = {
-  ...process.env,
-  GIT_CONFIG_NOSYSTEM: '1',
-  GIT_CONFIG_GLOBAL: '/dev/null',
-  GIT_TERMINAL_PROMPT: '0',
-  // No detached auto-gc racing the clean-up of the work tree.
-  GIT_CONFIG_COUNT: '1',
-  GIT_CONFIG_KEY_0: 'gc.auto',
-  GIT_CONFIG_VALUE_0: '0',
-};
+const GIT_ENV = isolatedGitEnv({ noAutoGc: true });
 
 export interface CloneResult {
   files: number;

@@ -18,28 +18,14 @@ import { join } from 'node:path';
 import { SourceTree, writeFilesToDirectory, writeSourceTree } from '../fixtures/sourceTree.js';
 import { elapsedMs, settleDisk, summarise, type CapReached, type Measurement } from './measure.js';
 import { LOG_LIMIT, ROUND_BASE } from './ours.js';
+import { isolatedGitEnv } from '../fixtures/gitEnv.js';
 
 const TIME_BINARY = '/usr/bin/time';
 const HISTORY_COMMITS = 250;
 const OUTPUT_BYTES_MAX = 1 << 30;
 
-const GIT_ENV: NodeJS.ProcessEnv = {
-  PATH: process.env.PATH ?? '/usr/bin:/bin',
-  HOME: process.env.HOME ?? '/tmp',
-  GIT_CONFIG_NOSYSTEM: '1',
-  GIT_CONFIG_GLOBAL: '/dev/null',
-  GIT_AUTHOR_NAME: 'Bench',
-  GIT_AUTHOR_EMAIL: 'bench@example.com',
-  GIT_COMMITTER_NAME: 'Bench',
-  GIT_COMMITTER_EMAIL: 'bench@example.com',
-  // No automatic gc or maintenance: with thousands of loose objects, commit would start a detached
-  // `git gc --auto` that competes for the CPU with the runs after it and repacks under them.
-  GIT_CONFIG_COUNT: '2',
-  GIT_CONFIG_KEY_0: 'gc.auto',
-  GIT_CONFIG_VALUE_0: '0',
-  GIT_CONFIG_KEY_1: 'maintenance.auto',
-  GIT_CONFIG_VALUE_1: 'false',
-};
+const BENCH_IDENTITY = { name: 'Bench', email: 'bench@example.com' };
+const GIT_ENV = isolatedGitEnv({ author: BENCH_IDENTITY, committer: BENCH_IDENTITY, noAutoGc: true });
 
 /** The longest one timed run may take; see beginRun. */
 let capMs = 600_000;

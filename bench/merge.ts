@@ -29,11 +29,12 @@ import type { CommitAuthors } from '../src/repo/writeCommit.js';
 import { LmdbStore } from '../src/store/lmdb.js';
 import { isogitMerge, type MergePair } from './isogit.js';
 import { resetPeakRss, statusBytes, summarise, type Measurement, type Summary } from './measure.js';
+import { isolatedGitEnv } from '../fixtures/gitEnv.js';
 
 const PEOPLE: CommitAuthors = { author: { name: 'Bench', email: 'bench@treehouse.invalid' }, committer: { name: 'Bench', email: 'bench@treehouse.invalid' } };
 export const CHANGED_PER_SIDE = 100;
 const TIME_BINARY = '/usr/bin/time';
-const GIT_ENV = { ...process.env, GIT_CONFIG_NOSYSTEM: '1', GIT_CONFIG_GLOBAL: '/dev/null', GIT_CONFIG_COUNT: '1', GIT_CONFIG_KEY_0: 'gc.auto', GIT_CONFIG_VALUE_0: '0' };
+const GIT_ENV = isolatedGitEnv({ noAutoGc: true });
 
 export interface MergeBenchResult {
   files: number;

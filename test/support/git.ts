@@ -2,21 +2,11 @@ import { execFile, execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { isolatedGitEnv } from '../../fixtures/gitEnv.js';
 
-/** A clean, deterministic environment for the git CLI: no user or system config, fixed identities, no prompts. */
+/** A clean, deterministic environment for the git CLI (fixtures/gitEnv.ts), with any extra variables. */
 function gitEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
-  return {
-    PATH: process.env.PATH ?? '/usr/bin:/bin',
-    HOME: process.env.HOME ?? '/tmp',
-    GIT_CONFIG_NOSYSTEM: '1',
-    GIT_CONFIG_GLOBAL: '/dev/null',
-    GIT_TERMINAL_PROMPT: '0',
-    GIT_AUTHOR_NAME: 'Test Author',
-    GIT_AUTHOR_EMAIL: 'author@example.com',
-    GIT_COMMITTER_NAME: 'Test Committer',
-    GIT_COMMITTER_EMAIL: 'committer@example.com',
-    ...extra,
-  };
+  return isolatedGitEnv({ extra });
 }
 
 /** Runs the real git CLI with a clean, deterministic environment and returns stdout as bytes. */
