@@ -2,15 +2,18 @@
  * The Fastify application: authentication, rate limiting, the error envelope, and the routes of
  * ../shared/API.md. It translates between HTTP and the services and holds no logic of its own.
  */
-import Fastify, { type FastifyError, type FastifyInstance } from 'fastify';
+import Fastify, { type FastifyError, type FastifyInstance, type FastifyReply } from 'fastify';
+import { maxHeaderSize } from 'node:http';
 import { randomUUID } from 'node:crypto';
 import { isTreehouseError, TreehouseError } from '../errors.js';
 import { StorageFullError } from '../store/types.js';
 import type { Treehouse } from '../service/treehouse.js';
+import type { Principal } from '../service/accounts.js';
 import { envelope, STATUS_BY_CODE } from './errors.js';
 import { buildOpenApi } from './openapi.js';
 import { defineRoute, registeredRoutes } from './route.js';
 import { credentialOf } from './credentials.js';
+import { createGuardedServer, rawErrorResponse } from './connectionGuard.js';
 import { gitHttpRoutes } from './gitHttp.js';
 import { fileRoutes } from './routes/files.js';
 import { gitRoutes } from './routes/git.js';
@@ -19,6 +22,9 @@ import { publicSiteRoutes } from './publicSite.js';
 import { projectRoutes } from './routes/projects.js';
 import { remoteRoutes } from './routes/remote.js';
 import { templateRoutes } from './routes/templates.js';
+
+/** Node's limit on the request head (its default; Treehouse does not change it). */
+const HEADER_BYTES_MAX = maxHeaderSize;
 
 export interface AppOptions {
   logLevel?: string;
@@ -33,6 +39,14 @@ export function buildApp(th: Treehouse, options: AppOptions = {}): FastifyInstan
       return typeof given === 'string' && /^[\w.-]{1,100}$/.test(given) ? given : randomUUID();
     },
     return503OnClosing: true,
+    serverFactory: (handler) => createGuardedServer(th.config.connections, handler),
+    frameworkErrors: (error, _request, reply) => answerFrameworkError(error, reply as unknown as FastifyReply),
+    // Requests Node's HTTP parser refuses (bad syntax, headers too large, timeouts) never become requests.
+    clientErrorHandler: (error: NodeJS.ErrnoException & { bytesParsed?: number }, socket) => {
+      if (error.code === 'ECONNRESET' || socket.destroyed) return;
+      if (socket.writable) socket.end(clientErrorResponse(error.code));
+      socket.destroySoon();
+    },
   });
 
   // On shutdown, answers still in flight close their connection, so a keep-alive socket cannot hold
@@ -41,24 +55,29 @@ export function buildApp(th: Treehouse, options: AppOptions = {}): FastifyInstan
   app.addHook('preClose', async () => {
     closing = true;
   });
-  app.addHook('onSend', async (_request, reply) => {
-    if (closing) reply.header('connection', 'close');
+  app.addHook('onSend', async (request, reply) => {
+    // An answer given before the body was read (401, 404, 413) closes the connection: keeping it
+    // would mean reading the rest of a body nobody wants, at whatever pace the client sends it.
+    if (closing || !request.raw.complete) reply.header('connection', 'close');
   });
 
+  // Authentication belongs to the route Fastify matched (defineRoute marks it), never to a string
+  // test of the raw URL: the router decodes percent-encoding that such a test would not see.
   app.addHook('onRequest', async (request, reply) => {
     reply.header('x-request-id', request.id);
-    if (!request.url.startsWith('/api/v1/') || request.routeOptions.config?.auth === false) return;
-    const principal = th.accounts.authenticate(credentialOf(request.headers.authorization) ?? '');
-    if (!principal) {
-      reply.header('WWW-Authenticate', 'Bearer');
-      throw new TreehouseError('unauthorized', 'A valid API key is required (Authorization: Bearer <key>).');
+    if (request.routeOptions.config?.auth !== true) return;
+    request.principal = authenticateKey(th, request.headers.authorization, reply);
+  });
+
+  // JSON is UTF-8 (RFC 8259); a body labelled with another charset would be read as something it is not.
+  const parseJson = app.getDefaultJsonParser('error', 'error');
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
+    const charset = /;\s*charset\s*=\s*"?([^";\s]+)/i.exec(request.headers['content-type'] ?? '')?.[1];
+    if (charset && !/^utf-?8$/i.test(charset)) {
+      done(new TreehouseError('invalid_request', `JSON bodies are UTF-8; charset ${JSON.stringify(charset)} is not accepted.`), undefined);
+      return;
     }
-    const retryAfterSeconds = th.rateLimiter.take(principal.keyId);
-    if (retryAfterSeconds > 0) {
-      reply.header('Retry-After', String(retryAfterSeconds));
-      throw new TreehouseError('rate_limited', `Too many requests; retry in ${retryAfterSeconds} s.`);
-    }
-    request.principal = principal;
+    parseJson(request, body as string, done);
   });
 
   app.setErrorHandler((error: FastifyError | Error, request, reply) => {
@@ -103,4 +122,40 @@ export function buildApp(th: Treehouse, options: AppOptions = {}): FastifyInstan
     return openApi;
   });
   return app;
+}
+
+/** The caller's key, checked and charged against its rate limit; throws unauthorized or rate_limited. */
+function authenticateKey(th: Treehouse, authorization: string | undefined, reply: FastifyReply): Principal {
+  const principal = th.accounts.authenticate(credentialOf(authorization) ?? '');
+  if (!principal) {
+    reply.header('WWW-Authenticate', 'Bearer');
+    throw new TreehouseError('unauthorized', 'A valid API key is required (Authorization: Bearer <key>).');
+  }
+  const retryAfterSeconds = th.rateLimiter.take(principal.keyId);
+  if (retryAfterSeconds > 0) {
+    reply.header('Retry-After', String(retryAfterSeconds));
+    throw new TreehouseError('rate_limited', `Too many requests; retry in ${retryAfterSeconds} s.`);
+  }
+  return principal;
+}
+
+/**
+ * Errors of the router itself, before any route matched: malformed percent-encoding, an over-long
+ * path parameter. Neither can name anything that exists.
+ */
+function answerFrameworkError(error: FastifyError, reply: FastifyReply): FastifyReply {
+  if (error.code === 'FST_ERR_MAX_PARAM_LENGTH') {
+    return reply.code(404).send(envelope('not_found', 'Not found: a path parameter is longer than any id.'));
+  }
+  const message = error.code === 'FST_ERR_BAD_URL' ? 'The URL holds malformed percent-encoding.' : 'The request could not be routed.';
+  return reply.code(400).send(envelope('invalid_request', message, { issues: [{ path: 'url', message: error.message }] }));
+}
+
+/** Node's parser errors, in the envelope. */
+function clientErrorResponse(code: string | undefined): string {
+  if (code === 'HPE_HEADER_OVERFLOW') {
+    return rawErrorResponse('payload_too_large', `The request headers are over ${HEADER_BYTES_MAX} bytes.`, {}, { limit: HEADER_BYTES_MAX });
+  }
+  if (code === 'ERR_HTTP_REQUEST_TIMEOUT') return rawErrorResponse('invalid_request', 'The request was not received in time; the connection is closed.');
+  return rawErrorResponse('invalid_request', 'The request is not valid HTTP/1.1.');
 }

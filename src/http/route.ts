@@ -61,6 +61,9 @@ export function defineRoute<P extends ZodType = typeof emptyObject, Q extends Zo
     url: spec.url,
     config: { auth: spec.auth ?? true },
     handler: async (request, reply) => {
+      // The onRequest hook of src/http/app.ts sets the principal on every route marked auth; a route
+      // reached without one is a wiring fault, and it fails closed.
+      if (spec.auth !== false && !request.principal) throw new Error(`route ${spec.method} ${spec.url} reached without authentication`);
       const params = parseWith(spec.params ?? emptyObject, request.params, 'params');
       const query = parseWith(spec.query ?? emptyObject, request.query, 'query');
       const body = spec.body ? parseWith(spec.body, request.body, 'body') : undefined;

@@ -14,6 +14,23 @@ export interface Limits {
   requestBurstPerKey: number;
 }
 
+/**
+ * How long a client may take to send a request, and how many connections one address may hold, so
+ * slow or idle clients cannot pile up descriptors (README "Configuration").
+ */
+export interface ConnectionLimits {
+  /** From the connection's first byte to the end of the request headers. */
+  headersTimeoutMs: number;
+  /** From the first byte to the end of the whole request, body included. */
+  requestTimeoutMs: number;
+  /** The longest pause while a request body is being received. */
+  bodyIdleTimeoutMs: number;
+  /** An idle keep-alive connection is closed after this long. */
+  keepAliveTimeoutMs: number;
+  /** Open connections from one client address; more are refused at once. */
+  connectionsPerAddressMax: number;
+}
+
 export interface Config {
   port: number;
   host: string;
@@ -22,6 +39,7 @@ export interface Config {
   secret: string | undefined;
   allowPrivateGitHosts: boolean;
   limits: Limits;
+  connections: ConnectionLimits;
 }
 
 const MIB = 1024 * 1024;
@@ -52,6 +70,13 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       zipEntriesMax: integer(env, 'TREEHOUSE_ZIP_ENTRIES_MAX', 20_000),
       requestsPerSecondPerKey: integer(env, 'TREEHOUSE_RATE_PER_SECOND', 50),
       requestBurstPerKey: integer(env, 'TREEHOUSE_RATE_BURST', 200),
+    },
+    connections: {
+      headersTimeoutMs: integer(env, 'TREEHOUSE_HEADERS_TIMEOUT_MS', 10_000),
+      requestTimeoutMs: integer(env, 'TREEHOUSE_REQUEST_TIMEOUT_MS', 300_000),
+      bodyIdleTimeoutMs: integer(env, 'TREEHOUSE_BODY_IDLE_TIMEOUT_MS', 30_000),
+      keepAliveTimeoutMs: integer(env, 'TREEHOUSE_KEEP_ALIVE_TIMEOUT_MS', 5_000),
+      connectionsPerAddressMax: integer(env, 'TREEHOUSE_CONNECTIONS_PER_ADDRESS_MAX', 256),
     },
   };
 }
