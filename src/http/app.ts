@@ -105,7 +105,14 @@ export function buildApp(th: Treehouse, options: AppOptions = {}): FastifyInstan
     reply.code(404).send(envelope('not_found', `No route for ${request.method} ${request.url.split('?')[0]}.`));
   });
 
-  app.get('/healthz', { config: { auth: false } }, async () => ({ ok: true, deflate_backlog: th.deflateCache.backlog }));
+  app.get('/healthz', async () => {
+    const loop = th.eventLoop.latest();
+    return {
+      ok: true,
+      deflate_backlog: th.deflateCache.backlog,
+      event_loop_delay_ms: loop && { window_ms: loop.windowMs, at: loop.at, p50: loop.p50Ms, p99: loop.p99Ms, max: loop.maxMs },
+    };
+  });
 
   projectRoutes(app, th);
   fileRoutes(app, th);

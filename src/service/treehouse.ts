@@ -7,6 +7,7 @@ import { LmdbStore } from '../store/lmdb.js';
 import type { Store } from '../store/types.js';
 import { Accounts } from './accounts.js';
 import { DeflateCache } from './deflateCache.js';
+import { EventLoopMonitor } from './eventLoopMonitor.js';
 import type { Config } from './config.js';
 import { Linter } from './lint.js';
 import { Projects } from './projects.js';
@@ -27,6 +28,8 @@ export interface Treehouse {
   remoteSync: RemoteSync;
   /** Deflates stored objects in the background so clones copy pack-ready bytes. */
   deflateCache: DeflateCache;
+  /** Event-loop delay per 10-second window, for /healthz. */
+  eventLoop: EventLoopMonitor;
   /** Starts background work (the sync queue); the server calls it once it listens. */
   start(): void;
   /** Stops background work, leaving queued work for the next start; call before close(). */
@@ -45,6 +48,7 @@ export function openTreehouse(config: Config): Treehouse {
   const rateLimiter = new RateLimiter(config.limits.requestsPerSecondPerKey, config.limits.requestBurstPerKey);
   const remoteSync = new RemoteSync(store, projects, config);
   const deflateCache = new DeflateCache(store);
+  const eventLoop = new EventLoopMonitor();
   workspace.onBranchChanged((record, branch) => remoteSync.branchChanged(record, branch));
   return {
     config,
@@ -56,15 +60,19 @@ export function openTreehouse(config: Config): Treehouse {
     rateLimiter,
     remoteSync,
     deflateCache,
+    eventLoop,
     start: () => {
       remoteSync.start();
       deflateCache.start();
+      eventLoop.start();
     },
     stop: async () => {
+      eventLoop.stop();
       await remoteSync.stop();
       await deflateCache.stop();
     },
     close: async () => {
+      eventLoop.stop();
       await remoteSync.stop();
       await deflateCache.stop();
       await linter.close();

@@ -41,13 +41,6 @@ const TYPE_CODES: Record<ObjectType, number> = { commit: 1, tree: 2, blob: 3, ta
 const TYPE_NAMES: ObjectType[] = ['commit', 'commit', 'tree', 'blob', 'tag'];
 const NUL = 0;
 /**
- * lmdb-js transaction flags: roll back on throw (ABORTABLE 0x1) and commit before returning
- * (SYNCHRONOUS_COMMIT 0x2). With overlappingSync the commit still ends in fdatasync on this thread
- * before transactionSync returns (seen with strace: one fdatasync per write, before the caller
- * resumes); write() also awaits `flushed`, so a resolved write is on disk either way.
- */
-const WRITE_FLAGS = 0x1 | 0x2 | 0x10000;
-/**
  * Puts unless the key exists (MDB_NOOVERWRITE), in one descent of the B-tree; false when it existed.
  * lmdb-js returns that boolean from putSync inside a transaction, though its types say void.
  */
@@ -136,6 +129,21 @@ function isStorageFull(error: unknown): boolean {
   return /MDB_MAP_FULL|ENOSPC|No space left|Input\/output error/i.test(text);
 }
 
+/**
+ * The error behind a failed asynchronous commit: lmdb-js rejects the transaction with a generic
+ * error whose `commitError` promise rejects with the real one (an errno such as EIO or ENOSPC).
+ */
+async function commitFailure(thrown: unknown): Promise<unknown> {
+  const pending = (thrown as { commitError?: Promise<unknown> } | null)?.commitError;
+  if (!pending) return thrown;
+  try {
+    await pending;
+    return thrown;
+  } catch (cause) {
+    return cause;
+  }
+}
+
 export class LmdbStore implements Store {
   private readonly env: RootDatabase;
   private readonly objects: Database<Buffer, Buffer>;
@@ -158,9 +166,12 @@ export class LmdbStore implements Store {
       noSubdir: false,
       maxDbs: 8,
       mapSize: options.mapSizeBytes ?? 2 * 1024 ** 3,
-      // Durability: see WRITE_FLAGS.
+      // Durability: see write().
       overlappingSync: true,
-    });
+      // Each write() is one transaction callback of its own; lmdb-js's grouping of loose puts per
+      // event turn is not used, and with it on, a failed commit leaves a promise nobody can handle.
+      eventTurnBatching: false,
+    } as Parameters<typeof open>[0]);
     this.objects = this.env.openDB({ name: 'objects', keyEncoding: 'binary', encoding: 'binary' });
     this.commits = this.env.openDB({ name: 'commits', keyEncoding: 'binary', encoding: 'binary' });
     this.refs = this.env.openDB({ name: 'refs', keyEncoding: 'binary', encoding: 'binary' });
@@ -217,18 +228,29 @@ export class LmdbStore implements Store {
     return action(new LmdbTx(this, false));
   }
 
+  /**
+   * One lmdb-js child transaction: `action` runs on this thread (a throw rolls back only its own
+   * changes), while the commit and the fdatasync that follows it run on lmdb-js's writer thread, so
+   * the event loop never waits for the disk; several writes that queue up meanwhile share one commit.
+   * The promise resolves after `flushed`, when the commit is durable, so the caller may acknowledge it.
+   */
   async write<T>(action: (tx: StoreWriteTx) => T): Promise<T> {
     this.assertOpen();
-    let result: T;
     const stored = new Map<number, Oid[]>();
-    this.storedInTransaction = stored;
+    let result: T;
     try {
-      result = this.env.transactionSync(() => action(new LmdbTx(this, true)), WRITE_FLAGS);
-    } catch (error) {
+      result = (await this.env.childTransaction(() => {
+        this.storedInTransaction = stored;
+        try {
+          return action(new LmdbTx(this, true));
+        } finally {
+          this.storedInTransaction = null;
+        }
+      })) as T;
+    } catch (thrown) {
+      const error = await commitFailure(thrown);
       if (isStorageFull(error)) throw new StorageFullError(String((error as Error).message));
       throw error;
-    } finally {
-      this.storedInTransaction = null;
     }
     await this.env.flushed;
     if (this.objectListeners.length > 0) {
