@@ -1,19 +1,18 @@
 /**
- * A real browser on a published project: headless Chromium from Debian (`apt-get install chromium`,
- * which .ci/run does when it is missing), driven by playwright-core. The page's text, its stylesheet
+ * A real browser on a published project: headless Chromium (Debian's when the machine has it, else
+ * the one the @sparticuz/chromium devDependency ships: test/support/browser.ts), driven by playwright-core. The page's text, its stylesheet
  * (computed style) and its script (the DOM it changed) must all arrive from /p/{handle}/, and the
  * page must be gone after unpublish. A screenshot goes to test-artifacts/ for a person to look at.
  */
 import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { chromium, type BrowserContext } from 'playwright-core';
+import type { BrowserContext } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { repoRoot } from '../support/process.js';
+import { launchChromium } from '../support/browser.js';
 import { startTestServer, type TestServer } from '../support/server.js';
 
-const CHROMIUM = '/usr/bin/chromium';
-const CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'];
 const ARTIFACTS = join(repoRoot, 'test-artifacts');
 
 let server: TestServer;
@@ -21,10 +20,9 @@ let context: BrowserContext;
 let userDataDir: string;
 
 beforeAll(async () => {
-  if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: install it with "apt-get update && apt-get install -y chromium" (.ci/run does)`);
   server = await startTestServer();
   userDataDir = mkdtempSync(join(tmpdir(), 'treehouse-chromium-'));
-  context = await chromium.launchPersistentContext(userDataDir, { executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS });
+  ({ context } = await launchChromium(userDataDir));
 });
 
 afterAll(async () => {
