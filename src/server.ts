@@ -3,6 +3,7 @@
  * and serves the API until SIGTERM/SIGINT, when in-flight requests finish before the store closes.
  */
 import { buildApp } from './http/app.js';
+import { listenMetrics } from './http/metricsServer.js';
 import { loadConfig } from './service/config.js';
 import { openTreehouse } from './service/treehouse.js';
 
@@ -13,10 +14,16 @@ async function main(): Promise<void> {
   const app = buildApp(th, { logLevel: process.env.TREEHOUSE_LOG_LEVEL ?? 'info' });
   await app.listen({ port: config.port, host: config.host });
   th.start();
+  const metricsServer = th.metrics && config.metricsPort !== null ? await listenMetrics(th.metrics, config.host, config.metricsPort) : null;
   if (firstKey) process.stdout.write(`API key for team default: ${firstKey}\n`);
   const address = app.server.address();
   const port = address && typeof address === 'object' ? address.port : config.port;
   process.stdout.write(`Treehouse listening on http://${config.host}:${port}\n`);
+  if (metricsServer) {
+    const metricsAddress = metricsServer.address();
+    const metricsPort = metricsAddress && typeof metricsAddress === 'object' ? metricsAddress.port : config.metricsPort;
+    process.stdout.write(`Metrics on http://${config.host}:${metricsPort}/metrics\n`);
+  }
 
   let stopping = false;
   const stop = async (signal: string) => {
@@ -24,6 +31,7 @@ async function main(): Promise<void> {
     stopping = true;
     app.log.info({ signal }, 'shutting down');
     await app.close();
+    metricsServer?.close();
     await th.stop();
     await th.close();
     process.exit(0);

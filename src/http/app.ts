@@ -80,6 +80,14 @@ export function buildApp(th: Treehouse, options: AppOptions = {}): FastifyInstan
     parseJson(request, body as string, done);
   });
 
+  const metrics = th.metrics;
+  if (metrics) {
+    // By route template, never the raw URL: ids and paths would make a series per request.
+    app.addHook('onResponse', async (request, reply) => {
+      metrics.observeRequest(request.method, request.routeOptions.url ?? 'unmatched', reply.statusCode, reply.elapsedTime / 1000);
+    });
+  }
+
   app.setErrorHandler((error: FastifyError | Error, request, reply) => {
     if (isTreehouseError(error)) {
       return reply.code(STATUS_BY_CODE[error.code]).send(envelope(error.code, error.message, error.details));

@@ -38,6 +38,8 @@ export interface Config {
   publicBaseUrl: string;
   secret: string | undefined;
   allowPrivateGitHosts: boolean;
+  /** Port of the Prometheus /metrics listener (on HOST); null: no metrics. */
+  metricsPort: number | null;
   limits: Limits;
   connections: ConnectionLimits;
 }
@@ -62,6 +64,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     publicBaseUrl: (env.PUBLIC_BASE_URL || `http://${host.includes(':') ? `[${host}]` : host}:${port}`).replace(/\/+$/, ''),
     secret: env.TREEHOUSE_SECRET || undefined,
     allowPrivateGitHosts: env.TREEHOUSE_ALLOW_PRIVATE_GIT_HOSTS === '1',
+    metricsPort: env.TREEHOUSE_METRICS_PORT ? integer(env, 'TREEHOUSE_METRICS_PORT', 0) : null,
     limits: {
       requestBodyBytesMax: integer(env, 'TREEHOUSE_REQUEST_BODY_BYTES_MAX', 100 * MIB),
       fileBytesMax: integer(env, 'TREEHOUSE_FILE_BYTES_MAX', 25 * MIB),

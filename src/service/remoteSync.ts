@@ -117,6 +117,8 @@ export class RemoteSync {
   private readonly dueAtStart = new Set<string>();
   /** Queue writes started by branch changes, awaited by stop() so none is cut off by the store closing. */
   private readonly writes = new Set<Promise<unknown>>();
+  /** Push attempts since start, by outcome (metrics). */
+  readonly attempts = { completed: 0, failed: 0 };
 
   constructor(
     private readonly store: Store,
@@ -283,6 +285,11 @@ export class RemoteSync {
   }
 
   /** Looks at the queue now (after a write outside this class queued work, as a linked creation does). */
+  /** Queued pushes (one per project and branch), due or waiting for a retry. */
+  queueDepth(): number {
+    return this.store.read((tx) => tx.listRecords(QUEUE_PREFIX).length);
+  }
+
   kick(): void {
     this.wake();
   }
@@ -360,6 +367,7 @@ export class RemoteSync {
         signal: AbortSignal.any([this.abort.signal, AbortSignal.timeout(this.options.pushTimeMsMax)]),
         idleTimeoutMs: this.options.idleTimeoutMs,
       });
+      this.attempts.completed++;
       await this.store.write((tx) => {
         const current = removeIfUnchanged(tx, key, entry);
         // A newer change of this branch is queued: its `pending` stays until that push runs.
@@ -384,6 +392,7 @@ export class RemoteSync {
   }
 
   private async recordFailure(key: string, entry: QueueEntry, error: unknown): Promise<void> {
+    this.attempts.failed++;
     const message = error instanceof RemoteError ? error.message : `Internal error while pushing: ${(error as Error).message}`;
     const transient = error instanceof RemoteError ? error.transient : true;
     const attempts = entry.attempts + 1;

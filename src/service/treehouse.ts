@@ -10,6 +10,7 @@ import { DeflateCache } from './deflateCache.js';
 import { EventLoopMonitor } from './eventLoopMonitor.js';
 import type { Config } from './config.js';
 import { Linter } from './lint.js';
+import { Metrics } from './metrics.js';
 import { Projects } from './projects.js';
 import { RateLimiter } from './rateLimiter.js';
 import { RemoteSync } from './remoteSync.js';
@@ -30,6 +31,8 @@ export interface Treehouse {
   deflateCache: DeflateCache;
   /** Event-loop delay per 10-second window, for /healthz. */
   eventLoop: EventLoopMonitor;
+  /** Prometheus metrics, when TREEHOUSE_METRICS_PORT asks for them. */
+  metrics: Metrics | null;
   /** Starts background work (the sync queue); the server calls it once it listens. */
   start(): void;
   /** Stops background work, leaving queued work for the next start; call before close(). */
@@ -49,6 +52,16 @@ export function openTreehouse(config: Config): Treehouse {
   const remoteSync = new RemoteSync(store, projects, config);
   const deflateCache = new DeflateCache(store);
   const eventLoop = new EventLoopMonitor();
+  const metrics =
+    config.metricsPort === null
+      ? null
+      : new Metrics({
+          store,
+          dataDir: config.dataDir,
+          packCacheBacklog: () => deflateCache.backlog,
+          syncQueueDepth: () => remoteSync.queueDepth(),
+          syncAttempts: () => remoteSync.attempts,
+        });
   workspace.onBranchChanged((record, branch) => remoteSync.branchChanged(record, branch));
   return {
     config,
@@ -61,6 +74,7 @@ export function openTreehouse(config: Config): Treehouse {
     remoteSync,
     deflateCache,
     eventLoop,
+    metrics,
     start: () => {
       remoteSync.start();
       deflateCache.start();

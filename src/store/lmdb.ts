@@ -153,6 +153,7 @@ export class LmdbStore implements Store {
   private readonly records: Database<unknown, string>;
   private readonly deflated: Database<Buffer, Buffer>;
   private readonly objectListeners: Array<(project: number, oids: Oid[]) => void> = [];
+  private readonly writeListeners: Array<(durationMs: number, committed: boolean) => void> = [];
   /** Objects stored by the write transaction under way, per project, announced after it commits. */
   private storedInTransaction: Map<number, Oid[]> | null = null;
   /** See VALUE_SCRATCH_BYTES; one per store, since write transactions never overlap. */
@@ -202,6 +203,15 @@ export class LmdbStore implements Store {
     this.objectListeners.push(listener);
   }
 
+  onWriteDone(listener: (durationMs: number, committed: boolean) => void): void {
+    this.writeListeners.push(listener);
+  }
+
+  storageUsedBytes(): number {
+    const stats = this.env.getStats() as { pageSize: number; lastPageNumber: number };
+    return (stats.lastPageNumber + 1) * stats.pageSize;
+  }
+
   listUndeflated(limit: number): Array<{ project: number; oid: Oid }> {
     this.assertOpen();
     const out: Array<{ project: number; oid: Oid }> = [];
@@ -237,6 +247,7 @@ export class LmdbStore implements Store {
   async write<T>(action: (tx: StoreWriteTx) => T): Promise<T> {
     this.assertOpen();
     const stored = new Map<number, Oid[]>();
+    const started = performance.now();
     let result: T;
     try {
       result = (await this.env.childTransaction(() => {
@@ -248,15 +259,22 @@ export class LmdbStore implements Store {
         }
       })) as T;
     } catch (thrown) {
+      this.noteWriteDone(started, false);
       const error = await commitFailure(thrown);
       if (isStorageFull(error)) throw new StorageFullError(String((error as Error).message));
       throw error;
     }
     await this.env.flushed;
+    this.noteWriteDone(started, true);
     if (this.objectListeners.length > 0) {
       for (const [project, oids] of stored) for (const listener of this.objectListeners) listener(project, oids);
     }
     return result;
+  }
+
+  private noteWriteDone(started: number, committed: boolean): void {
+    const durationMs = performance.now() - started;
+    for (const listener of this.writeListeners) listener(durationMs, committed);
   }
 
   async close(): Promise<void> {

@@ -113,6 +113,10 @@ export interface Store {
   onObjectsStored(listener: (project: number, oids: Oid[]) => void): void;
   /** Stored objects that have no deflated form yet, across projects, at most `limit` of them. */
   listUndeflated(limit: number): Array<{ project: number; oid: Oid }>;
+  /** Called after each write transaction, committed or not, with how long it took (metrics). */
+  onWriteDone(listener: (durationMs: number, committed: boolean) => void): void;
+  /** Bytes the backend's data takes now (for LMDB: the data file up to its last used page). */
+  storageUsedBytes(): number;
   /** Runs `action` in one write transaction and resolves once its commit is durable. */
   write<T>(action: (tx: StoreWriteTx) => T): Promise<T>;
   close(): Promise<void>;
