@@ -3,8 +3,10 @@
  * relative POSIX paths, no empty, "." or ".." components, no NUL, no ".git" component in any case,
  * nor any name NTFS or HFS+ would open as ".git" ("git~1", ".git.", ".g\u200cit"): git fsck --strict
  * refuses trees holding them (hasDotgit), and a checkout on those systems would write into .git.
+ * Paths are decoded strings (src/git/pathBytes.ts): limits count the bytes they stand for.
  */
 import { isDotGitName } from './fsck.js';
+import { encodePath, isEncodablePath, pathByteLength } from './pathBytes.js';
 
 export const PATH_BYTES_MAX = 4096;
 export const PATH_COMPONENT_BYTES_MAX = 255;
@@ -13,7 +15,8 @@ export const PATH_COMPONENT_BYTES_MAX = 255;
 export function pathProblem(path: string): string | null {
   if (path.length === 0) return 'path is empty';
   if (path.includes('\0')) return 'path contains NUL';
-  if (Buffer.byteLength(path, 'utf8') > PATH_BYTES_MAX) return `path is longer than ${PATH_BYTES_MAX} bytes`;
+  if (!isEncodablePath(path)) return 'path is not valid Unicode (it holds a lone surrogate)';
+  if (pathByteLength(path) > PATH_BYTES_MAX) return `path is longer than ${PATH_BYTES_MAX} bytes`;
   if (path.startsWith('/')) return 'path must be relative (no leading "/")';
   if (path.includes('\\')) return 'path must use "/" as separator (no "\\")';
   for (const component of path.split('/')) {
@@ -26,8 +29,8 @@ export function pathProblem(path: string): string | null {
 export function componentProblem(component: string): string | null {
   if (component.length === 0) return 'path has an empty component';
   if (component === '.' || component === '..') return `path has a "${component}" component`;
-  if (component.toLowerCase() === '.git' || isDotGitName(Buffer.from(component, 'utf8'))) return 'path has a ".git" component';
-  if (Buffer.byteLength(component, 'utf8') > PATH_COMPONENT_BYTES_MAX) {
+  if (component.toLowerCase() === '.git' || isDotGitName(encodePath(component))) return 'path has a ".git" component';
+  if (pathByteLength(component) > PATH_COMPONENT_BYTES_MAX) {
     return `path component is longer than ${PATH_COMPONENT_BYTES_MAX} bytes`;
   }
   return null;

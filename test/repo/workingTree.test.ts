@@ -16,8 +16,8 @@ import { mergeBranches } from '../../src/repo/mergeBranches.js';
 import { TreehouseError } from '../../src/errors.js';
 import { encodeCommit } from '../../src/git/commit.js';
 import { oidToHex } from '../../src/git/oid.js';
-import { encodeTree } from '../../src/git/tree.js';
-import { git, initBareRepo, scratchDir } from '../support/git.js';
+import { compareTreeNames, encodeTree } from '../../src/git/tree.js';
+import { git, gitBytes, initBareRepo, scratchDir } from '../support/git.js';
 import { newTestRepo, openTestStore, testPeople, text } from '../support/store.js';
 
 const opened = openTestStore();
@@ -210,5 +210,91 @@ describe('history', () => {
       expect(shown).toEqual({ oid, message, author_id, committed_at, parent_oids });
     }
     expect(commits.map((c) => c.author_id)).toEqual(['key_test', 'key_test', null, 'key_test']);
+  });
+});
+
+describe('names that are not UTF-8', () => {
+  /** A tree body from raw name bytes, in git's order (encodeTree takes decoded names). */
+  function rawTree(entries: Array<{ mode: string; name: Buffer; oid: Buffer }>): Buffer {
+    const sorted = [...entries].sort((a, b) => compareTreeNames(a.name, a.mode === '40000', b.name, b.mode === '40000'));
+    return Buffer.concat(sorted.flatMap((entry) => [Buffer.from(`${entry.mode} `), entry.name, Buffer.of(0), entry.oid]));
+  }
+  const latin1 = (name: string) => Buffer.from(name, 'latin1');
+  /** "café" in UTF-8 followed by a lone 0xff: valid and invalid bytes in one name. */
+  const MIXED = Buffer.concat([Buffer.from('caf\u00e9', 'utf8'), Buffer.of(0xff), Buffer.from('.txt')]);
+
+  function gitPaths(bare: string, treeish: string): string[] {
+    return gitBytes(['ls-tree', '-r', '-z', '--name-only', treeish], { cwd: bare })
+      .toString('latin1')
+      .split('\0')
+      .filter((path) => path !== '');
+  }
+
+  it('keep their bytes through writes in the same directory, locks, move, delete, commit, merge and restore', async () => {
+    const repo = await newTestRepo(opened.store, [text('seed.txt', 'seed')]);
+    const head = log(repo, { branch: 'main', limit: 1 }).commits[0].oid;
+    // A history as a push from git leaves it: names that are bytes, not UTF-8.
+    const pushed = await opened.store.write((store) => {
+      const tx = store.project(repo.project);
+      const blob = (content: string) => tx.putObject('blob', Buffer.from(content));
+      const d = tx.putObject(
+        'tree',
+        rawTree([
+          { mode: '100644', name: latin1('x\xe9.txt'), oid: blob('e9') },
+          { mode: '100644', name: latin1('x\xe8.txt'), oid: blob('e8') },
+          { mode: '100644', name: MIXED, oid: blob('mixed') },
+        ]),
+      );
+      const root = tx.putObject(
+        'tree',
+        rawTree([
+          { mode: '100644', name: latin1('caf\xe9.txt'), oid: blob('latin-1 cafe') },
+          { mode: '100644', name: latin1('seed.txt'), oid: blob('seed') },
+          { mode: '40000', name: latin1('d'), oid: d },
+        ]),
+      );
+      const signature = { name: 'Pusher', email: 'p@example.invalid', timestamp: 1_700_000_000, timezone: '+0000' };
+      return tx.putObject('commit', encodeCommit({ tree: root, parents: [Buffer.from(head, 'hex')], author: signature, committer: signature, extraHeaders: [], message: 'pushed\n' }));
+    });
+    await restore(repo, { branch: 'main', oid: oidToHex(pushed), people: testPeople });
+    const mixed = `d/caf\u00e9\udcff.txt`;
+    expect(paths(repo).sort()).toEqual(['caf\udce9.txt', mixed, 'd/x\udce8.txt', 'd/x\udce9.txt', 'seed.txt'].sort());
+    expect(readFile(repo, { branch: 'main', path: 'caf\udce9.txt' }).content).toBe('latin-1 cafe');
+    expect(readFile(repo, { branch: 'main', path: mixed }).content).toBe('mixed');
+
+    // A write beside them re-encodes the directory: both names must survive, with their bytes.
+    await writeFiles(repo, { branch: 'main', files: [{ path: 'd/new.txt', content: 'new' }, { path: 'd/x\udce9.txt', content: 'e9 v2', locked: true }] });
+    expect(readFile(repo, { branch: 'main', path: 'd/x\udce9.txt' })).toMatchObject({ content: 'e9 v2', locked: true });
+    expect(readFile(repo, { branch: 'main', path: 'd/x\udce8.txt' }).content).toBe('e8');
+    expect(await codeOf(writeFiles(repo, { branch: 'main', files: [{ path: 'd/x\udce9.txt', content: 'v3' }] }))).toBe('file_locked');
+    await commit(repo, { branch: 'main', message: 'beside', people: testPeople });
+
+    await createBranch(repo, { name: 'side' });
+    await moveFile(repo, { branch: 'side', from: 'd/x\udce8.txt', to: 'e/x\udce8.txt' });
+    await moveFile(repo, { branch: 'side', from: 'caf\udce9.txt', to: 'f/caf\udce9.txt' });
+    await commit(repo, { branch: 'side', message: 'moves', people: testPeople });
+    await writeFiles(repo, { branch: 'main', files: [{ path: 'd/other.txt', content: 'other' }] });
+    await deleteFile(repo, { branch: 'main', path: mixed });
+    await commit(repo, { branch: 'main', message: 'main side', people: testPeople });
+    const merged = await mergeBranches(repo, { source: 'side', target: 'main', people: testPeople });
+    expect(merged.created).toBe(true);
+    expect(paths(repo).sort()).toEqual(['d/new.txt', 'd/other.txt', 'd/x\udce9.txt', 'e/x\udce8.txt', 'f/caf\udce9.txt', 'seed.txt'].sort());
+    expect(readFile(repo, { branch: 'main', path: 'd/x\udce9.txt' }).locked).toBe(true);
+
+    await createBranch(repo, { name: 'restored' });
+    await restore(repo, { branch: 'restored', oid: oidToHex(pushed), people: testPeople });
+
+    const bare = scratchDir();
+    try {
+      initBareRepo(bare.path);
+      exportToBareRepo(repo, bare.path);
+      git(['fsck', '--strict', '--no-dangling'], { cwd: bare.path });
+      expect(gitPaths(bare.path, 'main').sort()).toEqual(['d/new.txt', 'd/other.txt', 'd/x\xe9.txt', 'e/x\xe8.txt', 'f/caf\xe9.txt', 'seed.txt'].sort());
+      const restoredPaths = ['caf\xe9.txt', `d/${MIXED.toString('latin1')}`, 'd/x\xe8.txt', 'd/x\xe9.txt', 'seed.txt'];
+      expect(gitPaths(bare.path, 'restored').sort()).toEqual(restoredPaths.sort());
+      expect(git(['rev-parse', 'restored^{tree}'], { cwd: bare.path }).trim()).toBe(showCommit(repo, { oid: oidToHex(pushed), content: false }).tree_oid);
+    } finally {
+      bare.remove();
+    }
   });
 });

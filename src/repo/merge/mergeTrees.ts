@@ -27,6 +27,7 @@
  * are conflicts too.
  */
 import { EMPTY_BLOB_OID, EMPTY_TREE_OID, hashObject, oidToHex, type Oid } from '../../git/oid.js';
+import { encodePath } from '../../git/pathBytes.js';
 import { decodeTree, encodeTree, type TreeEntry, type TreeMode } from '../../git/tree.js';
 import { GitStrMap } from './gitStrMap.js';
 import { mergeContent } from './mergeContent.js';
@@ -526,7 +527,7 @@ class TreeMerge {
       2: this.computeCollisions(this.dirRenames[1], this.pairs[2]),
     };
     const combined = [...this.collectRenames(1, collisions), ...this.collectRenames(2, collisions)];
-    const sourceKeys = new Map(combined.map((pair) => [pair, Buffer.from(pair.onePath, 'utf8')]));
+    const sourceKeys = new Map(combined.map((pair) => [pair, encodePath(pair.onePath)]));
     combined.sort((a, b) => Buffer.compare(sourceKeys.get(a)!, sourceKeys.get(b)!)); // stable
     this.processRenames(combined);
   }
@@ -1021,7 +1022,7 @@ class TreeMerge {
   // Phase 3: process entries (merge-ort's process_entries / process_entry).
 
   private processEntries(): Oid {
-    const snapshot = [...this.paths.entries()].map(([path, info]) => ({ path, info, key: Buffer.from(path, 'utf8') }));
+    const snapshot = [...this.paths.entries()].map(([path, info]) => ({ path, info, key: encodePath(path) }));
     snapshot.sort((a, b) => compareDirsFirst(a.key, b.key));
     const records = new Map<string, TreeEntry[]>();
     const dirsWithChildren = new Set<string>();
@@ -1271,7 +1272,7 @@ class TreeMerge {
       if (!byPath.has(reportPath)) byPath.set(reportPath, { path: reportPath, kind: kindOf(reason, info), reason });
     }
     for (const conflict of this.pathlessConflicts) if (!byPath.has(conflict.path)) byPath.set(conflict.path, conflict);
-    return [...byPath.values()].sort((a, b) => Buffer.compare(Buffer.from(a.path, 'utf8'), Buffer.from(b.path, 'utf8')));
+    return [...byPath.values()].sort((a, b) => Buffer.compare(encodePath(a.path), encodePath(b.path)));
   }
 }
 
