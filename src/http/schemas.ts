@@ -1,5 +1,6 @@
 /** Schemas several resources share (../shared/API.md "Conventions"). */
 import { z } from 'zod';
+import { identFieldProblem } from '../git/commit.js';
 import { base64PathProblem, pathFromBase64, textPathProblem } from '../repo/apiPath.js';
 import { FRAMEWORKS } from '../service/framework.js';
 
@@ -11,7 +12,12 @@ export const queryBoolean = z.enum(['true', 'false', '1', '0']).transform((value
 export const projectIdParams = z.object({ id: z.string().min(1).max(100) });
 export const frameworkField = z.enum(FRAMEWORKS as [string, ...string[]]).nullable();
 export const contentEncoding = z.enum(['utf8', 'base64']);
-export const personField = z.strictObject({ name: z.string().min(1).max(200), email: z.string().min(3).max(320) });
+/** A commit author: both fields must be writable into a commit git accepts (identFieldProblem). */
+const identField = z.string().superRefine((value, context) => {
+  const problem = identFieldProblem(value);
+  if (problem) context.addIssue({ code: 'custom', message: problem });
+});
+export const personField = z.strictObject({ name: identField.pipe(z.string().min(1).max(200)), email: identField.pipe(z.string().min(3).max(320)) });
 
 /**
  * File paths in requests (README "File names are bytes"): `path` as text, where a lone surrogate

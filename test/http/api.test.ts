@@ -239,6 +239,35 @@ describe('git', () => {
 });
 
 describe('input git cannot store (400, and nothing changes)', () => {
+  it('refuses an author git fsck --strict would refuse, or that holds a newline, and commits nothing', async () => {
+    const p = await newProject('Authors', { source: { kind: 'files', files: [{ path: 'a.txt', content: 'a' }] } });
+    const base = `/api/v1/projects/${p.id}`;
+    const head = (await server.call('GET', `${base}/git/log`)).body.commits[0].oid;
+    await server.call('POST', `${base}/files/batch`, { files: [{ path: 'b.txt', content: 'b' }] });
+    const bad = [
+      { name: 'x <evil@e>', email: 'x@example.com' },
+      { name: 'Ada', email: 'a>b@a' },
+      { name: 'Ada', email: 'a<b@a' },
+      { name: 'x>y', email: 'x@example.com' },
+      { name: 'two\nlines', email: 'x@example.com' },
+      { name: 'Ada', email: 'ada@example.com\ncommitter forged <f@f> 1 +0000' },
+      { name: 'nul\u0000name', email: 'x@example.com' },
+      { name: 'lone \ud800 surrogate', email: 'x@example.com' },
+    ];
+    for (const author of bad) {
+      const refused = await server.call('POST', `${base}/git/commit`, { author });
+      expectError(refused, 400, 'invalid_request');
+      expect(refused.body.error.details.issues[0].path).toMatch(/^author\.(name|email)$/);
+    }
+    expect((await server.call('GET', `${base}/git/log`)).body.commits.map((c: { oid: string }) => c.oid)).toEqual([head]);
+    // The working tree is untouched: the change is still there to commit with a good author.
+    const good = await server.call('POST', `${base}/git/commit`, { author: { name: 'Ada Lovelace', email: 'ada@example.com' } });
+    expect(good.status).toBe(201);
+    // A key's label is the author name of its commits, so it follows the same rules.
+    await expect(server.th.accounts.createKey('default', 'ci <bot@example.com>')).rejects.toMatchObject({ code: 'invalid_request' });
+    await expect(server.th.accounts.createKey('default', 'two\nlines')).rejects.toMatchObject({ code: 'invalid_request' });
+  });
+
   it('refuses paths holding lone surrogates instead of writing U+FFFD', async () => {
     const p = await newProject('Surrogates');
     const base = `/api/v1/projects/${p.id}`;
