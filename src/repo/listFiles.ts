@@ -2,6 +2,7 @@
 import { oidFromHex } from '../git/oid.js';
 import { dirname } from '../git/path.js';
 import { encodePath, isUtf8Path } from '../git/pathBytes.js';
+import { MODE_GITLINK, MODE_SYMLINK } from '../git/tree.js';
 import { encodeContent } from './fileContent.js';
 import { branchHead, type Repo } from './repo.js';
 import { WorkingTree } from './workingTree.js';
@@ -11,6 +12,9 @@ export interface FileListing {
   size: number;
   locked: boolean;
   oid: string;
+  /** Absent for regular files. A submodule has no content here, only the commit it pins. */
+  type?: 'symlink' | 'submodule';
+  commit?: string;
   content?: string;
   encoding?: 'base64';
 }
@@ -33,6 +37,8 @@ export function listFiles(repo: Repo, input: { branch: string; prefix?: string; 
       .filter((file) => matches(file.path))
       .map((file) => {
         const listing: FileListing = { path: file.path, size: file.size, locked: file.locked, oid: file.oid };
+        if (file.mode === MODE_GITLINK) return { ...listing, type: 'submodule', commit: file.oid };
+        if (file.mode === MODE_SYMLINK) listing.type = 'symlink';
         if (input.content) Object.assign(listing, encodeContent(tx.getObject(oidFromHex(file.oid))?.body ?? Buffer.alloc(0)));
         return listing;
       });

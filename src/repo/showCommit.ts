@@ -1,7 +1,7 @@
 /** One commit with the files of its tree, optionally with their contents. */
 import { oidToHex, type Oid } from '../git/oid.js';
 import { joinPath } from '../git/path.js';
-import { decodeTree, MODE_TREE } from '../git/tree.js';
+import { decodeTree, MODE_GITLINK, MODE_SYMLINK, MODE_TREE } from '../git/tree.js';
 import type { ProjectReadTx } from '../store/types.js';
 import { commitView, readCommit, type CommitView } from './commitView.js';
 import { encodeContent } from './fileContent.js';
@@ -10,6 +10,9 @@ import { resolveCommit, type Repo } from './repo.js';
 export interface CommitFile {
   path: string;
   size: number;
+  /** Absent for regular files; a submodule carries the commit it pins and no content. */
+  type?: 'symlink' | 'submodule';
+  commit?: string;
   content?: string;
   encoding?: 'base64';
 }
@@ -38,13 +41,16 @@ function collectFiles(tx: ProjectReadTx, dir: string, tree: Oid, withContent: bo
     const path = joinPath(dir, entry.name);
     if (entry.mode === MODE_TREE) {
       collectFiles(tx, path, entry.oid, withContent, out);
-    } else if (entry.mode === '160000') {
-      out.push({ path, size: 0 });
-    } else if (withContent) {
-      const body = tx.getObject(entry.oid)?.body ?? Buffer.alloc(0);
-      out.push({ path, size: body.length, ...encodeContent(body) });
+    } else if (entry.mode === MODE_GITLINK) {
+      out.push({ path, size: 0, type: 'submodule', commit: oidToHex(entry.oid) });
     } else {
-      out.push({ path, size: tx.objectSize(entry.oid) ?? 0 });
+      const type = entry.mode === MODE_SYMLINK ? { type: 'symlink' as const } : {};
+      if (withContent) {
+        const body = tx.getObject(entry.oid)?.body ?? Buffer.alloc(0);
+        out.push({ path, size: body.length, ...type, ...encodeContent(body) });
+      } else {
+        out.push({ path, size: tx.objectSize(entry.oid) ?? 0, ...type });
+      }
     }
   }
 }

@@ -15,7 +15,14 @@ const fileQuery = z
 
 /** Answers, for the OpenAPI document. */
 const contentFields = { content: z.string().optional(), encoding: z.literal('base64').optional().describe('Present when content is base64 (the file is not UTF-8).') };
-const listedFile = z.object({ ...pathViewFields, size: z.number().int(), locked: z.boolean(), ...contentFields });
+const listedFile = z.object({
+  ...pathViewFields,
+  size: z.number().int(),
+  locked: z.boolean(),
+  type: z.enum(['symlink', 'submodule']).optional().describe('Absent for regular files. A submodule (gitlink) has no content here: reading it is a 404.'),
+  commit: z.string().optional().describe('For a submodule: the commit of the other repository it pins.'),
+  ...contentFields,
+});
 const readAnswer = z.object({ ...pathViewFields, ...contentFields, locked: z.boolean(), size: z.number().int(), oid: z.string() });
 const moveAnswer = z.object({
   from: pathViewFields.path,
@@ -49,7 +56,9 @@ export function fileRoutes(app: FastifyInstance, th: Treehouse): void {
     },
     ({ params, query, principal }) => ({
       // The contract lists no blob ids; content and encoding are present only when asked for.
-      files: th.workspace.listFiles(principal, params.id, query).map(({ path, size, locked, content, encoding }) => ({ ...pathView(path), size, locked, content, encoding })),
+      files: th.workspace
+        .listFiles(principal, params.id, query)
+        .map(({ path, size, locked, type, commit, content, encoding }) => ({ ...pathView(path), size, locked, type, commit, content, encoding })),
     }),
   );
 
