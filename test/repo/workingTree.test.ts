@@ -18,6 +18,9 @@ import { encodeCommit } from '../../src/git/commit.js';
 import { oidToHex } from '../../src/git/oid.js';
 import { compareTreeNames, encodeTree } from '../../src/git/tree.js';
 import { git, gitBytes, initBareRepo, scratchDir } from '../support/git.js';
+import { planPack } from '../../src/repo/packObjects.js';
+import { changedPaths } from '../../src/repo/treeDiff.js';
+import { WorkingTree } from '../../src/repo/workingTree.js';
 import { newTestRepo, openTestStore, testPeople, text } from '../support/store.js';
 
 const opened = openTestStore();
@@ -296,5 +299,61 @@ describe('names that are not UTF-8', () => {
     } finally {
       bare.remove();
     }
+  });
+});
+
+describe('deep trees', () => {
+  it('are walked without recursion: list, write at the bottom, hash, diff, show and pack a 5,000-deep tree (more than the limit: data stored before it)', async () => {
+    const repo = await newTestRepo(opened.store, [text('top.txt', 'top')]);
+    const depth = 5_000;
+    const head = log(repo, { branch: 'main', limit: 1 }).commits[0].oid;
+    const bottom = Array(depth).fill('a').join('/');
+    const deep = await opened.store.write((store) => {
+      const tx = store.project(repo.project);
+      let tree = tx.putObject('tree', encodeTree([{ name: 'f.txt', mode: '100644', oid: tx.putObject('blob', Buffer.from('bottom')) }]));
+      for (let level = 1; level < depth; level++) tree = tx.putObject('tree', encodeTree([{ name: 'a', mode: '40000', oid: tree }]));
+      const root = tx.putObject('tree', encodeTree([{ name: 'a', mode: '40000', oid: tree }]));
+      const signature = { name: 'Old', email: 'old@example.invalid', timestamp: 1_700_000_000, timezone: '+0000' };
+      return tx.putObject('commit', encodeCommit({ tree: root, parents: [Buffer.from(head, 'hex')], author: signature, committer: signature, extraHeaders: [], message: 'deep\n' }));
+    });
+    await restore(repo, { branch: 'main', oid: oidToHex(deep), people: testPeople });
+    expect(paths(repo)).toEqual([`${bottom}/f.txt`]);
+    expect(showCommit(repo, { oid: oidToHex(deep), content: false }).files.map((f) => f.path)).toEqual([`${bottom}/f.txt`]);
+
+    // A change at the bottom reaches every directory on the way down and is hashed back up.
+    await opened.store.write((store) => {
+      const tree = new WorkingTree(store.project(repo.project), 'main');
+      tree.setFile(`${bottom}/g.txt`, { oid: store.project(repo.project).putObject('blob', Buffer.from('g')), size: 1, locked: false });
+      tree.save();
+    });
+    expect(paths(repo)).toEqual([`${bottom}/f.txt`, `${bottom}/g.txt`]);
+    const committed = await commit(repo, { branch: 'main', message: 'bottom', people: testPeople });
+    const changed = repo.store.read((store) => {
+      const tx = store.project(repo.project);
+      return changedPaths(tx, tx.getCommitInfo(deep)!.tree, tx.getCommitInfo(Buffer.from(committed.oid, 'hex'))!.tree);
+    });
+    expect(changed).toEqual([`${bottom}/g.txt`]);
+    const parent = log(repo, { branch: 'main', limit: 2 }).commits[1].oid;
+    const plan = repo.store.read((store) =>
+      planPack(store.project(repo.project), { wants: [Buffer.from(committed.oid, 'hex')], haves: [Buffer.from(parent, 'hex')], clientShallows: [], depth: null }),
+    );
+    // The new commit, one new tree per level plus the root, and the new blob.
+    expect(plan.objects.filter((object) => object.type === 'tree')).toHaveLength(depth + 1);
+    expect(plan.objects.filter((object) => object.type === 'blob')).toHaveLength(1);
+
+    // Both sides change the bottom directory: the merge walks all the way down and back.
+    await createBranch(repo, { name: 'side' });
+    const writeAtBottom = (branch: string, name: string) =>
+      opened.store.write((store) => {
+        const tree = new WorkingTree(store.project(repo.project), branch);
+        tree.setFile(`${bottom}/${name}`, { oid: store.project(repo.project).putObject('blob', Buffer.from(name)), size: name.length, locked: false });
+        tree.save();
+      });
+    await writeAtBottom('side', 's.txt');
+    await commit(repo, { branch: 'side', message: 'side', people: testPeople });
+    await writeAtBottom('main', 'm.txt');
+    await commit(repo, { branch: 'main', message: 'main', people: testPeople });
+    expect((await mergeBranches(repo, { source: 'side', target: 'main', people: testPeople })).created).toBe(true);
+    expect(paths(repo)).toEqual(['f.txt', 'g.txt', 'm.txt', 's.txt'].map((name) => `${bottom}/${name}`));
   });
 });

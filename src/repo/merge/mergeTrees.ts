@@ -142,24 +142,31 @@ export class StagedObjects implements MergeObjects {
     this.trees.set(oidToHex(oid), { entries: decodeTree(body, true), body });
   }
 
-  /** Writes the staged objects reachable from `root` to the store, children first. */
+  /** Writes the staged objects reachable from `root` to the store, children first (an explicit stack: trees may be thousands deep). */
   flush(root: Oid): void {
-    const written = new Set<string>();
-    const visit = (oid: Oid, isTree: boolean) => {
-      const hex = oidToHex(oid);
-      if (written.has(hex)) return;
+    const written = new Set<string>([oidToHex(root)]);
+    const rootStaged = this.trees.get(oidToHex(root));
+    if (!rootStaged) return; // already in the store
+    const stack: Array<{ oid: Oid; staged: { entries: TreeEntry[]; body: Buffer }; next: number }> = [{ oid: root, staged: rootStaged, next: 0 }];
+    while (stack.length > 0) {
+      const top = stack[stack.length - 1];
+      if (top.next >= top.staged.entries.length) {
+        stack.pop();
+        this.store.putEncodedTree(top.oid, top.staged.body);
+        continue;
+      }
+      const entry = top.staged.entries[top.next++];
+      const hex = oidToHex(entry.oid);
+      if (written.has(hex)) continue;
       written.add(hex);
-      if (isTree) {
+      if (entry.mode === '40000') {
         const staged = this.trees.get(hex);
-        if (!staged) return; // already in the store
-        for (const entry of staged.entries) visit(entry.oid, entry.mode === '40000');
-        this.store.putEncodedTree(oid, staged.body);
+        if (staged) stack.push({ oid: entry.oid, staged, next: 0 });
       } else {
         const body = this.blobs.get(hex);
-        if (body) assertSameId(this.store.writeBlob(body), oid);
+        if (body) assertSameId(this.store.writeBlob(body), entry.oid);
       }
-    };
-    visit(root, true);
+    }
   }
 }
 
@@ -372,7 +379,36 @@ class TreeMerge {
   // -------------------------------------------------------------------------------------------
   // Phase 1: collect (merge-ort's collect_merge_info).
 
+  /**
+   * Walks the three trees of `dir` and every directory below that needs a look, depth first in
+   * git's order, as merge-ort's recursion does, but on an explicit stack (trees may be thousands
+   * deep). A directory entered saves dirRenameMask and gets it back once its walk is done.
+   */
   private collect(dir: string, trees: [TreeEntry[], TreeEntry[], TreeEntry[]]): void {
+    type Frame = { dir: string; rows: Row[]; next: number } | { restoreMask: number };
+    const stack: Frame[] = [this.collectFrame(dir, trees)];
+    while (stack.length > 0) {
+      const top = stack[stack.length - 1];
+      if ('restoreMask' in top) {
+        this.dirRenameMask = top.restoreMask;
+        stack.pop();
+        continue;
+      }
+      if (top.next >= top.rows.length) {
+        stack.pop();
+        continue;
+      }
+      const row = top.rows[top.next++];
+      const inside = this.collectEntry(top.dir, row.find((entry) => entry !== undefined)!.name, row);
+      if (inside) {
+        stack.push({ restoreMask: inside.previousMask });
+        stack.push(this.collectFrame(inside.path, this.childTrees(inside.info)));
+      }
+    }
+  }
+
+  /** The rows of one directory, as merge-ort's collect_merge_info_callback() meets them. */
+  private collectFrame(dir: string, trees: [TreeEntry[], TreeEntry[], TreeEntry[]]): { dir: string; rows: Row[]; next: number } {
     const rows = walkTogether(trees);
     // Inside a directory removed on one side, a file the other side added here makes the
     // directory's rename matter (merge-ort looks at all entries first: traverse_trees_wrapper).
@@ -382,10 +418,14 @@ class TreeMerge {
         if (fileMask !== 0 && fileMask === this.dirRenameMask) this.dirRenameMask = 7;
       }
     }
-    for (const row of rows) this.collectEntry(dir, row.find((entry) => entry !== undefined)!.name, row);
+    return { dir, rows, next: 0 };
   }
 
-  private collectEntry(dir: string, name: string, entries: Row): void {
+  /**
+   * Resolves or records one path. Returns the directory to walk next (and the dirRenameMask to
+   * restore after it) when the path is a directory that needs a look inside now.
+   */
+  private collectEntry(dir: string, name: string, entries: Row): { path: string; info: PathInfo; previousMask: number } | null {
     const previousMask = this.dirRenameMask;
     const { fileMask, dirMask } = masksOf(entries);
     const versions: Stages = [versionOf(entries[0]), versionOf(entries[1]), versionOf(entries[2])];
@@ -419,7 +459,7 @@ class TreeMerge {
       pathConflict: false,
     };
     this.paths.set(path, info);
-    if (dirMask === 0) return;
+    if (dirMask === 0) return null;
     // A directory only one side changed (or only one side has) may need no look inside: that
     // side's tree is the result unless renames are involved. merge-ort defers it and decides
     // after the walk (handle_deferred_entries()); the order it then walks deferred directories
@@ -432,20 +472,19 @@ class TreeMerge {
     if (this.dirRenameMask !== 7 && side !== 0 && this.trivialMergesOkay[side as Side]) {
       this.deferred[side as Side].set(path, this.dirRenameMask);
       this.dirRenameMask = previousMask;
-      return;
+      return null;
     }
-    this.collectInside(path, info);
-    this.dirRenameMask = previousMask;
+    return { path, info, previousMask };
   }
 
   private collectInside(path: string, info: PathInfo): void {
+    this.collect(path, this.childTrees(info));
+  }
+
+  /** The three sides' entries of a directory about to be walked. */
+  private childTrees(info: PathInfo): [TreeEntry[], TreeEntry[], TreeEntry[]] {
     info.matchMask &= info.fileMask;
-    const children = [0, 1, 2].map((i) => ((info.dirMask >> i) & 1 ? this.objects.readTree(info.stages[i].oid) : [])) as [
-      TreeEntry[],
-      TreeEntry[],
-      TreeEntry[],
-    ];
-    this.collect(path, children);
+    return [0, 1, 2].map((i) => ((info.dirMask >> i) & 1 ? this.objects.readTree(info.stages[i].oid) : [])) as [TreeEntry[], TreeEntry[], TreeEntry[]];
   }
 
   /**
@@ -471,8 +510,10 @@ class TreeMerge {
     }
   }
 
-  private setResolved(path: string, dir: string, result: Version): void {
+  /** Records a path the sides agree on; null, so collectEntry can return it (nothing to walk). */
+  private setResolved(path: string, dir: string, result: Version): null {
     this.paths.set(path, resolvedInfo(dir, result));
+    return null;
   }
 
   /** merge-ort's collect_rename_info(): rename candidates and directory-removal bookkeeping. */
