@@ -7,6 +7,7 @@
  */
 import { isDotGitName } from './fsck.js';
 import { encodePath, isEncodablePath, pathByteLength } from './pathBytes.js';
+import { pathDepth, TREE_DEPTH_MAX } from './treeDepth.js';
 
 export const PATH_BYTES_MAX = 4096;
 export const PATH_COMPONENT_BYTES_MAX = 255;
@@ -16,6 +17,8 @@ export function pathProblem(path: string): string | null {
   if (path.length === 0) return 'path is empty';
   if (path.includes('\0')) return 'path contains NUL';
   if (!isEncodablePath(path)) return 'path is not valid Unicode (it holds a lone surrogate)';
+  // Named before the byte limit, which a path this deep also breaks: the depth is the reason.
+  if (pathDepth(path) > TREE_DEPTH_MAX) return `path is deeper than ${TREE_DEPTH_MAX} components (git's core.maxTreeDepth)`;
   if (pathByteLength(path) > PATH_BYTES_MAX) return `path is longer than ${PATH_BYTES_MAX} bytes`;
   if (path.startsWith('/')) return 'path must be relative (no leading "/")';
   if (path.includes('\\')) return 'path must use "/" as separator (no "\\")';

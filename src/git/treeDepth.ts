@@ -90,3 +90,17 @@ function scan(body: Buffer): { subtrees: Oid[]; height: number } {
   }
   return { subtrees, height: body.length > 0 ? 1 : 0 };
 }
+
+/**
+ * Why the trees of these commits cannot be taken, or null: the first commit whose tree has a path
+ * deeper than TREE_DEPTH_MAX. Shared subtrees are measured once.
+ */
+export function commitTreesDepthProblem(commits: ReadonlyArray<{ commit: Oid; tree: Oid }>, readTree: (oid: Oid) => Buffer | undefined): string | null {
+  const memo = new Map<string, number>();
+  for (const { commit, tree } of commits) {
+    if (treeHeight(tree, readTree, TREE_DEPTH_MAX, memo) > TREE_DEPTH_MAX) {
+      return `the tree of commit ${oidToHex(commit)} has paths deeper than ${TREE_DEPTH_MAX} components (git's core.maxTreeDepth)`;
+    }
+  }
+  return null;
+}

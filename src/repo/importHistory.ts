@@ -12,6 +12,7 @@ import type { PackObject } from '../git/pack.js';
 import { branchRef } from '../git/refname.js';
 import { decodeTag } from '../git/tag.js';
 import { decodeTree, MODE_GITLINK, MODE_TREE } from '../git/tree.js';
+import { commitTreesDepthProblem } from '../git/treeDepth.js';
 import type { ProjectWriteTx } from '../store/types.js';
 import { resetWorkingTree } from './moveWorkingTree.js';
 import { MAIN_BRANCH } from './repo.js';
@@ -88,6 +89,11 @@ export function prepareHistory(fetched: PackObject[], tip: Oid): PreparedHistory
     }
   };
   for (const commit of commits) visitTree(decodeCommit(commit.body).tree);
+  const tooDeep = commitTreesDepthProblem(
+    commits.map((commit) => ({ commit: commit.oid, tree: decodeCommit(commit.body).tree })),
+    (oid) => byId.get(oidToHex(oid))?.body,
+  );
+  if (tooDeep) throw new HistoryImportError(`The fetched history cannot be stored: ${tooDeep}.`);
 
   const tree = decodeCommit(target.body).tree;
   const rootEntries = decodeTree(need(tree, 'tree').body);

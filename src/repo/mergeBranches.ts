@@ -10,6 +10,7 @@ import { TreehouseError } from '../errors.js';
 import { oidToHex, type Oid } from '../git/oid.js';
 import { branchRef } from '../git/refname.js';
 import { decodeTree, encodeTree } from '../git/tree.js';
+import { TREE_DEPTH_MAX } from '../git/treeDepth.js';
 import type { ProjectWriteTx } from '../store/types.js';
 import { isAncestor } from './ancestry.js';
 import { mergeCommits, type CommitGraph } from './merge/mergeBase.js';
@@ -50,6 +51,10 @@ export async function mergeBranches(
     if (!result.clean) {
       const conflicts = result.conflicts.map(({ path, kind }) => ({ path, kind }));
       throw new TreehouseError('merge_conflict', `Merging ${input.source} into ${input.target} conflicts in ${conflicts.length} path(s); nothing was changed.`, { conflicts });
+    }
+    if (result.pathDepthMax > TREE_DEPTH_MAX) {
+      const message = `The merge would make a path ${result.pathDepthMax} components deep; at most ${TREE_DEPTH_MAX} are allowed (git's core.maxTreeDepth). Nothing was changed.`;
+      throw new TreehouseError('invalid_request', message, { issues: [{ path: 'source', message }] });
     }
     requireUnlockedChanges(tx, input.target, result.tree);
     const oid = writeCommit(tx, {

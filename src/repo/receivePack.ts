@@ -12,6 +12,7 @@ import { parentsFirst } from '../git/packOrder.js';
 import { BRANCH_REF_PREFIX, branchNameProblem } from '../git/refname.js';
 import type { RefResult, RefUpdateCommand } from '../git/smartProtocol.js';
 import { decodeTree, MODE_GITLINK } from '../git/tree.js';
+import { commitTreesDepthProblem } from '../git/treeDepth.js';
 import type { ProjectWriteTx } from '../store/types.js';
 import { isAncestor } from './ancestry.js';
 import { lockedChanges, resetWorkingTree, uncommittedPaths } from './moveWorkingTree.js';
@@ -59,6 +60,8 @@ export async function receivePack(repo: Repo, input: ReceivePackInput): Promise<
       for (const object of parentsFirst(objects)) tx.putObjectWithId(object.oid, object.type, object.body);
       const missing = missingReference(tx, objects);
       if (missing) throw new RefusedUpdate(`missing object ${missing}`);
+      const tooDeep = receivedTreesDepthProblem(tx, objects);
+      if (tooDeep) throw new RefusedUpdate(tooDeep);
       const results: RefResult[] = [];
       const updatedBranches: string[] = [];
       for (const command of input.commands) {
@@ -136,4 +139,14 @@ function applyCommand(tx: ProjectWriteTx, command: RefUpdateCommand): string | n
   resetWorkingTree(tx, branch, next.tree);
   tx.bumpVersion();
   return branch;
+}
+
+/** git's core.maxTreeDepth on every received commit's tree, stored subtrees included (src/git/treeDepth.ts). */
+function receivedTreesDepthProblem(tx: ProjectWriteTx, objects: PackObject[]): string | null {
+  const received = objects.filter((object) => object.type === 'commit').map((object) => ({ commit: object.oid, tree: tx.getCommitInfo(object.oid)!.tree }));
+  return commitTreesDepthProblem(received, (oid) => {
+    const tree = tx.getObject(oid);
+    if (!tree || tree.type !== 'tree') throw new RefusedUpdate(`${tree ? 'not a tree' : 'missing object'} ${oidToHex(oid)}`);
+    return tree.body;
+  });
 }

@@ -24,6 +24,18 @@ describe('pathProblem', () => {
   ])('refuses %j', (path) => {
     expect(pathProblem(path)).not.toBeNull();
   });
+  it('counts the bytes a name stands for, and takes escapes of bytes that are not UTF-8 but no other lone surrogate', () => {
+    expect(pathProblem('caf\udce9.txt')).toBeNull();
+    expect(pathProblem('\udcff'.repeat(255))).toBeNull();
+    expect(pathProblem('\udcff'.repeat(256))).toMatch(/255 bytes/);
+    expect(pathProblem('\u00e9'.repeat(128))).toMatch(/255 bytes/);
+    expect(pathProblem('u\ud800')).toMatch(/lone surrogate/);
+    expect(pathProblem('u\udc7f')).toMatch(/lone surrogate/);
+  });
+  it('refuses paths deeper than git\'s core.maxTreeDepth (4,096 components), naming that before the byte limit', () => {
+    expect(pathProblem(`${'d/'.repeat(4096)}f`)).toMatch(/deeper than 4096 components/);
+    expect(pathProblem(`${'d/'.repeat(2047)}f`)).toBeNull();
+  });
   it('lists ancestors and containment', () => {
     expect(ancestors('a/b/c')).toEqual(['a/b', 'a', '']);
     expect(isWithin('a/b', 'a')).toBe(true);

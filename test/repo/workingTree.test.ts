@@ -17,6 +17,7 @@ import { TreehouseError } from '../../src/errors.js';
 import { encodeCommit } from '../../src/git/commit.js';
 import { oidToHex } from '../../src/git/oid.js';
 import { compareTreeNames, encodeTree } from '../../src/git/tree.js';
+import { TREE_DEPTH_MAX } from '../../src/git/treeDepth.js';
 import { git, gitBytes, initBareRepo, scratchDir } from '../support/git.js';
 import { planPack } from '../../src/repo/packObjects.js';
 import { changedPaths } from '../../src/repo/treeDiff.js';
@@ -303,9 +304,10 @@ describe('names that are not UTF-8', () => {
 });
 
 describe('deep trees', () => {
-  it('are walked without recursion: list, write at the bottom, hash, diff, show and pack a 5,000-deep tree (more than the limit: data stored before it)', async () => {
+  it('are walked without recursion: list, write at the bottom, hash, diff, show, pack and merge a tree as deep as the limit', async () => {
     const repo = await newTestRepo(opened.store, [text('top.txt', 'top')]);
-    const depth = 5_000;
+    // Directories 4,095 deep, so the files at the bottom have TREE_DEPTH_MAX components.
+    const depth = TREE_DEPTH_MAX - 1;
     const head = log(repo, { branch: 'main', limit: 1 }).commits[0].oid;
     const bottom = Array(depth).fill('a').join('/');
     const deep = await opened.store.write((store) => {

@@ -28,6 +28,7 @@
  */
 import { EMPTY_BLOB_OID, EMPTY_TREE_OID, hashObject, oidToHex, type Oid } from '../../git/oid.js';
 import { encodePath } from '../../git/pathBytes.js';
+import { pathDepth } from '../../git/treeDepth.js';
 import { decodeTree, encodeTree, type TreeEntry, type TreeMode } from '../../git/tree.js';
 import { GitStrMap } from './gitStrMap.js';
 import { mergeContent } from './mergeContent.js';
@@ -68,13 +69,18 @@ export interface MergeConflict {
   reason: ConflictReason;
 }
 
-export type TreeMergeResult = { clean: true; tree: Oid } | { clean: false; conflicts: MergeConflict[] };
+export type TreeMergeResult = { clean: true; tree: Oid; pathDepthMax: number } | { clean: false; conflicts: MergeConflict[] };
 
 /** A merge's full outcome: the tree git would write (with conflict markers if need be) and its conflicts. */
 export interface TreeMergeOutcome {
   tree: Oid;
   clean: boolean;
   conflicts: MergeConflict[];
+  /**
+   * Components of the deepest path the merge decided (wrote or took whole). A subtree taken whole
+   * lies where that side had it, so no path of the result is deeper than this or than the sides.
+   */
+  pathDepthMax: number;
 }
 
 /** Merges `ours` and `theirs` against `base` (null: the empty tree). */
@@ -83,7 +89,7 @@ export function mergeTrees(objects: MergeObjects, base: Oid | null, ours: Oid, t
   const outcome = mergeTreesWith(staged, base, ours, theirs, { depth: 0 });
   if (!outcome.clean) return { clean: false, conflicts: outcome.conflicts };
   staged.flush(outcome.tree);
-  return { clean: true, tree: outcome.tree };
+  return { clean: true, tree: outcome.tree, pathDepthMax: outcome.pathDepthMax };
 }
 
 export interface MergeTreesOptions {
@@ -371,9 +377,9 @@ class TreeMerge {
     this.collect('', [this.objects.readTree(base), this.objects.readTree(ours), this.objects.readTree(theirs)]);
     this.handleDeferredEntries();
     this.detectAndProcessRenames();
-    const tree = this.processEntries();
+    const { tree, pathDepthMax } = this.processEntries();
     const conflicts = this.reportConflicts();
-    return { tree, clean: conflicts.length === 0, conflicts };
+    return { tree, clean: conflicts.length === 0, conflicts, pathDepthMax };
   }
 
   // -------------------------------------------------------------------------------------------
@@ -1062,16 +1068,18 @@ class TreeMerge {
   // -------------------------------------------------------------------------------------------
   // Phase 3: process entries (merge-ort's process_entries / process_entry).
 
-  private processEntries(): Oid {
+  private processEntries(): { tree: Oid; pathDepthMax: number } {
     const snapshot = [...this.paths.entries()].map(([path, info]) => ({ path, info, key: encodePath(path) }));
     snapshot.sort((a, b) => compareDirsFirst(a.key, b.key));
     const records = new Map<string, TreeEntry[]>();
     const dirsWithChildren = new Set<string>();
+    let pathDepthMax = 0;
     const record = (path: string, info: PathInfo) => {
       dirsWithChildren.add(info.dir);
       // Mode 0 without isNull: merge-ort's directory-rename code can leave a conflicted file
       // stage empty and then writes a "000000" tree entry; we leave such an entry out.
       if (info.isNull || info.result.mode === 0) return;
+      pathDepthMax = Math.max(pathDepthMax, pathDepth(path));
       const name = info.dir === '' ? path : path.slice(info.dir.length + 1);
       let list = records.get(info.dir);
       if (!list) {
@@ -1096,7 +1104,7 @@ class TreeMerge {
       if (info.clean) record(path, info);
       else this.processEntry(path, info, record);
     }
-    return this.objects.writeTree(records.get('') ?? []);
+    return { tree: this.objects.writeTree(records.get('') ?? []), pathDepthMax };
   }
 
   private processEntry(path: string, entry: PathInfo, record: (path: string, info: PathInfo) => void): void {
