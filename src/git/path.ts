@@ -5,7 +5,7 @@
  * refuses trees holding them (hasDotgit), and a checkout on those systems would write into .git.
  * Paths are decoded strings (src/git/pathBytes.ts): limits count the bytes they stand for.
  */
-import { isDotGitName } from './fsck.js';
+import { isDotGitName, specialFileOf } from './fsck.js';
 import { encodePath, isEncodablePath, pathByteLength } from './pathBytes.js';
 import { pathDepth, TREE_DEPTH_MAX } from './treeDepth.js';
 
@@ -22,9 +22,16 @@ export function pathProblem(path: string): string | null {
   if (pathByteLength(path) > PATH_BYTES_MAX) return `path is longer than ${PATH_BYTES_MAX} bytes`;
   if (path.startsWith('/')) return 'path must be relative (no leading "/")';
   if (path.includes('\\')) return 'path must use "/" as separator (no "\\")';
-  for (const component of path.split('/')) {
+  const components = path.split('/');
+  for (const component of components) {
     const problem = componentProblem(component);
     if (problem) return problem;
+  }
+  // git fsck checks the object a .gitmodules or .gitattributes entry names: a directory so named
+  // fails as gitmodulesBlob / gitattributesBlob, so none may be made.
+  for (const component of components.slice(0, -1)) {
+    const special = specialFileOf(encodePath(component));
+    if (special) return `path has a directory named like .${special} (git fsck refuses a non-blob there)`;
   }
   return null;
 }

@@ -6,7 +6,7 @@
  * computed from parents already indexed.
  */
 import { decodeCommit } from '../git/commit.js';
-import { FsckError, assertFsckClean } from '../git/fsck.js';
+import { FsckError, assertFsckClean, assertSpecialBlobsClean } from '../git/fsck.js';
 import { oidToHex, type Oid } from '../git/oid.js';
 import type { PackObject } from '../git/pack.js';
 import { branchRef } from '../git/refname.js';
@@ -46,6 +46,16 @@ export function prepareHistory(fetched: PackObject[], tip: Oid): PreparedHistory
       throw error;
     }
     byId.set(oidToHex(object.oid), object);
+  }
+  try {
+    // The .gitmodules and .gitattributes blobs the fetched trees name (git's fsck_finish()).
+    assertSpecialBlobsClean(
+      fetched.filter((object) => object.type === 'tree').map((object) => object.body),
+      (oid) => byId.get(oidToHex(oid)),
+    );
+  } catch (error) {
+    if (error instanceof FsckError) throw new HistoryImportError(`The fetched history fails git fsck: ${error.message}`);
+    throw error;
   }
   const need = (oid: Oid, why: string): PackObject => {
     const object = byId.get(oidToHex(oid));

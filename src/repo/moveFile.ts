@@ -6,6 +6,7 @@ import { pathDepth, TREE_DEPTH_MAX, treeHeight } from '../git/treeDepth.js';
 import type { ProjectReadTx } from '../store/types.js';
 import { branchHead, type Repo } from './repo.js';
 import { requireValidPath } from './paths.js';
+import { specialFileProblem } from './specialFiles.js';
 import { WorkingTree } from './workingTree.js';
 
 export async function moveFile(repo: Repo, input: { branch: string; from: string; to: string }): Promise<{ from: string; to: string }> {
@@ -32,6 +33,10 @@ export async function moveFile(repo: Repo, input: { branch: string; from: string
       throw new TreehouseError('path_conflict', `${target.at} is a file, so ${input.to} cannot be created.`, { paths: [target.at] });
     }
     if (source.kind === 'directory') requireDepthAfterMove(tx, source.entry!.oid!, input.from, input.to);
+    // A name git checks by content (.gitmodules, .gitattributes) must get content git accepts.
+    const moved = source.entry!;
+    const special = specialFileProblem(input.to, moved.mode, moved.oid ? tx.getObject(moved.oid) : undefined);
+    if (special) throw new TreehouseError('invalid_request', `${input.to} would fail git fsck: ${special}.`, { issues: [{ path: 'to', message: special }] });
     const locked = tree.lockedUnder(input.from);
     if (locked.length > 0) throw new TreehouseError('file_locked', `Locked: ${locked.join(', ')}.`, { paths: locked });
     // The entry moves whole: a file keeps its blob and mode, a directory its tree (every directory

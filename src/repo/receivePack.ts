@@ -5,7 +5,7 @@
  * Objects and ref moves land in one transaction; a bad pack moves no ref. With `atomic`, one refused
  * update refuses them all.
  */
-import { FsckError, assertFsckClean } from '../git/fsck.js';
+import { FsckError, assertFsckClean, assertSpecialBlobsClean } from '../git/fsck.js';
 import { oidToHex, type Oid } from '../git/oid.js';
 import { PackFormatError, parsePack, type PackObject } from '../git/pack.js';
 import { parentsFirst } from '../git/packOrder.js';
@@ -48,6 +48,7 @@ export async function receivePack(repo: Repo, input: ReceivePackInput): Promise<
         return parsePack(input.pack!, { ...input.packLimits, resolveExternal: (oid) => tx.getObject(oid) }).objects;
       });
       for (const object of objects) assertFsckClean(object.type, object.body, oidToHex(object.oid));
+      assertReceivedSpecialBlobsClean(repo, objects);
     } catch (error) {
       if (error instanceof PackFormatError || error instanceof FsckError) return refuseAll('unpacker error', error.message);
       throw error;
@@ -148,5 +149,15 @@ function receivedTreesDepthProblem(tx: ProjectWriteTx, objects: PackObject[]): s
     const tree = tx.getObject(oid);
     if (!tree || tree.type !== 'tree') throw new RefusedUpdate(`${tree ? 'not a tree' : 'missing object'} ${oidToHex(oid)}`);
     return tree.body;
+  });
+}
+
+/** The .gitmodules and .gitattributes blobs the received trees name, in the pack or already stored (fsck_finish()). */
+function assertReceivedSpecialBlobsClean(repo: Repo, objects: PackObject[]): void {
+  const received = new Map(objects.map((object) => [oidToHex(object.oid), object]));
+  repo.store.read((store) => {
+    const tx = store.project(repo.project);
+    const trees = objects.filter((object) => object.type === 'tree').map((object) => object.body);
+    assertSpecialBlobsClean(trees, (oid) => received.get(oidToHex(oid)) ?? tx.getObject(oid));
   });
 }

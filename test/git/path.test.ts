@@ -3,7 +3,7 @@ import { ancestors, isWithin, pathProblem } from '../../src/git/path.js';
 import { branchNameProblem } from '../../src/git/refname.js';
 
 describe('pathProblem', () => {
-  it.each(['a', 'src/index.ts', 'dir/ünï cödé.txt', '.gitignore', 'a/.github/x', '.gitx/y'])('accepts %s', (path) => {
+  it.each(['a', 'src/index.ts', 'dir/ünï cödé.txt', '.gitignore', 'a/.github/x', '.gitx/y', '.gitmodules', 'a/.gitattributes', '.gitmodulesx/y'])('accepts %s', (path) => {
     expect(pathProblem(path)).toBeNull();
   });
   it.each([
@@ -21,6 +21,10 @@ describe('pathProblem', () => {
     'a\\b',
     'x'.repeat(256),
     `${'d/'.repeat(2048)}f`,
+    '.gitmodules/x',
+    'a/.GITMODULES/x',
+    'gitmod~1/x',
+    '.gitattributes/x',
   ])('refuses %j', (path) => {
     expect(pathProblem(path)).not.toBeNull();
   });

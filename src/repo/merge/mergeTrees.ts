@@ -27,6 +27,7 @@
  * are conflicts too.
  */
 import { EMPTY_BLOB_OID, EMPTY_TREE_OID, hashObject, oidToHex, type Oid } from '../../git/oid.js';
+import { specialFileOf } from '../../git/fsck.js';
 import { encodePath } from '../../git/pathBytes.js';
 import { pathDepth } from '../../git/treeDepth.js';
 import { decodeTree, encodeTree, type TreeEntry, type TreeMode } from '../../git/tree.js';
@@ -69,7 +70,14 @@ export interface MergeConflict {
   reason: ConflictReason;
 }
 
-export type TreeMergeResult = { clean: true; tree: Oid; pathDepthMax: number } | { clean: false; conflicts: MergeConflict[] };
+export type TreeMergeResult = { clean: true; tree: Oid; pathDepthMax: number; specialFiles: DecidedEntry[] } | { clean: false; conflicts: MergeConflict[] };
+
+/** An entry of the result the merge decided (not one taken whole inside an unchanged subtree). */
+export interface DecidedEntry {
+  path: string;
+  mode: TreeMode;
+  oid: Oid;
+}
 
 /** A merge's full outcome: the tree git would write (with conflict markers if need be) and its conflicts. */
 export interface TreeMergeOutcome {
@@ -81,6 +89,11 @@ export interface TreeMergeOutcome {
    * lies where that side had it, so no path of the result is deeper than this or than the sides.
    */
   pathDepthMax: number;
+  /**
+   * Entries the merge decided whose names git checks by content (.gitmodules, .gitattributes): a
+   * content merge or a rename can give such a name new content that neither side had there.
+   */
+  specialFiles: DecidedEntry[];
 }
 
 /** Merges `ours` and `theirs` against `base` (null: the empty tree). */
@@ -89,7 +102,7 @@ export function mergeTrees(objects: MergeObjects, base: Oid | null, ours: Oid, t
   const outcome = mergeTreesWith(staged, base, ours, theirs, { depth: 0 });
   if (!outcome.clean) return { clean: false, conflicts: outcome.conflicts };
   staged.flush(outcome.tree);
-  return { clean: true, tree: outcome.tree, pathDepthMax: outcome.pathDepthMax };
+  return { clean: true, tree: outcome.tree, pathDepthMax: outcome.pathDepthMax, specialFiles: outcome.specialFiles };
 }
 
 export interface MergeTreesOptions {
@@ -377,9 +390,9 @@ class TreeMerge {
     this.collect('', [this.objects.readTree(base), this.objects.readTree(ours), this.objects.readTree(theirs)]);
     this.handleDeferredEntries();
     this.detectAndProcessRenames();
-    const { tree, pathDepthMax } = this.processEntries();
+    const { tree, pathDepthMax, specialFiles } = this.processEntries();
     const conflicts = this.reportConflicts();
-    return { tree, clean: conflicts.length === 0, conflicts, pathDepthMax };
+    return { tree, clean: conflicts.length === 0, conflicts, pathDepthMax, specialFiles };
   }
 
   // -------------------------------------------------------------------------------------------
@@ -1068,12 +1081,13 @@ class TreeMerge {
   // -------------------------------------------------------------------------------------------
   // Phase 3: process entries (merge-ort's process_entries / process_entry).
 
-  private processEntries(): { tree: Oid; pathDepthMax: number } {
+  private processEntries(): { tree: Oid; pathDepthMax: number; specialFiles: DecidedEntry[] } {
     const snapshot = [...this.paths.entries()].map(([path, info]) => ({ path, info, key: encodePath(path) }));
     snapshot.sort((a, b) => compareDirsFirst(a.key, b.key));
     const records = new Map<string, TreeEntry[]>();
     const dirsWithChildren = new Set<string>();
     let pathDepthMax = 0;
+    const specialFiles: DecidedEntry[] = [];
     const record = (path: string, info: PathInfo) => {
       dirsWithChildren.add(info.dir);
       // Mode 0 without isNull: merge-ort's directory-rename code can leave a conflicted file
@@ -1081,6 +1095,7 @@ class TreeMerge {
       if (info.isNull || info.result.mode === 0) return;
       pathDepthMax = Math.max(pathDepthMax, pathDepth(path));
       const name = info.dir === '' ? path : path.slice(info.dir.length + 1);
+      if (specialFileOf(encodePath(name))) specialFiles.push({ path, mode: treeModeOf(info.result.mode), oid: info.result.oid });
       let list = records.get(info.dir);
       if (!list) {
         list = [];
@@ -1104,7 +1119,7 @@ class TreeMerge {
       if (info.clean) record(path, info);
       else this.processEntry(path, info, record);
     }
-    return { tree: this.objects.writeTree(records.get('') ?? []), pathDepthMax };
+    return { tree: this.objects.writeTree(records.get('') ?? []), pathDepthMax, specialFiles };
   }
 
   private processEntry(path: string, entry: PathInfo, record: (path: string, info: PathInfo) => void): void {
