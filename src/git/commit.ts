@@ -5,6 +5,7 @@
  * one space. Unknown headers are kept in order so a decode/encode round trip is byte-identical.
  */
 import { oidFromHex, oidToHex, type Oid } from './oid.js';
+import { hasLoneSurrogate } from './pathBytes.js';
 
 export interface Signature {
   name: string;
@@ -31,6 +32,24 @@ export class CommitFormatError extends Error {
 
 const SIGNATURE_PATTERN = /^(.*) <(.*)> (\d+) ([+-]\d{4})$/s;
 const TIMEZONE_PATTERN = /^[+-]\d{4}$/;
+
+/**
+ * Why `text` cannot be the name or the email of an ident line, or null. git's fsck_ident() reads
+ * "name <email>" up to the first "<" or ">" and the line up to "\n", so any of those inside either
+ * field makes a commit `git fsck --strict` refuses (badName, badEmail, missingSpaceBeforeEmail…),
+ * and NUL is nulInCommit. A lone surrogate would be written as U+FFFD: not what was given.
+ */
+export function identFieldProblem(text: string): string | null {
+  if (/[<>\n]/.test(text)) return 'must not contain "<", ">" or a line break (git ident rules)';
+  if (text.includes('\0')) return 'must not contain NUL';
+  if (hasLoneSurrogate(text)) return 'is not valid Unicode (it holds a lone surrogate)';
+  return null;
+}
+
+/** `text` with what identFieldProblem refuses removed (as git strips such "crud" from names it is given). */
+export function identFieldSanitised(text: string): string {
+  return text.replace(/[<>\n\0]/g, '').replace(/\p{Cs}/gu, '\ufffd');
+}
 
 export function formatSignature(signature: Signature): string {
   return `${signature.name} <${signature.email}> ${signature.timestamp} ${signature.timezone}`;

@@ -7,10 +7,17 @@
  * Each check returns every problem it finds as data; assertFsckClean() turns the first problem
  * that counts as a failure into an FsckError. Like `git fsck --strict`, warnings count as
  * failures; Treehouse also refuses badFilemode (git only reports it), because it stores no mode
- * besides the five standard ones. Blob contents (.gitmodules parsing) are not checked here.
+ * besides the five standard ones.
+ *
+ * Blobs are checked by what trees call them, as git's fsck_finish() does: every entry named
+ * .gitmodules (in any spelling HFS+ or NTFS would equate) that is not a symlink must be a blob
+ * git's config parser reads without disallowed submodule names, URLs, paths or update commands
+ * (fsck_gitmodules_fn()), and every .gitattributes one a blob of lines git can read
+ * (gitattributesLineLength). See fsckSpecialBlobs().
  */
-import type { ObjectType } from './oid.js';
-import { OID_BYTES } from './oid.js';
+import { parseGitConfig } from './gitConfig.js';
+import type { ObjectType, Oid } from './oid.js';
+import { OID_BYTES, oidToHex } from './oid.js';
 
 /** git's severities: fatal and error always fail; warn fails under --strict; info is reported. */
 export type FsckSeverity = 'fatal' | 'error' | 'warn' | 'info' | 'ignore';
@@ -31,6 +38,17 @@ export const FSCK_SEVERITIES = {
   badType: 'error',
   duplicateEntries: 'error',
   gitmodulesSymlink: 'error',
+  gitmodulesBlob: 'error',
+  gitmodulesMissing: 'error',
+  gitmodulesLarge: 'error',
+  gitmodulesName: 'error',
+  gitmodulesUrl: 'error',
+  gitmodulesPath: 'error',
+  gitmodulesUpdate: 'error',
+  gitattributesBlob: 'error',
+  gitattributesMissing: 'error',
+  gitattributesLarge: 'error',
+  gitattributesLineLength: 'error',
   missingAuthor: 'error',
   missingCommitter: 'error',
   missingEmail: 'error',
@@ -56,6 +74,7 @@ export const FSCK_SEVERITIES = {
   zeroPaddedFilemode: 'warn',
   badFilemode: 'info',
   badTagName: 'info',
+  gitmodulesParse: 'info',
   gitattributesSymlink: 'info',
   gitignoreSymlink: 'info',
   mailmapSymlink: 'info',
@@ -649,4 +668,263 @@ export function fsckTag(body: Buffer): FsckProblem[] {
     found.push(problem('extraHeaderEntry', "invalid format - extra header(s) after 'tagger'"));
   }
   return found;
+}
+
+// ---------------------------------------------------------------------------------------------
+// .gitmodules and .gitattributes blobs (fsck_blob(), fsck_finish())
+
+/** A file whose blob git checks by its name. */
+export type SpecialFile = 'gitmodules' | 'gitattributes';
+
+/** git's ATTR_MAX_LINE_LENGTH and ATTR_MAX_FILE_SIZE (attr.h). */
+const ATTRIBUTES_LINE_BYTES_MAX = 2048;
+const ATTRIBUTES_FILE_BYTES_MAX = 100 * 1024 * 1024;
+const PERCENT = 0x25;
+const AT = 0x40;
+const QUESTION = 0x3f;
+const HASH = 0x23;
+const EXCLAMATION = 0x21;
+const DASH = 0x2d;
+
+/** Which special file a tree entry name is, whatever the entry's type (fsck_tree()). */
+export function specialFileOf(name: Uint8Array): SpecialFile | null {
+  if (isHfsDotGitmodules(name) || isNtfsDotGitmodules(name)) return 'gitmodules';
+  if (isHfsDotGitattributes(name) || isNtfsDotGitattributes(name)) return 'gitattributes';
+  // git reads a backslash as a directory separator here, for checkouts on Windows.
+  for (let slash = name.indexOf(BACKSLASH); slash >= 0; slash = name.indexOf(BACKSLASH, slash + 1)) {
+    if (isNtfsDotGitmodules(name.subarray(slash + 1))) return 'gitmodules';
+  }
+  return null;
+}
+
+/**
+ * The entries of a tree whose objects git checks as special files: named so and not symlinks
+ * (a symlink is gitmodulesSymlink already). A directory or a submodule so named counts too, and
+ * fails as gitmodulesBlob or gitmodulesMissing, as it does in git.
+ */
+export function specialEntries(treeBody: Buffer): Array<{ file: SpecialFile; oid: Oid }> {
+  const found: Array<{ file: SpecialFile; oid: Oid }> = [];
+  for (let at = 0; at < treeBody.length; ) {
+    const read = readTreeEntry(treeBody, at);
+    if (typeof read === 'string') break;
+    const file = isSymlinkMode(read.entry.mode) ? null : specialFileOf(read.entry.name);
+    if (file) found.push({ file, oid: read.entry.oid });
+    at = read.next;
+  }
+  return found;
+}
+
+/**
+ * Checks of the objects the given trees name as special files, as fsck_finish() makes them:
+ * each object once, missing ones and ones that are not blobs included.
+ */
+export function fsckSpecialBlobs(
+  treeBodies: Iterable<Buffer>,
+  readObject: (oid: Oid) => { type: ObjectType; body: Buffer } | undefined,
+): Array<{ oid: string; problem: FsckProblem }> {
+  const out: Array<{ oid: string; problem: FsckProblem }> = [];
+  const seen = new Set<string>();
+  for (const body of treeBodies) {
+    for (const { file, oid } of specialEntries(body)) {
+      const key = `${file} ${oidToHex(oid)}`;
+      if (seen.has(key)) continue;
+      seen.add(key);
+      for (const found of fsckSpecialObject(file, readObject(oid))) out.push({ oid: oidToHex(oid), problem: found });
+    }
+  }
+  return out;
+}
+
+/** Throws FsckError naming the first failing special blob. */
+export function assertSpecialBlobsClean(treeBodies: Iterable<Buffer>, readObject: (oid: Oid) => { type: ObjectType; body: Buffer } | undefined): void {
+  const problems = fsckSpecialBlobs(treeBodies, readObject);
+  const failure = problems.find((found) => isFsckFailure(found.problem));
+  if (failure) {
+    throw new FsckError(
+      failure.problem.id,
+      problems.map((found) => found.problem),
+      `error in blob ${failure.oid}: ${failure.problem.message}`,
+    );
+  }
+}
+
+/** The checks of one special file's object (`undefined`: not in the repository). */
+export function fsckSpecialObject(file: SpecialFile, object: { type: ObjectType; body: Buffer } | undefined): FsckProblem[] {
+  if (file === 'gitmodules') {
+    if (!object) return [problem('gitmodulesMissing', 'unable to read .gitmodules blob')];
+    if (object.type !== 'blob') return [problem('gitmodulesBlob', 'non-blob found at .gitmodules')];
+    return fsckGitmodules(object.body);
+  }
+  if (!object) return [problem('gitattributesMissing', 'unable to read .gitattributes blob')];
+  if (object.type !== 'blob') return [problem('gitattributesBlob', 'non-blob found at .gitattributes')];
+  return fsckGitattributes(object.body);
+}
+
+/** fsck_gitmodules_fn() over every variable git's config parser reads from the blob. */
+export function fsckGitmodules(body: Buffer): FsckProblem[] {
+  const found: FsckProblem[] = [];
+  const { variables, ok } = parseGitConfig(body);
+  for (const { name, value } of variables) {
+    const parsed = submoduleKey(name);
+    if (!parsed) continue;
+    const text = (bytes: Buffer) => bytes.toString('utf8');
+    if (!isValidSubmoduleName(parsed.subsection)) found.push(problem('gitmodulesName', `disallowed submodule name: ${text(parsed.subsection)}`));
+    if (parsed.key === 'url' && value && !isValidSubmoduleUrl(value)) found.push(problem('gitmodulesUrl', `disallowed submodule url: ${text(value)}`));
+    if (parsed.key === 'path' && value && value[0] === DASH) found.push(problem('gitmodulesPath', `disallowed submodule path: ${text(value)}`));
+    // parse_submodule_update_type(): "!command" is SM_UPDATE_COMMAND, which .gitmodules may not set.
+    if (parsed.key === 'update' && value && value[0] === EXCLAMATION) {
+      found.push(problem('gitmodulesUpdate', `disallowed submodule update setting: ${text(value)}`));
+    }
+  }
+  if (!ok) found.push(problem('gitmodulesParse', 'could not parse gitmodules blob'));
+  return found;
+}
+
+/** The .gitattributes checks of git 2.39.1+: no line git's attribute reader would drop. */
+export function fsckGitattributes(body: Buffer): FsckProblem[] {
+  if (body.length > ATTRIBUTES_FILE_BYTES_MAX) return [problem('gitattributesLarge', '.gitattributes too large to parse')];
+  // git scans the blob as a C string: up to the first NUL.
+  const nul = body.indexOf(NUL);
+  const end = nul < 0 ? body.length : nul;
+  for (let at = 0; at < end; ) {
+    const newline = body.indexOf(LINE_FEED, at);
+    const lineEnd = newline < 0 || newline > end ? end : newline;
+    if (lineEnd - at >= ATTRIBUTES_LINE_BYTES_MAX) return [problem('gitattributesLineLength', '.gitattributes has too long lines to parse')];
+    at = lineEnd < end ? lineEnd + 1 : end;
+  }
+  return [];
+}
+
+/** parse_config_key(var, "submodule", …): the subsection and key of "submodule.<name>.<key>", or null. */
+function submoduleKey(name: Buffer): { subsection: Buffer; key: string } | null {
+  const section = Buffer.from('submodule');
+  if (name.length <= section.length || !name.subarray(0, section.length).equals(section) || name[section.length] !== DOT) return null;
+  const rest = name.subarray(section.length);
+  const dot = rest.lastIndexOf(DOT);
+  if (dot === 0) return null; // no subsection: not about one submodule
+  return { subsection: rest.subarray(1, dot), key: rest.subarray(dot + 1).toString('latin1') };
+}
+
+const isCrossPlatformSeparator = (c: number) => c === SLASH || c === BACKSLASH;
+
+/** check_submodule_name(): not empty, and no ".." component ("/" and "\\" both separate). */
+export function isValidSubmoduleName(name: Uint8Array): boolean {
+  if (name.length === 0) return false;
+  for (let i = 0; i <= name.length; i++) {
+    const componentStart = i === 0 || isCrossPlatformSeparator(name[i - 1]);
+    if (componentStart && byteAt(name, i) === DOT && byteAt(name, i + 1) === DOT && (i + 2 >= name.length || isCrossPlatformSeparator(name[i + 2]))) {
+      return false;
+    }
+  }
+  return true;
+}
+
+const startsWithDotSlash = (url: Uint8Array, at = 0) => byteAt(url, at) === DOT && isCrossPlatformSeparator(byteAt(url, at + 1));
+const startsWithDotDotSlash = (url: Uint8Array, at = 0) => byteAt(url, at) === DOT && startsWithDotSlash(url, at + 1);
+
+function startsWithText(bytes: Uint8Array, text: string, at = 0): boolean {
+  if (bytes.length - at < text.length) return false;
+  for (let i = 0; i < text.length; i++) if (bytes[at + i] !== text.charCodeAt(i)) return false;
+  return true;
+}
+
+/**
+ * check_submodule_url() (fsck.c): no leading "-"; a relative or git:// URL must not carry a
+ * newline once %-decoded nor climb out with "../" into ":" or "/"; an http(s)/ftp(s) URL (also
+ * as "http::…") must parse as git's credential code parses it, with a host and no newline.
+ */
+export function isValidSubmoduleUrl(url: Buffer): boolean {
+  if (url[0] === DASH) return false;
+  if (startsWithDotSlash(url) || startsWithDotDotSlash(url) || startsWithText(url, 'git://')) {
+    if (urlDecode(url).includes(LINE_FEED)) return false;
+    let at = 0;
+    let dotdots = 0;
+    for (;;) {
+      if (startsWithDotDotSlash(url, at)) {
+        dotdots++;
+        at += 3;
+      } else if (startsWithDotSlash(url, at)) {
+        at += 2;
+      } else {
+        break;
+      }
+    }
+    return !(dotdots > 0 && (byteAt(url, at) === COLON || byteAt(url, at) === SLASH));
+  }
+  const curl = curlUrl(url);
+  if (curl === null) return true;
+  const host = credentialHost(curl);
+  return host !== null && host.length > 0;
+}
+
+/** url_to_curl_url(): the URL git-remote-curl would get, or null for other transports. */
+function curlUrl(url: Buffer): Buffer | null {
+  for (const prefix of ['http::', 'https::', 'ftp::', 'ftps::']) if (startsWithText(url, prefix)) return url.subarray(prefix.length);
+  for (const scheme of ['http://', 'https://', 'ftp://', 'ftps://']) if (startsWithText(url, scheme)) return url;
+  return null;
+}
+
+/**
+ * credential_from_url_gently() as fsck calls it: the decoded host, or null when the URL has no
+ * scheme or a part (user, password, protocol, host, path) holds a newline once decoded.
+ */
+function credentialHost(url: Buffer): Buffer | null {
+  const protocolEnd = url.indexOf('://');
+  if (protocolEnd <= 0) return null;
+  const start = protocolEnd + 3;
+  const at = url.indexOf(AT, start);
+  const colon = url.indexOf(COLON, start);
+  let slash = start;
+  while (slash < url.length && url[slash] !== SLASH && url[slash] !== QUESTION && url[slash] !== HASH) slash++;
+  const parts: Buffer[] = [url.subarray(0, protocolEnd)];
+  let hostStart = start;
+  if (at >= 0 && slash > at) {
+    if (colon < 0 || at <= colon) {
+      parts.push(urlDecode(url.subarray(start, at)));
+    } else {
+      parts.push(urlDecode(url.subarray(start, colon)), urlDecode(url.subarray(colon + 1, at)));
+    }
+    hostStart = at + 1;
+  }
+  const host = urlDecode(url.subarray(hostStart, slash));
+  parts.push(host);
+  let pathStart = slash;
+  while (url[pathStart] === SLASH) pathStart++;
+  if (pathStart < url.length) parts.push(urlDecode(url.subarray(pathStart)));
+  return parts.some((part) => part.includes(LINE_FEED)) ? null : host;
+}
+
+/**
+ * url_decode_mem(): "%XY" decoded (not "%00"), after an undecoded part up to the first ":" (git
+ * skips a protocol that way, wherever the colon is). Stops at a NUL.
+ */
+function urlDecode(bytes: Buffer): Buffer {
+  const out: number[] = [];
+  const colon = bytes.indexOf(COLON);
+  let at = 0;
+  if (colon > 0) {
+    for (; at < colon; at++) out.push(bytes[at]);
+  }
+  while (at < bytes.length) {
+    const c = bytes[at];
+    if (c === NUL) break;
+    if (c === PERCENT && bytes.length - at >= 3) {
+      const value = hexValue(bytes[at + 1]) * 16 + hexValue(bytes[at + 2]);
+      if (hexValue(bytes[at + 1]) >= 0 && hexValue(bytes[at + 2]) >= 0 && value > 0) {
+        out.push(value);
+        at += 3;
+        continue;
+      }
+    }
+    out.push(c);
+    at++;
+  }
+  return Buffer.from(out);
+}
+
+function hexValue(c: number): number {
+  if (c >= 0x30 && c <= 0x39) return c - 0x30;
+  if (c >= 0x61 && c <= 0x66) return c - 0x61 + 10;
+  if (c >= 0x41 && c <= 0x46) return c - 0x41 + 10;
+  return -1;
 }

@@ -3,8 +3,11 @@
  * relative POSIX paths, no empty, "." or ".." components, no NUL, no ".git" component in any case,
  * nor any name NTFS or HFS+ would open as ".git" ("git~1", ".git.", ".g\u200cit"): git fsck --strict
  * refuses trees holding them (hasDotgit), and a checkout on those systems would write into .git.
+ * Paths are decoded strings (src/git/pathBytes.ts): limits count the bytes they stand for.
  */
-import { isDotGitName } from './fsck.js';
+import { isDotGitName, specialFileOf } from './fsck.js';
+import { encodePath, isEncodablePath, pathByteLength } from './pathBytes.js';
+import { pathDepth, TREE_DEPTH_MAX } from './treeDepth.js';
 
 export const PATH_BYTES_MAX = 4096;
 export const PATH_COMPONENT_BYTES_MAX = 255;
@@ -13,12 +16,22 @@ export const PATH_COMPONENT_BYTES_MAX = 255;
 export function pathProblem(path: string): string | null {
   if (path.length === 0) return 'path is empty';
   if (path.includes('\0')) return 'path contains NUL';
-  if (Buffer.byteLength(path, 'utf8') > PATH_BYTES_MAX) return `path is longer than ${PATH_BYTES_MAX} bytes`;
+  if (!isEncodablePath(path)) return 'path is not valid Unicode (it holds a lone surrogate)';
+  // Named before the byte limit, which a path this deep also breaks: the depth is the reason.
+  if (pathDepth(path) > TREE_DEPTH_MAX) return `path is deeper than ${TREE_DEPTH_MAX} components (git's core.maxTreeDepth)`;
+  if (pathByteLength(path) > PATH_BYTES_MAX) return `path is longer than ${PATH_BYTES_MAX} bytes`;
   if (path.startsWith('/')) return 'path must be relative (no leading "/")';
   if (path.includes('\\')) return 'path must use "/" as separator (no "\\")';
-  for (const component of path.split('/')) {
+  const components = path.split('/');
+  for (const component of components) {
     const problem = componentProblem(component);
     if (problem) return problem;
+  }
+  // git fsck checks the object a .gitmodules or .gitattributes entry names: a directory so named
+  // fails as gitmodulesBlob / gitattributesBlob, so none may be made.
+  for (const component of components.slice(0, -1)) {
+    const special = specialFileOf(encodePath(component));
+    if (special) return `path has a directory named like .${special} (git fsck refuses a non-blob there)`;
   }
   return null;
 }
@@ -26,8 +39,8 @@ export function pathProblem(path: string): string | null {
 export function componentProblem(component: string): string | null {
   if (component.length === 0) return 'path has an empty component';
   if (component === '.' || component === '..') return `path has a "${component}" component`;
-  if (component.toLowerCase() === '.git' || isDotGitName(Buffer.from(component, 'utf8'))) return 'path has a ".git" component';
-  if (Buffer.byteLength(component, 'utf8') > PATH_COMPONENT_BYTES_MAX) {
+  if (component.toLowerCase() === '.git' || isDotGitName(encodePath(component))) return 'path has a ".git" component';
+  if (pathByteLength(component) > PATH_COMPONENT_BYTES_MAX) {
     return `path component is longer than ${PATH_COMPONENT_BYTES_MAX} bytes`;
   }
   return null;

@@ -4,6 +4,7 @@
  * as if its name ended in '/'. Modes are written without leading zeros ("40000", not "040000").
  */
 import { OID_BYTES, type Oid } from './oid.js';
+import { decodePath, encodePath } from './pathBytes.js';
 
 export type FileMode = '100644' | '100755' | '120000';
 export type TreeMode = FileMode | '40000' | '160000';
@@ -20,7 +21,7 @@ const NUL = 0;
 const SLASH = 0x2f;
 
 export interface TreeEntry {
-  /** One path component, UTF-8. */
+  /** One path component: its bytes as src/git/pathBytes.ts decodes them (UTF-8, other bytes escaped). */
   name: string;
   mode: TreeMode;
   oid: Oid;
@@ -47,40 +48,45 @@ export function encodeTree(entries: readonly TreeEntry[]): Buffer {
 
 /** encodeTree, also giving the entries in the order the body holds them. */
 export function encodeTreeSorted<T extends TreeEntry>(entries: readonly T[]): { body: Buffer; sorted: T[] } {
-  const sorted = sortTreeEntries(entries);
+  const keyed = sortTreeEntries(entries);
   const names = new Set<string>();
   let totalBytes = 0;
-  for (const entry of sorted) {
+  for (const { entry, nameBytes } of keyed) {
     // A file and a directory of one name need not be neighbours in git order ("a", "a-b", "a/").
+    // Decoded names are equal exactly when their bytes are (pathBytes.ts), so strings compare here.
     if (names.has(entry.name)) throw new TreeFormatError(`duplicate tree entry ${JSON.stringify(entry.name)}`);
     names.add(entry.name);
-    totalBytes += entry.mode.length + 1 + Buffer.byteLength(entry.name, 'utf8') + 1 + OID_BYTES;
+    totalBytes += entry.mode.length + 1 + (nameBytes ? nameBytes.length : entry.name.length) + 1 + OID_BYTES;
   }
   const out = Buffer.allocUnsafe(totalBytes);
   let offset = 0;
-  for (const entry of sorted) {
+  for (const { entry, nameBytes } of keyed) {
     offset += out.write(entry.mode, offset, 'latin1');
     out[offset++] = SPACE;
-    offset += out.write(entry.name, offset, 'utf8');
+    offset += nameBytes ? nameBytes.copy(out, offset) : out.write(entry.name, offset, 'latin1');
     out[offset++] = NUL;
     offset += entry.oid.copy(out, offset);
   }
-  return { body: out, sorted };
+  return { body: out, sorted: keyed.map((item) => item.entry) };
 }
 
 const ASCII_ONLY = /^[\x00-\x7f]*$/;
 
-/** Entries in git order (compareTreeNames), as a new array. */
-function sortTreeEntries<T extends TreeEntry>(entries: readonly T[]): T[] {
+/**
+ * Entries in git order (compareTreeNames), as a new array, each with its name's bytes (null for
+ * an ASCII name, whose characters are its bytes).
+ */
+function sortTreeEntries<T extends TreeEntry>(entries: readonly T[]): Array<{ entry: T; nameBytes: Buffer | null }> {
   if (entries.every((entry) => ASCII_ONLY.test(entry.name))) {
     // For ASCII, string order is byte order, and a directory sorts as its name followed by '/'.
-    const keyed = entries.map((entry) => ({ key: entry.mode === MODE_TREE ? `${entry.name}/` : entry.name, entry }));
+    const keyed = entries.map((entry) => ({ key: entry.mode === MODE_TREE ? `${entry.name}/` : entry.name, entry, nameBytes: null }));
     keyed.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
-    return keyed.map((item) => item.entry);
+    return keyed;
   }
-  const keyed = entries.map((entry) => ({ nameBytes: Buffer.from(entry.name, 'utf8'), isTree: entry.mode === MODE_TREE, entry }));
+  // UTF-16 order is not byte order beyond ASCII (surrogates, escapes): compare the bytes.
+  const keyed = entries.map((entry) => ({ nameBytes: encodePath(entry.name), isTree: entry.mode === MODE_TREE, entry }));
   keyed.sort((a, b) => compareTreeNames(a.nameBytes, a.isTree, b.nameBytes, b.isTree));
-  return keyed.map((item) => item.entry);
+  return keyed;
 }
 
 /**
@@ -101,7 +107,7 @@ export function decodeTree(body: Buffer, shareBody = false): TreeEntry[] {
     if (!KNOWN_MODES.has(mode)) throw new TreeFormatError(`unknown tree entry mode ${JSON.stringify(mode)}`);
     entries.push({
       mode: mode as TreeMode,
-      name: body.toString('utf8', space + 1, nul),
+      name: decodePath(body, space + 1, nul),
       oid: shareBody ? body.subarray(nul + 1, nul + 1 + OID_BYTES) : Buffer.from(body.subarray(nul + 1, nul + 1 + OID_BYTES)),
     });
     offset = nul + 1 + OID_BYTES;

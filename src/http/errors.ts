@@ -3,6 +3,8 @@
  * and every failure leaves as the contract's envelope `{error: {code, message, details?}}`.
  */
 import type { ErrorCode } from '../errors.js';
+import { displayPath } from '../git/pathBytes.js';
+import { pathsDetail, pathView } from '../repo/apiPath.js';
 
 export const STATUS_BY_CODE: Record<ErrorCode, number> = {
   invalid_request: 400,
@@ -28,5 +30,23 @@ export interface ErrorEnvelope {
 }
 
 export function envelope(code: ErrorCode, message: string, details?: Record<string, unknown>): ErrorEnvelope {
-  return { error: details === undefined ? { code, message } : { code, message, details } };
+  const text = displayPath(message);
+  return { error: details === undefined ? { code, message: text } : { code, message: text, details: pathDetails(details) } };
+}
+
+/**
+ * File paths in details as answers show them (README "File names are bytes"): `paths` for display
+ * with `paths_base64` beside it when a name is not UTF-8, a conflict's or a file's `path` with its
+ * `path_base64`. A message names paths for display only.
+ */
+function pathDetails(details: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = { ...details };
+  if (Array.isArray(details.paths) && details.paths.every((path) => typeof path === 'string')) Object.assign(out, pathsDetail(details.paths));
+  if (typeof details.path === 'string') Object.assign(out, pathView(details.path));
+  if (Array.isArray(details.conflicts)) {
+    out.conflicts = details.conflicts.map((conflict: Record<string, unknown>) =>
+      typeof conflict?.path === 'string' ? { ...conflict, ...pathView(conflict.path) } : conflict,
+    );
+  }
+  return out;
 }

@@ -5,8 +5,8 @@ import { STATUS_BY_CODE } from './errors.js';
 
 type Routes = ReadonlyArray<RouteSpec<ZodType, ZodType, ZodType>>;
 
-function jsonSchema(schema: ZodType): Record<string, unknown> {
-  const { $schema: _ignored, ...rest } = z.toJSONSchema(schema, { io: 'input', unrepresentable: 'any' }) as Record<string, unknown>;
+function jsonSchema(schema: ZodType, io: 'input' | 'output' = 'input'): Record<string, unknown> {
+  const { $schema: _ignored, ...rest } = z.toJSONSchema(schema, { io, unrepresentable: 'any' }) as Record<string, unknown>;
   return rest;
 }
 
@@ -29,7 +29,9 @@ export function buildOpenApi(routes: Routes, serverUrl: string): Record<string, 
       summary: route.summary,
       parameters: [...parameters(route.params, 'path'), ...parameters(route.query, 'query')],
       responses: {
-        [String(route.status ?? 200)]: { description: 'Success' },
+        [String(route.status ?? 200)]: route.response
+          ? { description: 'Success', content: { 'application/json': { schema: jsonSchema(route.response, 'output') } } }
+          : { description: 'Success' },
         default: { description: 'Error', content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } } },
       },
     };

@@ -8,12 +8,15 @@
  *   quotes, and a matching If-None-Match is answered 304 without reading the file.
  * - The path is decoded one component at a time from the raw URL, so an encoded "/" cannot join
  *   components; a component that is empty, "." or ".." (in any encoding) or holds a backslash or NUL
- *   is a 404, malformed percent-encoding a 400. The tree lookup itself can only walk down.
+ *   is a 404, malformed percent-encoding a 400. The tree lookup itself can only walk down. Escapes
+ *   decode to bytes, so `caf%E9.html` names the file whose name has the byte 0xE9 (Fastify's router
+ *   answers such URLs with its own 400 before they reach here today; see the README).
  * - An unknown or unpublished handle is a 404 before anything else is looked at. A published
  *   project's missing file is a 404 with the project's own 404.html when it has one.
  * Responses are plain text or the project's files, never the API's JSON envelope.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { decodePath } from '../git/pathBytes.js';
 import { readCommitFile } from '../repo/readCommitFile.js';
 import { MAIN_BRANCH } from '../repo/repo.js';
 import { HANDLE_PATTERN, type ProjectRecord } from '../service/projects.js';
@@ -83,16 +86,33 @@ export function sitePath(raw: string): SitePath {
   if (directory) components.pop();
   const decoded: string[] = [];
   for (const component of components) {
-    let name: string;
-    try {
-      name = decodeURIComponent(component);
-    } catch {
-      return { kind: 'bad', status: 400 };
-    }
+    const name = percentDecoded(component);
+    if (name === null) return { kind: 'bad', status: 400 };
     if (name === '' || name === '.' || name === '..' || /[/\\\0]/.test(name)) return { kind: 'bad', status: 404 };
     decoded.push(name);
   }
   return { kind: 'path', path: decoded.join('/'), directory };
+}
+
+/**
+ * A URL path component's bytes (percent-escapes decoded), as the name they spell
+ * (src/git/pathBytes.ts): bytes that are not UTF-8 name the file with those bytes. Null when an
+ * escape is malformed.
+ */
+function percentDecoded(component: string): string | null {
+  if (!component.includes('%')) return component;
+  const bytes: number[] = [];
+  for (let i = 0; i < component.length; i++) {
+    if (component[i] !== '%') {
+      for (const byte of Buffer.from(component[i], 'utf8')) bytes.push(byte);
+      continue;
+    }
+    const hex = component.slice(i + 1, i + 3);
+    if (!/^[0-9a-fA-F]{2}$/.test(hex)) return null;
+    bytes.push(Number.parseInt(hex, 16));
+    i += 2;
+  }
+  return decodePath(Buffer.from(bytes));
 }
 
 export function publicSiteRoutes(app: FastifyInstance, th: Treehouse): void {

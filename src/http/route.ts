@@ -17,6 +17,8 @@ export interface RouteSpec<P extends ZodType, Q extends ZodType, B extends ZodTy
   body?: B;
   /** Status of a plain success (default 200). */
   status?: number;
+  /** The success body, for the OpenAPI document only (answers are not checked against it). */
+  response?: ZodType;
   auth?: boolean;
 }
 

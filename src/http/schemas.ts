@@ -1,5 +1,7 @@
 /** Schemas several resources share (../shared/API.md "Conventions"). */
 import { z } from 'zod';
+import { identFieldProblem } from '../git/commit.js';
+import { base64PathProblem, pathFromBase64, textPathProblem } from '../repo/apiPath.js';
 import { FRAMEWORKS } from '../service/framework.js';
 
 export const branchField = z.string().min(1).max(255).default('main');
@@ -10,4 +12,67 @@ export const queryBoolean = z.enum(['true', 'false', '1', '0']).transform((value
 export const projectIdParams = z.object({ id: z.string().min(1).max(100) });
 export const frameworkField = z.enum(FRAMEWORKS as [string, ...string[]]).nullable();
 export const contentEncoding = z.enum(['utf8', 'base64']);
-export const personField = z.strictObject({ name: z.string().min(1).max(200), email: z.string().min(3).max(320) });
+/** A commit author: both fields must be writable into a commit git accepts (identFieldProblem). */
+const identField = z.string().superRefine((value, context) => {
+  const problem = identFieldProblem(value);
+  if (problem) context.addIssue({ code: 'custom', message: problem });
+});
+export const personField = z.strictObject({ name: identField.pipe(z.string().min(1).max(200)), email: identField.pipe(z.string().min(3).max(320)) });
+
+/**
+ * File paths in requests (README "File names are bytes"): `path` as text, where a lone surrogate
+ * is refused because it names no bytes, or `path_base64` with the name's exact bytes. Both parse to
+ * the path as the repository layer takes it (src/repo/apiPath.ts).
+ */
+export const pathText = z
+  .string()
+  .superRefine((value, context) => {
+    const problem = textPathProblem(value);
+    if (problem) context.addIssue({ code: 'custom', message: problem });
+  })
+  .describe('A path as text (UTF-8). A name that is not valid UTF-8 is given as path_base64 instead.');
+
+export const pathBase64 = z
+  .string()
+  .superRefine((value, context) => {
+    const problem = base64PathProblem(value);
+    if (problem) context.addIssue({ code: 'custom', message: problem });
+  })
+  .transform(pathFromBase64)
+  .describe("A path as the base64 of its exact bytes, for names that are not valid UTF-8 (any bytes but NUL; '/' separates components).");
+
+/** Requires exactly one of `<field>` and `<field>_base64` on a parsed object. */
+export function exactlyOnePath(...fields: string[]) {
+  return (value: Record<string, unknown>, context: z.RefinementCtx) => {
+    for (const field of fields) {
+      if ((value[field] === undefined) === (value[`${field}_base64`] === undefined)) {
+        context.addIssue({ code: 'custom', path: [field], message: `give exactly one of ${field} and ${field}_base64` });
+      }
+    }
+  };
+}
+
+const fileEntryFields = { path: pathText.optional(), path_base64: pathBase64.optional(), content: z.string(), encoding: contentEncoding.optional() };
+
+/** One file of a files seed: `path` or `path_base64`, parsed into `path`. */
+export const seedFileEntry = z
+  .strictObject(fileEntryFields)
+  .superRefine(exactlyOnePath('path'))
+  .transform(({ path, path_base64, ...rest }) => ({ ...rest, path: (path ?? path_base64) as string }));
+
+/** One file of a batch: a seed file that may also set its lock. */
+export const batchFileEntry = z
+  .strictObject({ ...fileEntryFields, locked: z.boolean().optional() })
+  .superRefine(exactlyOnePath('path'))
+  .transform(({ path, path_base64, ...rest }) => ({ ...rest, path: (path ?? path_base64) as string }));
+
+/** A path to delete: text, `{path}` or `{path_base64}`. */
+export const deleteEntry = z
+  .union([pathText, z.strictObject({ path: pathText }), z.strictObject({ path_base64: pathBase64 })])
+  .transform((entry) => (typeof entry === 'string' ? entry : 'path' in entry ? entry.path : entry.path_base64));
+
+/** Paths in answers: text for display, and the exact bytes when they are not UTF-8. */
+export const pathViewFields = {
+  path: z.string().describe('The path as text. When path_base64 is present, bytes that are not UTF-8 show as U+FFFD and this is for display only.'),
+  path_base64: z.string().optional().describe('Present only for a name that is not valid UTF-8: the base64 of its exact bytes, which is then the name to use.'),
+};

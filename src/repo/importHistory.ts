@@ -6,12 +6,13 @@
  * computed from parents already indexed.
  */
 import { decodeCommit } from '../git/commit.js';
-import { FsckError, assertFsckClean } from '../git/fsck.js';
+import { FsckError, assertFsckClean, assertSpecialBlobsClean } from '../git/fsck.js';
 import { oidToHex, type Oid } from '../git/oid.js';
 import type { PackObject } from '../git/pack.js';
 import { branchRef } from '../git/refname.js';
 import { decodeTag } from '../git/tag.js';
 import { decodeTree, MODE_GITLINK, MODE_TREE } from '../git/tree.js';
+import { commitTreesDepthProblem } from '../git/treeDepth.js';
 import type { ProjectWriteTx } from '../store/types.js';
 import { resetWorkingTree } from './moveWorkingTree.js';
 import { MAIN_BRANCH } from './repo.js';
@@ -45,6 +46,16 @@ export function prepareHistory(fetched: PackObject[], tip: Oid): PreparedHistory
       throw error;
     }
     byId.set(oidToHex(object.oid), object);
+  }
+  try {
+    // The .gitmodules and .gitattributes blobs the fetched trees name (git's fsck_finish()).
+    assertSpecialBlobsClean(
+      fetched.filter((object) => object.type === 'tree').map((object) => object.body),
+      (oid) => byId.get(oidToHex(oid)),
+    );
+  } catch (error) {
+    if (error instanceof FsckError) throw new HistoryImportError(`The fetched history fails git fsck: ${error.message}`);
+    throw error;
   }
   const need = (oid: Oid, why: string): PackObject => {
     const object = byId.get(oidToHex(oid));
@@ -88,6 +99,11 @@ export function prepareHistory(fetched: PackObject[], tip: Oid): PreparedHistory
     }
   };
   for (const commit of commits) visitTree(decodeCommit(commit.body).tree);
+  const tooDeep = commitTreesDepthProblem(
+    commits.map((commit) => ({ commit: commit.oid, tree: decodeCommit(commit.body).tree })),
+    (oid) => byId.get(oidToHex(oid))?.body,
+  );
+  if (tooDeep) throw new HistoryImportError(`The fetched history cannot be stored: ${tooDeep}.`);
 
   const tree = decodeCommit(target.body).tree;
   const rootEntries = decodeTree(need(tree, 'tree').body);

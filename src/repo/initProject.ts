@@ -2,7 +2,8 @@
  * The first commit of a new project: its seed files (or an empty tree) on main, with main's working
  * tree at that commit. Seeds that bring their own history (git) use importHistory instead.
  */
-import { encodeTree, type FileMode } from '../git/tree.js';
+import { encodeTree, MODE_FILE, type FileMode } from '../git/tree.js';
+import { specialFileProblem } from './specialFiles.js';
 import { oidToHex, type Oid } from '../git/oid.js';
 import type { ProjectWriteTx } from '../store/types.js';
 import { TreehouseError } from '../errors.js';
@@ -30,6 +31,10 @@ export function seedMainBranch(tx: ProjectWriteTx, input: { files: SeedFile[]; p
   resetWorkingTree(tx, MAIN_BRANCH, emptyTree);
   const tree = new WorkingTree(tx, MAIN_BRANCH);
   const conflicts: string[] = [];
+  input.files.forEach((file, index) => {
+    const special = specialFileProblem(file.path, file.mode ?? MODE_FILE, { type: 'blob', body: file.bytes });
+    if (special) throw new TreehouseError('invalid_request', `${file.path} would fail git fsck: ${special}.`, { issues: [{ path: `source.files.${index}`, message: special }] });
+  });
   for (const file of input.files) {
     const found = tree.lookup(file.path);
     if (found.kind !== 'missing') {

@@ -1,6 +1,8 @@
 /** Lists a branch's working tree, optionally with contents and limited to paths with a prefix. */
 import { oidFromHex } from '../git/oid.js';
 import { dirname } from '../git/path.js';
+import { encodePath, isUtf8Path } from '../git/pathBytes.js';
+import { MODE_GITLINK, MODE_SYMLINK } from '../git/tree.js';
 import { encodeContent } from './fileContent.js';
 import { branchHead, type Repo } from './repo.js';
 import { WorkingTree } from './workingTree.js';
@@ -10,6 +12,9 @@ export interface FileListing {
   size: number;
   locked: boolean;
   oid: string;
+  /** Absent for regular files. A submodule has no content here, only the commit it pins. */
+  type?: 'symlink' | 'submodule';
+  commit?: string;
   content?: string;
   encoding?: 'base64';
 }
@@ -24,10 +29,16 @@ export function listFiles(repo: Repo, input: { branch: string; prefix?: string; 
     const start = prefix === '' ? '' : prefix.endsWith('/') ? prefix.slice(0, -1) : dirname(prefix);
     const found = tree.lookup(start);
     const files = found.kind === 'directory' || found.kind === 'file' ? tree.filesUnder(start) : [];
+    // A prefix that is valid UTF-8 is a prefix of the text exactly when it is one of the bytes; a
+    // prefix given as other bytes (prefix_base64) may end inside a character, so bytes decide.
+    const prefixBytes = isUtf8Path(prefix) ? null : encodePath(prefix);
+    const matches = (path: string) => (prefixBytes ? encodePath(path).subarray(0, prefixBytes.length).equals(prefixBytes) : path.startsWith(prefix));
     return files
-      .filter((file) => file.path.startsWith(prefix))
+      .filter((file) => matches(file.path))
       .map((file) => {
         const listing: FileListing = { path: file.path, size: file.size, locked: file.locked, oid: file.oid };
+        if (file.mode === MODE_GITLINK) return { ...listing, type: 'submodule', commit: file.oid };
+        if (file.mode === MODE_SYMLINK) listing.type = 'symlink';
         if (input.content) Object.assign(listing, encodeContent(tx.getObject(oidFromHex(file.oid))?.body ?? Buffer.alloc(0)));
         return listing;
       });

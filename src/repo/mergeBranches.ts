@@ -10,12 +10,14 @@ import { TreehouseError } from '../errors.js';
 import { oidToHex, type Oid } from '../git/oid.js';
 import { branchRef } from '../git/refname.js';
 import { decodeTree, encodeTree } from '../git/tree.js';
+import { TREE_DEPTH_MAX } from '../git/treeDepth.js';
 import type { ProjectWriteTx } from '../store/types.js';
 import { isAncestor } from './ancestry.js';
 import { mergeCommits, type CommitGraph } from './merge/mergeBase.js';
 import type { MergeObjects } from './merge/mergeTrees.js';
 import { requireCleanWorkingTree, requireUnlockedChanges, resetWorkingTree } from './moveWorkingTree.js';
 import { branchHead, commitTree, type Repo } from './repo.js';
+import { specialFileProblem } from './specialFiles.js';
 import { writeCommit, type CommitAuthors } from './writeCommit.js';
 
 export interface MergeResult {
@@ -50,6 +52,17 @@ export async function mergeBranches(
     if (!result.clean) {
       const conflicts = result.conflicts.map(({ path, kind }) => ({ path, kind }));
       throw new TreehouseError('merge_conflict', `Merging ${input.source} into ${input.target} conflicts in ${conflicts.length} path(s); nothing was changed.`, { conflicts });
+    }
+    if (result.pathDepthMax > TREE_DEPTH_MAX) {
+      const message = `The merge would make a path ${result.pathDepthMax} components deep; at most ${TREE_DEPTH_MAX} are allowed (git's core.maxTreeDepth). Nothing was changed.`;
+      throw new TreehouseError('invalid_request', message, { issues: [{ path: 'source', message }] });
+    }
+    for (const entry of result.specialFiles) {
+      const problem = specialFileProblem(entry.path, entry.mode, tx.getObject(entry.oid));
+      if (problem) {
+        const message = `The merge would give ${entry.path} content git fsck refuses (${problem}). Nothing was changed.`;
+        throw new TreehouseError('invalid_request', message, { issues: [{ path: 'source', message }], paths: [entry.path] });
+      }
     }
     requireUnlockedChanges(tx, input.target, result.tree);
     const oid = writeCommit(tx, {

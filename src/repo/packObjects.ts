@@ -8,7 +8,7 @@
  */
 import { oidToHex, type Oid } from '../git/oid.js';
 import { BRANCH_REF_PREFIX } from '../git/refname.js';
-import { decodeTree, MODE_GITLINK, MODE_TREE } from '../git/tree.js';
+import { decodeTree, MODE_GITLINK, MODE_TREE, type TreeEntry } from '../git/tree.js';
 import type { ObjectType } from '../git/oid.js';
 import type { ProjectReadTx } from '../store/types.js';
 
@@ -143,28 +143,50 @@ function commitsToSend(tx: ProjectReadTx, wants: Oid[], uninteresting: Set<strin
   return { commits, shallow, edges };
 }
 
+/** Marks every tree and blob reachable from `tree` as held by the client (an explicit stack: trees may be thousands deep). */
 function markTree(tx: ProjectReadTx, tree: Oid, excluded: Set<string>): void {
-  const key = oidToHex(tree);
-  if (excluded.has(key)) return;
-  excluded.add(key);
-  const object = tx.getObject(tree);
-  if (!object) return;
-  for (const entry of decodeTree(object.body)) {
-    if (entry.mode === MODE_TREE) markTree(tx, entry.oid, excluded);
-    else if (entry.mode !== MODE_GITLINK) excluded.add(oidToHex(entry.oid));
+  const pending: Oid[] = [tree];
+  while (pending.length > 0) {
+    const oid = pending.pop()!;
+    const key = oidToHex(oid);
+    if (excluded.has(key)) continue;
+    excluded.add(key);
+    const object = tx.getObject(oid);
+    if (!object) continue;
+    for (const entry of decodeTree(object.body)) {
+      if (entry.mode === MODE_TREE) pending.push(entry.oid);
+      else if (entry.mode !== MODE_GITLINK) excluded.add(oidToHex(entry.oid));
+    }
   }
 }
 
+/**
+ * Appends the trees and blobs reachable from `tree` that are neither excluded nor added yet, each
+ * tree before its entries in tree order (a depth-first walk, kept on an explicit stack).
+ */
 function addTree(tx: ProjectReadTx, tree: Oid, excluded: Set<string>, added: Set<string>, out: PackPlan['objects']): void {
-  const key = oidToHex(tree);
-  if (excluded.has(key) || added.has(key)) return;
-  added.add(key);
-  out.push({ oid: tree, type: 'tree' });
-  const object = tx.getObject(tree);
-  if (!object) throw new Error(`tree ${key} is missing`);
-  for (const entry of decodeTree(object.body)) {
+  const open = (oid: Oid): TreeEntry[] | null => {
+    const key = oidToHex(oid);
+    if (excluded.has(key) || added.has(key)) return null;
+    added.add(key);
+    out.push({ oid, type: 'tree' });
+    const object = tx.getObject(oid);
+    if (!object) throw new Error(`tree ${key} is missing`);
+    return decodeTree(object.body);
+  };
+  const root = open(tree);
+  if (!root) return;
+  const stack: Array<{ entries: TreeEntry[]; next: number }> = [{ entries: root, next: 0 }];
+  while (stack.length > 0) {
+    const top = stack[stack.length - 1];
+    if (top.next >= top.entries.length) {
+      stack.pop();
+      continue;
+    }
+    const entry = top.entries[top.next++];
     if (entry.mode === MODE_TREE) {
-      addTree(tx, entry.oid, excluded, added, out);
+      const entries = open(entry.oid);
+      if (entries) stack.push({ entries, next: 0 });
     } else if (entry.mode !== MODE_GITLINK) {
       const blobKey = oidToHex(entry.oid);
       if (excluded.has(blobKey) || added.has(blobKey)) continue;

@@ -1,6 +1,7 @@
 /** Reads one file of a branch's working tree. */
 import { TreehouseError } from '../errors.js';
 import { oidToHex } from '../git/oid.js';
+import { MODE_GITLINK } from '../git/tree.js';
 import { encodeContent } from './fileContent.js';
 import { requireValidPath } from './paths.js';
 import { branchHead, type Repo } from './repo.js';
@@ -22,6 +23,15 @@ export function readFile(repo: Repo, input: { branch: string; path: string }): F
     branchHead(tx, input.branch);
     const found = new WorkingTree(tx, input.branch).lookup(input.path);
     if (found.kind !== 'file' || !found.entry.oid) throw new TreehouseError('not_found', `${input.path} not found.`);
+    if (found.entry.mode === MODE_GITLINK) {
+      // A gitlink names a commit of another repository: there is no blob to read here.
+      const commit = oidToHex(found.entry.oid);
+      throw new TreehouseError('not_found', `${input.path} is a submodule (commit ${commit}); its content is not in this repository.`, {
+        path: input.path,
+        type: 'submodule',
+        commit,
+      });
+    }
     const body = tx.getObject(found.entry.oid)?.body;
     if (!body) throw new Error(`blob ${oidToHex(found.entry.oid)} is missing`);
     return { path: input.path, ...encodeContent(body), locked: found.entry.locked, size: body.length, oid: oidToHex(found.entry.oid) };

@@ -5,13 +5,14 @@
  * Objects and ref moves land in one transaction; a bad pack moves no ref. With `atomic`, one refused
  * update refuses them all.
  */
-import { FsckError, assertFsckClean } from '../git/fsck.js';
+import { FsckError, assertFsckClean, assertSpecialBlobsClean } from '../git/fsck.js';
 import { oidToHex, type Oid } from '../git/oid.js';
 import { PackFormatError, parsePack, type PackObject } from '../git/pack.js';
 import { parentsFirst } from '../git/packOrder.js';
 import { BRANCH_REF_PREFIX, branchNameProblem } from '../git/refname.js';
 import type { RefResult, RefUpdateCommand } from '../git/smartProtocol.js';
 import { decodeTree, MODE_GITLINK } from '../git/tree.js';
+import { commitTreesDepthProblem } from '../git/treeDepth.js';
 import type { ProjectWriteTx } from '../store/types.js';
 import { isAncestor } from './ancestry.js';
 import { lockedChanges, resetWorkingTree, uncommittedPaths } from './moveWorkingTree.js';
@@ -47,6 +48,7 @@ export async function receivePack(repo: Repo, input: ReceivePackInput): Promise<
         return parsePack(input.pack!, { ...input.packLimits, resolveExternal: (oid) => tx.getObject(oid) }).objects;
       });
       for (const object of objects) assertFsckClean(object.type, object.body, oidToHex(object.oid));
+      assertReceivedSpecialBlobsClean(repo, objects);
     } catch (error) {
       if (error instanceof PackFormatError || error instanceof FsckError) return refuseAll('unpacker error', error.message);
       throw error;
@@ -59,6 +61,8 @@ export async function receivePack(repo: Repo, input: ReceivePackInput): Promise<
       for (const object of parentsFirst(objects)) tx.putObjectWithId(object.oid, object.type, object.body);
       const missing = missingReference(tx, objects);
       if (missing) throw new RefusedUpdate(`missing object ${missing}`);
+      const tooDeep = receivedTreesDepthProblem(tx, objects);
+      if (tooDeep) throw new RefusedUpdate(tooDeep);
       const results: RefResult[] = [];
       const updatedBranches: string[] = [];
       for (const command of input.commands) {
@@ -136,4 +140,24 @@ function applyCommand(tx: ProjectWriteTx, command: RefUpdateCommand): string | n
   resetWorkingTree(tx, branch, next.tree);
   tx.bumpVersion();
   return branch;
+}
+
+/** git's core.maxTreeDepth on every received commit's tree, stored subtrees included (src/git/treeDepth.ts). */
+function receivedTreesDepthProblem(tx: ProjectWriteTx, objects: PackObject[]): string | null {
+  const received = objects.filter((object) => object.type === 'commit').map((object) => ({ commit: object.oid, tree: tx.getCommitInfo(object.oid)!.tree }));
+  return commitTreesDepthProblem(received, (oid) => {
+    const tree = tx.getObject(oid);
+    if (!tree || tree.type !== 'tree') throw new RefusedUpdate(`${tree ? 'not a tree' : 'missing object'} ${oidToHex(oid)}`);
+    return tree.body;
+  });
+}
+
+/** The .gitmodules and .gitattributes blobs the received trees name, in the pack or already stored (fsck_finish()). */
+function assertReceivedSpecialBlobsClean(repo: Repo, objects: PackObject[]): void {
+  const received = new Map(objects.map((object) => [oidToHex(object.oid), object]));
+  repo.store.read((store) => {
+    const tx = store.project(repo.project);
+    const trees = objects.filter((object) => object.type === 'tree').map((object) => object.body);
+    assertSpecialBlobsClean(trees, (oid) => received.get(oidToHex(oid)) ?? tx.getObject(oid));
+  });
 }

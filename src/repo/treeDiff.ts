@@ -9,7 +9,12 @@ import type { ProjectReadTx } from '../store/types.js';
 
 export function changedPaths(tx: ProjectReadTx, before: Oid | null, after: Oid | null): string[] {
   const out: string[] = [];
-  diffTrees(tx, '', before, after, out);
+  // An explicit stack of directory pairs still to compare: trees may be thousands deep.
+  const pending: Array<{ dir: string; before: Oid | null; after: Oid | null }> = [{ dir: '', before, after }];
+  while (pending.length > 0) {
+    const next = pending.pop()!;
+    diffTrees(tx, next.dir, next.before, next.after, out, pending);
+  }
   return out.sort();
 }
 
@@ -20,7 +25,15 @@ function entriesOf(tx: ProjectReadTx, tree: Oid | null): Map<string, TreeEntry> 
   return new Map(decodeTree(object.body).map((entry) => [entry.name, entry]));
 }
 
-function diffTrees(tx: ProjectReadTx, dir: string, before: Oid | null, after: Oid | null, out: string[]): void {
+/** Compares one pair of directories: changed files go to `out`, subdirectory pairs to `pending`. */
+function diffTrees(
+  tx: ProjectReadTx,
+  dir: string,
+  before: Oid | null,
+  after: Oid | null,
+  out: string[],
+  pending: Array<{ dir: string; before: Oid | null; after: Oid | null }>,
+): void {
   if (before && after && before.equals(after)) return;
   const left = entriesOf(tx, before);
   const right = entriesOf(tx, after);
@@ -31,7 +44,7 @@ function diffTrees(tx: ProjectReadTx, dir: string, before: Oid | null, after: Oi
     const path = joinPath(dir, name);
     const aTree = a?.mode === MODE_TREE ? a.oid : null;
     const bTree = b?.mode === MODE_TREE ? b.oid : null;
-    if (aTree || bTree) diffTrees(tx, path, aTree, bTree, out);
+    if (aTree || bTree) pending.push({ dir: path, before: aTree, after: bTree });
     const aFile = a && a.mode !== MODE_TREE ? a : null;
     const bFile = b && b.mode !== MODE_TREE ? b : null;
     if (aFile || bFile) {

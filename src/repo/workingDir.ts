@@ -8,6 +8,7 @@
  * decodes it into a map once; from then on it is encoded like any tree.
  */
 import type { Oid } from '../git/oid.js';
+import { decodePath, encodePath } from '../git/pathBytes.js';
 import { encodeTreeSorted, MODE_GITLINK, MODE_TREE, TreeFormatError, type TreeEntry, type TreeMode } from '../git/tree.js';
 
 /**
@@ -91,7 +92,7 @@ export class WorkingDir {
     }
     const raw = this.raw!;
     for (let index = 0; index < raw.starts.length; index++) {
-      yield this.rawEntry(index, raw.body.toString('utf8', raw.spaces[index] + 1, raw.nuls[index]));
+      yield this.rawEntry(index, decodePath(raw.body, raw.spaces[index] + 1, raw.nuls[index]));
     }
   }
 
@@ -143,7 +144,7 @@ export class WorkingDir {
     const raw = this.raw;
     if (raw) {
       for (const index of raw.pending) {
-        resolve(raw.body.toString('utf8', raw.spaces[index] + 1, raw.nuls[index])).copy(raw.body, raw.nuls[index] + 1);
+        resolve(decodePath(raw.body, raw.spaces[index] + 1, raw.nuls[index])).copy(raw.body, raw.nuls[index] + 1);
       }
       raw.pending.clear();
       if (!raw.annex) raw.annex = Buffer.alloc(raw.starts.length * ANNEX_BYTES_PER_ENTRY, 0xff);
@@ -162,7 +163,7 @@ export class WorkingDir {
 
   private indexOf(name: string): number {
     const raw = this.raw!;
-    const wanted = Buffer.from(name, 'utf8');
+    const wanted = encodePath(name);
     for (let index = 0; index < raw.starts.length; index++) {
       const nameStart = raw.spaces[index] + 1;
       const nameEnd = raw.nuls[index];
@@ -213,7 +214,7 @@ export function scanStoredTree(body: Buffer, annex: Buffer | null, visit: (name:
   const sizes = usableAnnex(annex, starts.length);
   for (let index = 0; index < starts.length; index++) {
     const mode = modeAt(body, starts[index], spaces[index]);
-    visit(body.toString('utf8', spaces[index] + 1, nuls[index]), mode, nuls[index] + 1, sizeAt(sizes, index, mode));
+    visit(decodePath(body, spaces[index] + 1, nuls[index]), mode, nuls[index] + 1, sizeAt(sizes, index, mode));
   }
 }
 

@@ -16,6 +16,7 @@
 import { basename, dirname, isWithin, joinPath } from '../git/path.js';
 import { MODE_TREE, type FileMode, type TreeMode } from '../git/tree.js';
 import type { Oid } from '../git/oid.js';
+import { pathDepth } from '../git/treeDepth.js';
 import type { ProjectReadTx, ProjectWriteTx, WorkingTreeState } from '../store/types.js';
 import { scanStoredTree, SIZE_UNKNOWN, WorkingDir, type WorkingEntry } from './workingDir.js';
 
@@ -167,16 +168,22 @@ export class WorkingTree {
       if (stored) return stored.tree;
     }
     const tx = this.tx as ProjectWriteTx;
-    const treeOf = (dir: string, node: WorkingDir): Oid => {
-      if (node.tree) return node.tree;
-      // Only a directory that changed in this object lacks an id, and it is loaded.
-      const { body, annex } = node.encode((name) => treeOf(joinPath(dir, name), this.loadedNode(joinPath(dir, name))));
-      node.tree = tx.putObject('tree', body, annex);
-      return node.tree;
-    };
     const root = this.node('');
     if (!root) throw new Error(`branch ${JSON.stringify(this.branch)} has no working tree`);
-    return treeOf('', root);
+    // Only a directory that changed in this object lacks an id, and it is loaded. Hashed deepest
+    // first, so every subdirectory's id is known when its parent is encoded (no recursion: a tree
+    // may be thousands of directories deep).
+    const changed = [...this.nodes].filter(([, node]) => node.tree === null).map(([dir, node]) => ({ dir, node, depth: pathDepth(dir) }));
+    changed.sort((a, b) => b.depth - a.depth);
+    for (const { dir, node } of changed) {
+      const { body, annex } = node.encode((name) => {
+        const child = this.loadedNode(joinPath(dir, name)).tree;
+        if (!child) throw new Error(`working tree directory ${JSON.stringify(joinPath(dir, name))} was not hashed before its parent`);
+        return child;
+      });
+      node.tree = tx.putObject('tree', body, annex);
+    }
+    return root.tree!;
   }
 
   /** Hashes and stores the changed directories (writeTree), then the branch's record. */
@@ -216,17 +223,28 @@ export class WorkingTree {
   private node(dir: string): WorkingDir | undefined {
     const cached = this.nodes.get(dir);
     if (cached) return cached;
-    if (dir === '') {
+    let node = this.nodes.get('');
+    if (!node) {
       const stored = this.storedState();
       if (!stored) return undefined;
-      const root = this.nodeFromTree(stored.tree);
-      this.nodes.set('', root);
-      return root;
+      node = this.nodeFromTree(stored.tree);
+      this.nodes.set('', node);
     }
-    const parent = this.node(dirname(dir));
-    const entry = parent?.get(basename(dir));
-    if (!entry || entry.mode !== MODE_TREE) return undefined;
-    return this.childNode(dir, entry);
+    if (dir === '') return node;
+    // Down from the root one level at a time (no recursion: a tree may be thousands deep).
+    let here = '';
+    for (const name of dir.split('/')) {
+      here = here === '' ? name : `${here}/${name}`;
+      const known = this.nodes.get(here);
+      if (known) {
+        node = known;
+        continue;
+      }
+      const entry = node.get(name);
+      if (!entry || entry.mode !== MODE_TREE) return undefined;
+      node = this.childNode(here, entry);
+    }
+    return node;
   }
 
   private childNode(dir: string, entry: WorkingEntry): WorkingDir {
@@ -247,18 +265,34 @@ export class WorkingTree {
 
   /** The node of `dir`, created (with any missing parents) as needed. */
   private materialise(dir: string): WorkingDir {
-    const existing = this.node(dir);
+    const existing = this.nodes.get(dir);
     if (existing) return existing;
-    if (dir === '') throw new Error(`branch ${JSON.stringify(this.branch)} has no working tree`);
-    const parent = this.materialise(dirname(dir));
-    const name = basename(dir);
-    const entry = parent.get(name);
-    if (entry && entry.mode !== MODE_TREE) throw new Error(`a file stands at ${JSON.stringify(dir)}`);
-    const live = WorkingDir.empty();
-    parent.set({ name, mode: MODE_TREE, oid: null, size: 0 });
-    this.nodes.set(dir, live);
-    this.invalidate(dirname(dir));
-    return live;
+    let node = this.node('');
+    if (!node) throw new Error(`branch ${JSON.stringify(this.branch)} has no working tree`);
+    if (dir === '') return node;
+    // Down from the root, making each directory that is missing inside its parent.
+    let here = '';
+    for (const name of dir.split('/')) {
+      const parent = here;
+      here = here === '' ? name : `${here}/${name}`;
+      const known = this.nodes.get(here);
+      if (known) {
+        node = known;
+        continue;
+      }
+      const entry = node.get(name);
+      if (entry && entry.mode === MODE_TREE) {
+        node = this.childNode(here, entry);
+        continue;
+      }
+      if (entry) throw new Error(`a file stands at ${JSON.stringify(here)}`);
+      node.set({ name, mode: MODE_TREE, oid: null, size: 0 });
+      const made = WorkingDir.empty();
+      this.nodes.set(here, made);
+      this.invalidate(parent);
+      node = made;
+    }
+    return node;
   }
 
   private nodeFromTree(tree: Oid): WorkingDir {
@@ -291,32 +325,41 @@ export class WorkingTree {
     for (const known of [...this.nodes.keys()]) if (known === dir || known.startsWith(prefix)) this.nodes.delete(known);
   }
 
+  /** Every file at or below `dir`, with an explicit stack (a tree may be thousands of directories deep). */
   private collect(dir: string, entry: WorkingEntry | null, out: WorkingFile[]): void {
-    const node = this.nodes.get(dir);
-    if (!node) {
-      // Not reached by this object, so unchanged: read its tree without keeping the nodes.
-      const tree = entry ? entry.oid : this.storedState()?.tree;
-      if (tree) this.collectTree(dir, tree, out);
-      return;
-    }
-    for (const child of node.entries()) {
-      const path = joinPath(dir, child.name);
-      if (child.mode === MODE_TREE) this.collect(path, child, out);
-      else out.push(this.toFile(path, child));
+    const pending: Array<{ dir: string; entry: WorkingEntry | null }> = [{ dir, entry }];
+    while (pending.length > 0) {
+      const next = pending.pop()!;
+      const node = this.nodes.get(next.dir);
+      if (!node) {
+        // Not reached by this object, so unchanged: read its tree without keeping the nodes.
+        const tree = next.entry ? next.entry.oid : this.storedState()?.tree;
+        if (tree) this.collectTree(next.dir, tree, out);
+        continue;
+      }
+      for (const child of node.entries()) {
+        const path = joinPath(next.dir, child.name);
+        if (child.mode === MODE_TREE) pending.push({ dir: path, entry: child });
+        else out.push(this.toFile(path, child));
+      }
     }
   }
 
   private collectTree(dir: string, tree: Oid, out: WorkingFile[]): void {
-    const { body, annex } = this.readStoredTree(tree);
-    scanStoredTree(body, annex, (name, mode, oidAt, size) => {
-      const path = dir === '' ? name : `${dir}/${name}`;
-      if (mode === MODE_TREE) {
-        this.collectTree(path, body.subarray(oidAt, oidAt + OID_BYTES), out);
-        return;
-      }
-      const known = size === SIZE_UNKNOWN ? (this.tx.objectSize(body.subarray(oidAt, oidAt + OID_BYTES)) ?? 0) : size;
-      out.push({ path, oid: body.toString('hex', oidAt, oidAt + OID_BYTES), mode, size: known, locked: this.isLocked(path) });
-    });
+    const pending: Array<{ dir: string; tree: Oid }> = [{ dir, tree }];
+    while (pending.length > 0) {
+      const next = pending.pop()!;
+      const { body, annex } = this.readStoredTree(next.tree);
+      scanStoredTree(body, annex, (name, mode, oidAt, size) => {
+        const path = next.dir === '' ? name : `${next.dir}/${name}`;
+        if (mode === MODE_TREE) {
+          pending.push({ dir: path, tree: body.subarray(oidAt, oidAt + OID_BYTES) });
+          return;
+        }
+        const known = size === SIZE_UNKNOWN ? (this.tx.objectSize(body.subarray(oidAt, oidAt + OID_BYTES)) ?? 0) : size;
+        out.push({ path, oid: body.toString('hex', oidAt, oidAt + OID_BYTES), mode, size: known, locked: this.isLocked(path) });
+      });
+    }
   }
 
   private toFile(path: string, entry: WorkingEntry): WorkingFile {

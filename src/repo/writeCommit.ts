@@ -3,6 +3,7 @@
  * the caller's transaction. Shared by commit, restore and merge.
  */
 import { encodeCommit } from '../git/commit.js';
+import { assertFsckClean } from '../git/fsck.js';
 import type { Oid } from '../git/oid.js';
 import { branchRef } from '../git/refname.js';
 import type { ProjectWriteTx } from '../store/types.js';
@@ -26,6 +27,9 @@ export function writeCommit(
     extraHeaders: [],
     message: messageForGit(input.message),
   });
+  // Every object the service writes must pass git fsck --strict (../shared/API.md "Git"); the API
+  // checks what it is given, and this makes a slip an error instead of a commit clones would refuse.
+  assertFsckClean('commit', body);
   const oid = tx.putObject('commit', body);
   tx.casRef(branchRef(input.branch), input.parents[0] ?? null, oid);
   tx.bumpVersion();

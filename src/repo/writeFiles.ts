@@ -6,6 +6,8 @@
 import { TreehouseError } from '../errors.js';
 import { pathProblem } from '../git/path.js';
 import type { Oid } from '../git/oid.js';
+import { MODE_FILE, MODE_GITLINK } from '../git/tree.js';
+import { specialFileProblem } from './specialFiles.js';
 import { decodeContent, type ContentEncoding } from './fileContent.js';
 import { branchHead, type Repo } from './repo.js';
 import { WorkingTree } from './workingTree.js';
@@ -51,7 +53,8 @@ export async function writeFiles(repo: Repo, input: WriteFilesInput): Promise<{ 
     const conflicts: string[] = [];
     prepared.forEach((write, index) => {
       const found = tree.lookup(write.path);
-      if (found.kind === 'directory' || found.kind === 'blocked') {
+      // A submodule is a directory in a checkout: a file may not replace it (delete it first).
+      if (found.kind === 'directory' || found.kind === 'blocked' || (found.kind === 'file' && found.entry.mode === MODE_GITLINK)) {
         conflicts.push(write.path);
         return;
       }
@@ -105,6 +108,8 @@ function prepare(repo: Repo, files: FileWrite[], deletes: string[]): PreparedWri
         path: file.path,
       });
     }
+    const special = specialFileProblem(file.path, MODE_FILE, { type: 'blob', body: bytes });
+    if (special) throw new TreehouseError('invalid_request', `${file.path} would fail git fsck: ${special}.`, { issues: [{ path: `files.${index}.content`, message: special }] });
     return { path: file.path, bytes, locked: file.locked };
   });
 }

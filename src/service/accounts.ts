@@ -4,6 +4,7 @@
  */
 import { createHash } from 'node:crypto';
 import { TreehouseError } from '../errors.js';
+import { identFieldProblem } from '../git/commit.js';
 import type { Store } from '../store/types.js';
 import { API_KEY_PATTERN, newApiKey, newId } from './ids.js';
 
@@ -72,6 +73,9 @@ export class Accounts {
   async createKey(teamName: string, label?: string): Promise<{ record: ApiKeyRecord; key: string }> {
     const team = this.teamByName(teamName);
     if (!team) throw new TreehouseError('not_found', `Team ${teamName} not found.`);
+    // The label is the author name of the key's commits, so it must be one git accepts.
+    const labelProblem = label === undefined ? null : label === '' ? 'must not be empty' : identFieldProblem(label);
+    if (labelProblem) throw new TreehouseError('invalid_request', `The key label ${labelProblem}.`, { issues: [{ path: 'name', message: labelProblem }] });
     const key = newApiKey();
     const record: ApiKeyRecord = {
       id: newId('key'),

@@ -12,6 +12,7 @@
  */
 import { createHash } from 'node:crypto';
 import { basename, dirname } from '../git/path.js';
+import { encodePath } from '../git/pathBytes.js';
 import { MODE_EXECUTABLE, MODE_FILE } from '../git/tree.js';
 import { readBlobs } from '../repo/readBlobs.js';
 import type { Repo } from '../repo/repo.js';
@@ -192,7 +193,9 @@ export class Linter {
 
 function treeFingerprint(files: readonly WorkingTreeFile[]): string {
   const hash = createHash('sha1');
-  for (const file of files) hash.update(`${file.path}\0${file.mode}\0${file.oid}\n`);
+  // The path's bytes: hashing the string would write every byte that is not UTF-8 as U+FFFD, and
+  // two trees that differ only in such names would share one answer.
+  for (const file of files) hash.update(encodePath(file.path)).update(`\0${file.mode}\0${file.oid}\n`);
   return hash.digest('hex');
 }
 

@@ -3,6 +3,7 @@
  * teams), names the commit's author after the caller's key, and runs what follows a change of main
  * (framework detection) and of any branch (linked-repository sync).
  */
+import { identFieldSanitised } from '../git/commit.js';
 import { commit } from '../repo/commit.js';
 import { createBranch } from '../repo/createBranch.js';
 import { deleteBranch } from '../repo/deleteBranch.js';
@@ -27,7 +28,8 @@ import type { ProjectRecord, Projects } from './projects.js';
 export type BranchChangeListener = (record: ProjectRecord, branch: string) => void;
 
 export function peopleFor(principal: Principal, author?: Person): CommitAuthors {
-  const person = author ?? { name: principal.keyName, email: `${principal.keyId}@${AUTHOR_EMAIL_DOMAIN}` };
+  // Key labels are checked when keys are made; one made before that check is cleaned as git cleans names.
+  const person = author ?? { name: identFieldSanitised(principal.keyName) || 'api key', email: `${principal.keyId}@${AUTHOR_EMAIL_DOMAIN}` };
   return { author: person, committer: person };
 }
 

@@ -6,7 +6,7 @@
  * | objects   | project u32 BE + 20-byte id          | type code u8 + the raw object body (see below) |
  * | commits   | project u32 BE + 20-byte id          | tree id, generation u32, time f64, parent ids  |
  * | refs      | project u32 BE + ref name (UTF-8)    | 20-byte id                                     |
- * | worktrees | project u32 BE + branch + NUL        | msgpack {t: tree id, l: locked paths}          |
+ * | worktrees | project u32 BE + branch + NUL        | msgpack {t: tree id, l: locked paths (below)}  |
  * | records   | string                               | msgpack (teams, keys, projects, counters)      |
  * | packed    | project u32 BE + 20-byte id          | type u8 + size u32 BE + body as a zlib stream  |
  *
@@ -16,9 +16,12 @@
  * An object stored with an annex (ProjectWriteTx.putObject) has ANNEX_FLAG in its type code, then
  * the body length (u32 BE), the body and the annex, so one read returns both.
  * The project prefix keeps each project's keys contiguous, so dropping a project is a range delete.
+ * A locked path is a msgpack string, or its bytes (msgpack bin) when they are not UTF-8: msgpack
+ * would write the escapes of src/git/pathBytes.ts as U+FFFD and lose the name.
  */
 import { open, type Database, type RootDatabase } from 'lmdb';
 import { hashObject, type ObjectType, type Oid } from '../git/oid.js';
+import { decodePath, encodePath, isUtf8Path } from '../git/pathBytes.js';
 import {
   RefChangedError,
   StorageFullError,
@@ -89,7 +92,15 @@ function prefixEnd(prefix: Buffer): Buffer {
 /** A branch's working tree as stored. */
 interface StoredWorkingTree {
   t: Uint8Array;
-  l: string[];
+  l: Array<string | Uint8Array>;
+}
+
+function storedLockPath(path: string): string | Buffer {
+  return isUtf8Path(path) ? path : encodePath(path);
+}
+
+function lockPathFromStore(stored: string | Uint8Array): string {
+  return typeof stored === 'string' ? stored : decodePath(Buffer.from(stored.buffer, stored.byteOffset, stored.byteLength));
 }
 
 /** Set in an object value's type code when an annex follows the body (see the table above). */
@@ -463,7 +474,7 @@ class LmdbProjectTx implements ProjectWriteTx {
 
   getWorkingTree(branch: string): WorkingTreeState | undefined {
     const stored = this.store.dbs.worktrees.get(this.worktreeKey(branch));
-    return stored ? { tree: Buffer.from(stored.t), locks: stored.l } : undefined;
+    return stored ? { tree: Buffer.from(stored.t), locks: stored.l.map(lockPathFromStore) } : undefined;
   }
 
   getVersion(): number {
@@ -506,7 +517,7 @@ class LmdbProjectTx implements ProjectWriteTx {
 
   putWorkingTree(branch: string, state: WorkingTreeState): void {
     this.parent.assertWritable();
-    this.store.dbs.worktrees.putSync(this.worktreeKey(branch), { t: state.tree, l: state.locks });
+    this.store.dbs.worktrees.putSync(this.worktreeKey(branch), { t: state.tree, l: state.locks.map(storedLockPath) });
   }
 
   deleteWorkingTree(branch: string): void {

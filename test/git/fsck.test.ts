@@ -1,3 +1,4 @@
+import fc from 'fast-check';
 import { afterAll, describe, expect, it } from 'vitest';
 import { encodeCommit } from '../../src/git/commit.js';
 import {
@@ -5,6 +6,7 @@ import {
   FsckError,
   fsckCommit,
   fsckObject,
+  fsckSpecialBlobs,
   fsckTag,
   fsckTree,
   isFsckFailure,
@@ -17,7 +19,8 @@ import {
 } from '../../src/git/fsck.js';
 import { EMPTY_BLOB_OID, EMPTY_TREE_OID, hashObject, oidToHex, type ObjectType } from '../../src/git/oid.js';
 import { encodeTree } from '../../src/git/tree.js';
-import { git, initBareRepo, scratchDir } from '../support/git.js';
+import { git, gitBytes, initBareRepo, scratchDir } from '../support/git.js';
+import { configText, writeBlobs } from '../support/gitConfigSamples.js';
 
 const scratch = scratchDir();
 afterAll(() => scratch.remove());
@@ -298,5 +301,100 @@ describe('agreement with git fsck --strict', () => {
       const ours = new Set(ids(fsckObject(type, body).filter((found) => found.severity !== 'ignore')));
       expect([...ours].sort(), `${type} ${JSON.stringify(body.toString('latin1'))}`).toEqual([...(theirs.get(hex) ?? [])].sort());
     }
+  });
+});
+
+describe('.gitmodules and .gitattributes blobs, against git fsck --strict', () => {
+  const repo = `${scratch.path}/special.git`;
+  initBareRepo(repo);
+
+  /** Problem ids git fsck --strict reports per object id, for every object it names. */
+  function gitFsckObjectIds(): Map<string, Set<string>> {
+    let output = '';
+    try {
+      output = git(['fsck', '--strict', '--no-dangling'], { cwd: repo });
+    } catch (error) {
+      const failed = error as { stdout?: Buffer; stderr?: Buffer };
+      output = `${failed.stdout?.toString() ?? ''}${failed.stderr?.toString() ?? ''}`;
+    }
+    const found = new Map<string, Set<string>>();
+    for (const match of output.matchAll(/(?:error|warning) in \w+ ([0-9a-f]{40}): (\w+):/g)) {
+      const set = found.get(match[1]) ?? new Set<string>();
+      set.add(match[2]);
+      found.set(match[1], set);
+    }
+    return found;
+  }
+
+  const GITMODULES_CASES = [
+    '[submodule "x"]\n\tpath = x\n\turl = https://example.com/x.git\n',
+    '[submodule "x"]\n\turl = --upload-pack=evil\n',
+    '[submodule "../../x"]\n\tpath = x\n',
+    '[submodule "a\\\\..\\\\b"]\n\tpath = x\n',
+    '[submodule "x"]\n\tpath = --evil\n',
+    '[submodule "x"]\n\tupdate = !rm -rf /\n',
+    '[submodule "x"]\n\tupdate = rebase\n',
+    '[submodule "x"]\n\turl = ../../:evil\n',
+    '[submodule "x"]\n\turl = ./%0aevil\n',
+    '[submodule "x"]\n\turl = http::https:///nohost\n',
+    '[submodule "x"]\n\turl = https://u%0a@example.com/\n',
+    '[submodule "x"]\n\turl = https://example.com/%0a\n',
+    '[submodule "x"]\n\turl = https://ex%0aample.com:443/\n',
+    '[submodule "x"]\n\turl = file:///anything\n',
+    '[submodule "x"\n\turl = --not-read\n',
+    '\xef\xbb\xbf[submodule "x"]\n\tpath = x\n',
+    '[submodule "x"]\n\turl = ok\xff\n[submodule ".."]\n\tpath = after-eof\n',
+    '[core]\n\turl = --not-a-submodule\n',
+  ];
+
+  it('flags the same problems as git for every special name and content', () => {
+    const blobs = [...GITMODULES_CASES.map((text) => Buffer.from(text, 'latin1')), ...fc.sample(configText, { numRuns: 120, seed: 7 })];
+    const blobIds = writeBlobs(`${scratch.path}/special-blobs`, repo, blobs);
+    const attributes = [Buffer.from(`*.txt ${'x'.repeat(2100)}\n`), Buffer.from(`*.txt ${'x'.repeat(2000)}\n`), Buffer.from(`a\n\0${'x'.repeat(3000)}\n`)];
+    const attributeIds = writeBlobs(`${scratch.path}/attribute-blobs`, repo, attributes);
+    const objects = new Map<string, { type: ObjectType; body: Buffer }>();
+    blobs.forEach((body, i) => objects.set(blobIds[i], { type: 'blob', body }));
+    attributes.forEach((body, i) => objects.set(attributeIds[i], { type: 'blob', body }));
+    const subtree = git(['mktree'], { cwd: repo, input: `100644 blob ${blobIds[0]}\tfile\n` }).trim();
+    objects.set(subtree, { type: 'tree', body: rawTree([['100644', 'file', Buffer.from(blobIds[0], 'hex')]]) });
+
+    // One tree per case: content cases under ".gitmodules"; names git equates with it; a directory
+    // and a submodule so named; .gitattributes cases.
+    const trees: string[][] = blobIds.map((oid) => [`100644 blob ${oid}\t.gitmodules`]);
+    for (const name of ['.GITMODULES', '.gitmodules .', 'gitmod~1', 'GI7EBA~1', '.git\u200cmodules', 'x\\.gitmodules']) trees.push([`100644 blob ${blobIds[1]}\t${name}`]);
+    trees.push([`040000 tree ${subtree}\t.gitmodules`]);
+    trees.push([`160000 commit ${'ab'.repeat(20)}\t.gitmodules`]);
+    trees.push([`120000 blob ${blobIds[1]}\t.gitmodules`]);
+    attributeIds.forEach((oid) => trees.push([`100644 blob ${oid}\t.gitattributes`]));
+    trees.push([`100644 blob ${attributeIds[0]}\t.GitAttributes`]);
+    const treeIds = git(['mktree', '--batch', '--missing'], { cwd: repo, input: trees.map((lines) => `${lines.join('\n')}\n`).join('\n') })
+      .trim()
+      .split('\n');
+    expect(treeIds).toHaveLength(trees.length);
+
+    const theirs = gitFsckObjectIds();
+    const ours = new Map<string, Set<string>>();
+    for (const treeId of treeIds) {
+      const raw = gitBytes(['cat-file', 'tree', treeId], { cwd: repo });
+      for (const found of fsckSpecialBlobs([raw], (oid) => objects.get(oidToHex(oid)))) {
+        const set = ours.get(found.oid) ?? new Set<string>();
+        set.add(found.problem.id);
+        ours.set(found.oid, set);
+      }
+    }
+    // Tree-level problems (gitmodulesSymlink) are fsckTree's; compare the objects the trees name.
+    for (const oid of new Set([...blobIds, ...attributeIds, subtree, 'ab'.repeat(20)])) {
+      expect([...(ours.get(oid) ?? [])].sort(), `object ${oid}: ${JSON.stringify(objects.get(oid)?.body.toString('latin1') ?? '(missing)')}`).toEqual(
+        [...(theirs.get(oid) ?? [])].sort(),
+      );
+    }
+    // Not a vacuous agreement: git did flag these.
+    expect(theirs.get(blobIds[1])).toEqual(new Set(['gitmodulesUrl']));
+    expect(theirs.get(blobIds[2])).toEqual(new Set(['gitmodulesName']));
+    expect(theirs.get(subtree)).toEqual(new Set(['gitmodulesBlob']));
+    expect(theirs.get('ab'.repeat(20))).toEqual(new Set(['gitmodulesMissing']));
+    expect(theirs.get(attributeIds[0])).toEqual(new Set(['gitattributesLineLength']));
+    // What counts as a failure: every error above, never gitmodulesParse alone (git only reports it).
+    expect(isFsckFailure({ id: 'gitmodulesParse', severity: 'info', message: '' })).toBe(false);
   });
 });

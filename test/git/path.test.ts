@@ -3,7 +3,7 @@ import { ancestors, isWithin, pathProblem } from '../../src/git/path.js';
 import { branchNameProblem } from '../../src/git/refname.js';
 
 describe('pathProblem', () => {
-  it.each(['a', 'src/index.ts', 'dir/ünï cödé.txt', '.gitignore', 'a/.github/x', '.gitx/y'])('accepts %s', (path) => {
+  it.each(['a', 'src/index.ts', 'dir/ünï cödé.txt', '.gitignore', 'a/.github/x', '.gitx/y', '.gitmodules', 'a/.gitattributes', '.gitmodulesx/y'])('accepts %s', (path) => {
     expect(pathProblem(path)).toBeNull();
   });
   it.each([
@@ -21,8 +21,24 @@ describe('pathProblem', () => {
     'a\\b',
     'x'.repeat(256),
     `${'d/'.repeat(2048)}f`,
+    '.gitmodules/x',
+    'a/.GITMODULES/x',
+    'gitmod~1/x',
+    '.gitattributes/x',
   ])('refuses %j', (path) => {
     expect(pathProblem(path)).not.toBeNull();
+  });
+  it('counts the bytes a name stands for, and takes escapes of bytes that are not UTF-8 but no other lone surrogate', () => {
+    expect(pathProblem('caf\udce9.txt')).toBeNull();
+    expect(pathProblem('\udcff'.repeat(255))).toBeNull();
+    expect(pathProblem('\udcff'.repeat(256))).toMatch(/255 bytes/);
+    expect(pathProblem('\u00e9'.repeat(128))).toMatch(/255 bytes/);
+    expect(pathProblem('u\ud800')).toMatch(/lone surrogate/);
+    expect(pathProblem('u\udc7f')).toMatch(/lone surrogate/);
+  });
+  it('refuses paths deeper than git\'s core.maxTreeDepth (4,096 components), naming that before the byte limit', () => {
+    expect(pathProblem(`${'d/'.repeat(4096)}f`)).toMatch(/deeper than 4096 components/);
+    expect(pathProblem(`${'d/'.repeat(2047)}f`)).toBeNull();
   });
   it('lists ancestors and containment', () => {
     expect(ancestors('a/b/c')).toEqual(['a/b', 'a', '']);

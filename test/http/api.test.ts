@@ -238,6 +238,52 @@ describe('git', () => {
   });
 });
 
+describe('input git cannot store (400, and nothing changes)', () => {
+  it('refuses an author git fsck --strict would refuse, or that holds a newline, and commits nothing', async () => {
+    const p = await newProject('Authors', { source: { kind: 'files', files: [{ path: 'a.txt', content: 'a' }] } });
+    const base = `/api/v1/projects/${p.id}`;
+    const head = (await server.call('GET', `${base}/git/log`)).body.commits[0].oid;
+    await server.call('POST', `${base}/files/batch`, { files: [{ path: 'b.txt', content: 'b' }] });
+    const bad = [
+      { name: 'x <evil@e>', email: 'x@example.com' },
+      { name: 'Ada', email: 'a>b@a' },
+      { name: 'Ada', email: 'a<b@a' },
+      { name: 'x>y', email: 'x@example.com' },
+      { name: 'two\nlines', email: 'x@example.com' },
+      { name: 'Ada', email: 'ada@example.com\ncommitter forged <f@f> 1 +0000' },
+      { name: 'nul\u0000name', email: 'x@example.com' },
+      { name: 'lone \ud800 surrogate', email: 'x@example.com' },
+    ];
+    for (const author of bad) {
+      const refused = await server.call('POST', `${base}/git/commit`, { author });
+      expectError(refused, 400, 'invalid_request');
+      expect(refused.body.error.details.issues[0].path).toMatch(/^author\.(name|email)$/);
+    }
+    expect((await server.call('GET', `${base}/git/log`)).body.commits.map((c: { oid: string }) => c.oid)).toEqual([head]);
+    // The working tree is untouched: the change is still there to commit with a good author.
+    const good = await server.call('POST', `${base}/git/commit`, { author: { name: 'Ada Lovelace', email: 'ada@example.com' } });
+    expect(good.status).toBe(201);
+    // A key's label is the author name of its commits, so it follows the same rules.
+    await expect(server.th.accounts.createKey('default', 'ci <bot@example.com>')).rejects.toMatchObject({ code: 'invalid_request' });
+    await expect(server.th.accounts.createKey('default', 'two\nlines')).rejects.toMatchObject({ code: 'invalid_request' });
+  });
+
+  it('refuses paths holding lone surrogates instead of writing U+FFFD', async () => {
+    const p = await newProject('Surrogates');
+    const base = `/api/v1/projects/${p.id}`;
+    await server.call('POST', `${base}/files/batch`, { files: [{ path: 'index\ufffd.html', content: 'locked page', locked: true }] });
+    const twins = await server.call('POST', `${base}/files/batch`, { files: [{ path: 'u\ud800', content: '1' }, { path: 'u\udbff', content: '2' }] });
+    expectError(twins, 400, 'invalid_request');
+    expect(twins.body.error.details.issues.map((issue: { path: string }) => issue.path)).toEqual(['files.0.path', 'files.1.path']);
+    expectError(await server.call('POST', `${base}/files/batch`, { files: [{ path: 'index\ud800.html', content: 'overwritten' }] }), 400, 'invalid_request');
+    expectError(await server.call('POST', `${base}/files/batch`, { files: [], deletes: ['index\udfff.html'] }), 400, 'invalid_request');
+    expectError(await server.call('POST', `${base}/files/move`, { from: 'index\ufffd.html', to: 'x\udc80' }), 400, 'invalid_request');
+    expectError(await server.call('POST', '/api/v1/projects', { title: 'S', source: { kind: 'files', files: [{ path: 'a\ud800', content: '' }] } }), 400, 'invalid_request');
+    const files = (await server.call('GET', `${base}/files?content=true`)).body.files;
+    expect(files).toEqual([{ path: 'index\ufffd.html', size: 11, locked: true, content: 'locked page' }]);
+  });
+});
+
 describe('service endpoints', () => {
   it('answers /healthz and serves an OpenAPI document built from the schemas', async () => {
     expect((await server.call('GET', '/healthz', undefined, { key: null })).body).toMatchObject({ ok: true });
@@ -246,6 +292,15 @@ describe('service endpoints', () => {
     expect(doc.body.openapi).toBe('3.1.0');
     expect(Object.keys(doc.body.paths)).toContain('/api/v1/projects/{id}/files/batch');
     expect(doc.body.paths['/api/v1/projects'].post.requestBody.content['application/json'].schema.required).toContain('title');
+    // Names that are not UTF-8: path_base64 in requests and answers, and a route that takes it.
+    const batchFile = doc.body.paths['/api/v1/projects/{id}/files/batch'].post.requestBody.content['application/json'].schema.properties.files.items;
+    expect(Object.keys(batchFile.properties)).toEqual(expect.arrayContaining(['path', 'path_base64']));
+    const move = doc.body.paths['/api/v1/projects/{id}/files/move'].post;
+    expect(Object.keys(move.requestBody.content['application/json'].schema.properties)).toEqual(expect.arrayContaining(['from_base64', 'to_base64']));
+    const listed = doc.body.paths['/api/v1/projects/{id}/files'].get.responses['200'].content['application/json'].schema.properties.files.items;
+    expect(Object.keys(listed.properties)).toEqual(expect.arrayContaining(['path', 'path_base64']));
+    expect(doc.body.paths['/api/v1/projects/{id}/file'].get.parameters.map((p: { name: string }) => p.name)).toEqual(expect.arrayContaining(['path', 'path_base64']));
+    expect(doc.body.paths['/api/v1/projects/{id}/file'].delete).toBeDefined();
     expectError(await server.call('GET', '/api/v1/nope'), 404, 'not_found');
   });
 

@@ -219,6 +219,20 @@ describe('lint', () => {
     expect(server.th.linter.cachedFiles).toBe(cached);
   });
 
+  it('reports files whose names are not UTF-8 by their bytes, and tells two such trees apart', async () => {
+    const id = await createProject({}, 'Byte names');
+    const b64 = (latin1: string) => Buffer.from(latin1, 'latin1').toString('base64');
+    const write = await server.call('POST', `/api/v1/projects/${id}/files/batch`, { files: [{ path_base64: b64('x\xe9.js'), content: 'export const a = ;\n' }] });
+    expect(write.status).toBe(200);
+    const first = await lint(id);
+    expect(first.errors).toEqual([expect.objectContaining({ path: 'x\ufffd.js', path_base64: b64('x\xe9.js'), rule: 'syntax' })]);
+    // Another name that shows the same way: a new tree, so a new answer naming its own file.
+    const moved = await server.call('POST', `/api/v1/projects/${id}/files/move`, { from_base64: b64('x\xe9.js'), to_base64: b64('x\xe8.js') });
+    expect(moved.status).toBe(200);
+    const second = await lint(id);
+    expect(second.errors).toEqual([expect.objectContaining({ path: 'x\ufffd.js', path_base64: b64('x\xe8.js'), rule: 'syntax' })]);
+  });
+
   it('refuses unknown branches, bad bodies and other teams', async () => {
     const id = await createProject({ 'a.js': 'export const a = 1;\n' }, 'Refusals');
     const unknown = await server.call('POST', `/api/v1/projects/${id}/lint`, { branch: 'nope' });

@@ -1,5 +1,6 @@
 import { request } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { sitePath } from '../../src/http/publicSite.js';
 import { startTestServer, type TestServer } from '../support/server.js';
 
 let server: TestServer;
@@ -203,5 +204,15 @@ describe('public site', () => {
     expect(missing.status).toBe(404);
     expect(missing.headers['content-type']).toBe('text/html; charset=utf-8');
     expect(missing.body.toString()).toBe('<h1>Lost</h1>\n');
+  });
+});
+
+describe('sitePath', () => {
+  it('decodes escapes to bytes, so a name that is not UTF-8 keeps them', () => {
+    expect(sitePath('caf%E9.html')).toEqual({ kind: 'path', path: 'caf\udce9.html', directory: false });
+    expect(sitePath('caf%C3%A9/')).toEqual({ kind: 'path', path: 'caf\u00e9', directory: true });
+    expect(sitePath('%ED%A0%80')).toEqual({ kind: 'path', path: '\udced\udca0\udc80', directory: false });
+    expect(sitePath('a/%zz')).toEqual({ kind: 'bad', status: 400 });
+    expect(sitePath('a%2F..')).toEqual({ kind: 'bad', status: 404 });
   });
 });

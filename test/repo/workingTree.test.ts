@@ -16,8 +16,12 @@ import { mergeBranches } from '../../src/repo/mergeBranches.js';
 import { TreehouseError } from '../../src/errors.js';
 import { encodeCommit } from '../../src/git/commit.js';
 import { oidToHex } from '../../src/git/oid.js';
-import { encodeTree } from '../../src/git/tree.js';
-import { git, initBareRepo, scratchDir } from '../support/git.js';
+import { compareTreeNames, encodeTree } from '../../src/git/tree.js';
+import { TREE_DEPTH_MAX } from '../../src/git/treeDepth.js';
+import { git, gitBytes, initBareRepo, scratchDir } from '../support/git.js';
+import { planPack } from '../../src/repo/packObjects.js';
+import { changedPaths } from '../../src/repo/treeDiff.js';
+import { WorkingTree } from '../../src/repo/workingTree.js';
 import { newTestRepo, openTestStore, testPeople, text } from '../support/store.js';
 
 const opened = openTestStore();
@@ -210,5 +214,148 @@ describe('history', () => {
       expect(shown).toEqual({ oid, message, author_id, committed_at, parent_oids });
     }
     expect(commits.map((c) => c.author_id)).toEqual(['key_test', 'key_test', null, 'key_test']);
+  });
+});
+
+describe('names that are not UTF-8', () => {
+  /** A tree body from raw name bytes, in git's order (encodeTree takes decoded names). */
+  function rawTree(entries: Array<{ mode: string; name: Buffer; oid: Buffer }>): Buffer {
+    const sorted = [...entries].sort((a, b) => compareTreeNames(a.name, a.mode === '40000', b.name, b.mode === '40000'));
+    return Buffer.concat(sorted.flatMap((entry) => [Buffer.from(`${entry.mode} `), entry.name, Buffer.of(0), entry.oid]));
+  }
+  const latin1 = (name: string) => Buffer.from(name, 'latin1');
+  /** "café" in UTF-8 followed by a lone 0xff: valid and invalid bytes in one name. */
+  const MIXED = Buffer.concat([Buffer.from('caf\u00e9', 'utf8'), Buffer.of(0xff), Buffer.from('.txt')]);
+
+  function gitPaths(bare: string, treeish: string): string[] {
+    return gitBytes(['ls-tree', '-r', '-z', '--name-only', treeish], { cwd: bare })
+      .toString('latin1')
+      .split('\0')
+      .filter((path) => path !== '');
+  }
+
+  it('keep their bytes through writes in the same directory, locks, move, delete, commit, merge and restore', async () => {
+    const repo = await newTestRepo(opened.store, [text('seed.txt', 'seed')]);
+    const head = log(repo, { branch: 'main', limit: 1 }).commits[0].oid;
+    // A history as a push from git leaves it: names that are bytes, not UTF-8.
+    const pushed = await opened.store.write((store) => {
+      const tx = store.project(repo.project);
+      const blob = (content: string) => tx.putObject('blob', Buffer.from(content));
+      const d = tx.putObject(
+        'tree',
+        rawTree([
+          { mode: '100644', name: latin1('x\xe9.txt'), oid: blob('e9') },
+          { mode: '100644', name: latin1('x\xe8.txt'), oid: blob('e8') },
+          { mode: '100644', name: MIXED, oid: blob('mixed') },
+        ]),
+      );
+      const root = tx.putObject(
+        'tree',
+        rawTree([
+          { mode: '100644', name: latin1('caf\xe9.txt'), oid: blob('latin-1 cafe') },
+          { mode: '100644', name: latin1('seed.txt'), oid: blob('seed') },
+          { mode: '40000', name: latin1('d'), oid: d },
+        ]),
+      );
+      const signature = { name: 'Pusher', email: 'p@example.invalid', timestamp: 1_700_000_000, timezone: '+0000' };
+      return tx.putObject('commit', encodeCommit({ tree: root, parents: [Buffer.from(head, 'hex')], author: signature, committer: signature, extraHeaders: [], message: 'pushed\n' }));
+    });
+    await restore(repo, { branch: 'main', oid: oidToHex(pushed), people: testPeople });
+    const mixed = `d/caf\u00e9\udcff.txt`;
+    expect(paths(repo).sort()).toEqual(['caf\udce9.txt', mixed, 'd/x\udce8.txt', 'd/x\udce9.txt', 'seed.txt'].sort());
+    expect(readFile(repo, { branch: 'main', path: 'caf\udce9.txt' }).content).toBe('latin-1 cafe');
+    expect(readFile(repo, { branch: 'main', path: mixed }).content).toBe('mixed');
+
+    // A write beside them re-encodes the directory: both names must survive, with their bytes.
+    await writeFiles(repo, { branch: 'main', files: [{ path: 'd/new.txt', content: 'new' }, { path: 'd/x\udce9.txt', content: 'e9 v2', locked: true }] });
+    expect(readFile(repo, { branch: 'main', path: 'd/x\udce9.txt' })).toMatchObject({ content: 'e9 v2', locked: true });
+    expect(readFile(repo, { branch: 'main', path: 'd/x\udce8.txt' }).content).toBe('e8');
+    expect(await codeOf(writeFiles(repo, { branch: 'main', files: [{ path: 'd/x\udce9.txt', content: 'v3' }] }))).toBe('file_locked');
+    await commit(repo, { branch: 'main', message: 'beside', people: testPeople });
+
+    await createBranch(repo, { name: 'side' });
+    await moveFile(repo, { branch: 'side', from: 'd/x\udce8.txt', to: 'e/x\udce8.txt' });
+    await moveFile(repo, { branch: 'side', from: 'caf\udce9.txt', to: 'f/caf\udce9.txt' });
+    await commit(repo, { branch: 'side', message: 'moves', people: testPeople });
+    await writeFiles(repo, { branch: 'main', files: [{ path: 'd/other.txt', content: 'other' }] });
+    await deleteFile(repo, { branch: 'main', path: mixed });
+    await commit(repo, { branch: 'main', message: 'main side', people: testPeople });
+    const merged = await mergeBranches(repo, { source: 'side', target: 'main', people: testPeople });
+    expect(merged.created).toBe(true);
+    expect(paths(repo).sort()).toEqual(['d/new.txt', 'd/other.txt', 'd/x\udce9.txt', 'e/x\udce8.txt', 'f/caf\udce9.txt', 'seed.txt'].sort());
+    expect(readFile(repo, { branch: 'main', path: 'd/x\udce9.txt' }).locked).toBe(true);
+
+    await createBranch(repo, { name: 'restored' });
+    await restore(repo, { branch: 'restored', oid: oidToHex(pushed), people: testPeople });
+
+    const bare = scratchDir();
+    try {
+      initBareRepo(bare.path);
+      exportToBareRepo(repo, bare.path);
+      git(['fsck', '--strict', '--no-dangling'], { cwd: bare.path });
+      expect(gitPaths(bare.path, 'main').sort()).toEqual(['d/new.txt', 'd/other.txt', 'd/x\xe9.txt', 'e/x\xe8.txt', 'f/caf\xe9.txt', 'seed.txt'].sort());
+      const restoredPaths = ['caf\xe9.txt', `d/${MIXED.toString('latin1')}`, 'd/x\xe8.txt', 'd/x\xe9.txt', 'seed.txt'];
+      expect(gitPaths(bare.path, 'restored').sort()).toEqual(restoredPaths.sort());
+      expect(git(['rev-parse', 'restored^{tree}'], { cwd: bare.path }).trim()).toBe(showCommit(repo, { oid: oidToHex(pushed), content: false }).tree_oid);
+    } finally {
+      bare.remove();
+    }
+  });
+});
+
+describe('deep trees', () => {
+  it('are walked without recursion: list, write at the bottom, hash, diff, show, pack and merge a tree as deep as the limit', async () => {
+    const repo = await newTestRepo(opened.store, [text('top.txt', 'top')]);
+    // Directories 4,095 deep, so the files at the bottom have TREE_DEPTH_MAX components.
+    const depth = TREE_DEPTH_MAX - 1;
+    const head = log(repo, { branch: 'main', limit: 1 }).commits[0].oid;
+    const bottom = Array(depth).fill('a').join('/');
+    const deep = await opened.store.write((store) => {
+      const tx = store.project(repo.project);
+      let tree = tx.putObject('tree', encodeTree([{ name: 'f.txt', mode: '100644', oid: tx.putObject('blob', Buffer.from('bottom')) }]));
+      for (let level = 1; level < depth; level++) tree = tx.putObject('tree', encodeTree([{ name: 'a', mode: '40000', oid: tree }]));
+      const root = tx.putObject('tree', encodeTree([{ name: 'a', mode: '40000', oid: tree }]));
+      const signature = { name: 'Old', email: 'old@example.invalid', timestamp: 1_700_000_000, timezone: '+0000' };
+      return tx.putObject('commit', encodeCommit({ tree: root, parents: [Buffer.from(head, 'hex')], author: signature, committer: signature, extraHeaders: [], message: 'deep\n' }));
+    });
+    await restore(repo, { branch: 'main', oid: oidToHex(deep), people: testPeople });
+    expect(paths(repo)).toEqual([`${bottom}/f.txt`]);
+    expect(showCommit(repo, { oid: oidToHex(deep), content: false }).files.map((f) => f.path)).toEqual([`${bottom}/f.txt`]);
+
+    // A change at the bottom reaches every directory on the way down and is hashed back up.
+    await opened.store.write((store) => {
+      const tree = new WorkingTree(store.project(repo.project), 'main');
+      tree.setFile(`${bottom}/g.txt`, { oid: store.project(repo.project).putObject('blob', Buffer.from('g')), size: 1, locked: false });
+      tree.save();
+    });
+    expect(paths(repo)).toEqual([`${bottom}/f.txt`, `${bottom}/g.txt`]);
+    const committed = await commit(repo, { branch: 'main', message: 'bottom', people: testPeople });
+    const changed = repo.store.read((store) => {
+      const tx = store.project(repo.project);
+      return changedPaths(tx, tx.getCommitInfo(deep)!.tree, tx.getCommitInfo(Buffer.from(committed.oid, 'hex'))!.tree);
+    });
+    expect(changed).toEqual([`${bottom}/g.txt`]);
+    const parent = log(repo, { branch: 'main', limit: 2 }).commits[1].oid;
+    const plan = repo.store.read((store) =>
+      planPack(store.project(repo.project), { wants: [Buffer.from(committed.oid, 'hex')], haves: [Buffer.from(parent, 'hex')], clientShallows: [], depth: null }),
+    );
+    // The new commit, one new tree per level plus the root, and the new blob.
+    expect(plan.objects.filter((object) => object.type === 'tree')).toHaveLength(depth + 1);
+    expect(plan.objects.filter((object) => object.type === 'blob')).toHaveLength(1);
+
+    // Both sides change the bottom directory: the merge walks all the way down and back.
+    await createBranch(repo, { name: 'side' });
+    const writeAtBottom = (branch: string, name: string) =>
+      opened.store.write((store) => {
+        const tree = new WorkingTree(store.project(repo.project), branch);
+        tree.setFile(`${bottom}/${name}`, { oid: store.project(repo.project).putObject('blob', Buffer.from(name)), size: name.length, locked: false });
+        tree.save();
+      });
+    await writeAtBottom('side', 's.txt');
+    await commit(repo, { branch: 'side', message: 'side', people: testPeople });
+    await writeAtBottom('main', 'm.txt');
+    await commit(repo, { branch: 'main', message: 'main', people: testPeople });
+    expect((await mergeBranches(repo, { source: 'side', target: 'main', people: testPeople })).created).toBe(true);
+    expect(paths(repo)).toEqual(['f.txt', 'g.txt', 'm.txt', 's.txt'].map((name) => `${bottom}/${name}`));
   });
 });

@@ -420,6 +420,13 @@ export function storeContract(backendName: string, openStore: () => Store): void
           expect(p.getWorkingTree('feat/x')).toEqual(state('feat/x'));
         });
       });
+
+      it('keep locked paths whose names are not UTF-8 byte for byte (escapes of src/git/pathBytes.ts)', async () => {
+        const project = freshProject();
+        const locks = ['caf\udce9.txt', 'd/x\udce8.txt', 'd/x\udce9.txt', 'caf\ufffd.txt', '\u{1f600}/ok'];
+        await store.write((tx) => tx.project(project).putWorkingTree('main', { tree: EMPTY_TREE_OID, locks }));
+        store.read((tx) => expect(tx.project(project).getWorkingTree('main')?.locks).toEqual(locks));
+      });
     });
 
     describe('object annex', () => {

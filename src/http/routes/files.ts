@@ -1,11 +1,35 @@
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
+import { namedPathView, pathView } from '../../repo/apiPath.js';
 import type { Treehouse } from '../../service/treehouse.js';
 import { defineRoute } from '../route.js';
-import { branchField, contentEncoding, projectIdParams, queryBoolean } from '../schemas.js';
+import { batchFileEntry, branchField, deleteEntry, exactlyOnePath, pathBase64, pathText, pathViewFields, projectIdParams, queryBoolean } from '../schemas.js';
 
-const fileParams = projectIdParams.extend({ '*': z.string().min(1) });
+const fileParams = projectIdParams.extend({ '*': pathText.pipe(z.string().min(1)) });
 const branchQuery = z.object({ branch: branchField });
+/** `GET`/`DELETE …/file`: the path as a query parameter, so names that are not UTF-8 can be given as bytes. */
+const fileQuery = z
+  .object({ branch: branchField, path: pathText.optional(), path_base64: pathBase64.optional() })
+  .superRefine(exactlyOnePath('path'))
+  .transform(({ branch, path, path_base64 }) => ({ branch, path: (path ?? path_base64) as string }));
+
+/** Answers, for the OpenAPI document. */
+const contentFields = { content: z.string().optional(), encoding: z.literal('base64').optional().describe('Present when content is base64 (the file is not UTF-8).') };
+const listedFile = z.object({
+  ...pathViewFields,
+  size: z.number().int(),
+  locked: z.boolean(),
+  type: z.enum(['symlink', 'submodule']).optional().describe('Absent for regular files. A submodule (gitlink) has no content here: reading it is a 404.'),
+  commit: z.string().optional().describe('For a submodule: the commit of the other repository it pins.'),
+  ...contentFields,
+});
+const readAnswer = z.object({ ...pathViewFields, ...contentFields, locked: z.boolean(), size: z.number().int(), oid: z.string() });
+const moveAnswer = z.object({
+  from: pathViewFields.path,
+  from_base64: pathViewFields.path_base64,
+  to: pathViewFields.path,
+  to_base64: pathViewFields.path_base64,
+});
 
 export function fileRoutes(app: FastifyInstance, th: Treehouse): void {
   defineRoute(
@@ -15,18 +39,46 @@ export function fileRoutes(app: FastifyInstance, th: Treehouse): void {
       url: '/api/v1/projects/:id/files',
       summary: 'List files',
       params: projectIdParams,
-      query: z.object({ branch: branchField, content: queryBoolean.default(false), prefix: z.string().max(4096).optional() }),
+      response: z.object({ files: z.array(listedFile) }),
+      query: z
+        .object({
+          branch: branchField,
+          content: queryBoolean.default(false),
+          prefix: pathText.pipe(z.string().max(4096)).optional(),
+          prefix_base64: pathBase64.optional(),
+        })
+        .superRefine((value, context) => {
+          if (value.prefix !== undefined && value.prefix_base64 !== undefined) {
+            context.addIssue({ code: 'custom', path: ['prefix'], message: 'give at most one of prefix and prefix_base64' });
+          }
+        })
+        .transform(({ prefix, prefix_base64, ...rest }) => ({ ...rest, prefix: prefix ?? prefix_base64 })),
     },
     ({ params, query, principal }) => ({
       // The contract lists no blob ids; content and encoding are present only when asked for.
-      files: th.workspace.listFiles(principal, params.id, query).map(({ path, size, locked, content, encoding }) => ({ path, size, locked, content, encoding })),
+      files: th.workspace
+        .listFiles(principal, params.id, query)
+        .map(({ path, size, locked, type, commit, content, encoding }) => ({ ...pathView(path), size, locked, type, commit, content, encoding })),
     }),
+  );
+
+  const readFile = (principal: Parameters<Treehouse['workspace']['readFile']>[0], id: string, input: { branch: string; path: string }) => {
+    const { path, ...read } = th.workspace.readFile(principal, id, input);
+    return { ...pathView(path), ...read };
+  };
+  const deleteFile = async (principal: Parameters<Treehouse['workspace']['deleteFile']>[0], id: string, input: { branch: string; path: string }) =>
+    pathView((await th.workspace.deleteFile(principal, id, input)).path);
+
+  defineRoute(
+    app,
+    { method: 'GET', url: '/api/v1/projects/:id/files/*', summary: 'Read a file', params: fileParams, query: branchQuery, response: readAnswer },
+    ({ params, query, principal }) => readFile(principal, params.id, { branch: query.branch, path: params['*'] }),
   );
 
   defineRoute(
     app,
-    { method: 'GET', url: '/api/v1/projects/:id/files/*', summary: 'Read a file', params: fileParams, query: branchQuery },
-    ({ params, query, principal }) => th.workspace.readFile(principal, params.id, { branch: query.branch, path: params['*'] }),
+    { method: 'GET', url: '/api/v1/projects/:id/file', summary: 'Read a file named by path or path_base64', params: projectIdParams, query: fileQuery, response: readAnswer },
+    ({ params, query, principal }) => readFile(principal, params.id, query),
   );
 
   defineRoute(
@@ -37,8 +89,8 @@ export function fileRoutes(app: FastifyInstance, th: Treehouse): void {
       summary: 'Write and delete files in one batch',
       params: projectIdParams,
       body: z.strictObject({
-        files: z.array(z.strictObject({ path: z.string(), content: z.string(), encoding: contentEncoding.optional(), locked: z.boolean().optional() })),
-        deletes: z.array(z.string()).optional(),
+        files: z.array(batchFileEntry),
+        deletes: z.array(deleteEntry).optional(),
         branch: branchField,
       }),
     },
@@ -52,14 +104,27 @@ export function fileRoutes(app: FastifyInstance, th: Treehouse): void {
       url: '/api/v1/projects/:id/files/move',
       summary: 'Move a file or directory',
       params: projectIdParams,
-      body: z.strictObject({ from: z.string(), to: z.string(), branch: branchField }),
+      response: moveAnswer,
+      body: z
+        .strictObject({ from: pathText.optional(), from_base64: pathBase64.optional(), to: pathText.optional(), to_base64: pathBase64.optional(), branch: branchField })
+        .superRefine(exactlyOnePath('from', 'to'))
+        .transform(({ from, from_base64, to, to_base64, branch }) => ({ branch, from: (from ?? from_base64) as string, to: (to ?? to_base64) as string })),
     },
-    ({ params, body, principal }) => th.workspace.moveFile(principal, params.id, body),
+    async ({ params, body, principal }) => {
+      const moved = await th.workspace.moveFile(principal, params.id, body);
+      return { ...namedPathView('from', moved.from), ...namedPathView('to', moved.to) };
+    },
   );
 
   defineRoute(
     app,
-    { method: 'DELETE', url: '/api/v1/projects/:id/files/*', summary: 'Delete a file or directory', params: fileParams, query: branchQuery },
-    ({ params, query, principal }) => th.workspace.deleteFile(principal, params.id, { branch: query.branch, path: params['*'] }),
+    { method: 'DELETE', url: '/api/v1/projects/:id/files/*', summary: 'Delete a file or directory', params: fileParams, query: branchQuery, response: z.object(pathViewFields) },
+    ({ params, query, principal }) => deleteFile(principal, params.id, { branch: query.branch, path: params['*'] }),
+  );
+
+  defineRoute(
+    app,
+    { method: 'DELETE', url: '/api/v1/projects/:id/file', summary: 'Delete a file or directory named by path or path_base64', params: projectIdParams, query: fileQuery, response: z.object(pathViewFields) },
+    ({ params, query, principal }) => deleteFile(principal, params.id, query),
   );
 }

@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import type { Treehouse } from '../../service/treehouse.js';
+import { pathView } from '../../repo/apiPath.js';
 import { defineRoute } from '../route.js';
 import { branchField, cursorField, limitField, personField, projectIdParams, queryBoolean } from '../schemas.js';
 
@@ -35,7 +36,10 @@ export function gitRoutes(app: FastifyInstance, th: Treehouse): void {
   defineRoute(
     app,
     { method: 'GET', url: '/api/v1/projects/:id/git/commits/:oid', summary: 'One commit with its files', params: projectIdParams.extend({ oid: z.string().min(1).max(64) }), query: z.object({ content: queryBoolean.default(true) }) },
-    ({ params, query, principal }) => ({ commit: th.workspace.showCommit(principal, params.id, { oid: params.oid, content: query.content }) }),
+    ({ params, query, principal }) => {
+      const { files, ...commit } = th.workspace.showCommit(principal, params.id, { oid: params.oid, content: query.content });
+      return { commit: { ...commit, files: files.map(({ path, ...file }) => ({ ...pathView(path), ...file })) } };
+    },
   );
 
   defineRoute(

@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import type { Treehouse } from '../../service/treehouse.js';
+import { pathView } from '../../repo/apiPath.js';
 import { defineRoute } from '../route.js';
 import { branchField, projectIdParams } from '../schemas.js';
 
@@ -13,7 +14,8 @@ export function lintRoutes(app: FastifyInstance, th: Treehouse): void {
     { method: 'POST', url: '/api/v1/projects/:id/lint', summary: "Lint a branch's working tree (formatting, syntax, imports, JSON)", params: projectIdParams, body: lintBody },
     async ({ params, body, principal }) => {
       const repo = th.projects.repo(th.projects.get(principal, params.id));
-      return th.linter.lint(repo, { branch: body?.branch ?? 'main' });
+      const result = await th.linter.lint(repo, { branch: body?.branch ?? 'main' });
+      return { ...result, errors: result.errors.map(({ path, ...error }) => ({ ...pathView(path), ...error })) };
     },
   );
 }

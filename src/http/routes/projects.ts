@@ -9,7 +9,7 @@ import { seedMainBranch } from '../../repo/initProject.js';
 import { peopleFor } from '../../service/workspace.js';
 import { defineRoute } from '../route.js';
 import { remoteLinkBody } from './remote.js';
-import { contentEncoding, cursorField, frameworkField, limitField, projectIdParams } from '../schemas.js';
+import { cursorField, frameworkField, limitField, projectIdParams, seedFileEntry } from '../schemas.js';
 import type { Framework } from '../../service/framework.js';
 import type { StoreWriteTx } from '../../store/types.js';
 
@@ -19,7 +19,7 @@ const titleField = z.string().min(1).max(200);
 const sourceSchema = z.discriminatedUnion('kind', [
   z.strictObject({
     kind: z.literal('files'),
-    files: z.array(z.strictObject({ path: z.string(), content: z.string(), encoding: contentEncoding.optional() })),
+    files: z.array(seedFileEntry),
   }),
   z.strictObject({ kind: z.literal('zip'), data: z.string().min(1) }),
   z.strictObject({ kind: z.literal('git'), url: z.string().min(1).max(2000), ref: z.string().min(1).max(255).optional(), token: z.string().max(1000).optional() }),

@@ -1,9 +1,10 @@
 /** git's strmap, kept for its iteration order (see GitStrMap). */
+import { encodePath } from '../../git/pathBytes.js';
 
-/** git's strhash(): 32-bit FNV-1 over the UTF-8 bytes. */
+/** git's strhash(): 32-bit FNV-1 over the path's bytes. */
 function gitStrHash(key: string): number {
   let hash = 0x811c9dc5;
-  for (const byte of Buffer.from(key, 'utf8')) hash = (Math.imul(hash, 0x01000193) ^ byte) >>> 0;
+  for (const byte of encodePath(key)) hash = (Math.imul(hash, 0x01000193) ^ byte) >>> 0;
   return hash;
 }
 

@@ -140,7 +140,7 @@ export function mergeCommits(objects: MergeObjects, graph: CommitGraph, ours: Oi
   const outcome = mergeRecursively(staged, commits, ours, theirs, [...bases].reverse(), 0);
   if (!outcome.clean) return { clean: false, conflicts: outcome.conflicts, bases };
   staged.flush(outcome.tree);
-  return { clean: true, tree: outcome.tree, bases };
+  return { clean: true, tree: outcome.tree, pathDepthMax: outcome.pathDepthMax, specialFiles: outcome.specialFiles, bases };
 }
 
 /** merge_ort_internal(): fold the bases (oldest first) into one, then merge at `depth`. */

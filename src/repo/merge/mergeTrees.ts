@@ -27,6 +27,9 @@
  * are conflicts too.
  */
 import { EMPTY_BLOB_OID, EMPTY_TREE_OID, hashObject, oidToHex, type Oid } from '../../git/oid.js';
+import { specialFileOf } from '../../git/fsck.js';
+import { encodePath } from '../../git/pathBytes.js';
+import { pathDepth } from '../../git/treeDepth.js';
 import { decodeTree, encodeTree, type TreeEntry, type TreeMode } from '../../git/tree.js';
 import { GitStrMap } from './gitStrMap.js';
 import { mergeContent } from './mergeContent.js';
@@ -67,13 +70,30 @@ export interface MergeConflict {
   reason: ConflictReason;
 }
 
-export type TreeMergeResult = { clean: true; tree: Oid } | { clean: false; conflicts: MergeConflict[] };
+export type TreeMergeResult = { clean: true; tree: Oid; pathDepthMax: number; specialFiles: DecidedEntry[] } | { clean: false; conflicts: MergeConflict[] };
+
+/** An entry of the result the merge decided (not one taken whole inside an unchanged subtree). */
+export interface DecidedEntry {
+  path: string;
+  mode: TreeMode;
+  oid: Oid;
+}
 
 /** A merge's full outcome: the tree git would write (with conflict markers if need be) and its conflicts. */
 export interface TreeMergeOutcome {
   tree: Oid;
   clean: boolean;
   conflicts: MergeConflict[];
+  /**
+   * Components of the deepest path the merge decided (wrote or took whole). A subtree taken whole
+   * lies where that side had it, so no path of the result is deeper than this or than the sides.
+   */
+  pathDepthMax: number;
+  /**
+   * Entries the merge decided whose names git checks by content (.gitmodules, .gitattributes): a
+   * content merge or a rename can give such a name new content that neither side had there.
+   */
+  specialFiles: DecidedEntry[];
 }
 
 /** Merges `ours` and `theirs` against `base` (null: the empty tree). */
@@ -82,7 +102,7 @@ export function mergeTrees(objects: MergeObjects, base: Oid | null, ours: Oid, t
   const outcome = mergeTreesWith(staged, base, ours, theirs, { depth: 0 });
   if (!outcome.clean) return { clean: false, conflicts: outcome.conflicts };
   staged.flush(outcome.tree);
-  return { clean: true, tree: outcome.tree };
+  return { clean: true, tree: outcome.tree, pathDepthMax: outcome.pathDepthMax, specialFiles: outcome.specialFiles };
 }
 
 export interface MergeTreesOptions {
@@ -141,24 +161,31 @@ export class StagedObjects implements MergeObjects {
     this.trees.set(oidToHex(oid), { entries: decodeTree(body, true), body });
   }
 
-  /** Writes the staged objects reachable from `root` to the store, children first. */
+  /** Writes the staged objects reachable from `root` to the store, children first (an explicit stack: trees may be thousands deep). */
   flush(root: Oid): void {
-    const written = new Set<string>();
-    const visit = (oid: Oid, isTree: boolean) => {
-      const hex = oidToHex(oid);
-      if (written.has(hex)) return;
+    const written = new Set<string>([oidToHex(root)]);
+    const rootStaged = this.trees.get(oidToHex(root));
+    if (!rootStaged) return; // already in the store
+    const stack: Array<{ oid: Oid; staged: { entries: TreeEntry[]; body: Buffer }; next: number }> = [{ oid: root, staged: rootStaged, next: 0 }];
+    while (stack.length > 0) {
+      const top = stack[stack.length - 1];
+      if (top.next >= top.staged.entries.length) {
+        stack.pop();
+        this.store.putEncodedTree(top.oid, top.staged.body);
+        continue;
+      }
+      const entry = top.staged.entries[top.next++];
+      const hex = oidToHex(entry.oid);
+      if (written.has(hex)) continue;
       written.add(hex);
-      if (isTree) {
+      if (entry.mode === '40000') {
         const staged = this.trees.get(hex);
-        if (!staged) return; // already in the store
-        for (const entry of staged.entries) visit(entry.oid, entry.mode === '40000');
-        this.store.putEncodedTree(oid, staged.body);
+        if (staged) stack.push({ oid: entry.oid, staged, next: 0 });
       } else {
         const body = this.blobs.get(hex);
-        if (body) assertSameId(this.store.writeBlob(body), oid);
+        if (body) assertSameId(this.store.writeBlob(body), entry.oid);
       }
-    };
-    visit(root, true);
+    }
   }
 }
 
@@ -363,15 +390,44 @@ class TreeMerge {
     this.collect('', [this.objects.readTree(base), this.objects.readTree(ours), this.objects.readTree(theirs)]);
     this.handleDeferredEntries();
     this.detectAndProcessRenames();
-    const tree = this.processEntries();
+    const { tree, pathDepthMax, specialFiles } = this.processEntries();
     const conflicts = this.reportConflicts();
-    return { tree, clean: conflicts.length === 0, conflicts };
+    return { tree, clean: conflicts.length === 0, conflicts, pathDepthMax, specialFiles };
   }
 
   // -------------------------------------------------------------------------------------------
   // Phase 1: collect (merge-ort's collect_merge_info).
 
+  /**
+   * Walks the three trees of `dir` and every directory below that needs a look, depth first in
+   * git's order, as merge-ort's recursion does, but on an explicit stack (trees may be thousands
+   * deep). A directory entered saves dirRenameMask and gets it back once its walk is done.
+   */
   private collect(dir: string, trees: [TreeEntry[], TreeEntry[], TreeEntry[]]): void {
+    type Frame = { dir: string; rows: Row[]; next: number } | { restoreMask: number };
+    const stack: Frame[] = [this.collectFrame(dir, trees)];
+    while (stack.length > 0) {
+      const top = stack[stack.length - 1];
+      if ('restoreMask' in top) {
+        this.dirRenameMask = top.restoreMask;
+        stack.pop();
+        continue;
+      }
+      if (top.next >= top.rows.length) {
+        stack.pop();
+        continue;
+      }
+      const row = top.rows[top.next++];
+      const inside = this.collectEntry(top.dir, row.find((entry) => entry !== undefined)!.name, row);
+      if (inside) {
+        stack.push({ restoreMask: inside.previousMask });
+        stack.push(this.collectFrame(inside.path, this.childTrees(inside.info)));
+      }
+    }
+  }
+
+  /** The rows of one directory, as merge-ort's collect_merge_info_callback() meets them. */
+  private collectFrame(dir: string, trees: [TreeEntry[], TreeEntry[], TreeEntry[]]): { dir: string; rows: Row[]; next: number } {
     const rows = walkTogether(trees);
     // Inside a directory removed on one side, a file the other side added here makes the
     // directory's rename matter (merge-ort looks at all entries first: traverse_trees_wrapper).
@@ -381,10 +437,14 @@ class TreeMerge {
         if (fileMask !== 0 && fileMask === this.dirRenameMask) this.dirRenameMask = 7;
       }
     }
-    for (const row of rows) this.collectEntry(dir, row.find((entry) => entry !== undefined)!.name, row);
+    return { dir, rows, next: 0 };
   }
 
-  private collectEntry(dir: string, name: string, entries: Row): void {
+  /**
+   * Resolves or records one path. Returns the directory to walk next (and the dirRenameMask to
+   * restore after it) when the path is a directory that needs a look inside now.
+   */
+  private collectEntry(dir: string, name: string, entries: Row): { path: string; info: PathInfo; previousMask: number } | null {
     const previousMask = this.dirRenameMask;
     const { fileMask, dirMask } = masksOf(entries);
     const versions: Stages = [versionOf(entries[0]), versionOf(entries[1]), versionOf(entries[2])];
@@ -418,7 +478,7 @@ class TreeMerge {
       pathConflict: false,
     };
     this.paths.set(path, info);
-    if (dirMask === 0) return;
+    if (dirMask === 0) return null;
     // A directory only one side changed (or only one side has) may need no look inside: that
     // side's tree is the result unless renames are involved. merge-ort defers it and decides
     // after the walk (handle_deferred_entries()); the order it then walks deferred directories
@@ -431,20 +491,19 @@ class TreeMerge {
     if (this.dirRenameMask !== 7 && side !== 0 && this.trivialMergesOkay[side as Side]) {
       this.deferred[side as Side].set(path, this.dirRenameMask);
       this.dirRenameMask = previousMask;
-      return;
+      return null;
     }
-    this.collectInside(path, info);
-    this.dirRenameMask = previousMask;
+    return { path, info, previousMask };
   }
 
   private collectInside(path: string, info: PathInfo): void {
+    this.collect(path, this.childTrees(info));
+  }
+
+  /** The three sides' entries of a directory about to be walked. */
+  private childTrees(info: PathInfo): [TreeEntry[], TreeEntry[], TreeEntry[]] {
     info.matchMask &= info.fileMask;
-    const children = [0, 1, 2].map((i) => ((info.dirMask >> i) & 1 ? this.objects.readTree(info.stages[i].oid) : [])) as [
-      TreeEntry[],
-      TreeEntry[],
-      TreeEntry[],
-    ];
-    this.collect(path, children);
+    return [0, 1, 2].map((i) => ((info.dirMask >> i) & 1 ? this.objects.readTree(info.stages[i].oid) : [])) as [TreeEntry[], TreeEntry[], TreeEntry[]];
   }
 
   /**
@@ -470,8 +529,10 @@ class TreeMerge {
     }
   }
 
-  private setResolved(path: string, dir: string, result: Version): void {
+  /** Records a path the sides agree on; null, so collectEntry can return it (nothing to walk). */
+  private setResolved(path: string, dir: string, result: Version): null {
     this.paths.set(path, resolvedInfo(dir, result));
+    return null;
   }
 
   /** merge-ort's collect_rename_info(): rename candidates and directory-removal bookkeeping. */
@@ -526,7 +587,7 @@ class TreeMerge {
       2: this.computeCollisions(this.dirRenames[1], this.pairs[2]),
     };
     const combined = [...this.collectRenames(1, collisions), ...this.collectRenames(2, collisions)];
-    const sourceKeys = new Map(combined.map((pair) => [pair, Buffer.from(pair.onePath, 'utf8')]));
+    const sourceKeys = new Map(combined.map((pair) => [pair, encodePath(pair.onePath)]));
     combined.sort((a, b) => Buffer.compare(sourceKeys.get(a)!, sourceKeys.get(b)!)); // stable
     this.processRenames(combined);
   }
@@ -1020,17 +1081,21 @@ class TreeMerge {
   // -------------------------------------------------------------------------------------------
   // Phase 3: process entries (merge-ort's process_entries / process_entry).
 
-  private processEntries(): Oid {
-    const snapshot = [...this.paths.entries()].map(([path, info]) => ({ path, info, key: Buffer.from(path, 'utf8') }));
+  private processEntries(): { tree: Oid; pathDepthMax: number; specialFiles: DecidedEntry[] } {
+    const snapshot = [...this.paths.entries()].map(([path, info]) => ({ path, info, key: encodePath(path) }));
     snapshot.sort((a, b) => compareDirsFirst(a.key, b.key));
     const records = new Map<string, TreeEntry[]>();
     const dirsWithChildren = new Set<string>();
+    let pathDepthMax = 0;
+    const specialFiles: DecidedEntry[] = [];
     const record = (path: string, info: PathInfo) => {
       dirsWithChildren.add(info.dir);
       // Mode 0 without isNull: merge-ort's directory-rename code can leave a conflicted file
       // stage empty and then writes a "000000" tree entry; we leave such an entry out.
       if (info.isNull || info.result.mode === 0) return;
+      pathDepthMax = Math.max(pathDepthMax, pathDepth(path));
       const name = info.dir === '' ? path : path.slice(info.dir.length + 1);
+      if (specialFileOf(encodePath(name))) specialFiles.push({ path, mode: treeModeOf(info.result.mode), oid: info.result.oid });
       let list = records.get(info.dir);
       if (!list) {
         list = [];
@@ -1054,7 +1119,7 @@ class TreeMerge {
       if (info.clean) record(path, info);
       else this.processEntry(path, info, record);
     }
-    return this.objects.writeTree(records.get('') ?? []);
+    return { tree: this.objects.writeTree(records.get('') ?? []), pathDepthMax, specialFiles };
   }
 
   private processEntry(path: string, entry: PathInfo, record: (path: string, info: PathInfo) => void): void {
@@ -1271,7 +1336,7 @@ class TreeMerge {
       if (!byPath.has(reportPath)) byPath.set(reportPath, { path: reportPath, kind: kindOf(reason, info), reason });
     }
     for (const conflict of this.pathlessConflicts) if (!byPath.has(conflict.path)) byPath.set(conflict.path, conflict);
-    return [...byPath.values()].sort((a, b) => Buffer.compare(Buffer.from(a.path, 'utf8'), Buffer.from(b.path, 'utf8')));
+    return [...byPath.values()].sort((a, b) => Buffer.compare(encodePath(a.path), encodePath(b.path)));
   }
 }
 

@@ -1,21 +1,12 @@
 /** Walking three trees in step, in the order merge-ort meets their paths (tree-walk.c). */
+import { byteOrderKey } from '../../git/pathBytes.js';
 import type { TreeEntry } from '../../git/tree.js';
 
 const SLASH = 0x2f;
 
 export type Row = [TreeEntry | undefined, TreeEntry | undefined, TreeEntry | undefined];
 
-const ASCII_ONLY = /^[\x00-\x7f]*$/;
-
-/**
- * A name as a string that compares as its UTF-8 bytes do: the name itself when it is ASCII, else
- * its bytes as latin1 characters (one character per byte).
- */
-function byteKey(name: string): string {
-  return ASCII_ONLY.test(name) ? name : Buffer.from(name, 'utf8').toString('latin1');
-}
-
-/** git's name_compare(): bytes, then the shorter name first (keys from byteKey). */
+/** git's name_compare(): bytes, then the shorter name first (keys from byteOrderKey). */
 function nameCompare(a: string, b: string): number {
   return a < b ? -1 : a > b ? 1 : 0;
 }
@@ -39,7 +30,7 @@ function checkEntryMatch(a: string, b: string): number {
  * blobs such as "t-1". This is the order merge-ort meets paths in.
  */
 export function walkTogether(trees: readonly TreeEntry[][]): Row[] {
-  const names = trees.map((entries) => entries.map((entry) => byteKey(entry.name)));
+  const names = trees.map((entries) => entries.map((entry) => byteOrderKey(entry.name)));
   const positions = [0, 0, 0];
   const returnedEarly = [new Set<number>(), new Set<number>(), new Set<number>()];
   const head = (t: number): number => {

@@ -265,3 +265,15 @@ describe('mergeTrees: cost and objects', () => {
     expect(result.clean && oidToHex(result.tree)).toBe(oidToHex(EMPTY_TREE_OID));
   });
 });
+
+describe('pathDepthMax', () => {
+  it('is the depth of the deepest path the merge decided; whole subtrees taken from one side keep their place', () => {
+    const deep = 'd/'.repeat(30);
+    // Both sides change files 31 deep: the merge decides paths that deep.
+    const { result } = merge({ [`${deep}f`]: 'f\n', [`${deep}g`]: 'g\n' }, { [`${deep}f`]: 'f2\n', [`${deep}g`]: 'g\n' }, { [`${deep}f`]: 'f\n', [`${deep}g`]: 'g2\n' });
+    expect(result.clean && result.pathDepthMax).toBe(31);
+    // Only one side touched the deep directory: taken whole at the root, so only "d" and "top" are decided.
+    const oneSide = merge({ [`${deep}f`]: 'f\n', top: 't\n' }, { [`${deep}f`]: 'f2\n', top: 't\n' }, { [`${deep}f`]: 'f\n', top: 't2\n' });
+    expect(oneSide.result.clean && oneSide.result.pathDepthMax).toBe(1);
+  });
+});
