@@ -4,6 +4,8 @@
  */
 import Fastify, { type FastifyError, type FastifyInstance, type FastifyReply } from 'fastify';
 import { maxHeaderSize } from 'node:http';
+import swagger from '@fastify/swagger';
+import swaggerUi from '@fastify/swagger-ui';
 import { randomUUID } from 'node:crypto';
 import { isTreehouseError, TreehouseError } from '../errors.js';
 import { StorageFullError } from '../store/types.js';
@@ -135,6 +137,12 @@ export function buildApp(th: Treehouse, options: AppOptions = {}): FastifyInstan
   defineRoute(app, { method: 'GET', url: '/api/v1/openapi.json', summary: 'This document', auth: false }, () => {
     openApi ??= buildOpenApi(registeredRoutes(app), `${th.config.publicBaseUrl}`);
     return openApi;
+  });
+  // The same document rendered by Swagger UI at /docs (public, like openapi.json). The plugin runs when
+  // the app starts, after every route above is defined, so the document it is given is complete.
+  app.register(async (docs) => {
+    await docs.register(swagger, { mode: 'static', specification: { document: buildOpenApi(registeredRoutes(app), th.config.publicBaseUrl) as never } });
+    await docs.register(swaggerUi, { routePrefix: '/docs' });
   });
   return app;
 }

@@ -2,6 +2,7 @@
 import { z, type ZodType } from 'zod';
 import type { RouteSpec } from './route.js';
 import { STATUS_BY_CODE } from './errors.js';
+import { exampleFor } from './examples.js';
 
 type Routes = ReadonlyArray<RouteSpec<ZodType, ZodType, ZodType>>;
 
@@ -25,18 +26,21 @@ export function buildOpenApi(routes: Routes, serverUrl: string): Record<string, 
   const paths: Record<string, Record<string, unknown>> = {};
   for (const route of routes) {
     const path = route.url.replace(/:([A-Za-z_]+)/g, '{$1}').replace(/\*$/, '{path}');
+    const example = exampleFor(route.method, route.url);
+    const success: Record<string, unknown> = { ...(route.response ? { schema: jsonSchema(route.response, 'output') } : {}), ...(example ? { example: example.response } : {}) };
     const operation: Record<string, unknown> = {
       summary: route.summary,
       parameters: [...parameters(route.params, 'path'), ...parameters(route.query, 'query')],
       responses: {
-        [String(route.status ?? 200)]: route.response
-          ? { description: 'Success', content: { 'application/json': { schema: jsonSchema(route.response, 'output') } } }
-          : { description: 'Success' },
+        [String(route.status ?? 200)]: Object.keys(success).length > 0 ? { description: 'Success', content: { 'application/json': success } } : { description: 'Success' },
         default: { description: 'Error', content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } } },
       },
     };
     if (route.auth !== false) operation.security = [{ bearer: [] }];
-    if (route.body) operation.requestBody = { required: true, content: { 'application/json': { schema: jsonSchema(route.body) } } };
+    if (route.body) {
+      const body = { schema: jsonSchema(route.body), ...(example?.body === undefined ? {} : { example: example.body }) };
+      operation.requestBody = { required: true, content: { 'application/json': body } };
+    }
     paths[path] = { ...paths[path], [route.method.toLowerCase()]: operation };
   }
   return {

@@ -70,3 +70,23 @@ describe('a published site in Chromium', () => {
     await page.close();
   });
 });
+
+describe('the API documentation in Chromium', () => {
+  it('renders every operation of the OpenAPI document at /docs, with its example', async () => {
+    const page = await context.newPage();
+    const response = await page.goto(`${server.url}/docs`);
+    expect(response?.status()).toBe(200);
+    // Swagger UI builds the page from /docs/json with its own scripts; each operation shows its summary.
+    await page.waitForSelector('.opblock-summary', { timeout: 20_000 });
+    const summaries = await page.$$eval('.opblock-summary-description', (nodes) => nodes.map((node) => node.textContent?.trim()));
+    const served = (await server.call('GET', '/api/v1/openapi.json', undefined, { key: null })).body;
+    const operations = Object.values(served.paths as Record<string, Record<string, { summary: string }>>).flatMap((operations) => Object.values(operations).map((operation) => operation.summary));
+    expect(summaries.sort()).toEqual(operations.sort());
+    // Opening one operation shows its example answer.
+    await page.click('#operations-default-get_api_v1_templates');
+    await page.waitForSelector('text=static-html', { timeout: 10_000 });
+    mkdirSync(ARTIFACTS, { recursive: true });
+    await page.screenshot({ path: join(ARTIFACTS, 'docs.png'), fullPage: false });
+    await page.close();
+  });
+});

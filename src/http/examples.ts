@@ -1,0 +1,104 @@
+/**
+ * One example request body and answer per route, for the OpenAPI document and the /docs page. They
+ * live here, not beside each route, so the route files stay about validation and wiring; a test
+ * keeps them complete (every route has one) and honest (every example body passes the route's schema).
+ */
+export interface RouteExample {
+  body?: unknown;
+  response: unknown;
+}
+
+const PROJECT_ID = 'prj_8fKq2LmZ0aT3xYv1';
+const OID = '3b18e512dba79e4c8300dd08aeb37f8e728b8dad';
+const PARENT = '9a2c1f5e7b4d3c2a1f0e9d8c7b6a5f4e3d2c1b0a';
+const TREE = '4b825dc642cb6eb9a060e54bf8d69288fbee4904';
+const AT = '2026-11-22T12:00:00.000Z';
+
+const project = {
+  id: PROJECT_ID,
+  handle: 'my-first-site',
+  title: 'My first site',
+  framework: 'static',
+  published: false,
+  created_at: AT,
+  updated_at: AT,
+};
+const projectDetail = { ...project, version: 3, last_deployed_at: null, default_branch: 'main', has_commerce_credentials: false, git_remote: null };
+const remote = {
+  url: 'https://git.example.com/acme/site.git',
+  linked_at: AT,
+  sync: { status: 'synced', oid: OID, at: AT, error: null },
+};
+const fileEntry = { path: 'index.html', size: 48, locked: false };
+
+export const ROUTE_EXAMPLES: Record<string, RouteExample> = {
+  'GET /api/v1/projects': { response: { projects: [project], next_cursor: null } },
+  'POST /api/v1/projects': {
+    body: { title: 'My first site', source: { kind: 'template', name: 'static-html' } },
+    response: { project: { ...projectDetail, version: 1 } },
+  },
+  'GET /api/v1/projects/:id': { response: { project: projectDetail } },
+  'PATCH /api/v1/projects/:id': { body: { title: 'Renamed site' }, response: { project: { ...projectDetail, title: 'Renamed site' } } },
+  'DELETE /api/v1/projects/:id': { response: { deleted: PROJECT_ID } },
+  'POST /api/v1/projects/:id/publish': { response: { published: true, handle: 'my-first-site', url: 'http://127.0.0.1:8080/p/my-first-site/' } },
+  'POST /api/v1/projects/:id/unpublish': { response: { published: false } },
+  'POST /api/v1/projects/:id/lint': {
+    body: { branch: 'main' },
+    response: { success: false, totalFiles: 12, errors: [{ path: 'src/app.ts', line: 3, column: 14, rule: 'format', message: 'Prettier would write `const x = 1;` here, not `const x=1;`.' }] },
+  },
+  'GET /api/v1/projects/:id/files': { response: { files: [fileEntry, { path: 'notes/todo.md', size: 10, locked: true }] } },
+  'GET /api/v1/projects/:id/files/*': { response: { path: 'index.html', content: '<h1>Hello</h1>\n', locked: false, size: 15, oid: OID } },
+  'DELETE /api/v1/projects/:id/files/*': { response: { path: 'notes/todo.md' } },
+  'GET /api/v1/projects/:id/file': { response: { path: 'caf\ufffd.txt', path_base64: 'Y2Fm6S50eHQ=', content: 'bonjour\n', locked: false, size: 8, oid: OID } },
+  'DELETE /api/v1/projects/:id/file': { response: { path: 'caf\ufffd.txt', path_base64: 'Y2Fm6S50eHQ=' } },
+  'POST /api/v1/projects/:id/files/batch': {
+    body: {
+      files: [
+        { path: 'about.html', content: '<h1>About</h1>\n' },
+        { path: 'img/logo.png', content: 'iVBORw0KGgo=', encoding: 'base64', locked: true },
+      ],
+      deletes: ['old.html'],
+      branch: 'main',
+    },
+    response: { written: 2 },
+  },
+  'POST /api/v1/projects/:id/files/move': { body: { from: 'notes', to: 'docs/notes' }, response: { from: 'notes', to: 'docs/notes' } },
+  'GET /api/v1/projects/:id/git/log': {
+    response: {
+      commits: [{ oid: OID, message: 'Add about page', author_id: 'key_Yw3vQ9sT0pLm', committed_at: AT, parent_oids: [PARENT] }],
+      next_cursor: 'eyJoZWFkIjoiM2IxOGU1MTIifQ',
+    },
+  },
+  'POST /api/v1/projects/:id/git/commit': { body: { message: 'Add about page', expected_head: PARENT }, response: { commit: { oid: OID, branch: 'main' } } },
+  'GET /api/v1/projects/:id/git/commits/:oid': {
+    response: {
+      commit: {
+        oid: OID,
+        message: 'Add about page',
+        author_id: 'key_Yw3vQ9sT0pLm',
+        committed_at: AT,
+        parent_oids: [PARENT],
+        tree_oid: TREE,
+        files: [{ path: 'about.html', size: 15, content: '<h1>About</h1>\n' }],
+      },
+    },
+  },
+  'POST /api/v1/projects/:id/git/restore': { body: { oid: PARENT.slice(0, 7), branch: 'main' }, response: { commit: { oid: OID, branch: 'main' } } },
+  'POST /api/v1/projects/:id/git/merge': { body: { source: 'feature/contact', target: 'main' }, response: { merge: { oid: OID, fastForward: false } } },
+  'GET /api/v1/projects/:id/git/branches': { response: { branches: [{ name: 'feature/contact', oid: PARENT }, { name: 'main', oid: OID }] } },
+  'POST /api/v1/projects/:id/git/branches': { body: { name: 'feature/contact', from: 'main' }, response: { branch: { name: 'feature/contact', oid: OID } } },
+  'DELETE /api/v1/projects/:id/git/branches/*': { response: { deleted: 'feature/contact' } },
+  'GET /api/v1/projects/:id/git/remote': { response: { remote } },
+  'PUT /api/v1/projects/:id/git/remote': {
+    body: { url: 'https://git.example.com/acme/site.git', username: 'x-access-token', token: 'ghp_exampletoken' },
+    response: { remote: { ...remote, sync: { status: 'pending', oid: null, at: AT, error: null } } },
+  },
+  'DELETE /api/v1/projects/:id/git/remote': { response: { remote } },
+  'POST /api/v1/projects/:id/git/remote/sync': { response: { remote: { ...remote, sync: { status: 'pending', oid: OID, at: AT, error: null } } } },
+  'GET /api/v1/templates': { response: { templates: [{ name: 'static-html', description: 'A static HTML site with a stylesheet and a script.', framework: 'static' }] } },
+  'GET /api/v1/openapi.json': { response: { openapi: '3.1.0', info: { title: 'Treehouse', version: '1' }, paths: {} } },
+};
+
+export function exampleFor(method: string, url: string): RouteExample | undefined {
+  return ROUTE_EXAMPLES[`${method} ${url}`];
+}
