@@ -4,7 +4,9 @@
  *   POST /git/{project_id}.git/git-upload-pack
  *   POST /git/{project_id}.git/git-receive-pack
  * Basic auth with the API key as password (Bearer also works). Protocol v2 when the client sends
- * `Git-Protocol: version=2`. Malformed input ends in a protocol error (400 with an ERR packet).
+ * `Git-Protocol: version=2`. A request that cannot be served is answered as git's http-backend
+ * answers it: 200 with an `ERR <message>` pkt-line, which git shows as "remote error: <message>"
+ * (an HTTP error status would only show as "RPC failed; HTTP 400").
  */
 import { Readable } from 'node:stream';
 import { gunzipSync } from 'node:zlib';
@@ -35,8 +37,9 @@ function protocolVersion(request: FastifyRequest): 0 | 2 {
   return typeof header === 'string' && header.split(':').includes('version=2') ? 2 : 0;
 }
 
+/** upload-pack's packet_writer_error: one `ERR` pkt-line, without LF or flush, then the end. */
 function errPacket(message: string): Buffer {
-  return Buffer.concat([encodePktLine(`ERR ${message}\n`), encodeFlush()]);
+  return encodePktLine(`ERR ${message.replace(/\n/g, ' ')}`);
 }
 
 export function gitHttpRoutes(app: FastifyInstance, th: Treehouse): void {
@@ -70,7 +73,7 @@ export function gitHttpRoutes(app: FastifyInstance, th: Treehouse): void {
 
   const protocolFailure = (reply: FastifyReply, service: Service, error: unknown) => {
     if (error instanceof ProtocolError || error instanceof PktLineError) {
-      return reply.code(400).type(`application/x-${service}-result`).send(errPacket(error.message));
+      return reply.code(200).header('Cache-Control', 'no-cache').type(`application/x-${service}-result`).send(errPacket(error.message));
     }
     throw error;
   };

@@ -273,3 +273,33 @@ describe('changes on the server, seen from shallow clones', () => {
     }
   });
 });
+
+describe('errors git shows to its user', () => {
+  const unknown = 'c0ffee'.repeat(6) + 'c0ff';
+
+  it.each(PROTOCOLS)('answers a want of an unknown object so that git prints "remote error:" (protocol v%s)', async (protocol) => {
+    const outcome = await differential(protocol, async (peer) => {
+      const dir = dirOf(peer, protocol, 'unknown-want');
+      await gitAsyncOk(['clone', '-q', url(peer), dir]);
+      return { ...(await gitAsync(withProtocol(protocol, ['fetch', 'origin', unknown]), { cwd: dir })), dir };
+    });
+    expect(outcome.git.status).not.toBe(0);
+    if (protocol === '2') {
+      for (const peer of PEERS) expect(outcome[peer].output).toContain(`remote error: upload-pack: not our ref ${unknown}`);
+    }
+  });
+
+  it('answers the same bytes as git to a raw v0 request wanting an unknown object', async () => {
+    const body = Buffer.concat([encodePktLine(`want ${unknown} multi_ack_detailed side-band-64k\n`), encodeFlush(), encodePktLine('done\n')]);
+    const answers: Array<{ status: number; body: string }> = [];
+    for (const peer of PEERS) {
+      const target = new URL(`${url(peer)}/git-upload-pack`);
+      const authorization = `Basic ${Buffer.from(`${target.username}:${target.password}`).toString('base64')}`;
+      target.username = target.password = '';
+      const response = await fetch(target, { method: 'POST', headers: { authorization, 'content-type': 'application/x-git-upload-pack-request' }, body: new Uint8Array(body) });
+      answers.push({ status: response.status, body: Buffer.from(await response.arrayBuffer()).toString('latin1') });
+    }
+    expect(answers[0]).toEqual(answers[1]);
+    expect(answers[1]).toEqual({ status: 200, body: `0049ERR upload-pack: not our ref ${unknown}` });
+  });
+});
