@@ -296,14 +296,19 @@ export interface RefUpdateCommand {
 
 export interface PushRequest {
   commands: RefUpdateCommand[];
+  /** `shallow <oid>` lines: send-pack of a shallow repository names its shallow commits. */
+  shallow: Oid[];
   capabilities: Set<string>;
   /** Offset in the body where the pack starts (after the flush that ends the commands). */
   packOffset: number;
 }
 
-/** Receive-pack commands: "<old> <new> <ref>" lines (capabilities after NUL on the first), a flush. */
+/**
+ * Receive-pack commands: `shallow <oid>` lines from a shallow client, then "<old> <new> <ref>"
+ * lines (capabilities after NUL on the first), a flush.
+ */
 export function parsePushCommands(body: Buffer, decodeAt: (bytes: Buffer, offset: number) => { packet: PktLine; next: number } | null): PushRequest {
-  const request: PushRequest = { commands: [], capabilities: new Set(), packOffset: 0 };
+  const request: PushRequest = { commands: [], shallow: [], capabilities: new Set(), packOffset: 0 };
   let offset = 0;
   for (;;) {
     let decoded;
@@ -322,7 +327,11 @@ export function parsePushCommands(body: Buffer, decodeAt: (bytes: Buffer, offset
       for (const cap of line.slice(nul + 1).split(' ')) if (cap) request.capabilities.add(cap);
       line = line.slice(0, nul);
     }
-    if (line.startsWith('shallow ')) throw new ProtocolError('pushing from a shallow repository is not supported');
+    if (line.startsWith('shallow ')) {
+      if (request.shallow.length >= WANTS_PER_REQUEST_MAX) throw new ProtocolError('too many shallow lines');
+      request.shallow.push(parseOid(line.slice('shallow '.length), 'shallow'));
+      continue;
+    }
     const [oldHex, newHex, ref, extra] = line.split(' ');
     if (!oldHex || !newHex || !ref || extra !== undefined) throw new ProtocolError(`malformed push command ${JSON.stringify(line.slice(0, 100))}`);
     if (request.commands.length >= WANTS_PER_REQUEST_MAX) throw new ProtocolError('too many push commands');

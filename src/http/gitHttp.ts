@@ -12,7 +12,7 @@ import { Readable } from 'node:stream';
 import { gunzipSync } from 'node:zlib';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { TreehouseError } from '../errors.js';
-import { decodePktLineAt, decodePktLines, encodeFlush, encodePktLine, encodeSideband, PktLineError, SIDEBAND_DATA } from '../git/pktline.js';
+import { decodePktLineAt, decodePktLines, encodeFlush, encodePktLine, encodeSideband, PktLineError, SIDEBAND_DATA, SIDEBAND_ERROR, SIDEBAND_PROGRESS } from '../git/pktline.js';
 import {
   encodeReportStatus,
   parsePushCommands,
@@ -22,7 +22,7 @@ import {
   type Service,
 } from '../git/smartProtocol.js';
 import { advertise, fetchV2, lsRefs, uploadPackV0 } from '../repo/uploadPack.js';
-import { receivePack } from '../repo/receivePack.js';
+import { receivePack, type ReceivePackResult } from '../repo/receivePack.js';
 import type { Principal } from '../service/accounts.js';
 import type { ProjectRecord } from '../service/projects.js';
 import type { Treehouse } from '../service/treehouse.js';
@@ -40,6 +40,15 @@ function protocolVersion(request: FastifyRequest): 0 | 2 {
 /** upload-pack's packet_writer_error: one `ERR` pkt-line, without LF or flush, then the end. */
 function errPacket(message: string): Buffer {
   return encodePktLine(`ERR ${message.replace(/\n/g, ' ')}`);
+}
+
+/**
+ * A push refused whole. send-pack reads a side-band-64k answer through its demultiplexer, which
+ * takes an ERR pkt-line for a packet on band 69 ("protocol error: bad band #69"); a message on
+ * band 3 it prints as "remote: <message>" and fails the push.
+ */
+function sidebandError(message: string): Buffer {
+  return Buffer.concat([...encodeSideband(SIDEBAND_ERROR, `${message.replace(/\n/g, ' ')}\n`), encodeFlush()]);
 }
 
 export function gitHttpRoutes(app: FastifyInstance, th: Treehouse): void {
@@ -71,9 +80,10 @@ export function gitHttpRoutes(app: FastifyInstance, th: Treehouse): void {
     }
   };
 
-  const protocolFailure = (reply: FastifyReply, service: Service, error: unknown) => {
+  const protocolFailure = (reply: FastifyReply, service: Service, error: unknown, pushSideband = false) => {
     if (error instanceof ProtocolError || error instanceof PktLineError) {
-      return reply.code(200).header('Cache-Control', 'no-cache').type(`application/x-${service}-result`).send(errPacket(error.message));
+      const answer = pushSideband ? sidebandError(error.message) : errPacket(error.message);
+      return reply.code(200).header('Cache-Control', 'no-cache').type(`application/x-${service}-result`).send(answer);
     }
     throw error;
   };
@@ -125,22 +135,41 @@ export function gitHttpRoutes(app: FastifyInstance, th: Treehouse): void {
     const auth = authorize(request, reply);
     if (!auth) return reply;
     const service: Service = 'git-receive-pack';
+    // Until the commands say otherwise, assume side-band-64k: git asks for it whenever it is offered.
+    let sideband = true;
     try {
       const body = asBuffer(request.body);
       const push = parsePushCommands(body, decodePktLineAt);
+      sideband = push.capabilities.has('side-band-64k');
+      const answer = reply.header('Cache-Control', 'no-cache').type(`application/x-${service}-result`);
+      // As git's receive-pack: no commands, nothing to unpack and nothing to report.
+      if (push.commands.length === 0) return answer.send(Buffer.alloc(0));
       const result = await receivePack(th.projects.repo(auth.record), {
         commands: push.commands,
         pack: body.subarray(push.packOffset),
         atomic: push.capabilities.has('atomic'),
+        shallow: push.shallow,
       });
       for (const branch of result.updatedBranches) await th.workspace.branchChanged(auth.record, branch);
-      let report = Buffer.concat(encodeReportStatus(result.unpackError, result.results));
-      if (push.capabilities.has('side-band-64k')) report = Buffer.concat([...encodeSideband(SIDEBAND_DATA, report), encodeFlush()]);
-      return reply.header('Cache-Control', 'no-cache').type(`application/x-${service}-result`).send(report);
+      return answer.send(encodePushAnswer(push.capabilities, result));
     } catch (error) {
-      return protocolFailure(reply, service, error);
+      return protocolFailure(reply, service, error, sideband);
     }
   });
+}
+
+/**
+ * The report (only when the client asked for report-status), inside side-band-64k when it was
+ * negotiated, preceded there by the hints on channel 2, which git prints as "remote: …" lines.
+ */
+function encodePushAnswer(capabilities: Set<string>, result: ReceivePackResult): Buffer {
+  const report = capabilities.has('report-status') ? Buffer.concat(encodeReportStatus(result.unpackError, result.results)) : Buffer.alloc(0);
+  if (!capabilities.has('side-band-64k')) return report;
+  const out: Buffer[] = [];
+  for (const hint of result.hints) out.push(...encodeSideband(SIDEBAND_PROGRESS, Buffer.from(`${hint}\n`)));
+  if (report.length > 0) out.push(...encodeSideband(SIDEBAND_DATA, report));
+  out.push(encodeFlush());
+  return Buffer.concat(out);
 }
 
 function asBuffer(body: unknown): Buffer {

@@ -1,10 +1,17 @@
 /**
- * A push: the received pack is parsed and every object checked like `git fsck --strict` and for
- * connectivity before anything is stored; then each ref update is a compare-and-swap that must be a
- * fast-forward of a branch whose working tree is clean and whose locked files stay as they are.
- * Objects and ref moves land in one transaction; a bad pack moves no ref. With `atomic`, one refused
- * update refuses them all.
+ * A push: the received pack is parsed and every object checked like `git fsck --strict` before
+ * anything is stored; then each ref update is a compare-and-swap that must be a fast-forward of a
+ * branch whose working tree is clean and whose locked files stay as they are, to a commit whose
+ * whole history is here. Objects and ref moves land in one transaction; a bad pack moves no ref.
+ * With `atomic`, one refused update refuses them all.
+ *
+ * Connectivity is judged per ref, as git's receive-pack does: a pushed commit whose history
+ * cannot be completed from the pack and the store (a push from a shallow clone whose shallow
+ * commits are new here, or a pack that simply lacks objects) refuses the updates that need it,
+ * and none of its objects is stored, so everything in the store keeps a complete history. Every
+ * refusal comes with a hint the client shows as a "remote:" line.
  */
+import { decodeCommit } from '../git/commit.js';
 import { FsckError, assertFsckClean } from '../git/fsck.js';
 import { oidToHex, type Oid } from '../git/oid.js';
 import { PackFormatError, parsePack, type PackObject } from '../git/pack.js';
@@ -21,6 +28,8 @@ export interface ReceivePackInput {
   commands: RefUpdateCommand[];
   pack: Buffer | null;
   atomic: boolean;
+  /** The `shallow` lines of a push from a shallow clone: commits the client holds without parents. */
+  shallow?: Oid[];
   packLimits?: { objectsMax?: number; objectBytesMax?: number; totalBytesMax?: number };
 }
 
@@ -29,15 +38,26 @@ export interface ReceivePackResult {
   results: RefResult[];
   /** Branches that moved (created or updated). */
   updatedBranches: string[];
+  /** What to do about each refusal, one line each, for the client's terminal ("remote: …"). */
+  hints: string[];
 }
 
-class RefusedUpdate extends Error {}
+/** A refused update: `reason` follows "ng <ref>" in the report, `hint` tells the user what to do. */
+class RefusedUpdate extends Error {
+  constructor(
+    reason: string,
+    readonly hint: string,
+  ) {
+    super(reason);
+  }
+}
 
 export async function receivePack(repo: Repo, input: ReceivePackInput): Promise<ReceivePackResult> {
-  const refuseAll = (reason: string, unpackError: string | null): ReceivePackResult => ({
+  const refuseAll = (reason: string, unpackError: string | null, hint: string): ReceivePackResult => ({
     unpackError,
     results: input.commands.map((command) => ({ ref: command.ref, ok: false, reason })),
     updatedBranches: [],
+    hints: [hint],
   });
   let objects: PackObject[] = [];
   if (input.pack && input.pack.length > 0) {
@@ -48,92 +68,187 @@ export async function receivePack(repo: Repo, input: ReceivePackInput): Promise<
       });
       for (const object of objects) assertFsckClean(object.type, object.body, oidToHex(object.oid));
     } catch (error) {
-      if (error instanceof PackFormatError || error instanceof FsckError) return refuseAll('unpacker error', error.message);
+      if (error instanceof PackFormatError || error instanceof FsckError) {
+        return refuseAll('unpacker error', error.message, `the pack was refused and nothing was stored: ${error.message}`);
+      }
       throw error;
     }
   }
+  const clientShallow = new Set((input.shallow ?? []).map(oidToHex));
   try {
     return await repo.store.write((store) => {
       const tx = store.project(repo.project);
+      const gaps = historyGaps(tx, objects, clientShallow);
       // Parents before children, so every commit's generation number is computed from indexed parents.
-      for (const object of parentsFirst(objects)) tx.putObjectWithId(object.oid, object.type, object.body);
-      const missing = missingReference(tx, objects);
-      if (missing) throw new RefusedUpdate(`missing object ${missing}`);
+      for (const object of parentsFirst(objects)) if (!gaps.has(oidToHex(object.oid))) tx.putObjectWithId(object.oid, object.type, object.body);
       const results: RefResult[] = [];
       const updatedBranches: string[] = [];
+      const hints: string[] = [];
       for (const command of input.commands) {
         try {
-          const branch = applyCommand(tx, command);
+          const branch = applyCommand(tx, command, gaps);
           results.push({ ref: command.ref, ok: true });
           if (branch) updatedBranches.push(branch);
         } catch (error) {
           if (!(error instanceof RefusedUpdate)) throw error;
           results.push({ ref: command.ref, ok: false, reason: error.message });
+          hints.push(`${command.ref}: ${error.hint}`);
         }
       }
       if (input.atomic && results.some((result) => !result.ok)) {
-        throw new AtomicFailure(results.map((r) => (r.ok ? { ref: r.ref, ok: false, reason: 'atomic push failed' } : r)));
+        throw new AtomicFailure(
+          results.map((r) => (r.ok ? { ref: r.ref, ok: false, reason: 'atomic push failed' } : r)),
+          [...hints, 'the push was atomic, so no branch moved'],
+        );
       }
-      return { unpackError: null, results, updatedBranches };
+      return { unpackError: null, results, updatedBranches, hints };
     });
   } catch (error) {
-    if (error instanceof AtomicFailure) return { unpackError: null, results: error.results, updatedBranches: [] };
-    if (error instanceof RefusedUpdate) return refuseAll('unpacker error', error.message);
+    if (error instanceof AtomicFailure) return { unpackError: null, results: error.results, updatedBranches: [], hints: error.hints };
     throw error;
   }
 }
 
 class AtomicFailure extends Error {
-  constructor(readonly results: RefResult[]) {
+  constructor(
+    readonly results: RefResult[],
+    readonly hints: string[],
+  ) {
     super('atomic push failed');
   }
 }
 
-/** The first object a received commit or tree names that neither the pack nor the store has. */
-function missingReference(tx: ProjectWriteTx, objects: PackObject[]): string | null {
-  for (const object of objects) {
-    let references: Oid[] = [];
-    if (object.type === 'commit') {
-      const info = tx.getCommitInfo(object.oid)!;
-      references = [info.tree, ...info.parents];
-    } else if (object.type === 'tree') {
-      references = decodeTree(object.body).filter((entry) => entry.mode !== MODE_GITLINK).map((entry) => entry.oid);
-    }
-    for (const reference of references) if (!tx.hasObject(reference)) return oidToHex(reference);
-  }
-  return null;
+/** Why a received object cannot be stored: the object its history lacks, and whether a shallow clone cut it. */
+interface Gap {
+  missing: string;
+  shallow: boolean;
 }
 
+/**
+ * The received commits and trees whose history is incomplete, each with the first missing object
+ * under it. Whatever the store holds is complete already (nothing incomplete is ever stored), so
+ * only received objects are walked, depth first without recursion.
+ */
+function historyGaps(tx: ProjectWriteTx, objects: PackObject[], clientShallow: Set<string>): Map<string, Gap> {
+  const received = new Map(objects.map((object) => [oidToHex(object.oid), object]));
+  const gaps = new Map<string, Gap>();
+  const complete = new Set<string>();
+  const referencesOf = (object: PackObject): Oid[] => {
+    if (object.type === 'commit') {
+      const commit = decodeCommit(object.body);
+      return [commit.tree, ...commit.parents];
+    }
+    if (object.type === 'tree') return decodeTree(object.body).filter((entry) => entry.mode !== MODE_GITLINK).map((entry) => entry.oid);
+    return [];
+  };
+  for (const root of objects) {
+    const rootKey = oidToHex(root.oid);
+    if (complete.has(rootKey) || gaps.has(rootKey)) continue;
+    const stack: Array<{ key: string; object: PackObject; references: Oid[]; next: number }> = [
+      { key: rootKey, object: root, references: referencesOf(root), next: 0 },
+    ];
+    // Ids are hashes of the content, so objects cannot form a cycle; this only keeps a forged one finite.
+    const onStack = new Set([rootKey]);
+    while (stack.length > 0) {
+      const frame = stack[stack.length - 1];
+      if (frame.next === frame.references.length) {
+        complete.add(frame.key);
+        onStack.delete(frame.key);
+        stack.pop();
+        continue;
+      }
+      const reference = frame.references[frame.next++];
+      const key = oidToHex(reference);
+      let gap = gaps.get(key);
+      if (!gap && !complete.has(key)) {
+        const object = received.get(key);
+        if (object) {
+          if (onStack.has(key)) gap = { missing: key, shallow: false };
+          else {
+            stack.push({ key, object, references: referencesOf(object), next: 0 });
+            onStack.add(key);
+            continue;
+          }
+        } else if (!tx.hasObject(reference)) {
+          // A parent missing below a commit the client named shallow: its clone never had it.
+          gap = { missing: key, shallow: frame.object.type === 'commit' && clientShallow.has(frame.key) };
+        } else complete.add(key);
+      }
+      if (gap) {
+        // The whole chain above a gap has the same gap.
+        for (const entry of stack) gaps.set(entry.key, gap);
+        stack.length = 0;
+      }
+    }
+  }
+  return gaps;
+}
+
+const short = (hex: string) => hex.slice(0, 7);
+
 /** Applies one update or throws RefusedUpdate with the reason git shows after "ng". */
-function applyCommand(tx: ProjectWriteTx, command: RefUpdateCommand): string | null {
-  if (!command.ref.startsWith(BRANCH_REF_PREFIX)) throw new RefusedUpdate('only branches (refs/heads/*) can be pushed');
+function applyCommand(tx: ProjectWriteTx, command: RefUpdateCommand, gaps: Map<string, Gap>): string | null {
+  if (!command.ref.startsWith(BRANCH_REF_PREFIX)) {
+    throw new RefusedUpdate('only branches (refs/heads/*) can be pushed', 'a project keeps branches only; tags and other refs are not stored');
+  }
   const branch = command.ref.slice(BRANCH_REF_PREFIX.length);
-  if (branchNameProblem(branch)) throw new RefusedUpdate('invalid branch name');
+  if (branchNameProblem(branch)) throw new RefusedUpdate('invalid branch name', 'choose a name that `git check-ref-format --branch` accepts');
   const current = tx.getRef(command.ref) ?? null;
   const sameAsOld = command.old === null ? current === null : current !== null && current.equals(command.old);
-  if (!sameAsOld) throw new RefusedUpdate(current === null ? 'branch does not exist' : 'stale info (fetch first)');
+  if (!sameAsOld) {
+    if (current === null) throw new RefusedUpdate('branch does not exist', 'the branch was deleted on Treehouse; fetch, then push it as a new branch');
+    throw new RefusedUpdate('stale info (fetch first)', 'the branch moved on Treehouse since you fetched; pull, then push again');
+  }
   if (command.new === null) {
-    if (branch === MAIN_BRANCH) throw new RefusedUpdate('deleting main is not allowed');
-    if (uncommittedPaths(tx, branch, tx.getCommitInfo(current!)!.tree).length > 0) throw new RefusedUpdate('uncommitted changes');
+    if (branch === MAIN_BRANCH) throw new RefusedUpdate('deleting main is not allowed', 'main is every project\'s default branch and cannot be deleted');
+    if (uncommittedPaths(tx, branch, tx.getCommitInfo(current!)!.tree).length > 0) throw uncommittedChanges();
     tx.casRef(command.ref, current, null);
     tx.deleteWorkingTree(branch);
     tx.bumpVersion();
     return null;
   }
+  const newHex = oidToHex(command.new);
+  const gap = gaps.get(newHex);
+  if (gap?.shallow) {
+    throw new RefusedUpdate(
+      'shallow update not allowed',
+      `the history below ${short(gap.missing)} is not on Treehouse and this push comes from a shallow clone; ` +
+        'fetch the whole history (git fetch --unshallow) and push again',
+    );
+  }
+  if (gap || !tx.hasObject(command.new)) {
+    throw new RefusedUpdate('missing necessary objects', `the push does not carry ${short(gap?.missing ?? newHex)}, which ${short(newHex)} needs`);
+  }
   const next = tx.getCommitInfo(command.new);
-  if (!next) throw new RefusedUpdate('not a commit');
+  if (!next) throw new RefusedUpdate('not a commit', 'a branch must point at a commit');
   if (current === null) {
     const clash = tx.listRefs(BRANCH_REF_PREFIX).find((ref) => ref.name.startsWith(`${command.ref}/`) || command.ref.startsWith(`${ref.name}/`));
-    if (clash) throw new RefusedUpdate(`conflicts with ${clash.name}`);
+    if (clash) {
+      throw new RefusedUpdate(`conflicts with ${clash.name}`, `git cannot hold both ${command.ref} and ${clash.name} (one would be a directory of the other); choose another name`);
+    }
   } else {
     if (current.equals(command.new)) return null;
-    if (!isAncestor(tx, current, command.new)) throw new RefusedUpdate('non-fast-forward (history is never rewritten)');
-    if (uncommittedPaths(tx, branch, tx.getCommitInfo(current)!.tree).length > 0) throw new RefusedUpdate('uncommitted changes');
+    if (!isAncestor(tx, current, command.new)) {
+      throw new RefusedUpdate(
+        'non-fast-forward (history is never rewritten)',
+        'Treehouse never rewrites history, forced or not; fetch, merge (or rebase onto) the branch and push again',
+      );
+    }
+    if (uncommittedPaths(tx, branch, tx.getCommitInfo(current)!.tree).length > 0) throw uncommittedChanges();
     const locked = lockedChanges(tx, branch, next.tree);
-    if (locked.length > 0) throw new RefusedUpdate(`locked files would change: ${locked.join(', ')}`);
+    if (locked.length > 0) {
+      throw new RefusedUpdate(`locked files would change: ${locked.join(', ')}`, 'unlock those files through the API (a batch entry with locked: false), then push again');
+    }
   }
   tx.casRef(command.ref, current, command.new);
   resetWorkingTree(tx, branch, next.tree);
   tx.bumpVersion();
   return branch;
+}
+
+function uncommittedChanges(): RefusedUpdate {
+  return new RefusedUpdate(
+    'uncommitted changes',
+    'the branch has uncommitted changes in its Treehouse working tree; commit or discard them through the API, then push again',
+  );
 }

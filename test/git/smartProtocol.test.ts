@@ -1,8 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import { decodePktLines, encodeDelim, encodeFlush, encodePktLine, type PktLine } from '../../src/git/pktline.js';
+import { decodePktLineAt, decodePktLines, encodeDelim, encodeFlush, encodePktLine, type PktLine } from '../../src/git/pktline.js';
 import {
   INFINITE_DEPTH,
   deepens,
+  parsePushCommands,
   parseUploadRequestV0,
   parseV2Command,
   parseV2FetchArgs,
@@ -60,5 +61,28 @@ describe('upload-pack requests', () => {
   it('refuses a depth together with deepen-since or deepen-not, as upload-pack does', () => {
     expect(() => parseUploadRequestV0(packets(`want ${A}`, 'deepen 1', 'deepen-since 5', 'flush'))).toThrow(/cannot be used together/);
     expect(() => v2Fetch(`want ${A}`, 'deepen 1', 'deepen-not main', 'done')).toThrow(/cannot be used together/);
+  });
+});
+
+describe('receive-pack requests', () => {
+  it('reads the shallow lines send-pack puts before the commands of a push from a shallow clone', () => {
+    const body = Buffer.concat([
+      encodePktLine(`shallow ${B}\n`),
+      encodePktLine(`${'0'.repeat(40)} ${A} refs/heads/main\0report-status side-band-64k\n`),
+      encodeFlush(),
+      Buffer.from('PACK'),
+    ]);
+    const push = parsePushCommands(body, decodePktLineAt);
+    expect(push.shallow.map((oid) => oid.toString('hex'))).toEqual([B]);
+    expect(push.commands).toHaveLength(1);
+    expect([...push.capabilities]).toEqual(['report-status', 'side-band-64k']);
+    expect(body.subarray(push.packOffset).toString()).toBe('PACK');
+    expect(() => parsePushCommands(Buffer.concat([encodePktLine('shallow nope\n'), encodeFlush()]), decodePktLineAt)).toThrow(ProtocolError);
+  });
+
+  it('reads an empty command list (a flush alone)', () => {
+    const push = parsePushCommands(encodeFlush(), decodePktLineAt);
+    expect(push.commands).toEqual([]);
+    expect(push.capabilities.size).toBe(0);
   });
 });

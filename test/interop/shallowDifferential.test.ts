@@ -274,6 +274,102 @@ describe('changes on the server, seen from shallow clones', () => {
   });
 });
 
+describe('pushes from shallow clones', () => {
+  it.each(PROTOCOLS)('pushes a commit made on a depth-1 clone (protocol v%s)', async (protocol) => {
+    // The same content, parent and dates on every client, so both peers receive the same commit id.
+    const env = tick();
+    const outcome = await differential(protocol, async (peer) => {
+      const dir = await cloneDepth1(peer, protocol, 'push-shallow');
+      writeFileSync(join(dir, 'pushed.txt'), `pushed over v${protocol}\n`);
+      git(['add', 'pushed.txt'], { cwd: dir });
+      git(['commit', '-q', '-m', `pushed from a shallow clone (v${protocol})`], { cwd: dir, env });
+      return { ...(await gitAsync(withProtocol(protocol, ['push', 'origin', 'main']), { cwd: dir })), dir };
+    });
+    expect(outcome.git.status).toBe(0);
+    expect(await refsOf('treehouse')).toBe(await refsOf('git'));
+    const pushed = outcome.git.revList[0];
+    expect((await server.call('GET', `/api/v1/projects/${projectId}/git/log?limit=1`)).body.commits[0].oid).toBe(pushed);
+    await gitAsyncOk(['pull', '-q', '--ff-only', url('treehouse'), 'main'], { cwd: seed });
+  });
+
+  it.each(PROTOCOLS)('refuses, with a reason, a push from a shallow clone whose history it cannot connect (protocol v%s)', async (protocol) => {
+    // "other" holds two commits on top of main that neither peer has; a depth-1 clone of it has
+    // the second without its parent, and pushes it to both peers.
+    const otherBare = join(backendRoot, `other${protocol}.git`);
+    initBareRepo(otherBare);
+    git(['checkout', '-q', '--detach'], { cwd: seed });
+    commitFiles(seed, `X1-${protocol}`, { 'x.txt': 'x1\n' });
+    commitFiles(seed, `X2-${protocol}`, { 'x.txt': 'x2\n' });
+    await gitAsyncOk(['push', '-q', otherBare, 'HEAD:refs/heads/main'], { cwd: seed });
+    git(['checkout', '-q', 'main'], { cwd: seed });
+    const before = await refsOf('git');
+    const outcome = await differential(protocol, async (peer) => {
+      const dir = dirOf(peer, protocol, 'push-island');
+      await gitAsyncOk(withProtocol(protocol, ['clone', '-q', '--depth', '1', url('git', `other${protocol}`), dir]));
+      return { ...(await gitAsync(withProtocol(protocol, ['push', url(peer), 'HEAD:refs/heads/island']), { cwd: dir })), dir };
+    });
+    expect(outcome.git.status).not.toBe(0);
+    expect(outcome.git.output).toContain('shallow update not allowed');
+    expect(outcome.treehouse.output).toContain('[remote rejected] HEAD -> island (shallow update not allowed)');
+    expect(outcome.treehouse.output).toContain(`remote: refs/heads/island: the history below ${history[`X1-${protocol}`].slice(0, 7)} is not on Treehouse`);
+    expect(outcome.treehouse.output).toContain('git fetch --unshallow');
+    expect(await refsOf('git')).toBe(before);
+    expect(await refsOf('treehouse')).toBe(before);
+    // Nothing of the refused history was stored.
+    expect((await server.call('GET', `/api/v1/projects/${projectId}/git/commits/${history[`X2-${protocol}`]}`)).status).toBe(404);
+  });
+});
+
+describe('refused pushes', () => {
+  it('refuses a forced non-fast-forward like a git server that denies them, and says what to do', async () => {
+    git(['config', 'receive.denyNonFastForwards', 'true'], { cwd: join(backendRoot, 'shared.git') });
+    const before = await refsOf('git');
+    const env = tick();
+    const outcome = await differential('0', async (peer) => {
+      const dir = dirOf(peer, '0', 'push-rewrite');
+      await gitAsyncOk(['clone', '-q', url(peer), dir]);
+      git(['reset', '-q', '--hard', 'HEAD~1'], { cwd: dir });
+      git(['commit', '-q', '--allow-empty', '-m', 'rewrite'], { cwd: dir, env });
+      return { ...(await gitAsync(['push', '--force', 'origin', 'main'], { cwd: dir })), dir };
+    });
+    expect(outcome.git.status).not.toBe(0);
+    expect(outcome.git.output).toContain('remote: error: denying non-fast-forward');
+    expect(outcome.treehouse.output).toContain('remote: refs/heads/main: Treehouse never rewrites history, forced or not');
+    expect(await refsOf('treehouse')).toBe(before);
+    expect(await refsOf('git')).toBe(before);
+  });
+
+  it('answers a push without commands with nothing at all, as git does', async () => {
+    const answers: Array<{ status: number; body: string }> = [];
+    for (const peer of PEERS) {
+      const target = new URL(`${url(peer)}/git-receive-pack`);
+      const authorization = `Basic ${Buffer.from(`${target.username || 'git'}:${target.password}`).toString('base64')}`;
+      target.username = target.password = '';
+      const response = await fetch(target, { method: 'POST', headers: { authorization, 'content-type': 'application/x-git-receive-pack-request' }, body: new Uint8Array(encodeFlush()) });
+      answers.push({ status: response.status, body: Buffer.from(await response.arrayBuffer()).toString('latin1') });
+    }
+    expect(answers).toEqual([
+      { status: 200, body: '' },
+      { status: 200, body: '' },
+    ]);
+  });
+
+  it('tells a pusher to commit or discard the uncommitted changes of the Treehouse working tree', async () => {
+    const dir = join(work.path, 'push-dirty');
+    await gitAsyncOk(['clone', '-q', url('treehouse'), dir]);
+    const written = await server.call('POST', `/api/v1/projects/${projectId}/files/batch`, { files: [{ path: 'draft.txt', content: 'not committed\n' }] });
+    expect(written.status).toBe(200);
+    git(['commit', '-q', '--allow-empty', '-m', 'onto a dirty branch'], { cwd: dir });
+    const pushed = await gitAsync(['push', 'origin', 'main'], { cwd: dir });
+    expect(pushed.status).not.toBe(0);
+    expect(pushed.output).toContain('[remote rejected] main -> main (uncommitted changes)');
+    expect(pushed.output).toContain(
+      'remote: refs/heads/main: the branch has uncommitted changes in its Treehouse working tree; commit or discard them through the API',
+    );
+    expect((await server.call('DELETE', `/api/v1/projects/${projectId}/files/draft.txt`)).status).toBe(200);
+  });
+});
+
 describe('errors git shows to its user', () => {
   const unknown = 'c0ffee'.repeat(6) + 'c0ff';
 
