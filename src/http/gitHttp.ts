@@ -3,15 +3,14 @@
  *   GET  /git/{project_id}.git/info/refs?service=git-upload-pack|git-receive-pack
  *   POST /git/{project_id}.git/git-upload-pack
  *   POST /git/{project_id}.git/git-receive-pack
- * Basic auth with the API key as password (Bearer also works). Protocol v2 when the client sends
+ * Basic auth with the API key as password (Bearer also works), checked by each route's onRequest
+ * hook before the body is read. Protocol v2 when the client sends
  * `Git-Protocol: version=2`. A request that cannot be served is answered as git's http-backend
  * answers it: 200 with an `ERR <message>` pkt-line, which git shows as "remote error: <message>"
  * (an HTTP error status would only show as "RPC failed; HTTP 400").
  */
 import { Readable } from 'node:stream';
-import { gunzipSync } from 'node:zlib';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { TreehouseError } from '../errors.js';
 import { decodePktLineAt, decodePktLines, encodeFlush, encodePktLine, encodeSideband, PktLineError, SIDEBAND_DATA, SIDEBAND_ERROR, SIDEBAND_PROGRESS } from '../git/pktline.js';
 import {
   encodeReportStatus,
@@ -23,10 +22,10 @@ import {
 } from '../git/smartProtocol.js';
 import { advertise, fetchV2, lsRefs, uploadPackV0 } from '../repo/uploadPack.js';
 import { receivePack, type ReceivePackResult } from '../repo/receivePack.js';
-import type { Principal } from '../service/accounts.js';
 import type { ProjectRecord } from '../service/projects.js';
 import type { Treehouse } from '../service/treehouse.js';
 import { credentialOf } from './credentials.js';
+import { GitBodyError, readGitBody } from './gitBody.js';
 
 const SERVICES = new Set<Service>(['git-upload-pack', 'git-receive-pack']);
 /** An upload-pack request (wants and haves) is small; a larger one is refused as endless negotiation. */
@@ -52,61 +51,81 @@ function sidebandError(message: string): Buffer {
 }
 
 export function gitHttpRoutes(app: FastifyInstance, th: Treehouse): void {
-  const limit = th.config.limits.requestBodyBytesMax;
-  for (const service of SERVICES) {
-    app.addContentTypeParser(`application/x-${service}-request`, { parseAs: 'buffer', bodyLimit: limit }, (request, body, done) => {
-      try {
-        const encoding = request.headers['content-encoding'];
-        done(null, encoding === 'gzip' ? gunzipSync(body as Buffer, { maxOutputLength: limit }) : body);
-      } catch (error) {
-        done(new TreehouseError('invalid_request', `Unreadable request body: ${(error as Error).message}`), undefined);
-      }
-    });
-  }
+  // A context of its own: git bodies are streams the handlers read once the key is checked, and no
+  // parser of the JSON API (or its limits and errors) applies to them.
+  app.register(async (git) => {
+    git.removeAllContentTypeParsers();
+    git.addContentTypeParser('*', (_request, payload, done) => done(null, payload));
+    gitRoutes(git, th);
+  });
+}
 
-  const authorize = (request: FastifyRequest, reply: FastifyReply): { principal: Principal; record: ProjectRecord } | null => {
+/** The project a request was authorized for, set by the route's onRequest hook. */
+const projectOfRequest = new WeakMap<FastifyRequest, ProjectRecord>();
+
+function gitRoutes(app: FastifyInstance, th: Treehouse): void {
+  /**
+   * Runs as the matched route's onRequest hook, before any byte of the body is read: the key, then
+   * the project. Answers are text/plain, which git prints after "remote:".
+   */
+  const authorize = async (request: FastifyRequest, reply: FastifyReply) => {
+    // An answer given before the body was read closes the connection rather than read what is left.
+    const refuse = (status: number, text: string) => {
+      if (!request.raw.complete) reply.header('Connection', 'close');
+      return reply.code(status).type('text/plain; charset=utf-8').send(text);
+    };
     const principal = th.accounts.authenticate(credentialOf(request.headers.authorization) ?? '');
     if (!principal) {
-      reply.code(401).header('WWW-Authenticate', 'Basic realm="Treehouse"').type('text/plain').send('A valid API key is required (as the password).\n');
-      return null;
+      reply.header('WWW-Authenticate', 'Basic realm="Treehouse"');
+      return refuse(401, 'A valid API key is required (as the password).\n');
     }
     const { project } = request.params as { project: string };
     const id = project.endsWith('.git') ? project.slice(0, -4) : project;
+    let record: ProjectRecord;
     try {
-      return { principal, record: th.projects.get(principal, id) };
+      record = th.projects.get(principal, id);
     } catch {
-      reply.code(404).type('text/plain').send('Repository not found.\n');
-      return null;
+      return refuse(404, 'Repository not found.\n');
     }
+    request.principal = principal;
+    projectOfRequest.set(request, record);
+  };
+  const authorized = (request: FastifyRequest): ProjectRecord => {
+    const record = projectOfRequest.get(request);
+    // Every git route has the hook; reaching a handler without it is a wiring fault, and it fails closed.
+    if (!record) throw new Error(`git route ${request.routeOptions.url} reached without authorization`);
+    return record;
   };
 
   const protocolFailure = (reply: FastifyReply, service: Service, error: unknown, pushSideband = false) => {
-    if (error instanceof ProtocolError || error instanceof PktLineError) {
+    if (error instanceof ProtocolError || error instanceof PktLineError || error instanceof GitBodyError) {
       const answer = pushSideband ? sidebandError(error.message) : errPacket(error.message);
+      if (error instanceof GitBodyError) reply.header('Connection', 'close');
       return reply.code(200).header('Cache-Control', 'no-cache').type(`application/x-${service}-result`).send(answer);
     }
     throw error;
   };
+  const bodyOf = (request: FastifyRequest, bytesMax: number): Promise<Buffer> => {
+    const encoding = request.headers['content-encoding'];
+    return readGitBody(request.body as Readable | undefined, typeof encoding === 'string' ? encoding : undefined, bytesMax);
+  };
 
-  app.get('/git/:project/info/refs', async (request, reply) => {
+  app.get('/git/:project/info/refs', { onRequest: authorize }, async (request, reply) => {
+    const record = authorized(request);
     const service = (request.query as { service?: string }).service as Service;
     if (!SERVICES.has(service)) return reply.code(403).type('text/plain').send('Only the smart protocol is served.\n');
-    const auth = authorize(request, reply);
-    if (!auth) return reply;
-    const lines = advertise(th.projects.repo(auth.record), service, service === 'git-upload-pack' ? protocolVersion(request) : 0);
+    const lines = advertise(th.projects.repo(record), service, service === 'git-upload-pack' ? protocolVersion(request) : 0);
     return reply
       .header('Cache-Control', 'no-cache')
       .type(`application/x-${service}-advertisement`)
       .send(Buffer.concat(lines));
   });
 
-  app.post('/git/:project/git-upload-pack', { bodyLimit: UPLOAD_REQUEST_BYTES_MAX }, async (request, reply) => {
-    const auth = authorize(request, reply);
-    if (!auth) return reply;
-    const repo = th.projects.repo(auth.record);
+  app.post('/git/:project/git-upload-pack', { onRequest: authorize }, async (request, reply) => {
+    const repo = th.projects.repo(authorized(request));
     const service: Service = 'git-upload-pack';
     try {
-      const packets = decodePktLines(asBuffer(request.body));
+      const packets = decodePktLines(await bodyOf(request, UPLOAD_REQUEST_BYTES_MAX));
       let stream: Iterable<Buffer>;
       if (protocolVersion(request) === 2) {
         const command = parseV2Command(packets);
@@ -131,26 +150,25 @@ export function gitHttpRoutes(app: FastifyInstance, th: Treehouse): void {
     }
   });
 
-  app.post('/git/:project/git-receive-pack', async (request, reply) => {
-    const auth = authorize(request, reply);
-    if (!auth) return reply;
+  app.post('/git/:project/git-receive-pack', { onRequest: authorize }, async (request, reply) => {
+    const record = authorized(request);
     const service: Service = 'git-receive-pack';
     // Until the commands say otherwise, assume side-band-64k: git asks for it whenever it is offered.
     let sideband = true;
     try {
-      const body = asBuffer(request.body);
+      const body = await bodyOf(request, th.config.limits.requestBodyBytesMax);
       const push = parsePushCommands(body, decodePktLineAt);
       sideband = push.capabilities.has('side-band-64k');
       const answer = reply.header('Cache-Control', 'no-cache').type(`application/x-${service}-result`);
       // As git's receive-pack: no commands, nothing to unpack and nothing to report.
       if (push.commands.length === 0) return answer.send(Buffer.alloc(0));
-      const result = await receivePack(th.projects.repo(auth.record), {
+      const result = await receivePack(th.projects.repo(record), {
         commands: push.commands,
         pack: body.subarray(push.packOffset),
         atomic: push.capabilities.has('atomic'),
         shallow: push.shallow,
       });
-      for (const branch of result.updatedBranches) await th.workspace.branchChanged(auth.record, branch);
+      for (const branch of result.updatedBranches) await th.workspace.branchChanged(record, branch);
       return answer.send(encodePushAnswer(push.capabilities, result));
     } catch (error) {
       return protocolFailure(reply, service, error, sideband);
@@ -170,9 +188,4 @@ function encodePushAnswer(capabilities: Set<string>, result: ReceivePackResult):
   if (report.length > 0) out.push(...encodeSideband(SIDEBAND_DATA, report));
   out.push(encodeFlush());
   return Buffer.concat(out);
-}
-
-function asBuffer(body: unknown): Buffer {
-  if (Buffer.isBuffer(body)) return body;
-  throw new ProtocolError('request body must be a pkt-line stream with the git content type');
 }
