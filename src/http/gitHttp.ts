@@ -65,8 +65,8 @@ const projectOfRequest = new WeakMap<FastifyRequest, ProjectRecord>();
 
 function gitRoutes(app: FastifyInstance, th: Treehouse): void {
   /**
-   * Runs as the matched route's onRequest hook, before any byte of the body is read: the key, then
-   * the project. Answers are text/plain, which git prints after "remote:".
+   * Runs as the matched route's onRequest hook, before any byte of the body is read: the key, its
+   * rate limit, then the project. Answers are text/plain, which git prints after "remote:".
    */
   const authorize = async (request: FastifyRequest, reply: FastifyReply) => {
     // An answer given before the body was read closes the connection rather than read what is left.
@@ -78,6 +78,13 @@ function gitRoutes(app: FastifyInstance, th: Treehouse): void {
     if (!principal) {
       reply.header('WWW-Authenticate', 'Basic realm="Treehouse"');
       return refuse(401, 'A valid API key is required (as the password).\n');
+    }
+    // The key's one token bucket, shared with the JSON API. git prints a text/plain body of a failed
+    // info/refs after "remote:"; Retry-After is whole seconds, as on the API.
+    const retryAfterSeconds = th.rateLimiter.take(principal.keyId);
+    if (retryAfterSeconds > 0) {
+      reply.header('Retry-After', String(retryAfterSeconds));
+      return refuse(429, `Too many requests for this API key (rate limit); retry in ${retryAfterSeconds} s.\n`);
     }
     const { project } = request.params as { project: string };
     const id = project.endsWith('.git') ? project.slice(0, -4) : project;

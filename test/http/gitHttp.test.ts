@@ -6,6 +6,7 @@ import { request as httpRequest } from 'node:http';
 import { gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { encodeFlush, encodePktLine } from '../../src/git/pktline.js';
+import { gitAsync, scratchDir } from '../support/git.js';
 import { startTestServer, type TestServer } from '../support/server.js';
 
 const MIB = 1024 * 1024;
@@ -136,5 +137,30 @@ describe('request bodies', () => {
     const raw = await post('git-receive-pack', { authorization: auth }, Buffer.alloc(2 * MIB));
     expect(raw.body.toString('latin1')).toMatch(/^[0-9a-f]{4}\x03the request body is over the limit of 1048576 bytes\n0000$/);
     expect((await fetch(`${server.url}/healthz`)).status).toBe(200);
+  });
+});
+
+describe('rate limits', () => {
+  it('answers a key over its rate 429 with Retry-After and a message git shows', async () => {
+    const limited = await startTestServer({ limits: { requestsPerSecondPerKey: 1, requestBurstPerKey: 2 } });
+    const dir = scratchDir('treehouse-rate-');
+    try {
+      const created = await limited.call('POST', '/api/v1/projects', { title: 'Limited' });
+      expect(created.status).toBe(201);
+      const url = `${limited.url.replace('http://', `http://git:${limited.key}@`)}/git/${created.body.project.id}.git`;
+      // The creation took one token of two; this takes the other.
+      expect((await fetch(`${url.replace(`git:${limited.key}@`, '')}/info/refs?service=git-upload-pack`, { headers: { authorization: `Bearer ${limited.key}` } })).status).toBe(200);
+      const cloned = await gitAsync(['clone', url, `${dir.path}/clone`]);
+      expect(cloned.status).not.toBe(0);
+      expect(cloned.output).toContain('remote: Too many requests for this API key (rate limit); retry in 1 s.');
+      expect(cloned.output).toContain('429');
+      const raw = await fetch(`${limited.url}/git/${created.body.project.id}.git/info/refs?service=git-upload-pack`, { headers: { authorization: `Bearer ${limited.key}` } });
+      expect(raw.status).toBe(429);
+      expect(raw.headers.get('retry-after')).toMatch(/^[1-9]\d*$/);
+      expect(raw.headers.get('content-type')).toMatch(/^text\/plain/);
+    } finally {
+      dir.remove();
+      await limited.close();
+    }
   });
 });
