@@ -174,6 +174,7 @@ function gitRoutes(app: FastifyInstance, th: Treehouse): void {
         pack: body.subarray(push.packOffset),
         atomic: push.capabilities.has('atomic'),
         shallow: push.shallow,
+        refUpdatesMax: th.config.limits.pushRefsMax,
       });
       for (const branch of result.updatedBranches) await th.workspace.branchChanged(record, branch);
       return answer.send(encodePushAnswer(push.capabilities, result));

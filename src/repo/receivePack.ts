@@ -30,6 +30,8 @@ export interface ReceivePackInput {
   atomic: boolean;
   /** The `shallow` lines of a push from a shallow clone: commits the client holds without parents. */
   shallow?: Oid[];
+  /** Most ref updates one push may carry (TREEHOUSE_PUSH_REFS_MAX); more refuses the push whole. */
+  refUpdatesMax?: number;
   packLimits?: { objectsMax?: number; objectBytesMax?: number; totalBytesMax?: number };
 }
 
@@ -59,6 +61,15 @@ export async function receivePack(repo: Repo, input: ReceivePackInput): Promise<
     updatedBranches: [],
     hints: [hint],
   });
+  const refUpdatesMax = input.refUpdatesMax ?? Infinity;
+  if (input.commands.length > refUpdatesMax) {
+    // Refused before the pack is even parsed: the cap bounds the work of one push.
+    return refuseAll(
+      'too many ref updates in one push',
+      `refused: ${input.commands.length} ref updates, at most ${refUpdatesMax} in one push`,
+      `this push updates ${input.commands.length} refs and a push may update at most ${refUpdatesMax}; push them in smaller batches`,
+    );
+  }
   let objects: PackObject[] = [];
   if (input.pack && input.pack.length > 0) {
     try {
@@ -84,9 +95,11 @@ export async function receivePack(repo: Repo, input: ReceivePackInput): Promise<
       const results: RefResult[] = [];
       const updatedBranches: string[] = [];
       const hints: string[] = [];
+      // One listing per push, however many branches it creates.
+      const branches = new BranchNames(tx.listRefs(BRANCH_REF_PREFIX).map((ref) => ref.name));
       for (const command of input.commands) {
         try {
-          const branch = applyCommand(tx, command, gaps);
+          const branch = applyCommand(tx, command, gaps, branches);
           results.push({ ref: command.ref, ok: true });
           if (branch) updatedBranches.push(branch);
         } catch (error) {
@@ -187,7 +200,7 @@ function historyGaps(tx: ProjectWriteTx, objects: PackObject[], clientShallow: S
 const short = (hex: string) => hex.slice(0, 7);
 
 /** Applies one update or throws RefusedUpdate with the reason git shows after "ng". */
-function applyCommand(tx: ProjectWriteTx, command: RefUpdateCommand, gaps: Map<string, Gap>): string | null {
+function applyCommand(tx: ProjectWriteTx, command: RefUpdateCommand, gaps: Map<string, Gap>, branches: BranchNames): string | null {
   if (!command.ref.startsWith(BRANCH_REF_PREFIX)) {
     throw new RefusedUpdate('only branches (refs/heads/*) can be pushed', 'a project keeps branches only; tags and other refs are not stored');
   }
@@ -205,6 +218,7 @@ function applyCommand(tx: ProjectWriteTx, command: RefUpdateCommand, gaps: Map<s
     tx.casRef(command.ref, current, null);
     tx.deleteWorkingTree(branch);
     tx.bumpVersion();
+    branches.delete(command.ref);
     return null;
   }
   const newHex = oidToHex(command.new);
@@ -222,9 +236,9 @@ function applyCommand(tx: ProjectWriteTx, command: RefUpdateCommand, gaps: Map<s
   const next = tx.getCommitInfo(command.new);
   if (!next) throw new RefusedUpdate('not a commit', 'a branch must point at a commit');
   if (current === null) {
-    const clash = tx.listRefs(BRANCH_REF_PREFIX).find((ref) => ref.name.startsWith(`${command.ref}/`) || command.ref.startsWith(`${ref.name}/`));
+    const clash = branches.clash(command.ref);
     if (clash) {
-      throw new RefusedUpdate(`conflicts with ${clash.name}`, `git cannot hold both ${command.ref} and ${clash.name} (one would be a directory of the other); choose another name`);
+      throw new RefusedUpdate(`conflicts with ${clash}`, `git cannot hold both ${command.ref} and ${clash} (one would be a directory of the other); choose another name`);
     }
   } else {
     if (current.equals(command.new)) return null;
@@ -243,7 +257,54 @@ function applyCommand(tx: ProjectWriteTx, command: RefUpdateCommand, gaps: Map<s
   tx.casRef(command.ref, current, command.new);
   resetWorkingTree(tx, branch, next.tree);
   tx.bumpVersion();
+  if (current === null) branches.add(command.ref);
   return branch;
+}
+
+/**
+ * The branch refs of a project as git ref paths, for the clash check in constant time per name:
+ * `a` cannot sit beside `a/b`, because one would be a file where the other needs a directory.
+ */
+class BranchNames {
+  private readonly names = new Set<string>();
+  /** Each directory of a branch ref ("refs/heads/a" for "refs/heads/a/b") and the refs below it. */
+  private readonly below = new Map<string, Set<string>>();
+
+  constructor(names: string[]) {
+    for (const name of names) this.add(name);
+  }
+
+  add(name: string): void {
+    this.names.add(name);
+    for (const directory of directoriesOf(name)) {
+      let refs = this.below.get(directory);
+      if (!refs) this.below.set(directory, (refs = new Set()));
+      refs.add(name);
+    }
+  }
+
+  delete(name: string): void {
+    this.names.delete(name);
+    for (const directory of directoriesOf(name)) {
+      const refs = this.below.get(directory);
+      refs?.delete(name);
+      if (refs?.size === 0) this.below.delete(directory);
+    }
+  }
+
+  /** An existing ref the new one would clash with, or null. */
+  clash(name: string): string | null {
+    for (const directory of directoriesOf(name)) if (this.names.has(directory)) return directory;
+    const under = this.below.get(name);
+    return under ? under.values().next().value! : null;
+  }
+}
+
+/** "refs/heads/a/b/c" → "refs/heads/a", "refs/heads/a/b" (the directories below refs/heads/). */
+function directoriesOf(name: string): string[] {
+  const out: string[] = [];
+  for (let slash = name.indexOf('/', BRANCH_REF_PREFIX.length); slash >= 0; slash = name.indexOf('/', slash + 1)) out.push(name.slice(0, slash));
+  return out;
 }
 
 function uncommittedChanges(): RefusedUpdate {

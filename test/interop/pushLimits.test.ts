@@ -1,0 +1,91 @@
+/**
+ * Pushes at the edge of their limits, with the git CLI: the cap on ref updates per push, many new
+ * branches in one push (the branch-name clash check is linear), and a large pack, whose parsing
+ * and checking must leave the server answering other requests.
+ */
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { git, gitAsync, gitAsyncOk, scratchDir } from '../support/git.js';
+import { probeHealthz } from '../support/healthProbe.js';
+import { startTestServer, type TestServer } from '../support/server.js';
+
+let server: TestServer;
+const work = scratchDir('treehouse-push-limits-');
+beforeAll(async () => {
+  server = await startTestServer();
+});
+afterAll(async () => {
+  await server.close();
+  work.remove();
+});
+
+function remoteUrl(projectId: string, on: TestServer = server): string {
+  return `${on.url.replace('http://', `http://git:${on.key}@`)}/git/${projectId}.git`;
+}
+
+async function newClone(name: string, on: TestServer = server): Promise<{ id: string; dir: string; url: string }> {
+  const created = await on.call('POST', '/api/v1/projects', { title: name, source: { kind: 'files', files: [{ path: 'a.txt', content: 'a\n' }] } });
+  expect(created.status).toBe(201);
+  const dir = join(work.path, name);
+  await gitAsyncOk(['clone', '-q', remoteUrl(created.body.project.id, on), dir]);
+  return { id: created.body.project.id, dir, url: remoteUrl(created.body.project.id, on) };
+}
+
+/**
+ * Creates `count` local branches prefix/00001… at HEAD, written as one packed-refs file
+ * (Documentation/gitrepository-layout.txt): thousands of loose ref files would cost seconds.
+ */
+function makeBranches(dir: string, prefix: string, count: number): void {
+  const head = git(['rev-parse', 'HEAD'], { cwd: dir }).trim();
+  const lines = Array.from({ length: count }, (_, i) => `${head} refs/heads/${prefix}/${String(i + 1).padStart(5, '0')}\n`);
+  writeFileSync(join(dir, '.git', 'packed-refs'), `# pack-refs with: peeled fully-peeled sorted \n${lines.join('')}`);
+}
+
+async function branchCount(id: string, on: TestServer = server): Promise<number> {
+  return (await on.call('GET', `/api/v1/projects/${id}/git/branches`)).body.branches.length;
+}
+
+describe('ref updates per push', () => {
+  it('refuses a push of 1,001 branches with a message saying what to do, and moves nothing', async () => {
+    const { id, dir, url } = await newClone('over-cap');
+    makeBranches(dir, 'b', 1001);
+    const pushed = await gitAsync(['push', url, 'refs/heads/b/*:refs/heads/b/*'], { cwd: dir });
+    expect(pushed.status).not.toBe(0);
+    expect(pushed.output).toContain('remote: this push updates 1001 refs and a push may update at most 1000; push them in smaller batches');
+    expect(pushed.output).toContain('error: remote unpack failed: refused: 1001 ref updates, at most 1000 in one push');
+    expect(pushed.output).toContain('b/00001 -> b/00001 (too many ref updates in one push)');
+    expect(await branchCount(id)).toBe(1);
+  });
+
+  it('accepts a push of 1,000 branches, and refuses names that clash with them as paths', async () => {
+    const { id, dir, url } = await newClone('at-cap');
+    makeBranches(dir, 'b', 1000);
+    await gitAsyncOk(['push', '-q', url, 'refs/heads/b/*:refs/heads/b/*'], { cwd: dir });
+    expect(await branchCount(id)).toBe(1001);
+    const beside = await gitAsync(['push', url, 'HEAD:refs/heads/b'], { cwd: dir });
+    expect(beside.status).not.toBe(0);
+    expect(beside.output).toMatch(/\(conflicts with refs\/heads\/b\/\d{5}\)/);
+    // Within one push too: the branch created first holds its name.
+    const together = await gitAsync(['push', url, 'HEAD:refs/heads/solo', 'HEAD:refs/heads/solo/inner'], { cwd: dir });
+    expect(together.output).toContain('(conflicts with refs/heads/solo)');
+    expect((await server.call('GET', `/api/v1/projects/${id}/git/branches`)).body.branches.map((b: { name: string }) => b.name)).toContain('solo');
+  });
+
+  it('creates 2,000 branches in one push (cap raised) while the server keeps answering', async () => {
+    const roomy = await startTestServer({ limits: { pushRefsMax: 10_000 } });
+    try {
+      const { id, dir, url } = await newClone('many-branches', roomy);
+      makeBranches(dir, 'many', 2000);
+      // git's own client needs seconds for thousands of refs (22 s for 8,000 against git
+      // http-backend); what must not grow is the server's synchronous work, which /healthz waits for.
+      const pushed = gitAsyncOk(['push', '-q', url, 'refs/heads/many/*:refs/heads/many/*'], { cwd: dir });
+      const latencies = await probeHealthz(roomy.url, pushed);
+      expect(await branchCount(id, roomy)).toBe(2001);
+      // Listing every branch for each new one froze the server for the whole push (97 s for 8,000).
+      expect(Math.max(...latencies), `healthz latencies: ${latencies.map(Math.round).join(' ')}`).toBeLessThan(1000);
+    } finally {
+      await roomy.close();
+    }
+  });
+});
