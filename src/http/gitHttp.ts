@@ -175,6 +175,7 @@ function gitRoutes(app: FastifyInstance, th: Treehouse): void {
         atomic: push.capabilities.has('atomic'),
         shallow: push.shallow,
         refUpdatesMax: th.config.limits.pushRefsMax,
+        checkPack: (pack, limits, lookups, clientShallow) => th.packChecker.check(pack, limits, lookups, clientShallow),
       });
       for (const branch of result.updatedBranches) await th.workspace.branchChanged(record, branch);
       return answer.send(encodePushAnswer(push.capabilities, result));

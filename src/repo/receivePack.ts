@@ -11,14 +11,12 @@
  * and none of its objects is stored, so everything in the store keeps a complete history. Every
  * refusal comes with a hint the client shows as a "remote:" line.
  */
-import { decodeCommit } from '../git/commit.js';
-import { FsckError, assertFsckClean } from '../git/fsck.js';
 import { oidToHex, type Oid } from '../git/oid.js';
-import { PackFormatError, parsePack, type PackObject } from '../git/pack.js';
+import type { ExternalObject, PackObject } from '../git/pack.js';
+import { checkReceivedPack, type Gap, type PackCheckResult, type PackLimits, type StoreLookups } from '../git/packCheck.js';
 import { parentsFirst } from '../git/packOrder.js';
 import { BRANCH_REF_PREFIX, branchNameProblem } from '../git/refname.js';
 import type { RefResult, RefUpdateCommand } from '../git/smartProtocol.js';
-import { decodeTree, MODE_GITLINK } from '../git/tree.js';
 import type { ProjectWriteTx } from '../store/types.js';
 import { isAncestor } from './ancestry.js';
 import { lockedChanges, resetWorkingTree, uncommittedPaths } from './moveWorkingTree.js';
@@ -32,7 +30,12 @@ export interface ReceivePackInput {
   shallow?: Oid[];
   /** Most ref updates one push may carry (TREEHOUSE_PUSH_REFS_MAX); more refuses the push whole. */
   refUpdatesMax?: number;
-  packLimits?: { objectsMax?: number; objectBytesMax?: number; totalBytesMax?: number };
+  packLimits?: PackLimits;
+  /**
+   * Parses and checks the pack (src/git/packCheck.ts) somewhere other than this thread, such as
+   * src/service/packChecker.ts; without it the pack is checked inline.
+   */
+  checkPack?: (pack: Buffer, limits: PackLimits, lookups: StoreLookups, clientShallow: ReadonlySet<string>) => Promise<PackCheckResult>;
 }
 
 export interface ReceivePackResult {
@@ -70,26 +73,24 @@ export async function receivePack(repo: Repo, input: ReceivePackInput): Promise<
       `this push updates ${input.commands.length} refs and a push may update at most ${refUpdatesMax}; push them in smaller batches`,
     );
   }
-  let objects: PackObject[] = [];
-  if (input.pack && input.pack.length > 0) {
-    try {
-      objects = repo.store.read((store) => {
-        const tx = store.project(repo.project);
-        return parsePack(input.pack!, { ...input.packLimits, resolveExternal: (oid) => tx.getObject(oid) }).objects;
-      });
-      for (const object of objects) assertFsckClean(object.type, object.body, oidToHex(object.oid));
-    } catch (error) {
-      if (error instanceof PackFormatError || error instanceof FsckError) {
-        return refuseAll('unpacker error', error.message, `the pack was refused and nothing was stored: ${error.message}`);
-      }
-      throw error;
-    }
-  }
   const clientShallow = new Set((input.shallow ?? []).map(oidToHex));
+  let objects: PackObject[] = [];
+  let gaps = new Map<string, Gap>();
+  if (input.pack && input.pack.length > 0) {
+    // Each answer comes from a read of its own, copied out of it: the check may run on another thread.
+    const lookups: StoreLookups = {
+      object: (oid) => repo.store.read((store) => copyOf(store.project(repo.project).getObject(oid))),
+      has: (oid) => repo.store.read((store) => store.project(repo.project).hasObject(oid)),
+    };
+    const limits = input.packLimits ?? {};
+    const checked = input.checkPack ? await input.checkPack(input.pack, limits, lookups, clientShallow) : checkReceivedPack(input.pack, limits, lookups, clientShallow);
+    if (!checked.ok) return refuseAll('unpacker error', checked.message, `the pack was refused and nothing was stored: ${checked.message}`);
+    objects = checked.objects;
+    gaps = checked.gaps;
+  }
   try {
     return await repo.store.write((store) => {
       const tx = store.project(repo.project);
-      const gaps = historyGaps(tx, objects, clientShallow);
       // Parents before children, so every commit's generation number is computed from indexed parents.
       for (const object of parentsFirst(objects)) if (!gaps.has(oidToHex(object.oid))) tx.putObjectWithId(object.oid, object.type, object.body);
       const results: RefResult[] = [];
@@ -131,73 +132,11 @@ class AtomicFailure extends Error {
   }
 }
 
-/** Why a received object cannot be stored: the object its history lacks, and whether a shallow clone cut it. */
-interface Gap {
-  missing: string;
-  shallow: boolean;
-}
-
-/**
- * The received commits and trees whose history is incomplete, each with the first missing object
- * under it. Whatever the store holds is complete already (nothing incomplete is ever stored), so
- * only received objects are walked, depth first without recursion.
- */
-function historyGaps(tx: ProjectWriteTx, objects: PackObject[], clientShallow: Set<string>): Map<string, Gap> {
-  const received = new Map(objects.map((object) => [oidToHex(object.oid), object]));
-  const gaps = new Map<string, Gap>();
-  const complete = new Set<string>();
-  const referencesOf = (object: PackObject): Oid[] => {
-    if (object.type === 'commit') {
-      const commit = decodeCommit(object.body);
-      return [commit.tree, ...commit.parents];
-    }
-    if (object.type === 'tree') return decodeTree(object.body).filter((entry) => entry.mode !== MODE_GITLINK).map((entry) => entry.oid);
-    return [];
-  };
-  for (const root of objects) {
-    const rootKey = oidToHex(root.oid);
-    if (complete.has(rootKey) || gaps.has(rootKey)) continue;
-    const stack: Array<{ key: string; object: PackObject; references: Oid[]; next: number }> = [
-      { key: rootKey, object: root, references: referencesOf(root), next: 0 },
-    ];
-    // Ids are hashes of the content, so objects cannot form a cycle; this only keeps a forged one finite.
-    const onStack = new Set([rootKey]);
-    while (stack.length > 0) {
-      const frame = stack[stack.length - 1];
-      if (frame.next === frame.references.length) {
-        complete.add(frame.key);
-        onStack.delete(frame.key);
-        stack.pop();
-        continue;
-      }
-      const reference = frame.references[frame.next++];
-      const key = oidToHex(reference);
-      let gap = gaps.get(key);
-      if (!gap && !complete.has(key)) {
-        const object = received.get(key);
-        if (object) {
-          if (onStack.has(key)) gap = { missing: key, shallow: false };
-          else {
-            stack.push({ key, object, references: referencesOf(object), next: 0 });
-            onStack.add(key);
-            continue;
-          }
-        } else if (!tx.hasObject(reference)) {
-          // A parent missing below a commit the client named shallow: its clone never had it.
-          gap = { missing: key, shallow: frame.object.type === 'commit' && clientShallow.has(frame.key) };
-        } else complete.add(key);
-      }
-      if (gap) {
-        // The whole chain above a gap has the same gap.
-        for (const entry of stack) gaps.set(entry.key, gap);
-        stack.length = 0;
-      }
-    }
-  }
-  return gaps;
-}
-
 const short = (hex: string) => hex.slice(0, 7);
+
+function copyOf(object: ExternalObject | undefined): ExternalObject | undefined {
+  return object && { type: object.type, body: Buffer.from(object.body) };
+}
 
 /** Applies one update or throws RefusedUpdate with the reason git shows after "ng". */
 function applyCommand(tx: ProjectWriteTx, command: RefUpdateCommand, gaps: Map<string, Gap>, branches: BranchNames): string | null {

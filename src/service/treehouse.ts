@@ -9,6 +9,7 @@ import { Accounts } from './accounts.js';
 import { DeflateCache } from './deflateCache.js';
 import type { Config } from './config.js';
 import { Linter } from './lint.js';
+import { PackChecker } from './packChecker.js';
 import { Projects } from './projects.js';
 import { RateLimiter } from './rateLimiter.js';
 import { RemoteSync } from './remoteSync.js';
@@ -27,6 +28,8 @@ export interface Treehouse {
   remoteSync: RemoteSync;
   /** Deflates stored objects in the background so clones copy pack-ready bytes. */
   deflateCache: DeflateCache;
+  /** Parses and checks pushed packs on a worker thread (src/service/packChecker.ts). */
+  packChecker: PackChecker;
   /** Starts background work (the sync queue); the server calls it once it listens. */
   start(): void;
   /** Stops background work, leaving queued work for the next start; call before close(). */
@@ -45,6 +48,7 @@ export function openTreehouse(config: Config): Treehouse {
   const rateLimiter = new RateLimiter(config.limits.requestsPerSecondPerKey, config.limits.requestBurstPerKey);
   const remoteSync = new RemoteSync(store, projects, config);
   const deflateCache = new DeflateCache(store);
+  const packChecker = new PackChecker();
   workspace.onBranchChanged((record, branch) => remoteSync.branchChanged(record, branch));
   return {
     config,
@@ -56,6 +60,7 @@ export function openTreehouse(config: Config): Treehouse {
     rateLimiter,
     remoteSync,
     deflateCache,
+    packChecker,
     start: () => {
       remoteSync.start();
       deflateCache.start();
@@ -68,6 +73,7 @@ export function openTreehouse(config: Config): Treehouse {
       await remoteSync.stop();
       await deflateCache.stop();
       await linter.close();
+      await packChecker.close();
       await store.close();
     },
   };
