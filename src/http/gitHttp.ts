@@ -142,7 +142,7 @@ function gitRoutes(app: FastifyInstance, th: Treehouse): void {
       } else {
         stream = uploadPackV0(repo, parseUploadRequestV0(packets));
       }
-      // Pull the first chunk now, so request errors become a clean 400 rather than a broken stream.
+      // Pull the first chunk now, so a refused request becomes an ERR answer rather than a broken stream.
       const iterator = stream[Symbol.iterator]();
       const first = iterator.next();
       const rest = Readable.from(
