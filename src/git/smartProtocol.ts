@@ -16,7 +16,16 @@ export const AGENT = 'treehouse/0.1';
 export const HAVES_PER_REQUEST_MAX = 100_000;
 /** Likewise for `want` and `shallow` lines. */
 export const WANTS_PER_REQUEST_MAX = 100_000;
-export const DEPTH_MAX = 1_000_000;
+/** `deepen-not` lines in one request; each names a ref, and a project has few. */
+export const DEEPEN_NOT_PER_REQUEST_MAX = 1_000;
+/** Longest ref name a `deepen-not` line may carry (git's refs are paths; 4096 is PATH_MAX). */
+export const DEEPEN_NOT_NAME_BYTES_MAX = 4096;
+/**
+ * git's INFINITE_DEPTH (0x7fffffff, shallow.h): `fetch --unshallow` sends `deepen 2147483647`,
+ * which upload-pack answers by unshallowing every shallow commit of the client. It is also the
+ * largest depth: git parses the value into an int.
+ */
+export const INFINITE_DEPTH = 0x7fffffff;
 
 export const UPLOAD_PACK_CAPABILITIES_V0 = [
   'multi_ack_detailed',
@@ -24,6 +33,9 @@ export const UPLOAD_PACK_CAPABILITIES_V0 = [
   'thin-pack',
   'ofs-delta',
   'shallow',
+  'deepen-since',
+  'deepen-not',
+  'deepen-relative',
   'no-progress',
   'include-tag',
   'object-format=sha1',
@@ -79,8 +91,15 @@ function parseOid(text: string, what: string): Oid {
 
 function parseDepth(text: string): number {
   const depth = Number(text);
-  if (!/^\d+$/.test(text) || depth < 1 || depth > DEPTH_MAX) throw new ProtocolError(`invalid deepen value ${JSON.stringify(text)}`);
+  if (!/^\d{1,10}$/.test(text) || depth < 1 || depth > INFINITE_DEPTH) throw new ProtocolError(`invalid deepen value ${JSON.stringify(text.slice(0, 40))}`);
   return depth;
+}
+
+/** `deepen-since <seconds>`: a commit time; git refuses 0, as rev-list's --max-age would ignore it. */
+function parseSince(text: string): number {
+  const seconds = Number(text);
+  if (!/^\d{1,15}$/.test(text) || seconds < 1) throw new ProtocolError(`invalid deepen-since value ${JSON.stringify(text.slice(0, 40))}`);
+  return seconds;
 }
 
 export interface FetchRequest {
@@ -88,7 +107,14 @@ export interface FetchRequest {
   haves: Oid[];
   /** Commits the client has without their parents (its shallow boundary). */
   clientShallows: Oid[];
+  /** `deepen <n>`: history n commits deep from the wants (INFINITE_DEPTH: all of it). */
   depth: number | null;
+  /** `deepen-relative`: the depth counts from the client's shallow boundary, not from the wants. */
+  deepenRelative: boolean;
+  /** `deepen-since <time>`: history back to commits made at or after this time (seconds). */
+  deepenSince: number | null;
+  /** `deepen-not <ref>`: history down to, and without, the commits reachable from these refs. */
+  deepenNot: string[];
   done: boolean;
   /** v0: the request went past the wants' flush (a have block or done); else it only asked for the shallow list. */
   negotiates: boolean;
@@ -96,7 +122,30 @@ export interface FetchRequest {
 }
 
 function emptyFetch(): FetchRequest {
-  return { wants: [], haves: [], clientShallows: [], depth: null, done: false, negotiates: true, capabilities: new Set() };
+  return {
+    wants: [],
+    haves: [],
+    clientShallows: [],
+    depth: null,
+    deepenRelative: false,
+    deepenSince: null,
+    deepenNot: [],
+    done: false,
+    negotiates: true,
+    capabilities: new Set(),
+  };
+}
+
+/** Whether the client asked for a new shallow boundary (then the answer carries a shallow list). */
+export function deepens(request: FetchRequest): boolean {
+  return request.depth !== null || request.deepenSince !== null || request.deepenNot.length > 0;
+}
+
+/** The checks upload-pack makes once the whole request is read. */
+function checkDeepen(request: FetchRequest): void {
+  if (request.depth !== null && (request.deepenSince !== null || request.deepenNot.length > 0)) {
+    throw new ProtocolError('deepen and deepen-since (or deepen-not) cannot be used together');
+  }
 }
 
 function addLine(request: FetchRequest, line: string): boolean {
@@ -118,6 +167,14 @@ function addLine(request: FetchRequest, line: string): boolean {
       return true;
     case 'deepen':
       request.depth = parseDepth(rest);
+      return true;
+    case 'deepen-since':
+      request.deepenSince = parseSince(rest);
+      return true;
+    case 'deepen-not':
+      if (request.deepenNot.length >= DEEPEN_NOT_PER_REQUEST_MAX) throw new ProtocolError('too many deepen-not lines');
+      if (rest.length === 0 || Buffer.byteLength(rest) > DEEPEN_NOT_NAME_BYTES_MAX) throw new ProtocolError('invalid deepen-not ref name');
+      request.deepenNot.push(rest);
       return true;
     case 'done':
       request.done = true;
@@ -143,12 +200,13 @@ export function parseUploadRequestV0(packets: PktLine[]): FetchRequest {
       for (const cap of parts.slice(2)) if (cap) request.capabilities.add(cap);
       first = false;
     }
-    if (line.startsWith('deepen-since') || line.startsWith('deepen-not') || line.startsWith('filter')) {
-      throw new ProtocolError(`unsupported request line ${JSON.stringify(line.slice(0, 40))}`);
-    }
+    if (line.startsWith('filter')) throw new ProtocolError(`unsupported request line ${JSON.stringify(line.slice(0, 40))}`);
     if (!addLine(request, line)) throw new ProtocolError(`unexpected line in upload-pack request: ${JSON.stringify(line.slice(0, 80))}`);
   }
   if (request.wants.length === 0) throw new ProtocolError('no wants in request');
+  // v0 asks for a relative depth with a capability on the first want; v2 with an argument.
+  request.deepenRelative = request.capabilities.has('deepen-relative');
+  checkDeepen(request);
   request.negotiates = flushes > 1 || request.haves.length > 0 || request.done;
   return request;
 }
@@ -214,6 +272,8 @@ export function parseV2FetchArgs(args: string[]): FetchRequest {
     }
     if (!addLine(request, arg)) throw new ProtocolError(`unsupported fetch argument ${JSON.stringify(arg.slice(0, 40))}`);
   }
+  request.deepenRelative = request.capabilities.has('deepen-relative');
+  checkDeepen(request);
   return request;
 }
 
@@ -236,14 +296,19 @@ export interface RefUpdateCommand {
 
 export interface PushRequest {
   commands: RefUpdateCommand[];
+  /** `shallow <oid>` lines: send-pack of a shallow repository names its shallow commits. */
+  shallow: Oid[];
   capabilities: Set<string>;
   /** Offset in the body where the pack starts (after the flush that ends the commands). */
   packOffset: number;
 }
 
-/** Receive-pack commands: "<old> <new> <ref>" lines (capabilities after NUL on the first), a flush. */
+/**
+ * Receive-pack commands: `shallow <oid>` lines from a shallow client, then "<old> <new> <ref>"
+ * lines (capabilities after NUL on the first), a flush.
+ */
 export function parsePushCommands(body: Buffer, decodeAt: (bytes: Buffer, offset: number) => { packet: PktLine; next: number } | null): PushRequest {
-  const request: PushRequest = { commands: [], capabilities: new Set(), packOffset: 0 };
+  const request: PushRequest = { commands: [], shallow: [], capabilities: new Set(), packOffset: 0 };
   let offset = 0;
   for (;;) {
     let decoded;
@@ -262,7 +327,11 @@ export function parsePushCommands(body: Buffer, decodeAt: (bytes: Buffer, offset
       for (const cap of line.slice(nul + 1).split(' ')) if (cap) request.capabilities.add(cap);
       line = line.slice(0, nul);
     }
-    if (line.startsWith('shallow ')) throw new ProtocolError('pushing from a shallow repository is not supported');
+    if (line.startsWith('shallow ')) {
+      if (request.shallow.length >= WANTS_PER_REQUEST_MAX) throw new ProtocolError('too many shallow lines');
+      request.shallow.push(parseOid(line.slice('shallow '.length), 'shallow'));
+      continue;
+    }
     const [oldHex, newHex, ref, extra] = line.split(' ');
     if (!oldHex || !newHex || !ref || extra !== undefined) throw new ProtocolError(`malformed push command ${JSON.stringify(line.slice(0, 100))}`);
     if (request.commands.length >= WANTS_PER_REQUEST_MAX) throw new ProtocolError('too many push commands');

@@ -3,14 +3,15 @@
  *   GET  /git/{project_id}.git/info/refs?service=git-upload-pack|git-receive-pack
  *   POST /git/{project_id}.git/git-upload-pack
  *   POST /git/{project_id}.git/git-receive-pack
- * Basic auth with the API key as password (Bearer also works). Protocol v2 when the client sends
- * `Git-Protocol: version=2`. Malformed input ends in a protocol error (400 with an ERR packet).
+ * Basic auth with the API key as password (Bearer also works), checked by each route's onRequest
+ * hook before the body is read. Protocol v2 when the client sends
+ * `Git-Protocol: version=2`. A request that cannot be served is answered as git's http-backend
+ * answers it: 200 with an `ERR <message>` pkt-line, which git shows as "remote error: <message>"
+ * (an HTTP error status would only show as "RPC failed; HTTP 400").
  */
 import { Readable } from 'node:stream';
-import { gunzipSync } from 'node:zlib';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { TreehouseError } from '../errors.js';
-import { decodePktLineAt, decodePktLines, encodeFlush, encodePktLine, encodeSideband, PktLineError, SIDEBAND_DATA } from '../git/pktline.js';
+import { decodePktLineAt, decodePktLines, encodeFlush, encodePktLine, encodeSideband, PktLineError, SIDEBAND_DATA, SIDEBAND_ERROR, SIDEBAND_PROGRESS } from '../git/pktline.js';
 import {
   encodeReportStatus,
   parsePushCommands,
@@ -20,11 +21,11 @@ import {
   type Service,
 } from '../git/smartProtocol.js';
 import { advertise, fetchV2, lsRefs, uploadPackV0 } from '../repo/uploadPack.js';
-import { receivePack } from '../repo/receivePack.js';
-import type { Principal } from '../service/accounts.js';
+import { receivePack, type ReceivePackResult } from '../repo/receivePack.js';
 import type { ProjectRecord } from '../service/projects.js';
 import type { Treehouse } from '../service/treehouse.js';
 import { credentialOf } from './credentials.js';
+import { GitBodyError, readGitBody } from './gitBody.js';
 
 const SERVICES = new Set<Service>(['git-upload-pack', 'git-receive-pack']);
 /** An upload-pack request (wants and haves) is small; a larger one is refused as endless negotiation. */
@@ -35,65 +36,103 @@ function protocolVersion(request: FastifyRequest): 0 | 2 {
   return typeof header === 'string' && header.split(':').includes('version=2') ? 2 : 0;
 }
 
+/** upload-pack's packet_writer_error: one `ERR` pkt-line, without LF or flush, then the end. */
 function errPacket(message: string): Buffer {
-  return Buffer.concat([encodePktLine(`ERR ${message}\n`), encodeFlush()]);
+  return encodePktLine(`ERR ${message.replace(/\n/g, ' ')}`);
+}
+
+/**
+ * A push refused whole. send-pack reads a side-band-64k answer through its demultiplexer, which
+ * takes an ERR pkt-line for a packet on band 69 ("protocol error: bad band #69"); a message on
+ * band 3 it prints as "remote: <message>" and fails the push.
+ */
+function sidebandError(message: string): Buffer {
+  return Buffer.concat([...encodeSideband(SIDEBAND_ERROR, `${message.replace(/\n/g, ' ')}\n`), encodeFlush()]);
 }
 
 export function gitHttpRoutes(app: FastifyInstance, th: Treehouse): void {
-  const limit = th.config.limits.requestBodyBytesMax;
-  for (const service of SERVICES) {
-    app.addContentTypeParser(`application/x-${service}-request`, { parseAs: 'buffer', bodyLimit: limit }, (request, body, done) => {
-      try {
-        const encoding = request.headers['content-encoding'];
-        done(null, encoding === 'gzip' ? gunzipSync(body as Buffer, { maxOutputLength: limit }) : body);
-      } catch (error) {
-        done(new TreehouseError('invalid_request', `Unreadable request body: ${(error as Error).message}`), undefined);
-      }
-    });
-  }
+  // A context of its own: git bodies are streams the handlers read once the key is checked, and no
+  // parser of the JSON API (or its limits and errors) applies to them.
+  app.register(async (git) => {
+    git.removeAllContentTypeParsers();
+    git.addContentTypeParser('*', (_request, payload, done) => done(null, payload));
+    gitRoutes(git, th);
+  });
+}
 
-  const authorize = (request: FastifyRequest, reply: FastifyReply): { principal: Principal; record: ProjectRecord } | null => {
+/** The project a request was authorized for, set by the route's onRequest hook. */
+const projectOfRequest = new WeakMap<FastifyRequest, ProjectRecord>();
+
+function gitRoutes(app: FastifyInstance, th: Treehouse): void {
+  /**
+   * Runs as the matched route's onRequest hook, before any byte of the body is read: the key, its
+   * rate limit, then the project. Answers are text/plain, which git prints after "remote:".
+   */
+  const authorize = async (request: FastifyRequest, reply: FastifyReply) => {
+    // An answer given before the body was read closes the connection rather than read what is left.
+    const refuse = (status: number, text: string) => {
+      if (!request.raw.complete) reply.header('Connection', 'close');
+      return reply.code(status).type('text/plain; charset=utf-8').send(text);
+    };
     const principal = th.accounts.authenticate(credentialOf(request.headers.authorization) ?? '');
     if (!principal) {
-      reply.code(401).header('WWW-Authenticate', 'Basic realm="Treehouse"').type('text/plain').send('A valid API key is required (as the password).\n');
-      return null;
+      reply.header('WWW-Authenticate', 'Basic realm="Treehouse"');
+      return refuse(401, 'A valid API key is required (as the password).\n');
+    }
+    // The key's one token bucket, shared with the JSON API. git prints a text/plain body of a failed
+    // info/refs after "remote:"; Retry-After is whole seconds, as on the API.
+    const retryAfterSeconds = th.rateLimiter.take(principal.keyId);
+    if (retryAfterSeconds > 0) {
+      reply.header('Retry-After', String(retryAfterSeconds));
+      return refuse(429, `Too many requests for this API key (rate limit); retry in ${retryAfterSeconds} s.\n`);
     }
     const { project } = request.params as { project: string };
     const id = project.endsWith('.git') ? project.slice(0, -4) : project;
+    let record: ProjectRecord;
     try {
-      return { principal, record: th.projects.get(principal, id) };
+      record = th.projects.get(principal, id);
     } catch {
-      reply.code(404).type('text/plain').send('Repository not found.\n');
-      return null;
+      return refuse(404, 'Repository not found.\n');
     }
+    request.principal = principal;
+    projectOfRequest.set(request, record);
+  };
+  const authorized = (request: FastifyRequest): ProjectRecord => {
+    const record = projectOfRequest.get(request);
+    // Every git route has the hook; reaching a handler without it is a wiring fault, and it fails closed.
+    if (!record) throw new Error(`git route ${request.routeOptions.url} reached without authorization`);
+    return record;
   };
 
-  const protocolFailure = (reply: FastifyReply, service: Service, error: unknown) => {
-    if (error instanceof ProtocolError || error instanceof PktLineError) {
-      return reply.code(400).type(`application/x-${service}-result`).send(errPacket(error.message));
+  const protocolFailure = (reply: FastifyReply, service: Service, error: unknown, pushSideband = false) => {
+    if (error instanceof ProtocolError || error instanceof PktLineError || error instanceof GitBodyError) {
+      const answer = pushSideband ? sidebandError(error.message) : errPacket(error.message);
+      if (error instanceof GitBodyError) reply.header('Connection', 'close');
+      return reply.code(200).header('Cache-Control', 'no-cache').type(`application/x-${service}-result`).send(answer);
     }
     throw error;
   };
+  const bodyOf = (request: FastifyRequest, bytesMax: number): Promise<Buffer> => {
+    const encoding = request.headers['content-encoding'];
+    return readGitBody(request.body as Readable | undefined, typeof encoding === 'string' ? encoding : undefined, bytesMax);
+  };
 
-  app.get('/git/:project/info/refs', async (request, reply) => {
+  app.get('/git/:project/info/refs', { onRequest: authorize }, async (request, reply) => {
+    const record = authorized(request);
     const service = (request.query as { service?: string }).service as Service;
     if (!SERVICES.has(service)) return reply.code(403).type('text/plain').send('Only the smart protocol is served.\n');
-    const auth = authorize(request, reply);
-    if (!auth) return reply;
-    const lines = advertise(th.projects.repo(auth.record), service, service === 'git-upload-pack' ? protocolVersion(request) : 0);
+    const lines = advertise(th.projects.repo(record), service, service === 'git-upload-pack' ? protocolVersion(request) : 0);
     return reply
       .header('Cache-Control', 'no-cache')
       .type(`application/x-${service}-advertisement`)
       .send(Buffer.concat(lines));
   });
 
-  app.post('/git/:project/git-upload-pack', { bodyLimit: UPLOAD_REQUEST_BYTES_MAX }, async (request, reply) => {
-    const auth = authorize(request, reply);
-    if (!auth) return reply;
-    const repo = th.projects.repo(auth.record);
+  app.post('/git/:project/git-upload-pack', { onRequest: authorize }, async (request, reply) => {
+    const repo = th.projects.repo(authorized(request));
     const service: Service = 'git-upload-pack';
     try {
-      const packets = decodePktLines(asBuffer(request.body));
+      const packets = decodePktLines(await bodyOf(request, UPLOAD_REQUEST_BYTES_MAX));
       let stream: Iterable<Buffer>;
       if (protocolVersion(request) === 2) {
         const command = parseV2Command(packets);
@@ -103,7 +142,7 @@ export function gitHttpRoutes(app: FastifyInstance, th: Treehouse): void {
       } else {
         stream = uploadPackV0(repo, parseUploadRequestV0(packets));
       }
-      // Pull the first chunk now, so request errors become a clean 400 rather than a broken stream.
+      // Pull the first chunk now, so a refused request becomes an ERR answer rather than a broken stream.
       const iterator = stream[Symbol.iterator]();
       const first = iterator.next();
       const rest = Readable.from(
@@ -118,29 +157,44 @@ export function gitHttpRoutes(app: FastifyInstance, th: Treehouse): void {
     }
   });
 
-  app.post('/git/:project/git-receive-pack', async (request, reply) => {
-    const auth = authorize(request, reply);
-    if (!auth) return reply;
+  app.post('/git/:project/git-receive-pack', { onRequest: authorize }, async (request, reply) => {
+    const record = authorized(request);
     const service: Service = 'git-receive-pack';
+    // Until the commands say otherwise, assume side-band-64k: git asks for it whenever it is offered.
+    let sideband = true;
     try {
-      const body = asBuffer(request.body);
+      const body = await bodyOf(request, th.config.limits.requestBodyBytesMax);
       const push = parsePushCommands(body, decodePktLineAt);
-      const result = await receivePack(th.projects.repo(auth.record), {
+      sideband = push.capabilities.has('side-band-64k');
+      const answer = reply.header('Cache-Control', 'no-cache').type(`application/x-${service}-result`);
+      // As git's receive-pack: no commands, nothing to unpack and nothing to report.
+      if (push.commands.length === 0) return answer.send(Buffer.alloc(0));
+      const result = await receivePack(th.projects.repo(record), {
         commands: push.commands,
         pack: body.subarray(push.packOffset),
         atomic: push.capabilities.has('atomic'),
+        shallow: push.shallow,
+        refUpdatesMax: th.config.limits.pushRefsMax,
+        checkPack: (pack, limits, lookups, clientShallow) => th.packChecker.check(pack, limits, lookups, clientShallow),
       });
-      for (const branch of result.updatedBranches) await th.workspace.branchChanged(auth.record, branch);
-      let report = Buffer.concat(encodeReportStatus(result.unpackError, result.results));
-      if (push.capabilities.has('side-band-64k')) report = Buffer.concat([...encodeSideband(SIDEBAND_DATA, report), encodeFlush()]);
-      return reply.header('Cache-Control', 'no-cache').type(`application/x-${service}-result`).send(report);
+      for (const branch of result.updatedBranches) await th.workspace.branchChanged(record, branch);
+      return answer.send(encodePushAnswer(push.capabilities, result));
     } catch (error) {
-      return protocolFailure(reply, service, error);
+      return protocolFailure(reply, service, error, sideband);
     }
   });
 }
 
-function asBuffer(body: unknown): Buffer {
-  if (Buffer.isBuffer(body)) return body;
-  throw new ProtocolError('request body must be a pkt-line stream with the git content type');
+/**
+ * The report (only when the client asked for report-status), inside side-band-64k when it was
+ * negotiated, preceded there by the hints on channel 2, which git prints as "remote: …" lines.
+ */
+function encodePushAnswer(capabilities: Set<string>, result: ReceivePackResult): Buffer {
+  const report = capabilities.has('report-status') ? Buffer.concat(encodeReportStatus(result.unpackError, result.results)) : Buffer.alloc(0);
+  if (!capabilities.has('side-band-64k')) return report;
+  const out: Buffer[] = [];
+  for (const hint of result.hints) out.push(...encodeSideband(SIDEBAND_PROGRESS, Buffer.from(`${hint}\n`)));
+  if (report.length > 0) out.push(...encodeSideband(SIDEBAND_DATA, report));
+  out.push(encodeFlush());
+  return Buffer.concat(out);
 }

@@ -1,28 +1,61 @@
 /**
  * What upload-pack sends: the objects reachable from the client's wants and not from what it has,
- * cut at a shallow boundary when it asked for a depth. Only commits reachable from the project's
- * own refs may be wanted, so nothing else in the store is ever served.
+ * cut at a shallow boundary. Only commits reachable from the project's own refs may be wanted, so
+ * nothing else in the store is ever served.
+ *
+ * Shallow fetches follow git's upload-pack.c and shallow.c, so a client sees what git would send:
+ * - `deepen <n>` cuts the history n commits below the wants (shallow.c get_shallow_commits: a
+ *   commit n deep by its shortest path is a boundary, a root commit included); with
+ *   `deepen-relative` the n commits count from the client's shallow commits instead;
+ *   INFINITE_DEPTH unshallows every shallow commit of the client;
+ * - `deepen-since` / `deepen-not` keep the commits a `rev-list --max-age=<t> --not <refs>` of
+ *   the wants lists; the boundary is each kept commit with a parent that is not kept
+ *   (get_shallow_commits_by_rev_list);
+ * - a client shallow commit the new boundary lies below is "unshallowed": its parents are sent.
+ * The client's shallow commits, and the new boundary, count as commits without parents for the
+ * walk that chooses objects (git registers them as grafts): a `have` of a shallow client stands
+ * only for the history it really holds.
  *
  * The walk reads the commit index for history and decodes trees only for the commits it sends;
  * a subtree whose id the client already has is skipped whole.
  */
 import { oidToHex, type Oid } from '../git/oid.js';
 import { BRANCH_REF_PREFIX } from '../git/refname.js';
+import { INFINITE_DEPTH } from '../git/smartProtocol.js';
 import { decodeTree, MODE_GITLINK, MODE_TREE, type TreeEntry } from '../git/tree.js';
 import type { ObjectType } from '../git/oid.js';
 import type { ProjectReadTx } from '../store/types.js';
+import { MAIN_BRANCH } from './repo.js';
 
 export interface PackPlan {
   /** Objects to send, commits first, then trees and blobs in walk order. */
   objects: Array<{ oid: Oid; type: ObjectType }>;
-  /** Commits sent without their parents (depth reached): "shallow" lines for the client. */
-  shallow: Oid[];
-  /** Client shallow commits that now have their parents sent: "unshallow" lines. */
-  unshallow: Oid[];
 }
 
-export class WantError extends Error {
-  override name = 'WantError';
+/** What a shallow request settles before any object is chosen. */
+export interface ShallowPlan {
+  /** Commits the client will hold without their parents: "shallow" lines. */
+  shallow: Oid[];
+  /** Client shallow commits whose parents are now sent: "unshallow" lines. */
+  unshallow: Oid[];
+  /** Commits the object walk treats as parentless (hex): the client's shallow commits and `shallow`. */
+  grafted: Set<string>;
+}
+
+export const NO_SHALLOW: ShallowPlan = { shallow: [], unshallow: [], grafted: new Set() };
+
+/** What the client asked for, as upload-pack reads it (src/git/smartProtocol.ts FetchRequest). */
+export interface ShallowRequest {
+  clientShallows: Oid[];
+  depth: number | null;
+  deepenRelative: boolean;
+  deepenSince: number | null;
+  deepenNot: string[];
+}
+
+/** A request upload-pack refuses; the message is what git shows after "remote error:". */
+export class UploadRequestError extends Error {
+  override name = 'UploadRequestError';
 }
 
 /** Ref tips the server advertises: every branch. */
@@ -30,20 +63,31 @@ export function advertisedTips(tx: ProjectReadTx): Array<{ name: string; oid: Oi
   return tx.listRefs(BRANCH_REF_PREFIX);
 }
 
-/** Throws WantError unless every want is a commit reachable from a branch (or a branch tip). */
+/** Throws UploadRequestError unless every want is a commit reachable from a branch (or a branch tip). */
 export function checkWants(tx: ProjectReadTx, wants: Oid[]): void {
+  const unreachable = unreachableFromTips(tx, wants);
+  if (unreachable.length > 0) throw new UploadRequestError(`upload-pack: not our ref ${oidToHex(unreachable[0])}`);
+}
+
+/** The given commits that no branch reaches (unknown ids included). */
+function unreachableFromTips(tx: ProjectReadTx, oids: Oid[]): Oid[] {
   const tips = advertisedTips(tx).map((ref) => ref.oid);
   const tipSet = new Set(tips.map(oidToHex));
-  const pending = wants.filter((want) => !tipSet.has(oidToHex(want)));
-  if (pending.length === 0) return;
-  // Walk down from the tips, never below the lowest generation wanted, until every want is seen.
+  const unknown: Oid[] = [];
+  const pending: Oid[] = [];
+  // Walk down from the tips, never below the lowest generation asked about, until every one is seen.
   let floor = Infinity;
-  for (const want of pending) {
-    const info = tx.getCommitInfo(want);
-    if (!info) throw new WantError(`not our ref ${oidToHex(want)}`);
-    floor = Math.min(floor, info.generation);
+  for (const oid of oids) {
+    if (tipSet.has(oidToHex(oid))) continue;
+    const info = tx.getCommitInfo(oid);
+    if (!info) unknown.push(oid);
+    else {
+      pending.push(oid);
+      floor = Math.min(floor, info.generation);
+    }
   }
-  const missing = new Set(pending.map(oidToHex));
+  if (pending.length === 0) return unknown;
+  const missing = new Map(pending.map((oid) => [oidToHex(oid), oid]));
   const seen = new Set<string>();
   const stack = [...tips];
   while (stack.length > 0 && missing.size > 0) {
@@ -56,7 +100,7 @@ export function checkWants(tx: ProjectReadTx, wants: Oid[]): void {
     if (!info || info.generation <= floor) continue;
     stack.push(...info.parents);
   }
-  if (missing.size > 0) throw new WantError(`not our ref ${[...missing][0]}`);
+  return [...unknown, ...missing.values()];
 }
 
 /** The haves the store knows as commits: the common base of a negotiation. */
@@ -64,51 +108,150 @@ export function commonHaves(tx: ProjectReadTx, haves: Oid[]): Oid[] {
   return haves.filter((have) => tx.getCommitInfo(have) !== undefined);
 }
 
-export function planPack(
-  tx: ProjectReadTx,
-  input: { wants: Oid[]; haves: Oid[]; clientShallows: Oid[]; depth: number | null },
-  options: { objects: boolean } = { objects: true },
-): PackPlan {
-  const clientShallow = new Set(input.clientShallows.map(oidToHex));
-  const uninteresting = ancestors(tx, commonHaves(tx, input.haves), clientShallow);
-  const { commits, shallow, edges } = commitsToSend(tx, input.wants, uninteresting, clientShallow, input.depth);
-  const unshallow = input.depth === null ? [] : input.clientShallows.filter((oid) => commits.some((c) => c.equals(oid)) && !shallow.some((s) => s.equals(oid)));
-
-  if (!options.objects) return { objects: [], shallow, unshallow };
-  const excluded = new Set<string>();
-  for (const edge of edges) markTree(tx, tx.getCommitInfo(edge)!.tree, excluded);
-  const objects: PackPlan['objects'] = commits.map((oid) => ({ oid, type: 'commit' as const }));
-  const added = new Set<string>();
-  for (const commit of commits) addTree(tx, tx.getCommitInfo(commit)!.tree, excluded, added, objects);
-  return { objects, shallow, unshallow };
+/**
+ * The ref a `deepen-not` line names, resolved as git's dwim_ref does (`x`, `refs/x`,
+ * `refs/tags/x`, `refs/heads/x`, `refs/remotes/x`, `refs/remotes/x/HEAD`) over the refs we
+ * advertise: exactly one must match.
+ */
+export function resolveDeepenNot(tx: ProjectReadTx, name: string): Oid {
+  const candidates = [name, `refs/${name}`, `refs/tags/${name}`, `refs/heads/${name}`, `refs/remotes/${name}`, `refs/remotes/${name}/HEAD`];
+  const found: Oid[] = [];
+  for (const candidate of candidates) {
+    const oid = candidate === 'HEAD' ? tx.getRef(`${BRANCH_REF_PREFIX}${MAIN_BRANCH}`) : candidate.startsWith(BRANCH_REF_PREFIX) ? tx.getRef(candidate) : undefined;
+    if (oid) found.push(oid);
+  }
+  if (found.length === 1) return found[0];
+  throw new UploadRequestError(
+    found.length === 0 ? `upload-pack: deepen-not names no branch: ${name}` : `upload-pack: ambiguous deepen-not: ${name}`,
+  );
 }
 
-/** Every commit reachable from `starts` (inclusive), not crossing client shallow commits. */
-function ancestors(tx: ProjectReadTx, starts: Oid[], clientShallow: Set<string>): Set<string> {
+/** The shallow and unshallow lines of a request, and the commits its walks treat as parentless. */
+export function planShallow(tx: ProjectReadTx, wants: Oid[], request: ShallowRequest): ShallowPlan {
+  // A shallow line naming a commit we do not have is ignored, as git does. Commits that no branch
+  // reaches still cut the walks (the client does not hold their parents), but are never unshallowed:
+  // that would send their parents, which no branch may reach either.
+  const clientShallow = new Map<string, Oid>();
+  for (const oid of request.clientShallows) if (tx.getCommitInfo(oid)) clientShallow.set(oidToHex(oid), oid);
+  const grafted = new Set(clientShallow.keys());
+  const deepen = request.depth !== null || request.deepenSince !== null || request.deepenNot.length > 0;
+  if (!deepen) return { shallow: [], unshallow: [], grafted };
+
+  const unreachable = new Set(unreachableFromTips(tx, [...clientShallow.values()]).map(oidToHex));
+  const ours = [...clientShallow.values()].filter((oid) => !unreachable.has(oidToHex(oid)));
+  let cut: { boundary: Oid[]; kept: Set<string> };
+  if (request.depth === INFINITE_DEPTH) {
+    cut = { boundary: [], kept: new Set(ours.map(oidToHex)) };
+  } else if (request.depth !== null) {
+    cut = request.deepenRelative ? cutByDepth(tx, ours, request.depth + 1) : cutByDepth(tx, wants, request.depth);
+  } else {
+    const excluded = request.deepenNot.map((name) => resolveDeepenNot(tx, name));
+    cut = cutByRevList(tx, wants, request.deepenSince, excluded);
+  }
+  const shallow = cut.boundary.filter((oid) => !clientShallow.has(oidToHex(oid)));
+  for (const oid of shallow) grafted.add(oidToHex(oid));
+  const unshallow = ours.filter((oid) => cut.kept.has(oidToHex(oid)));
+  return { shallow, unshallow, grafted };
+}
+
+/**
+ * shallow.c get_shallow_commits: breadth first from `starts` (each at depth 1), so every commit
+ * gets its shortest depth; one at `depth` is on the boundary, one above it is kept whole.
+ */
+function cutByDepth(tx: ProjectReadTx, starts: Oid[], depth: number): { boundary: Oid[]; kept: Set<string> } {
+  const boundary: Oid[] = [];
+  const kept = new Set<string>();
+  const seen = new Set<string>();
+  let frontier = starts;
+  for (let level = 1; frontier.length > 0; level++) {
+    const next: Oid[] = [];
+    for (const oid of frontier) {
+      const key = oidToHex(oid);
+      if (seen.has(key)) continue;
+      seen.add(key);
+      const info = tx.getCommitInfo(oid);
+      if (!info) continue;
+      if (level >= depth) {
+        boundary.push(oid);
+        continue;
+      }
+      kept.add(key);
+      next.push(...info.parents);
+    }
+    frontier = next;
+  }
+  return { boundary, kept };
+}
+
+/**
+ * shallow.c get_shallow_commits_by_rev_list over `rev-list --max-age=<since> --not <excluded>
+ * --not <wants>`: the kept commits are those reachable from the wants through commits no older
+ * than `since` and not reachable from `excluded`; a kept commit with a parent that is not kept
+ * is on the boundary. (rev-list limited by --not also treats an old commit's ancestors as
+ * excluded; the two differ only when a parent is younger than its child.)
+ */
+function cutByRevList(tx: ProjectReadTx, wants: Oid[], since: number | null, excluded: Oid[]): { boundary: Oid[]; kept: Set<string> } {
+  const hidden = reachable(tx, excluded, new Set());
+  const kept = new Set<string>();
+  const keptOids: Oid[] = [];
+  const stack = [...wants];
+  while (stack.length > 0) {
+    const oid = stack.pop()!;
+    const key = oidToHex(oid);
+    if (kept.has(key) || hidden.has(key)) continue;
+    const info = tx.getCommitInfo(oid);
+    if (!info || (since !== null && info.commitTime < since)) continue;
+    kept.add(key);
+    keptOids.push(oid);
+    stack.push(...info.parents);
+  }
+  if (kept.size === 0) throw new UploadRequestError('upload-pack: no commits selected for shallow requests');
+  const boundary = keptOids.filter((oid) => tx.getCommitInfo(oid)!.parents.some((parent) => !kept.has(oidToHex(parent))));
+  for (const oid of boundary) kept.delete(oidToHex(oid));
+  return { boundary, kept };
+}
+
+/** Every commit reachable from `starts` (inclusive), treating `grafted` commits as parentless. */
+function reachable(tx: ProjectReadTx, starts: Oid[], grafted: Set<string>): Set<string> {
   const seen = new Set<string>();
   const stack = [...starts];
   while (stack.length > 0) {
     const oid = stack.pop()!;
     const key = oidToHex(oid);
     if (seen.has(key)) continue;
-    seen.add(key);
-    if (clientShallow.has(key)) continue;
     const info = tx.getCommitInfo(oid);
-    if (info) stack.push(...info.parents);
+    if (!info) continue;
+    seen.add(key);
+    if (!grafted.has(key)) stack.push(...info.parents);
   }
   return seen;
 }
 
-function commitsToSend(tx: ProjectReadTx, wants: Oid[], uninteresting: Set<string>, clientShallow: Set<string>, depth: number | null) {
+/**
+ * The objects for `wants` that `haves` do not reach. Unshallowed commits are held by the client
+ * (their parents become wants, they themselves count as haves), and every grafted commit stops
+ * both walks, as upload-pack's registered shallow commits stop pack-objects' rev-list.
+ */
+export function planPack(tx: ProjectReadTx, input: { wants: Oid[]; haves: Oid[]; shallow?: ShallowPlan }): PackPlan {
+  const shallow = input.shallow ?? NO_SHALLOW;
+  const unshallowParents = shallow.unshallow.flatMap((oid) => tx.getCommitInfo(oid)?.parents ?? []);
+  const uninteresting = reachable(tx, [...commonHaves(tx, input.haves), ...shallow.unshallow], shallow.grafted);
+  const { commits, edges } = commitsToSend(tx, [...input.wants, ...unshallowParents], uninteresting, shallow.grafted);
+  const excluded = new Set<string>();
+  for (const edge of [...edges, ...shallow.unshallow]) markTree(tx, tx.getCommitInfo(edge)!.tree, excluded);
+  const objects: PackPlan['objects'] = commits.map((oid) => ({ oid, type: 'commit' as const }));
+  const added = new Set<string>();
+  for (const commit of commits) addTree(tx, tx.getCommitInfo(commit)!.tree, excluded, added, objects);
+  return { objects };
+}
+
+/** Commits reachable from `starts` and not `uninteresting`, breadth first; edges are the uninteresting ones met. */
+function commitsToSend(tx: ProjectReadTx, starts: Oid[], uninteresting: Set<string>, grafted: Set<string>) {
   const commits: Oid[] = [];
-  const shallow: Oid[] = [];
   const edges: Oid[] = [];
   const edgeKeys = new Set<string>();
-  const depthOf = new Map<string, number>();
-  // Breadth first, so with a depth each commit is reached by its shortest path from a want.
-  let frontier = wants.filter((want) => tx.getCommitInfo(want));
-  for (const want of frontier) depthOf.set(oidToHex(want), 1);
   const sent = new Set<string>();
+  let frontier = starts.filter((oid) => tx.getCommitInfo(oid));
   while (frontier.length > 0) {
     const next: Oid[] = [];
     for (const oid of frontier) {
@@ -123,24 +266,12 @@ function commitsToSend(tx: ProjectReadTx, wants: Oid[], uninteresting: Set<strin
       }
       sent.add(key);
       commits.push(oid);
-      const info = tx.getCommitInfo(oid)!;
-      const level = depthOf.get(key)!;
-      if (depth !== null && level >= depth) {
-        if (info.parents.length > 0) shallow.push(oid);
-        continue;
-      }
-      // Without a new depth, a commit the client holds shallow keeps its parents unsent.
-      if (depth === null && clientShallow.has(key)) continue;
-      for (const parent of info.parents) {
-        const parentKey = oidToHex(parent);
-        if (!tx.getCommitInfo(parent)) continue;
-        if (!depthOf.has(parentKey)) depthOf.set(parentKey, level + 1);
-        next.push(parent);
-      }
+      if (grafted.has(key)) continue;
+      for (const parent of tx.getCommitInfo(oid)!.parents) if (tx.getCommitInfo(parent)) next.push(parent);
     }
     frontier = next;
   }
-  return { commits, shallow, edges };
+  return { commits, edges };
 }
 
 /** Marks every tree and blob reachable from `tree` as held by the client (an explicit stack: trees may be thousands deep). */

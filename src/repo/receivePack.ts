@@ -1,18 +1,22 @@
 /**
- * A push: the received pack is parsed and every object checked like `git fsck --strict` and for
- * connectivity before anything is stored; then each ref update is a compare-and-swap that must be a
- * fast-forward of a branch whose working tree is clean and whose locked files stay as they are.
- * Objects and ref moves land in one transaction; a bad pack moves no ref. With `atomic`, one refused
- * update refuses them all.
+ * A push: the received pack is parsed and every object checked like `git fsck --strict` before
+ * anything is stored; then each ref update is a compare-and-swap that must be a fast-forward of a
+ * branch whose working tree is clean and whose locked files stay as they are, to a commit whose
+ * whole history is here. Objects and ref moves land in one transaction; a bad pack moves no ref.
+ * With `atomic`, one refused update refuses them all.
+ *
+ * Connectivity is judged per ref, as git's receive-pack does: a pushed commit whose history
+ * cannot be completed from the pack and the store (a push from a shallow clone whose shallow
+ * commits are new here, or a pack that simply lacks objects) refuses the updates that need it,
+ * and none of its objects is stored, so everything in the store keeps a complete history. Every
+ * refusal comes with a hint the client shows as a "remote:" line.
  */
-import { FsckError, assertFsckClean, assertSpecialBlobsClean } from '../git/fsck.js';
 import { oidToHex, type Oid } from '../git/oid.js';
-import { PackFormatError, parsePack, type PackObject } from '../git/pack.js';
+import type { ExternalObject, PackObject } from '../git/pack.js';
+import { checkReceivedPack, type Gap, type PackCheckResult, type PackLimits, type StoreLookups } from '../git/packCheck.js';
 import { parentsFirst } from '../git/packOrder.js';
 import { BRANCH_REF_PREFIX, branchNameProblem } from '../git/refname.js';
 import type { RefResult, RefUpdateCommand } from '../git/smartProtocol.js';
-import { decodeTree, MODE_GITLINK } from '../git/tree.js';
-import { commitTreesDepthProblem } from '../git/treeDepth.js';
 import type { ProjectWriteTx } from '../store/types.js';
 import { isAncestor } from './ancestry.js';
 import { lockedChanges, resetWorkingTree, uncommittedPaths } from './moveWorkingTree.js';
@@ -22,7 +26,16 @@ export interface ReceivePackInput {
   commands: RefUpdateCommand[];
   pack: Buffer | null;
   atomic: boolean;
-  packLimits?: { objectsMax?: number; objectBytesMax?: number; totalBytesMax?: number };
+  /** The `shallow` lines of a push from a shallow clone: commits the client holds without parents. */
+  shallow?: Oid[];
+  /** Most ref updates one push may carry (TREEHOUSE_PUSH_REFS_MAX); more refuses the push whole. */
+  refUpdatesMax?: number;
+  packLimits?: PackLimits;
+  /**
+   * Parses and checks the pack (src/git/packCheck.ts) somewhere other than this thread, such as
+   * src/service/packChecker.ts; without it the pack is checked inline.
+   */
+  checkPack?: (pack: Buffer, limits: PackLimits, lookups: StoreLookups, clientShallow: ReadonlySet<string>) => Promise<PackCheckResult>;
 }
 
 export interface ReceivePackResult {
@@ -30,134 +43,212 @@ export interface ReceivePackResult {
   results: RefResult[];
   /** Branches that moved (created or updated). */
   updatedBranches: string[];
+  /** What to do about each refusal, one line each, for the client's terminal ("remote: …"). */
+  hints: string[];
 }
 
-class RefusedUpdate extends Error {}
+/** A refused update: `reason` follows "ng <ref>" in the report, `hint` tells the user what to do. */
+class RefusedUpdate extends Error {
+  constructor(
+    reason: string,
+    readonly hint: string,
+  ) {
+    super(reason);
+  }
+}
 
 export async function receivePack(repo: Repo, input: ReceivePackInput): Promise<ReceivePackResult> {
-  const refuseAll = (reason: string, unpackError: string | null): ReceivePackResult => ({
+  const refuseAll = (reason: string, unpackError: string | null, hint: string): ReceivePackResult => ({
     unpackError,
     results: input.commands.map((command) => ({ ref: command.ref, ok: false, reason })),
     updatedBranches: [],
+    hints: [hint],
   });
+  const refUpdatesMax = input.refUpdatesMax ?? Infinity;
+  if (input.commands.length > refUpdatesMax) {
+    // Refused before the pack is even parsed: the cap bounds the work of one push.
+    return refuseAll(
+      'too many ref updates in one push',
+      `refused: ${input.commands.length} ref updates, at most ${refUpdatesMax} in one push`,
+      `this push updates ${input.commands.length} refs and a push may update at most ${refUpdatesMax}; push them in smaller batches`,
+    );
+  }
+  const clientShallow = new Set((input.shallow ?? []).map(oidToHex));
   let objects: PackObject[] = [];
+  let gaps = new Map<string, Gap>();
   if (input.pack && input.pack.length > 0) {
-    try {
-      objects = repo.store.read((store) => {
-        const tx = store.project(repo.project);
-        return parsePack(input.pack!, { ...input.packLimits, resolveExternal: (oid) => tx.getObject(oid) }).objects;
-      });
-      for (const object of objects) assertFsckClean(object.type, object.body, oidToHex(object.oid));
-      assertReceivedSpecialBlobsClean(repo, objects);
-    } catch (error) {
-      if (error instanceof PackFormatError || error instanceof FsckError) return refuseAll('unpacker error', error.message);
-      throw error;
-    }
+    // Each answer comes from a read of its own, copied out of it: the check may run on another thread.
+    const lookups: StoreLookups = {
+      object: (oid) => repo.store.read((store) => copyOf(store.project(repo.project).getObject(oid))),
+      has: (oid) => repo.store.read((store) => store.project(repo.project).hasObject(oid)),
+    };
+    const limits = input.packLimits ?? {};
+    const checked = input.checkPack ? await input.checkPack(input.pack, limits, lookups, clientShallow) : checkReceivedPack(input.pack, limits, lookups, clientShallow);
+    if (!checked.ok) return refuseAll('unpacker error', checked.message, `the pack was refused and nothing was stored: ${checked.message}`);
+    objects = checked.objects;
+    gaps = checked.gaps;
   }
   try {
     return await repo.store.write((store) => {
       const tx = store.project(repo.project);
       // Parents before children, so every commit's generation number is computed from indexed parents.
-      for (const object of parentsFirst(objects)) tx.putObjectWithId(object.oid, object.type, object.body);
-      const missing = missingReference(tx, objects);
-      if (missing) throw new RefusedUpdate(`missing object ${missing}`);
-      const tooDeep = receivedTreesDepthProblem(tx, objects);
-      if (tooDeep) throw new RefusedUpdate(tooDeep);
+      for (const object of parentsFirst(objects)) if (!gaps.has(oidToHex(object.oid))) tx.putObjectWithId(object.oid, object.type, object.body);
       const results: RefResult[] = [];
       const updatedBranches: string[] = [];
+      const hints: string[] = [];
+      // One listing per push, however many branches it creates.
+      const branches = new BranchNames(tx.listRefs(BRANCH_REF_PREFIX).map((ref) => ref.name));
       for (const command of input.commands) {
         try {
-          const branch = applyCommand(tx, command);
+          const branch = applyCommand(tx, command, gaps, branches);
           results.push({ ref: command.ref, ok: true });
           if (branch) updatedBranches.push(branch);
         } catch (error) {
           if (!(error instanceof RefusedUpdate)) throw error;
           results.push({ ref: command.ref, ok: false, reason: error.message });
+          hints.push(`${command.ref}: ${error.hint}`);
         }
       }
       if (input.atomic && results.some((result) => !result.ok)) {
-        throw new AtomicFailure(results.map((r) => (r.ok ? { ref: r.ref, ok: false, reason: 'atomic push failed' } : r)));
+        throw new AtomicFailure(
+          results.map((r) => (r.ok ? { ref: r.ref, ok: false, reason: 'atomic push failed' } : r)),
+          [...hints, 'the push was atomic, so no branch moved'],
+        );
       }
-      return { unpackError: null, results, updatedBranches };
+      return { unpackError: null, results, updatedBranches, hints };
     });
   } catch (error) {
-    if (error instanceof AtomicFailure) return { unpackError: null, results: error.results, updatedBranches: [] };
-    if (error instanceof RefusedUpdate) return refuseAll('unpacker error', error.message);
+    if (error instanceof AtomicFailure) return { unpackError: null, results: error.results, updatedBranches: [], hints: error.hints };
     throw error;
   }
 }
 
 class AtomicFailure extends Error {
-  constructor(readonly results: RefResult[]) {
+  constructor(
+    readonly results: RefResult[],
+    readonly hints: string[],
+  ) {
     super('atomic push failed');
   }
 }
 
-/** The first object a received commit or tree names that neither the pack nor the store has. */
-function missingReference(tx: ProjectWriteTx, objects: PackObject[]): string | null {
-  for (const object of objects) {
-    let references: Oid[] = [];
-    if (object.type === 'commit') {
-      const info = tx.getCommitInfo(object.oid)!;
-      references = [info.tree, ...info.parents];
-    } else if (object.type === 'tree') {
-      references = decodeTree(object.body).filter((entry) => entry.mode !== MODE_GITLINK).map((entry) => entry.oid);
-    }
-    for (const reference of references) if (!tx.hasObject(reference)) return oidToHex(reference);
-  }
-  return null;
+const short = (hex: string) => hex.slice(0, 7);
+
+function copyOf(object: ExternalObject | undefined): ExternalObject | undefined {
+  return object && { type: object.type, body: Buffer.from(object.body) };
 }
 
 /** Applies one update or throws RefusedUpdate with the reason git shows after "ng". */
-function applyCommand(tx: ProjectWriteTx, command: RefUpdateCommand): string | null {
-  if (!command.ref.startsWith(BRANCH_REF_PREFIX)) throw new RefusedUpdate('only branches (refs/heads/*) can be pushed');
+function applyCommand(tx: ProjectWriteTx, command: RefUpdateCommand, gaps: Map<string, Gap>, branches: BranchNames): string | null {
+  if (!command.ref.startsWith(BRANCH_REF_PREFIX)) {
+    throw new RefusedUpdate('only branches (refs/heads/*) can be pushed', 'a project keeps branches only; tags and other refs are not stored');
+  }
   const branch = command.ref.slice(BRANCH_REF_PREFIX.length);
-  if (branchNameProblem(branch)) throw new RefusedUpdate('invalid branch name');
+  if (branchNameProblem(branch)) throw new RefusedUpdate('invalid branch name', 'choose a name that `git check-ref-format --branch` accepts');
   const current = tx.getRef(command.ref) ?? null;
   const sameAsOld = command.old === null ? current === null : current !== null && current.equals(command.old);
-  if (!sameAsOld) throw new RefusedUpdate(current === null ? 'branch does not exist' : 'stale info (fetch first)');
+  if (!sameAsOld) {
+    if (current === null) throw new RefusedUpdate('branch does not exist', 'the branch was deleted on Treehouse; fetch, then push it as a new branch');
+    throw new RefusedUpdate('stale info (fetch first)', 'the branch moved on Treehouse since you fetched; pull, then push again');
+  }
   if (command.new === null) {
-    if (branch === MAIN_BRANCH) throw new RefusedUpdate('deleting main is not allowed');
-    if (uncommittedPaths(tx, branch, tx.getCommitInfo(current!)!.tree).length > 0) throw new RefusedUpdate('uncommitted changes');
+    if (branch === MAIN_BRANCH) throw new RefusedUpdate('deleting main is not allowed', 'main is every project\'s default branch and cannot be deleted');
+    if (uncommittedPaths(tx, branch, tx.getCommitInfo(current!)!.tree).length > 0) throw uncommittedChanges();
     tx.casRef(command.ref, current, null);
     tx.deleteWorkingTree(branch);
     tx.bumpVersion();
+    branches.delete(command.ref);
     return null;
   }
+  const newHex = oidToHex(command.new);
+  const gap = gaps.get(newHex);
+  if (gap?.shallow) {
+    throw new RefusedUpdate(
+      'shallow update not allowed',
+      `the history below ${short(gap.missing)} is not on Treehouse and this push comes from a shallow clone; ` +
+        'fetch the whole history (git fetch --unshallow) and push again',
+    );
+  }
+  if (gap || !tx.hasObject(command.new)) {
+    throw new RefusedUpdate('missing necessary objects', `the push does not carry ${short(gap?.missing ?? newHex)}, which ${short(newHex)} needs`);
+  }
   const next = tx.getCommitInfo(command.new);
-  if (!next) throw new RefusedUpdate('not a commit');
+  if (!next) throw new RefusedUpdate('not a commit', 'a branch must point at a commit');
   if (current === null) {
-    const clash = tx.listRefs(BRANCH_REF_PREFIX).find((ref) => ref.name.startsWith(`${command.ref}/`) || command.ref.startsWith(`${ref.name}/`));
-    if (clash) throw new RefusedUpdate(`conflicts with ${clash.name}`);
+    const clash = branches.clash(command.ref);
+    if (clash) {
+      throw new RefusedUpdate(`conflicts with ${clash}`, `git cannot hold both ${command.ref} and ${clash} (one would be a directory of the other); choose another name`);
+    }
   } else {
     if (current.equals(command.new)) return null;
-    if (!isAncestor(tx, current, command.new)) throw new RefusedUpdate('non-fast-forward (history is never rewritten)');
-    if (uncommittedPaths(tx, branch, tx.getCommitInfo(current)!.tree).length > 0) throw new RefusedUpdate('uncommitted changes');
+    if (!isAncestor(tx, current, command.new)) {
+      throw new RefusedUpdate(
+        'non-fast-forward (history is never rewritten)',
+        'Treehouse never rewrites history, forced or not; fetch, merge (or rebase onto) the branch and push again',
+      );
+    }
+    if (uncommittedPaths(tx, branch, tx.getCommitInfo(current)!.tree).length > 0) throw uncommittedChanges();
     const locked = lockedChanges(tx, branch, next.tree);
-    if (locked.length > 0) throw new RefusedUpdate(`locked files would change: ${locked.join(', ')}`);
+    if (locked.length > 0) {
+      throw new RefusedUpdate(`locked files would change: ${locked.join(', ')}`, 'unlock those files through the API (a batch entry with locked: false), then push again');
+    }
   }
   tx.casRef(command.ref, current, command.new);
   resetWorkingTree(tx, branch, next.tree);
   tx.bumpVersion();
+  if (current === null) branches.add(command.ref);
   return branch;
 }
 
-/** git's core.maxTreeDepth on every received commit's tree, stored subtrees included (src/git/treeDepth.ts). */
-function receivedTreesDepthProblem(tx: ProjectWriteTx, objects: PackObject[]): string | null {
-  const received = objects.filter((object) => object.type === 'commit').map((object) => ({ commit: object.oid, tree: tx.getCommitInfo(object.oid)!.tree }));
-  return commitTreesDepthProblem(received, (oid) => {
-    const tree = tx.getObject(oid);
-    if (!tree || tree.type !== 'tree') throw new RefusedUpdate(`${tree ? 'not a tree' : 'missing object'} ${oidToHex(oid)}`);
-    return tree.body;
-  });
+/**
+ * The branch refs of a project as git ref paths, for the clash check in constant time per name:
+ * `a` cannot sit beside `a/b`, because one would be a file where the other needs a directory.
+ */
+class BranchNames {
+  private readonly names = new Set<string>();
+  /** Each directory of a branch ref ("refs/heads/a" for "refs/heads/a/b") and the refs below it. */
+  private readonly below = new Map<string, Set<string>>();
+
+  constructor(names: string[]) {
+    for (const name of names) this.add(name);
+  }
+
+  add(name: string): void {
+    this.names.add(name);
+    for (const directory of directoriesOf(name)) {
+      let refs = this.below.get(directory);
+      if (!refs) this.below.set(directory, (refs = new Set()));
+      refs.add(name);
+    }
+  }
+
+  delete(name: string): void {
+    this.names.delete(name);
+    for (const directory of directoriesOf(name)) {
+      const refs = this.below.get(directory);
+      refs?.delete(name);
+      if (refs?.size === 0) this.below.delete(directory);
+    }
+  }
+
+  /** An existing ref the new one would clash with, or null. */
+  clash(name: string): string | null {
+    for (const directory of directoriesOf(name)) if (this.names.has(directory)) return directory;
+    const under = this.below.get(name);
+    return under ? under.values().next().value! : null;
+  }
 }
 
-/** The .gitmodules and .gitattributes blobs the received trees name, in the pack or already stored (fsck_finish()). */
-function assertReceivedSpecialBlobsClean(repo: Repo, objects: PackObject[]): void {
-  const received = new Map(objects.map((object) => [oidToHex(object.oid), object]));
-  repo.store.read((store) => {
-    const tx = store.project(repo.project);
-    const trees = objects.filter((object) => object.type === 'tree').map((object) => object.body);
-    assertSpecialBlobsClean(trees, (oid) => received.get(oidToHex(oid)) ?? tx.getObject(oid));
-  });
+/** "refs/heads/a/b/c" → "refs/heads/a", "refs/heads/a/b" (the directories below refs/heads/). */
+function directoriesOf(name: string): string[] {
+  const out: string[] = [];
+  for (let slash = name.indexOf('/', BRANCH_REF_PREFIX.length); slash >= 0; slash = name.indexOf('/', slash + 1)) out.push(name.slice(0, slash));
+  return out;
+}
+
+function uncommittedChanges(): RefusedUpdate {
+  return new RefusedUpdate(
+    'uncommitted changes',
+    'the branch has uncommitted changes in its Treehouse working tree; commit or discard them through the API, then push again',
+  );
 }

@@ -10,6 +10,7 @@ import { PackWriter } from '../git/pack.js';
 import { encodeDelim, encodeFlush, encodePktLine, encodeSideband, SIDEBAND_DATA, SIDEBAND_PROGRESS } from '../git/pktline.js';
 import { branchRef } from '../git/refname.js';
 import {
+  deepens,
   encodeLsRefs,
   encodeRefAdvertisement,
   encodeV2Advertisement,
@@ -24,7 +25,7 @@ import {
   type V2Command,
 } from '../git/smartProtocol.js';
 import type { ProjectReadTx } from '../store/types.js';
-import { advertisedTips, checkWants, commonHaves, planPack, WantError, type PackPlan } from './packObjects.js';
+import { advertisedTips, checkWants, commonHaves, planPack, planShallow, UploadRequestError, type PackPlan, type ShallowPlan } from './packObjects.js';
 import { MAIN_BRANCH, type Repo } from './repo.js';
 
 /** Objects per progress message on side-band 2. */
@@ -65,10 +66,12 @@ export function* uploadPackV0(repo: Repo, request: FetchRequest): Generator<Buff
   const sideband = request.capabilities.has('side-band-64k') || request.capabilities.has('side-band');
   const sidebandBytes = request.capabilities.has('side-band-64k') ? SIDEBAND_CHUNK_BYTES : 995;
   const progress = sideband && !request.capabilities.has('no-progress');
-  const { plan, common } = prepare(repo, request);
-  if (request.depth !== null || request.clientShallows.length > 0) {
-    for (const oid of plan?.shallow ?? []) yield encodePktLine(`shallow ${oidToHex(oid)}\n`);
-    for (const oid of plan?.unshallow ?? []) yield encodePktLine(`unshallow ${oidToHex(oid)}\n`);
+  const { plan, shallow, common } = prepare(repo, request, () => request.negotiates && request.done);
+  // git answers a shallow list (ended by a flush) only when a deepen was asked for; a shallow
+  // client fetching without one expects the ACK/NAK lines straight away.
+  if (deepens(request)) {
+    for (const oid of shallow.shallow) yield encodePktLine(`shallow ${oidToHex(oid)}\n`);
+    for (const oid of shallow.unshallow) yield encodePktLine(`unshallow ${oidToHex(oid)}\n`);
     yield encodeFlush();
   }
   // A stateless request that ends at the wants' flush only asks for the shallow list, as git answers it.
@@ -84,27 +87,30 @@ export function* uploadPackV0(repo: Repo, request: FetchRequest): Generator<Buff
   if (sideband) yield encodeFlush();
 }
 
-/** Response to a v2 fetch command. */
+/** Response to a v2 fetch command (upload-pack.c upload_pack_v2). */
 export function* fetchV2(repo: Repo, command: V2Command): Generator<Buffer> {
   const request = parseV2FetchArgs(command.args);
   if (request.wants.length === 0) throw new ProtocolError('fetch without any want');
   const progress = !request.capabilities.has('no-progress');
-  const { plan, common } = prepare(repo, request);
-  if (!request.done) {
+  const waitsForDone = request.capabilities.has('wait-for-done');
+  const { plan, shallow, common } = prepare(repo, request, (common) => request.done || request.haves.length === 0 || (common.length > 0 && !waitsForDone));
+  // Without haves there is nothing to acknowledge: the pack follows at once.
+  if (!request.done && request.haves.length > 0) {
     yield encodePktLine('acknowledgments\n');
     if (common.length === 0) yield encodePktLine('NAK\n');
     for (const oid of common) yield encodePktLine(`ACK ${oidToHex(oid)}\n`);
-    if (common.length === 0 || request.capabilities.has('wait-for-done')) {
+    if (common.length === 0 || waitsForDone) {
       yield encodeFlush();
       return;
     }
     yield encodePktLine('ready\n');
     yield encodeDelim();
   }
-  if (plan!.shallow.length > 0 || plan!.unshallow.length > 0) {
+  // As git: the section comes whenever the client is shallow or deepens, even when it is empty.
+  if (deepens(request) || request.clientShallows.length > 0) {
     yield encodePktLine('shallow-info\n');
-    for (const oid of plan!.shallow) yield encodePktLine(`shallow ${oidToHex(oid)}\n`);
-    for (const oid of plan!.unshallow) yield encodePktLine(`unshallow ${oidToHex(oid)}\n`);
+    for (const oid of shallow.shallow) yield encodePktLine(`shallow ${oidToHex(oid)}\n`);
+    for (const oid of shallow.unshallow) yield encodePktLine(`unshallow ${oidToHex(oid)}\n`);
     yield encodeDelim();
   }
   yield encodePktLine('packfile\n');
@@ -112,20 +118,23 @@ export function* fetchV2(repo: Repo, command: V2Command): Generator<Buffer> {
   yield encodeFlush();
 }
 
-function prepare(repo: Repo, request: FetchRequest): { plan: PackPlan | null; common: Oid[] } {
+/**
+ * Everything a response needs, from one read transaction: the shallow lines (answered on every
+ * round), the common haves, and the objects when `sendsPack` says this answer carries the pack.
+ */
+function prepare(repo: Repo, request: FetchRequest, sendsPack: (common: Oid[]) => boolean): { plan: PackPlan | null; shallow: ShallowPlan; common: Oid[] } {
   return repo.store.read((store) => {
     const tx = store.project(repo.project);
     try {
       checkWants(tx, request.wants);
+      const shallow = planShallow(tx, request.wants, request);
+      const common = commonHaves(tx, request.haves);
+      const plan = sendsPack(common) ? planPack(tx, { wants: request.wants, haves: common, shallow }) : null;
+      return { plan, shallow, common };
     } catch (error) {
-      if (error instanceof WantError) throw new ProtocolError(error.message);
+      if (error instanceof UploadRequestError) throw new ProtocolError(error.message);
       throw error;
     }
-    const common = commonHaves(tx, request.haves);
-    const ready = request.done || common.length > 0;
-    // The shallow list is answered on every round, the objects only once the client is done.
-    const plan = ready || request.depth !== null ? planPack(tx, { ...request, haves: common }, { objects: ready }) : null;
-    return { plan, common };
   });
 }
 

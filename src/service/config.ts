@@ -12,6 +12,8 @@ export interface Limits {
   zipEntriesMax: number;
   requestsPerSecondPerKey: number;
   requestBurstPerKey: number;
+  /** Ref updates (commands) in one git push; more refuses the whole push. */
+  pushRefsMax: number;
 }
 
 /**
@@ -73,6 +75,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       zipEntriesMax: integer(env, 'TREEHOUSE_ZIP_ENTRIES_MAX', 20_000),
       requestsPerSecondPerKey: integer(env, 'TREEHOUSE_RATE_PER_SECOND', 50),
       requestBurstPerKey: integer(env, 'TREEHOUSE_RATE_BURST', 200),
+      pushRefsMax: integer(env, 'TREEHOUSE_PUSH_REFS_MAX', 1000),
     },
     connections: {
       headersTimeoutMs: integer(env, 'TREEHOUSE_HEADERS_TIMEOUT_MS', 10_000),

@@ -378,7 +378,7 @@ export async function pushBranch(endpoint: RemoteEndpoint, repo: Repo, branch: s
       .filter((ref) => ref.name.startsWith(BRANCH_REF_PREFIX) || ref.name.startsWith('refs/tags/'))
       .map((ref) => ref.oid)
       .slice(0, PUSH_HAVES_MAX);
-    const plan = planPack(tx, { wants: [head], haves, clientShallows: [], depth: null });
+    const plan = planPack(tx, { wants: [head], haves });
     return { kind: 'push' as const, head, plan };
   });
   if (decision.kind === 'gone') return { status: 'gone' };

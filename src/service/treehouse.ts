@@ -11,6 +11,7 @@ import { EventLoopMonitor } from './eventLoopMonitor.js';
 import type { Config } from './config.js';
 import { Linter } from './lint.js';
 import { Metrics } from './metrics.js';
+import { PackChecker } from './packChecker.js';
 import { Projects } from './projects.js';
 import { RateLimiter } from './rateLimiter.js';
 import { RemoteSync } from './remoteSync.js';
@@ -33,6 +34,8 @@ export interface Treehouse {
   eventLoop: EventLoopMonitor;
   /** Prometheus metrics, when TREEHOUSE_METRICS_PORT asks for them. */
   metrics: Metrics | null;
+  /** Parses and checks pushed packs on a worker thread (src/service/packChecker.ts). */
+  packChecker: PackChecker;
   /** Starts background work (the sync queue); the server calls it once it listens. */
   start(): void;
   /** Stops background work, leaving queued work for the next start; call before close(). */
@@ -62,6 +65,7 @@ export function openTreehouse(config: Config): Treehouse {
           syncQueueDepth: () => remoteSync.queueDepth(),
           syncAttempts: () => remoteSync.attempts,
         });
+  const packChecker = new PackChecker();
   workspace.onBranchChanged((record, branch) => remoteSync.branchChanged(record, branch));
   return {
     config,
@@ -75,6 +79,7 @@ export function openTreehouse(config: Config): Treehouse {
     deflateCache,
     eventLoop,
     metrics,
+    packChecker,
     start: () => {
       remoteSync.start();
       deflateCache.start();
@@ -90,6 +95,7 @@ export function openTreehouse(config: Config): Treehouse {
       await remoteSync.stop();
       await deflateCache.stop();
       await linter.close();
+      await packChecker.close();
       await store.close();
     },
   };

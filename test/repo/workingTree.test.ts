@@ -337,7 +337,7 @@ describe('deep trees', () => {
     expect(changed).toEqual([`${bottom}/g.txt`]);
     const parent = log(repo, { branch: 'main', limit: 2 }).commits[1].oid;
     const plan = repo.store.read((store) =>
-      planPack(store.project(repo.project), { wants: [Buffer.from(committed.oid, 'hex')], haves: [Buffer.from(parent, 'hex')], clientShallows: [], depth: null }),
+      planPack(store.project(repo.project), { wants: [Buffer.from(committed.oid, 'hex')], haves: [Buffer.from(parent, 'hex')] }),
     );
     // The new commit, one new tree per level plus the root, and the new blob.
     expect(plan.objects.filter((object) => object.type === 'tree')).toHaveLength(depth + 1);

@@ -1,0 +1,107 @@
+/**
+ * receivePack on a real LMDB store: the ref-update cap, and the branch-name clash check, which
+ * must cost one branch listing per push however many branches the push creates (it cost one per
+ * new branch: 8,000 new branches froze the server for 97 s).
+ */
+import { afterAll, describe, expect, it } from 'vitest';
+import { branchRef } from '../../src/git/refname.js';
+import { receivePack } from '../../src/repo/receivePack.js';
+import type { Repo } from '../../src/repo/repo.js';
+import type { ProjectReadTx, Store, StoreReadTx } from '../../src/store/types.js';
+import { newTestRepo, openTestStore } from '../support/store.js';
+
+const opened = openTestStore();
+afterAll(() => opened.close());
+
+/**
+ * The same store, with every call of ProjectReadTx.listRefs counted on its way through (nothing
+ * is replaced: each call reaches LMDB).
+ */
+function countingListRefs(store: Store): { store: Store; listings: () => number } {
+  let listings = 0;
+  const passThrough = <T extends object>(target: T, override: (prop: PropertyKey) => unknown) =>
+    new Proxy(target, {
+      get(inner, prop) {
+        const replaced = override(prop);
+        if (replaced !== undefined) return replaced;
+        const value = Reflect.get(inner, prop, inner);
+        return typeof value === 'function' ? value.bind(inner) : value;
+      },
+    });
+  const project = (tx: ProjectReadTx) =>
+    passThrough(tx, (prop) =>
+      prop === 'listRefs'
+        ? (prefix: string) => {
+            listings++;
+            return tx.listRefs(prefix);
+          }
+        : undefined,
+    );
+  const transaction = <T extends StoreReadTx>(tx: T) => passThrough(tx, (prop) => (prop === 'project' ? (id: number) => project(tx.project(id)) : undefined));
+  const counted = passThrough(store, (prop) => {
+    if (prop === 'read') return <T>(action: (tx: StoreReadTx) => T) => store.read((tx) => action(transaction(tx)));
+    if (prop === 'write') return <T>(action: Parameters<Store['write']>[0]) => store.write((tx) => action(transaction(tx)) as T);
+    return undefined;
+  });
+  return { store: counted, listings: () => listings };
+}
+
+function headOf(repo: Repo): Buffer {
+  return repo.store.read((tx) => tx.project(repo.project).getRef(branchRef('main'))!);
+}
+
+describe('receivePack', () => {
+  it('creates 2,000 branches with one branch listing', async () => {
+    const repo = await newTestRepo(opened.store);
+    const head = headOf(repo);
+    const { store, listings } = countingListRefs(repo.store);
+    const commands = Array.from({ length: 2000 }, (_, i) => ({ old: null, new: head, ref: `refs/heads/many/${i}` }));
+    const result = await receivePack({ ...repo, store }, { commands, pack: null, atomic: false });
+    expect(result.results.filter((r) => !r.ok)).toEqual([]);
+    expect(result.updatedBranches).toHaveLength(2000);
+    expect(listings()).toBe(1);
+  });
+
+  it('refuses names that clash as paths, within one push as against existing branches, and frees a deleted name', async () => {
+    const repo = await newTestRepo(opened.store);
+    const head = headOf(repo);
+    const create = (ref: string) => ({ old: null, new: head, ref });
+    await receivePack(repo, { commands: [create('refs/heads/a/b'), create('refs/heads/keep/x')], pack: null, atomic: false });
+    const result = await receivePack(repo, {
+      commands: [
+        create('refs/heads/solo'),
+        create('refs/heads/solo/inner'),
+        create('refs/heads/keep'),
+        create('refs/heads/keep/x/deeper'),
+        { old: head, new: null, ref: 'refs/heads/a/b' },
+        create('refs/heads/a'),
+      ],
+      pack: null,
+      atomic: false,
+    });
+    expect(result.results).toEqual([
+      { ref: 'refs/heads/solo', ok: true },
+      { ref: 'refs/heads/solo/inner', ok: false, reason: 'conflicts with refs/heads/solo' },
+      { ref: 'refs/heads/keep', ok: false, reason: 'conflicts with refs/heads/keep/x' },
+      { ref: 'refs/heads/keep/x/deeper', ok: false, reason: 'conflicts with refs/heads/keep/x' },
+      { ref: 'refs/heads/a/b', ok: true },
+      { ref: 'refs/heads/a', ok: true },
+    ]);
+    expect(result.hints).toHaveLength(3);
+  });
+
+  it('refuses a push over the ref-update cap before reading its pack', async () => {
+    const repo = await newTestRepo(opened.store);
+    const head = headOf(repo);
+    const commands = ['x', 'y', 'z'].map((name) => ({ old: null, new: head, ref: `refs/heads/${name}` }));
+    const result = await receivePack(repo, { commands, pack: Buffer.from('not a pack at all'), atomic: false, refUpdatesMax: 2 });
+    expect(result.unpackError).toBe('refused: 3 ref updates, at most 2 in one push');
+    expect(result.results.every((r) => !r.ok && r.reason === 'too many ref updates in one push')).toBe(true);
+    expect(result.hints).toEqual(['this push updates 3 refs and a push may update at most 2; push them in smaller batches']);
+    expect(repo.store.read((tx) => tx.project(repo.project).getRef('refs/heads/x'))).toBeUndefined();
+    // At the cap, the same push goes through.
+    const within = await receivePack(repo, { commands: commands.slice(0, 2), pack: null, atomic: false, refUpdatesMax: 2 });
+    expect(within.results.every((r) => r.ok)).toBe(true);
+    expect(repo.store.read((tx) => tx.project(repo.project).getRef('refs/heads/x'))?.equals(head)).toBe(true);
+  });
+});
