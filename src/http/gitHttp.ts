@@ -133,7 +133,7 @@ function gitRoutes(app: FastifyInstance, th: Treehouse): void {
     const service: Service = 'git-upload-pack';
     try {
       const packets = decodePktLines(await bodyOf(request, UPLOAD_REQUEST_BYTES_MAX));
-      let stream: Iterable<Buffer>;
+      let stream: Iterable<Buffer> | AsyncIterable<Buffer>;
       if (protocolVersion(request) === 2) {
         const command = parseV2Command(packets);
         if (command.command === 'ls-refs') stream = lsRefs(repo, command);
@@ -143,12 +143,12 @@ function gitRoutes(app: FastifyInstance, th: Treehouse): void {
         stream = uploadPackV0(repo, parseUploadRequestV0(packets));
       }
       // Pull the first chunk now, so a refused request becomes an ERR answer rather than a broken stream.
-      const iterator = stream[Symbol.iterator]();
-      const first = iterator.next();
+      const iterator = Symbol.asyncIterator in stream ? stream[Symbol.asyncIterator]() : stream[Symbol.iterator]();
+      const first = await iterator.next();
       const rest = Readable.from(
-        (function* () {
+        (async function* () {
           if (!first.done) yield first.value;
-          yield* { [Symbol.iterator]: () => iterator };
+          for (let next = await iterator.next(); !next.done; next = await iterator.next()) yield next.value;
         })(),
       );
       return reply.header('Cache-Control', 'no-cache').type(`application/x-${service}-result`).send(rest);

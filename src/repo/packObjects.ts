@@ -26,6 +26,7 @@ import { decodeTree, MODE_GITLINK, MODE_TREE, type TreeEntry } from '../git/tree
 import type { ObjectType } from '../git/oid.js';
 import type { ProjectReadTx } from '../store/types.js';
 import { MAIN_BRANCH } from './repo.js';
+import { whole, type Steps } from './slices.js';
 
 export interface PackPlan {
   /** Objects to send, commits first, then trees and blobs in walk order. */
@@ -213,6 +214,10 @@ function cutByRevList(tx: ProjectReadTx, wants: Oid[], since: number | null, exc
 
 /** Every commit reachable from `starts` (inclusive), treating `grafted` commits as parentless. */
 function reachable(tx: ProjectReadTx, starts: Oid[], grafted: Set<string>): Set<string> {
+  return whole(reachableSteps(tx, starts, grafted));
+}
+
+function* reachableSteps(tx: ProjectReadTx, starts: Oid[], grafted: Set<string>): Steps<Set<string>> {
   const seen = new Set<string>();
   const stack = [...starts];
   while (stack.length > 0) {
@@ -223,6 +228,7 @@ function reachable(tx: ProjectReadTx, starts: Oid[], grafted: Set<string>): Set<
     if (!info) continue;
     seen.add(key);
     if (!grafted.has(key)) stack.push(...info.parents);
+    yield;
   }
   return seen;
 }
@@ -232,21 +238,32 @@ function reachable(tx: ProjectReadTx, starts: Oid[], grafted: Set<string>): Set<
  * (their parents become wants, they themselves count as haves), and every grafted commit stops
  * both walks, as upload-pack's registered shallow commits stop pack-objects' rev-list.
  */
-export function planPack(tx: ProjectReadTx, input: { wants: Oid[]; haves: Oid[]; shallow?: ShallowPlan }): PackPlan {
+export function planPack(tx: ProjectReadTx, input: PackInput): PackPlan {
+  return whole(planPackSteps(tx, input));
+}
+
+export interface PackInput {
+  wants: Oid[];
+  haves: Oid[];
+  shallow?: ShallowPlan;
+}
+
+/** planPack as a walk that may pause after each commit and tree (src/repo/slices.ts). */
+export function* planPackSteps(tx: ProjectReadTx, input: PackInput): Steps<PackPlan> {
   const shallow = input.shallow ?? NO_SHALLOW;
   const unshallowParents = shallow.unshallow.flatMap((oid) => tx.getCommitInfo(oid)?.parents ?? []);
-  const uninteresting = reachable(tx, [...commonHaves(tx, input.haves), ...shallow.unshallow], shallow.grafted);
-  const { commits, edges } = commitsToSend(tx, [...input.wants, ...unshallowParents], uninteresting, shallow.grafted);
+  const uninteresting = yield* reachableSteps(tx, [...commonHaves(tx, input.haves), ...shallow.unshallow], shallow.grafted);
+  const { commits, edges } = yield* commitsToSend(tx, [...input.wants, ...unshallowParents], uninteresting, shallow.grafted);
   const excluded = new Set<string>();
-  for (const edge of [...edges, ...shallow.unshallow]) markTree(tx, tx.getCommitInfo(edge)!.tree, excluded);
+  for (const edge of [...edges, ...shallow.unshallow]) yield* markTree(tx, tx.getCommitInfo(edge)!.tree, excluded);
   const objects: PackPlan['objects'] = commits.map((oid) => ({ oid, type: 'commit' as const }));
   const added = new Set<string>();
-  for (const commit of commits) addTree(tx, tx.getCommitInfo(commit)!.tree, excluded, added, objects);
+  for (const commit of commits) yield* addTree(tx, tx.getCommitInfo(commit)!.tree, excluded, added, objects);
   return { objects };
 }
 
 /** Commits reachable from `starts` and not `uninteresting`, breadth first; edges are the uninteresting ones met. */
-function commitsToSend(tx: ProjectReadTx, starts: Oid[], uninteresting: Set<string>, grafted: Set<string>) {
+function* commitsToSend(tx: ProjectReadTx, starts: Oid[], uninteresting: Set<string>, grafted: Set<string>): Steps<{ commits: Oid[]; edges: Oid[] }> {
   const commits: Oid[] = [];
   const edges: Oid[] = [];
   const edgeKeys = new Set<string>();
@@ -266,6 +283,7 @@ function commitsToSend(tx: ProjectReadTx, starts: Oid[], uninteresting: Set<stri
       }
       sent.add(key);
       commits.push(oid);
+      yield;
       if (grafted.has(key)) continue;
       for (const parent of tx.getCommitInfo(oid)!.parents) if (tx.getCommitInfo(parent)) next.push(parent);
     }
@@ -275,13 +293,14 @@ function commitsToSend(tx: ProjectReadTx, starts: Oid[], uninteresting: Set<stri
 }
 
 /** Marks every tree and blob reachable from `tree` as held by the client (an explicit stack: trees may be thousands deep). */
-function markTree(tx: ProjectReadTx, tree: Oid, excluded: Set<string>): void {
+function* markTree(tx: ProjectReadTx, tree: Oid, excluded: Set<string>): Steps<void> {
   const pending: Oid[] = [tree];
   while (pending.length > 0) {
     const oid = pending.pop()!;
     const key = oidToHex(oid);
     if (excluded.has(key)) continue;
     excluded.add(key);
+    yield;
     const object = tx.getObject(oid);
     if (!object) continue;
     for (const entry of decodeTree(object.body)) {
@@ -295,7 +314,7 @@ function markTree(tx: ProjectReadTx, tree: Oid, excluded: Set<string>): void {
  * Appends the trees and blobs reachable from `tree` that are neither excluded nor added yet, each
  * tree before its entries in tree order (a depth-first walk, kept on an explicit stack).
  */
-function addTree(tx: ProjectReadTx, tree: Oid, excluded: Set<string>, added: Set<string>, out: PackPlan['objects']): void {
+function* addTree(tx: ProjectReadTx, tree: Oid, excluded: Set<string>, added: Set<string>, out: PackPlan['objects']): Steps<void> {
   const open = (oid: Oid): TreeEntry[] | null => {
     const key = oidToHex(oid);
     if (excluded.has(key) || added.has(key)) return null;
@@ -318,6 +337,7 @@ function addTree(tx: ProjectReadTx, tree: Oid, excluded: Set<string>, added: Set
     if (entry.mode === MODE_TREE) {
       const entries = open(entry.oid);
       if (entries) stack.push({ entries, next: 0 });
+      yield;
     } else if (entry.mode !== MODE_GITLINK) {
       const blobKey = oidToHex(entry.oid);
       if (excluded.has(blobKey) || added.has(blobKey)) continue;

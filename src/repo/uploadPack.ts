@@ -25,8 +25,9 @@ import {
   type V2Command,
 } from '../git/smartProtocol.js';
 import type { ProjectReadTx } from '../store/types.js';
-import { advertisedTips, checkWants, commonHaves, planPack, planShallow, UploadRequestError, type PackPlan, type ShallowPlan } from './packObjects.js';
+import { advertisedTips, checkWants, commonHaves, planPackSteps, planShallow, UploadRequestError, type PackPlan, type ShallowPlan } from './packObjects.js';
 import { MAIN_BRANCH, type Repo } from './repo.js';
+import { inSlices, projectReads, sliceClock } from './slices.js';
 
 /** Objects per progress message on side-band 2. */
 const PROGRESS_EVERY_OBJECTS = 10_000;
@@ -62,11 +63,11 @@ export function lsRefs(repo: Repo, command: V2Command): Buffer[] {
 }
 
 /** Response to a v0 upload-pack request (stateless: every request carries the whole state). */
-export function* uploadPackV0(repo: Repo, request: FetchRequest): Generator<Buffer> {
+export async function* uploadPackV0(repo: Repo, request: FetchRequest): AsyncGenerator<Buffer> {
   const sideband = request.capabilities.has('side-band-64k') || request.capabilities.has('side-band');
   const sidebandBytes = request.capabilities.has('side-band-64k') ? SIDEBAND_CHUNK_BYTES : 995;
   const progress = sideband && !request.capabilities.has('no-progress');
-  const { plan, shallow, common } = prepare(repo, request, () => request.negotiates && request.done);
+  const { plan, shallow, common } = await prepare(repo, request, () => request.negotiates && request.done);
   // git answers a shallow list (ended by a flush) only when a deepen was asked for; a shallow
   // client fetching without one expects the ACK/NAK lines straight away.
   if (deepens(request)) {
@@ -88,12 +89,12 @@ export function* uploadPackV0(repo: Repo, request: FetchRequest): Generator<Buff
 }
 
 /** Response to a v2 fetch command (upload-pack.c upload_pack_v2). */
-export function* fetchV2(repo: Repo, command: V2Command): Generator<Buffer> {
+export async function* fetchV2(repo: Repo, command: V2Command): AsyncGenerator<Buffer> {
   const request = parseV2FetchArgs(command.args);
   if (request.wants.length === 0) throw new ProtocolError('fetch without any want');
   const progress = !request.capabilities.has('no-progress');
   const waitsForDone = request.capabilities.has('wait-for-done');
-  const { plan, shallow, common } = prepare(repo, request, (common) => request.done || request.haves.length === 0 || (common.length > 0 && !waitsForDone));
+  const { plan, shallow, common } = await prepare(repo, request, (common) => request.done || request.haves.length === 0 || (common.length > 0 && !waitsForDone));
   // Without haves there is nothing to acknowledge: the pack follows at once.
   if (!request.done && request.haves.length > 0) {
     yield encodePktLine('acknowledgments\n');
@@ -119,28 +120,29 @@ export function* fetchV2(repo: Repo, command: V2Command): Generator<Buffer> {
 }
 
 /**
- * Everything a response needs, from one read transaction: the shallow lines (answered on every
- * round), the common haves, and the objects when `sendsPack` says this answer carries the pack.
+ * Everything a response needs: the shallow lines (answered on every round) and the common haves,
+ * from one read transaction, then the objects when `sendsPack` says this answer carries the pack,
+ * planned in slices (src/repo/slices.ts) so a clone of a large tree never holds the event loop.
  */
-function prepare(repo: Repo, request: FetchRequest, sendsPack: (common: Oid[]) => boolean): { plan: PackPlan | null; shallow: ShallowPlan; common: Oid[] } {
-  return repo.store.read((store) => {
-    const tx = store.project(repo.project);
-    try {
+async function prepare(repo: Repo, request: FetchRequest, sendsPack: (common: Oid[]) => boolean): Promise<{ plan: PackPlan | null; shallow: ShallowPlan; common: Oid[] }> {
+  try {
+    const { shallow, common } = repo.store.read((store) => {
+      const tx = store.project(repo.project);
       checkWants(tx, request.wants);
-      const shallow = planShallow(tx, request.wants, request);
-      const common = commonHaves(tx, request.haves);
-      const plan = sendsPack(common) ? planPack(tx, { wants: request.wants, haves: common, shallow }) : null;
-      return { plan, shallow, common };
-    } catch (error) {
-      if (error instanceof UploadRequestError) throw new ProtocolError(error.message);
-      throw error;
-    }
-  });
+      return { shallow: planShallow(tx, request.wants, request), common: commonHaves(tx, request.haves) };
+    });
+    const plan = sendsPack(common) ? await inSlices(planPackSteps(projectReads(repo), { wants: request.wants, haves: common, shallow })) : null;
+    return { plan, shallow, common };
+  } catch (error) {
+    if (error instanceof UploadRequestError) throw new ProtocolError(error.message);
+    throw error;
+  }
 }
 
 /** The pack, framed in side-band packets of at most `sidebandBytes` (0: raw pack bytes). */
-function* packStream(repo: Repo, plan: PackPlan, sidebandBytes: number, progress: boolean): Generator<Buffer> {
+async function* packStream(repo: Repo, plan: PackPlan, sidebandBytes: number, progress: boolean): AsyncGenerator<Buffer> {
   const writer = new PackWriter(plan.objects.length);
+  const pause = sliceClock();
   let pending: Buffer[] = [];
   let pendingBytes = 0;
   // Large writes: one socket write per megabyte or so, not one per object.
@@ -164,6 +166,8 @@ function* packStream(repo: Repo, plan: PackPlan, sidebandBytes: number, progress
     if (progress && sidebandBytes > 0 && sent % PROGRESS_EVERY_OBJECTS === 0) {
       yield* encodeSideband(SIDEBAND_PROGRESS, Buffer.from(`Counting objects: ${sent}/${plan.objects.length}\r`), sidebandBytes);
     }
+    const turn = pause();
+    if (turn) await turn;
   }
   add(writer.finish());
   yield* flush(true);
