@@ -165,25 +165,26 @@ class ByteSink {
   }
 }
 
-
 // ---------------------------------------------------------------------------------------------
 // Creating deltas
 //
 // The design follows git's diff-delta.c (described, not copied): the base is cut into
-// BLOCK_BYTES-byte blocks, each block's hash goes into a table; the target is scanned with a
+// DELTA_BLOCK_BYTES-byte blocks, each block's hash goes into a table; the target is scanned with a
 // rolling hash of the same width, one position at a time. Where a target window's hash is in the
 // table, the candidate blocks are compared byte by byte, the longest match (forwards from the
 // window) wins and is then grown backwards over the literal bytes not yet written; a copy is
 // emitted for it and the scan resumes after it. Every common run of at least
-// BLOCK_BYTES + step - 1 bytes holds a whole indexed block, so it is found.
+// DELTA_BLOCK_BYTES + step - 1 bytes holds a whole indexed block, so it is found. Where git starts
+// a match at the window's last byte (so a chance likeness of one window is too short to take), we
+// start at its first and look ahead one step past a short match instead (see createDeltaWithIndex).
 //
 // Limits keep it linear in practice: at most BUCKET_ENTRIES_MAX blocks per hash bucket (thinned
 // evenly, so repetitive data cannot make a bucket a list of the whole base), a run of identical
 // consecutive blocks indexed once (its first, the one that can match longest), the search stops at
 // a match of MATCH_GOOD_ENOUGH_BYTES, and each candidate is compared for at most
 // MATCH_COMPARE_BYTES_MAX bytes before the winner is grown to its full length. The index holds at
-// most INDEX_BLOCKS_MAX blocks: a larger base is indexed every `step` bytes instead of every
-// BLOCK_BYTES, which only loses matches shorter than the step.
+// most DELTA_INDEX_BLOCKS_MAX blocks: a larger base is indexed every `step` bytes instead of every
+// DELTA_BLOCK_BYTES, which only loses matches shorter than the step.
 
 /** Bytes of the base per indexed block, and the width of the rolling hash over the target. */
 export const DELTA_BLOCK_BYTES = 16;
@@ -234,7 +235,7 @@ export class DeltaIndex {
   /** Each kept block's full hash, to skip other hashes sharing its bucket without reading the base. */
   private readonly hashes: Int32Array;
   private readonly bucketShift: number;
-  /** Distance between indexed blocks: DELTA_BLOCK_BYTES unless the base needs more than INDEX_BLOCKS_MAX. */
+  /** Distance between indexed blocks: DELTA_BLOCK_BYTES unless the base has more blocks than the index may hold. */
   readonly step: number;
 
   constructor(
@@ -244,7 +245,7 @@ export class DeltaIndex {
     if (base.length > DELTA_COPY_OFFSET_MAX + 1) throw new DeltaError('delta base is too large to address');
     const blocksAtEveryBlock = Math.floor(base.length / DELTA_BLOCK_BYTES);
     this.step = blocksAtEveryBlock <= blocksMax ? DELTA_BLOCK_BYTES : Math.ceil(base.length / blocksMax / DELTA_BLOCK_BYTES) * DELTA_BLOCK_BYTES;
-    const blocks = base.length < DELTA_BLOCK_BYTES ? 0 : Math.floor((base.length - DELTA_BLOCK_BYTES) / this.step) + 1;
+    const blocks = base.length < DELTA_BLOCK_BYTES ? 0 : Math.min(blocksMax, Math.floor((base.length - DELTA_BLOCK_BYTES) / this.step) + 1);
 
     // One pass for the hashes, skipping a block whose hash repeats its predecessor's (runs of equal data).
     const blockHashes = new Int32Array(blocks);
