@@ -6,7 +6,8 @@
  * - seed: POST /api/v1/projects with source {kind: git} from the http-backend, into a fresh server
  *   (each repetition its own data directory), beside `git clone --bare` of it from the http-backend;
  * - clone: `git clone --bare` from each (ours: a server restarted on the seeded store once its
- *   deflate cache caught up, as bench/clone.ts does), time and pack bytes received;
+ *   deflate cache caught up, as bench/clone.ts does), time and pack bytes received; our first
+ *   clone is then checked with `git fsck --strict` (untimed);
  * - fetch: the last 10 commits of main's first-parent line (merged topic commits with them) into a
  *   bare clone that lacks them, time and pack bytes received;
  * - push: `git push` of main's whole history from the packed repository, to ours as a new branch
@@ -23,8 +24,9 @@
  *     [--work=DIR] [--result=FILE] [--profile=DIR] [--keep]
  *
  * --profile=DIR runs the server of the last seed, the serving server (clones and fetches) and the
- * server of the last push with --cpu-prof into DIR (seed-<history>, serve-<history>,
- * push-<history>.cpuprofile); summarise them with bench/cpuProfileSummary.ts. bench/run.ts runs
+ * server of the last push with --cpu-prof into DIR/seed-<history>, serve-<history> and
+ * push-<history>, one file per thread (the main thread's is the one with the server's work);
+ * summarise them with bench/cpuProfileSummary.ts. bench/run.ts runs
  * this file as its part `history` and renders its section with bench/historyReport.ts.
  */
 import { spawn, spawnSync } from 'node:child_process';
@@ -103,8 +105,11 @@ interface Ours {
 }
 
 async function startOurs(ctx: Context, dataDir: string, profileName: string | null, key?: string): Promise<Ours> {
-  const nodeArgs = ctx.profileDir && profileName ? ['--cpu-prof', `--cpu-prof-dir=${ctx.profileDir}`, `--cpu-prof-name=${profileName}.cpuprofile`] : [];
-  if (nodeArgs.length > 0) ctx.profiles.push(join(ctx.profileDir!, `${profileName}.cpuprofile`));
+  // One directory per server: node writes a profile per thread (main, tsx's loader, the deflate
+  // worker) under its default names, which a fixed --cpu-prof-name would make overwrite each other.
+  const profileDir = ctx.profileDir && profileName ? join(ctx.profileDir, profileName) : null;
+  const nodeArgs = profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : [];
+  if (profileDir) ctx.profiles.push(profileDir);
   const server = await startServerProcess(
     { TREEHOUSE_DATA_DIR: dataDir, TREEHOUSE_RATE_PER_SECOND: '0', TREEHOUSE_ALLOW_PRIVATE_GIT_HOSTS: '1', TREEHOUSE_LOG_LEVEL: 'warn' },
     { nodeArgs },
@@ -236,7 +241,7 @@ async function runHistory(ctx: Context, name: HistoryKind, commits: number): Pro
   }
 
   // Clones and fetches from a server restarted on the last seeded store.
-  const clone = { ours: [] as number[], git: [] as number[], oursBytes: null as number | null, gitBytes: null as number | null, peakAnon: 0 };
+  const clone = { ours: [] as number[], git: [] as number[], oursBytes: null as number | null, gitBytes: null as number | null, peakAnon: 0, oursFsckClean: false };
   const fetched = { ours: [] as number[], git: [] as number[], oursBytes: null as number | null, gitBytes: null as number | null, commits: 0, objects: 0 };
   if (served) {
     const ours = await startOurs(ctx, served.dataDir, `serve-${name}`, served.key);
@@ -263,6 +268,11 @@ async function runHistory(ctx: Context, name: HistoryKind, commits: number): Pro
             if (side === 'ours') clone.oursBytes = bytes;
             else clone.gitBytes = bytes;
             progress(`${name} clone ${rep + 1}/${reps} ${side}: ${(ms / 1000).toFixed(1)} s, ${(bytes / 1024 ** 2).toFixed(1)} MB`);
+            if (side === 'ours' && rep === 0) {
+              // Item 6: what we send must satisfy git's strictest checks (untimed, once).
+              await runGit(['fsck', '--strict', '--no-dangling'], { cwd: target });
+              clone.oursFsckClean = true;
+            }
           } catch (error) {
             note(`clone ${side} ${rep + 1}`, error);
           }
@@ -351,7 +361,7 @@ async function runHistory(ctx: Context, name: HistoryKind, commits: number): Pro
     gitStoreBytes: packBytesIn(repo, ['.pack', '.idx']),
     gitRepoBytes: duBytes(repo),
     seed: { ours: orNull(seed.ours), git: orNull(seed.git), oursPeakAnonBytes: seed.peakAnon, deflateCatchUpMs: seed.catchUp },
-    clone: { ours: orNull(clone.ours), git: orNull(clone.git), oursPackBytes: clone.oursBytes, gitPackBytes: clone.gitBytes, oursPeakAnonBytes: clone.peakAnon },
+    clone: { ours: orNull(clone.ours), git: orNull(clone.git), oursPackBytes: clone.oursBytes, gitPackBytes: clone.gitBytes, oursPeakAnonBytes: clone.peakAnon, oursFsckClean: clone.oursFsckClean },
     fetch: { ours: orNull(fetched.ours), git: orNull(fetched.git), oursPackBytes: fetched.oursBytes, gitPackBytes: fetched.gitBytes, commits: fetched.commits, objects: fetched.objects },
     push: { ours: orNull(push.ours), git: orNull(push.git), oursPeakAnonBytes: push.peakAnon },
     store,

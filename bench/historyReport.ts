@@ -42,7 +42,8 @@ export interface HistoryRun {
   gitStoreBytes: number;
   gitRepoBytes: number;
   seed: Pair & { oursPeakAnonBytes: number; deflateCatchUpMs: number | null };
-  clone: Pair & { oursPackBytes: number | null; gitPackBytes: number | null; oursPeakAnonBytes: number };
+  /** oursFsckClean: `git fsck --strict` passed on our first clone (item 6); absent in older results. */
+  clone: Pair & { oursPackBytes: number | null; gitPackBytes: number | null; oursPeakAnonBytes: number; oursFsckClean?: boolean };
   fetch: Pair & { commits: number; objects: number; oursPackBytes: number | null; gitPackBytes: number | null };
   push: Pair & { oursPeakAnonBytes: number };
   store: StoreBytes | null;
@@ -149,7 +150,7 @@ export function historyTables(result: HistoryBenchResult, clone100k?: { ms: numb
         `| ${title} | ${scenario} | ${seconds(pair.ours)} | ${seconds(gitSide)} | ${ratioText(ratio(pair.ours?.medianMs, gitSide?.medianMs))} | ${megabytes(oursBytes)} | ${megabytes(gitBytes)} | ${ratioText(ratio(oursBytes, gitBytes))} | ${anon ? megabytes(anon) : '—'} |`,
       );
     row(`seed from git (git: clone --bare); deflate cache caught up ${run.seed.deflateCatchUpMs === null ? '—' : `${(run.seed.deflateCatchUpMs / 1000).toFixed(1)} s`} later`, run.seed, run.seed.git, null, null, run.seed.oursPeakAnonBytes);
-    row('full clone (git clone --bare), pack bytes received', run.clone, run.clone.git, run.clone.oursPackBytes, run.clone.gitPackBytes, run.clone.oursPeakAnonBytes);
+    row(`full clone (git clone --bare), pack bytes received; git fsck --strict of our clone: ${run.clone.oursFsckClean ? 'clean' : 'not clean or not run'}`, run.clone, run.clone.git, run.clone.oursPackBytes, run.clone.gitPackBytes, run.clone.oursPeakAnonBytes);
     row(`fetch of the last ${FETCH_COMMITS} commits (${run.fetch.commits} commits, ${run.fetch.objects} objects), pack bytes received`, run.fetch, run.fetch.git, run.fetch.oursPackBytes, run.fetch.gitPackBytes, null);
     row('push of the whole history (git: into an empty bare repository)', run.push, run.push.git, null, null, run.push.oursPeakAnonBytes);
     if (run.store) {
