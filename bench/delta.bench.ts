@@ -103,7 +103,8 @@ async function historyRepo(work: string, name: string, options: HistoryOptions):
   const made = await writeHistoryRepo(repo, options);
   process.stderr.write(`[delta] ${name}: ${made.commits} commits written in ${(made.generationMs / 1000).toFixed(1)} s\n`);
   const started = performance.now();
-  git(['repack', '-adfq', '--window=10', '--depth=50'], repo);
+  // One thread, so git's delta search (and the pairs compared) is the same every run.
+  git(['-c', 'pack.threads=1', 'repack', '-adfq', '--window=10', '--depth=50'], repo);
   process.stderr.write(`[delta] ${name}: git repack -adf --window=10 in ${((performance.now() - started) / 1000).toFixed(1)} s\n`);
   return repo;
 }

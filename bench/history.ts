@@ -15,7 +15,7 @@
  *   history cannot land on main as a fast-forward), and to an empty bare repository behind the
  *   http-backend;
  * - store: the seeded store's data.mdb (disk blocks, and LMDB's pages in use per database) beside
- *   the repository after `git repack -adf`.
+ *   the repository after `git repack -adf` (pack.threads=1, so git's pack is the same every run).
  * Bytes received are the pack as it crossed the wire (GIT_TRACE_PACKFILE), not as stored: a thin
  * pack is completed with bases on disk. Times are medians over --reps; our side and git's alternate
  * within each repetition so load from elsewhere falls on both.
@@ -188,7 +188,9 @@ async function runHistory(ctx: Context, name: HistoryKind, commits: number): Pro
   progress(`${name}: generating ${commits} commits`);
   const fixture = await writeHistoryRepo(repo, { kind: name, commits });
   progress(`${name}: ${fixture.commits} commits (${fixture.merges} merges), ${fixture.files} files, written in ${(fixture.generationMs / 1000).toFixed(1)} s`);
-  const repack = await runGit(['repack', '-adfq'], { cwd: repo });
+  // One thread: with two, git splits the delta search between them and the pack differs from run to
+  // run (the big-file pack was 1.5 MB in one run and 2.2 MB in the next, and cloning it 7.5 s vs 2.6 s).
+  const repack = await runGit(['-c', 'pack.threads=1', 'repack', '-adfq'], { cwd: repo });
   const gitPackBytes = packBytesIn(repo);
   progress(`${name}: git repack -adf ${(repack.ms / 1000).toFixed(1)} s, pack ${(gitPackBytes / 1024 ** 2).toFixed(1)} MB`);
   const upstreamUrl = `${backend.url}/${name}.git`;
