@@ -112,7 +112,7 @@ async function startOurs(ctx: Context, dataDir: string, profileName: string | nu
   if (profileDir) ctx.profiles.push(profileDir);
   const server = await startServerProcess(
     { TREEHOUSE_DATA_DIR: dataDir, TREEHOUSE_RATE_PER_SECOND: '0', TREEHOUSE_ALLOW_PRIVATE_GIT_HOSTS: '1', TREEHOUSE_LOG_LEVEL: 'warn' },
-    { nodeArgs },
+    nodeArgs,
   );
   const printed = /API key for team default: (\S+)/.exec(server.output())?.[1];
   const found = key ?? printed;

@@ -24,13 +24,10 @@ export interface ServerProcess {
   exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
 }
 
-/**
- * Runs the server the way `npm start` does (tsx src/server.ts), on a free port. `nodeArgs` go to
- * node before the script (a benchmark's --cpu-prof, which NODE_OPTIONS does not allow).
- */
-export async function startServerProcess(env: Record<string, string>, options: { nodeArgs?: string[] } = {}): Promise<ServerProcess> {
+/** Runs the server the way `npm start` does (tsx src/server.ts), on a free port; `nodeArgs` go to node (e.g. --cpu-prof). */
+export async function startServerProcess(env: Record<string, string>, nodeArgs: string[] = []): Promise<ServerProcess> {
   const port = await freePort();
-  const child = spawn(process.execPath, [...(options.nodeArgs ?? []), '--import', 'tsx', join(repoRoot, 'src', 'server.ts')], {
+  const child = spawn(process.execPath, [...nodeArgs, '--import', 'tsx', join(repoRoot, 'src', 'server.ts')], {
     cwd: repoRoot,
     env: { ...process.env, PORT: String(port), HOST: '127.0.0.1', TREEHOUSE_LOG_LEVEL: 'warn', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
