@@ -1,11 +1,12 @@
 /**
  * bench/RESULTS.md: the scenario table (Treehouse through its library and through HTTP, beside the
- * git CLI and isomorphic-git), the targets of issues #2, #4, #5 and #6, the HTTP load scenario, and
- * how each row was measured.
+ * git CLI and isomorphic-git), the targets of issues #2, #4, #5 and #6, the HTTP load scenario, the
+ * histories of issue 13 with their targets, and how each row was measured.
  */
 import { SCENARIOS, SCENARIO_TITLES, SIDE_TITLES, type Measurement, type ScenarioId, type Side, type Summary } from './measure.js';
 import { microTable, type MicroComparison } from './hash.bench.js';
 import type { LoadSummary } from './http.js';
+import { historyTables, type HistoryBenchResult } from './historyReport.js';
 
 /** Issue #2's and #4's targets for ours (library, median). `size` limits a target to one tree size. */
 export const TARGETS: Partial<Record<ScenarioId, { ms: number; size?: number; issue: number }>> = {
@@ -93,6 +94,8 @@ export interface Report {
   clone: CloneDetails[];
   mergeTreesEqual: Array<{ size: number; equal: boolean }>;
   load?: LoadSummary;
+  /** Issue 13's histories (bench/history.ts); absent in reports written before it. */
+  history?: HistoryBenchResult;
   lint?: LintDetails;
   micro?: { comparisons: MicroComparison[]; meanBytes: number };
   /** Parts that were skipped (options) or failed, with why. */
@@ -344,6 +347,22 @@ export function renderResults(report: Report): string {
       '200 per key). The clients run in a benchmark child process on the same 2 cores as the server.',
       '',
       loadSection(report.load),
+      '',
+    );
+  }
+  if (report.history) {
+    const clone = report.clone.find((c) => c.size === CLONE_TARGET.size);
+    const cloneMs = find(measurements, CLONE_TARGET.size, 'clone', 'ours-http')?.timing?.medianMs;
+    parts.push(
+      '## Histories (issue 13)',
+      '',
+      'Realistic histories (fixtures/history.ts) against a fresh server process, beside `git http-backend` serving the',
+      'same repository after `git repack -adf`, in the same run (bench/history.ts): seed from git, full clone, fetch',
+      'of the last 10 commits of main, push of the whole history, and the store at rest. Times are medians',
+      `(min–max, n=${report.history.reps}); bytes are packs as they crossed the wire (GIT_TRACE_PACKFILE). Seed and push are`,
+      'judged against `git clone --bare` of the history from http-backend; the 100,000-file clone comes from the clone part.',
+      '',
+      historyTables(report.history, clone && cloneMs !== undefined ? { ms: cloneMs, anonBytes: clone.serverPeakAnonBytes } : undefined),
       '',
     );
   }

@@ -9,8 +9,8 @@
  *   npm run bench -- --render=bench/.work/report-<date>.json   # the page again from a run's kept data
  *   options: --out=FILE (default bench/RESULTS.md), --cap-seconds=N (per peer run, default 600),
  *            --isogit-cap-seconds=N (isomorphic-git's runs; default the cap, 5 with --quick), --load-seconds=N (HTTP load; default 20, 5 with --quick), --keep (keep
- *            bench/.work/<run>), and --no-X to leave a part out: git, isogit, http, merge, clone, load,
- *            lint, micro
+ *            bench/.work/<run>), --history-reps=N (default 3), and --no-X to leave a part out: git,
+ *            isogit, http, merge, clone, load, lint, micro, history
  *
  * Per size, in this order: Treehouse through its library (bench/ours.ts; each scenario in a child
  * process of this script, `--child`, so each has its own peak RSS and a cold start like a fresh
@@ -18,8 +18,9 @@
  * Treehouse through HTTP (bench/http.ts, a real server process), the git CLI (bench/gitCli.ts),
  * isomorphic-git (bench/isogit.ts, capped child processes), merge (bench/merge.ts: library, git
  * merge-tree, isomorphic-git) and clone (bench/clone.ts: our server, git http-backend, isomorphic-git).
- * Then the HTTP load scenario, the hashing micro benchmarks and the lint benchmark (bench/lint.ts,
- * whose section is copied into the results). Scratch data goes to bench/.work/run-<date>/ (gitignored),
+ * Then the HTTP load scenario, the histories of issue 13 (bench/history.ts: seed, clone, fetch, push
+ * and store of realistic histories beside git http-backend; not with --quick), the hashing micro
+ * benchmarks and the lint benchmark (bench/lint.ts, whose section is copied into the results). Scratch data goes to bench/.work/run-<date>/ (gitignored),
  * emptied after each size.
  *
  * To profile one of our scenarios, run its child by hand on a kept store, for example:
@@ -36,6 +37,7 @@ import { SourceTree } from '../fixtures/sourceTree.js';
 import { DEFAULT_REPO_LIMITS } from '../src/repo/repo.js';
 import { defaultPoolSize } from '../src/service/lint/formatter.js';
 import type { CloneResult } from './clone.js';
+import type { HistoryBenchResult } from './historyReport.js';
 import { gitCommit, gitImport, gitList, gitLog, gitVersion, setGitCapSeconds } from './gitCli.js';
 import { runHashBench } from './hash.bench.js';
 import type { LoadSummary } from './http.js';
@@ -59,11 +61,12 @@ const LOAD_CLIENTS = 32;
 const LINT_SECTION_START = '<!-- bench/lint.ts: start -->';
 const LINT_SECTION_END = '<!-- bench/lint.ts: end -->';
 const LINT_FILES = 1_000;
-const PARTS = ['git', 'isogit', 'http', 'merge', 'clone', 'load', 'lint', 'micro'] as const;
+const PARTS = ['git', 'isogit', 'http', 'merge', 'clone', 'load', 'lint', 'micro', 'history'] as const;
 type Part = (typeof PARTS)[number];
-/** Parts --quick leaves out to stay under two minutes (the lint benchmark alone takes 15 s or more). */
-const QUICK_LEAVES_OUT: readonly Part[] = ['micro', 'lint'];
-const RUN_ALONE: Partial<Record<Part, string>> = { micro: 'npx tsx bench/hash.bench.ts', lint: 'npm run bench:lint' };
+/** Parts --quick leaves out to stay under two minutes (the lint benchmark alone takes 15 s or more, the histories minutes). */
+const QUICK_LEAVES_OUT: readonly Part[] = ['micro', 'lint', 'history'];
+const RUN_ALONE: Partial<Record<Part, string>> = { micro: 'npx tsx bench/hash.bench.ts', lint: 'npm run bench:lint', history: 'npx tsx bench/history.ts' };
+const HISTORY_REPS = 3;
 
 interface Options {
   sizes: number[];
@@ -74,6 +77,7 @@ interface Options {
   loadSeconds: number;
   keep: boolean;
   out: string;
+  historyReps: number;
 }
 
 function parseOptions(argv: string[]): Options {
@@ -95,6 +99,7 @@ function parseOptions(argv: string[]): Options {
     loadSeconds,
     keep: argv.includes('--keep'),
     out: value('out') ?? join(BENCH_DIR, 'RESULTS.md'),
+    historyReps: Number(value('history-reps') ?? HISTORY_REPS),
   };
 }
 
@@ -321,6 +326,17 @@ function clonePart(workDir: string, size: number, options: Options, notes: strin
   };
 }
 
+function historyPart(workDir: string, options: Options, notes: string[]): HistoryBenchResult | undefined {
+  const result = runScript<HistoryBenchResult>(workDir, 'history.ts', [`--work=${join(workDir, 'history')}`, `--reps=${options.historyReps}`]);
+  if (result instanceof Error) {
+    notes.push(`histories: ${result.message}`);
+    return undefined;
+  }
+  for (const failure of result.runs.flatMap((run) => run.failures)) notes.push(`histories: ${failure}`);
+  progress(`histories: ${result.runs.map((run) => `${run.name} clone ${run.clone.ours ? formatMs(run.clone.ours.medianMs) : 'failed'} vs ${run.clone.git ? formatMs(run.clone.git.medianMs) : 'failed'}`).join('; ')}`);
+  return result;
+}
+
 function lintModeName(workers: number): string {
   return workers === 0 ? 'Prettier in the main thread' : `Prettier on ${workers} worker thread${workers === 1 ? '' : 's'}`;
 }
@@ -430,6 +446,8 @@ async function main(argv: string[]): Promise<void> {
     }
     const load = has('load') ? loadPart(workDir, options, notes) : undefined;
     noteLoad();
+    const history = has('history') ? historyPart(workDir, options, notes) : undefined;
+    noteLoad();
     const micro = has('micro') ? await runHashBench(options.quick) : undefined;
     const lint = has('lint') ? lintPart(workDir, options, notes) : undefined;
     machine.loadAverage.end = loadavg()[0];
@@ -444,6 +462,7 @@ async function main(argv: string[]): Promise<void> {
       clone,
       mergeTreesEqual,
       load,
+      history,
       lint,
       micro,
       notes,

@@ -6,9 +6,9 @@
  * size bytes follow, and a size of zero means 0x10000. An instruction 0x01..0x7f inserts that
  * many literal bytes that follow it. Instruction 0x00 is reserved and refused.
  *
- * applyDelta checks every bound before touching memory; createDelta is a simple block matcher
- * (16-byte windows of the base indexed by a rolling hash), aiming at correctness and speed
- * rather than the best ratio.
+ * applyDelta checks every bound before touching memory. createDelta (below, "Creating deltas")
+ * indexes the base's blocks and extends matches greedily, as git's diff-delta.c does, so its
+ * deltas are about the size of git's for the same pair.
  */
 
 /** High bit of an instruction: copy from the base. */
@@ -39,15 +39,6 @@ const VARINT_BYTES_MAX = 8;
 
 /** Default limit on the size of an object rebuilt from a delta. */
 export const DELTA_RESULT_BYTES_MAX_DEFAULT = 512 * 1024 * 1024;
-
-/** createDelta: bytes per indexed window of the base. */
-const WINDOW_BYTES = 16;
-/** createDelta: how many base positions with the same hash are tried per target position. */
-const CANDIDATES_PER_HASH_MAX = 32;
-/** createDelta: the largest copy it emits, as git's own encoder does (size bytes 0 0 1 = 0x10000). */
-const CREATE_COPY_BYTES_MAX = DELTA_COPY_SIZE_ZERO_MEANS;
-/** createDelta: multiplier of the polynomial rolling hash. */
-const HASH_MULTIPLIER = 0x01000193;
 
 export class DeltaError extends Error {
   override name = 'DeltaError';
@@ -174,6 +165,188 @@ class ByteSink {
   }
 }
 
+// ---------------------------------------------------------------------------------------------
+// Creating deltas
+//
+// The design follows git's diff-delta.c (described, not copied): the base is cut into
+// DELTA_BLOCK_BYTES-byte blocks, each block's hash goes into a table; the target is scanned with a
+// rolling hash of the same width, one position at a time. Where a target window's hash is in the
+// table, the candidate blocks are compared byte by byte, the longest match (forwards from the
+// window) wins and is then grown backwards over the literal bytes not yet written; a copy is
+// emitted for it and the scan resumes after it. Every common run of at least
+// DELTA_BLOCK_BYTES + step - 1 bytes holds a whole indexed block, so it is found. Where git starts
+// a match at the window's last byte (so a chance likeness of one window is too short to take), we
+// start at its first and look ahead one step past a short match instead (see createDeltaWithIndex).
+//
+// Limits keep it linear in practice: at most BUCKET_ENTRIES_MAX blocks per hash bucket (thinned
+// evenly, so repetitive data cannot make a bucket a list of the whole base), a run of identical
+// consecutive blocks indexed once (its first, the one that can match longest), the search stops at
+// a match of MATCH_GOOD_ENOUGH_BYTES, and each candidate is compared for at most
+// MATCH_COMPARE_BYTES_MAX bytes before the winner is grown to its full length. The index holds at
+// most DELTA_INDEX_BLOCKS_MAX blocks: a larger base is indexed every `step` bytes instead of every
+// DELTA_BLOCK_BYTES, which only loses matches shorter than the step.
+
+/** Bytes of the base per indexed block, and the width of the rolling hash over the target. */
+export const DELTA_BLOCK_BYTES = 16;
+/** Blocks kept per hash bucket; more are thinned evenly (git keeps 64 too). */
+const BUCKET_ENTRIES_MAX = 64;
+/** About this many blocks per bucket before thinning: most target windows then find an empty bucket at once. */
+const BLOCKS_PER_BUCKET = 1;
+const BUCKET_BITS_MIN = 4;
+/** Blocks indexed at most (4 Mi blocks: a base up to 64 MiB is indexed at every block). */
+export const DELTA_INDEX_BLOCKS_MAX = 1 << 22;
+/** A match this long ends the search among candidates: longer ones would save little more. */
+const MATCH_GOOD_ENOUGH_BYTES = 4096;
+/** How far one candidate is compared while choosing; the chosen one is then grown without limit. */
+const MATCH_COMPARE_BYTES_MAX = 0x10000;
+/** Shorter matches are written as literals: a copy instruction takes up to 8 bytes itself. */
+const MATCH_BYTES_MIN = DELTA_BLOCK_BYTES;
+/** The largest copy createDelta emits, as git's encoder does (pack v2: size bytes 00 00 01 mean 0x10000). */
+const CREATE_COPY_BYTES_MAX = DELTA_COPY_SIZE_ZERO_MEANS;
+/** Multiplier of the polynomial rolling hash (odd, so no byte's contribution vanishes mod 2^32). */
+const HASH_MULTIPLIER = 0x01000193;
+/** Fibonacci hashing: spreads the rolling hash's weak low bits before taking the bucket from the top bits. */
+const BUCKET_SPREAD = 0x9e3779b1;
+const UINT32_BITS = 32;
+
+/** HASH_MULTIPLIER ** (DELTA_BLOCK_BYTES - 1) mod 2^32: the weight of the byte leaving the window. */
+const OUTGOING_WEIGHT = (() => {
+  let weight = 1;
+  for (let i = 1; i < DELTA_BLOCK_BYTES; i++) weight = Math.imul(weight, HASH_MULTIPLIER);
+  return weight;
+})();
+
+/** The hash of the DELTA_BLOCK_BYTES bytes at `start`. */
+function blockHash(bytes: Uint8Array, start: number): number {
+  let hash = 0;
+  for (let i = start; i < start + DELTA_BLOCK_BYTES; i++) hash = (Math.imul(hash, HASH_MULTIPLIER) + bytes[i]) | 0;
+  return hash;
+}
+
+/**
+ * The blocks of one base, by hash: a reusable index, so a search that tries one base against
+ * several targets (pack-objects' window) indexes it once.
+ */
+export class DeltaIndex {
+  /** Bucket b holds entries bucketStarts[b] .. bucketStarts[b + 1] - 1, in ascending base position. */
+  private readonly bucketStarts: Int32Array;
+  /** Base position of each kept block. */
+  private readonly positions: Uint32Array;
+  /** Each kept block's full hash, to skip other hashes sharing its bucket without reading the base. */
+  private readonly hashes: Int32Array;
+  private readonly bucketShift: number;
+  /** Distance between indexed blocks: DELTA_BLOCK_BYTES unless the base has more blocks than the index may hold. */
+  readonly step: number;
+
+  constructor(
+    readonly base: Uint8Array,
+    blocksMax = DELTA_INDEX_BLOCKS_MAX,
+  ) {
+    if (base.length > DELTA_COPY_OFFSET_MAX + 1) throw new DeltaError('delta base is too large to address');
+    const blocksAtEveryBlock = Math.floor(base.length / DELTA_BLOCK_BYTES);
+    this.step = blocksAtEveryBlock <= blocksMax ? DELTA_BLOCK_BYTES : Math.ceil(base.length / blocksMax / DELTA_BLOCK_BYTES) * DELTA_BLOCK_BYTES;
+    const blocks = base.length < DELTA_BLOCK_BYTES ? 0 : Math.min(blocksMax, Math.floor((base.length - DELTA_BLOCK_BYTES) / this.step) + 1);
+
+    // One pass for the hashes, skipping a block whose hash repeats its predecessor's (runs of equal data).
+    const blockHashes = new Int32Array(blocks);
+    const blockPositions = new Uint32Array(blocks);
+    let kept = 0;
+    let previous = 0;
+    for (let i = 0; i < blocks; i++) {
+      const position = i * this.step;
+      const hash = blockHash(base, position);
+      const repeats = i > 0 && hash === previous;
+      previous = hash;
+      if (repeats) continue;
+      blockHashes[kept] = hash;
+      blockPositions[kept] = position;
+      kept++;
+    }
+
+    let bucketBits = BUCKET_BITS_MIN;
+    while (1 << bucketBits < kept / BLOCKS_PER_BUCKET && bucketBits < UINT32_BITS - 2) bucketBits++;
+    const buckets = 1 << bucketBits;
+    this.bucketShift = UINT32_BITS - bucketBits;
+
+    // Counting sort by bucket; positions stay ascending within a bucket.
+    const counts = new Int32Array(buckets + 1);
+    const bucketOf = new Int32Array(kept);
+    for (let i = 0; i < kept; i++) {
+      const bucket = Math.imul(blockHashes[i], BUCKET_SPREAD) >>> this.bucketShift;
+      bucketOf[i] = bucket;
+      counts[bucket + 1]++;
+    }
+    const starts = new Int32Array(buckets + 1);
+    for (let b = 0; b < buckets; b++) starts[b + 1] = starts[b] + Math.min(counts[b + 1], BUCKET_ENTRIES_MAX);
+    const total = starts[buckets];
+    this.positions = new Uint32Array(total);
+    this.hashes = new Int32Array(total);
+    const seen = new Int32Array(buckets);
+    const filled = new Int32Array(buckets);
+    for (let i = 0; i < kept; i++) {
+      const bucket = bucketOf[i];
+      const count = counts[bucket + 1];
+      const ordinal = seen[bucket]++;
+      // Thinning: of `count` entries keep those where floor(ordinal * max / count) steps up, evenly spread.
+      if (count > BUCKET_ENTRIES_MAX && Math.floor((ordinal * BUCKET_ENTRIES_MAX) / count) === Math.floor(((ordinal - 1) * BUCKET_ENTRIES_MAX) / count) && ordinal > 0) {
+        continue;
+      }
+      const slot = starts[bucket] + filled[bucket]++;
+      this.positions[slot] = blockPositions[i];
+      this.hashes[slot] = blockHashes[i];
+    }
+    this.bucketStarts = starts;
+  }
+
+  /** False when no block has this hash (most windows of a target, found without a call into findMatch's loop). */
+  mayHold(hash: number): boolean {
+    const bucket = Math.imul(hash, BUCKET_SPREAD) >>> this.bucketShift;
+    const end = this.bucketStarts[bucket + 1];
+    for (let k = this.bucketStarts[bucket]; k < end; k++) if (this.hashes[k] === hash) return true;
+    return false;
+  }
+
+  /** Entries kept in the index (for tests and tuning). */
+  get entries(): number {
+    return this.positions.length;
+  }
+
+  /**
+   * The longest match (forwards only) of the target window at `at`, whose hash is `hash`, with a
+   * block of the base: its base position and length, or length 0.
+   */
+  findMatch(target: Uint8Array, at: number, hash: number, result: { position: number; bytes: number }): void {
+    const base = this.base;
+    const bucket = Math.imul(hash, BUCKET_SPREAD) >>> this.bucketShift;
+    const end = this.bucketStarts[bucket + 1];
+    const targetLeft = target.length - at;
+    let bestBytes = 0;
+    let bestPosition = 0;
+    const hashes = this.hashes;
+    for (let k = this.bucketStarts[bucket]; k < end; k++) {
+      if (hashes[k] !== hash) continue;
+      const position = this.positions[k];
+      const limit = Math.min(base.length - position, targetLeft, MATCH_COMPARE_BYTES_MAX);
+      // Positions ascend, so no later block has more room than this one: none can beat the best.
+      if (limit <= bestBytes) break;
+      let length = 0;
+      while (length < limit && base[position + length] === target[at + length]) length++;
+      if (length > bestBytes) {
+        bestBytes = length;
+        bestPosition = position;
+        if (length >= MATCH_GOOD_ENOUGH_BYTES) break;
+      }
+    }
+    // The winner was compared up to the cap only: grow it to its full length.
+    if (bestBytes === MATCH_COMPARE_BYTES_MAX) {
+      const limit = Math.min(base.length - bestPosition, targetLeft);
+      while (bestBytes < limit && base[bestPosition + bestBytes] === target[at + bestBytes]) bestBytes++;
+    }
+    result.position = bestPosition;
+    result.bytes = bestBytes;
+  }
+}
+
 function emitInserts(sink: ByteSink, target: Uint8Array, start: number, end: number): void {
   for (let at = start; at < end; at += DELTA_INSERT_BYTES_MAX) {
     const stop = Math.min(end, at + DELTA_INSERT_BYTES_MAX);
@@ -182,6 +355,7 @@ function emitInserts(sink: ByteSink, target: Uint8Array, start: number, end: num
   }
 }
 
+/** One copy instruction; only the non-zero offset and size bytes are written, as git does. */
 function emitCopy(sink: ByteSink, offset: number, bytes: number): void {
   let instruction = COPY_INSTRUCTION;
   const operands: number[] = [];
@@ -204,47 +378,6 @@ function emitCopy(sink: ByteSink, offset: number, bytes: number): void {
   for (const operand of operands) sink.byte(operand);
 }
 
-function windowHash(bytes: Uint8Array, start: number): number {
-  let hash = 0;
-  for (let i = 0; i < WINDOW_BYTES; i++) hash = (Math.imul(hash, HASH_MULTIPLIER) + bytes[start + i]) | 0;
-  return hash;
-}
-
-/** HASH_MULTIPLIER ** (WINDOW_BYTES - 1) mod 2^32: the weight of the byte leaving the window. */
-const OUTGOING_WEIGHT = (() => {
-  let weight = 1;
-  for (let i = 1; i < WINDOW_BYTES; i++) weight = Math.imul(weight, HASH_MULTIPLIER);
-  return weight;
-})();
-
-/** The hash of the window one byte further on, from the hash of the window at `start`. */
-function rollHash(hash: number, bytes: Uint8Array, start: number): number {
-  const without = (hash - Math.imul(bytes[start], OUTGOING_WEIGHT)) | 0;
-  return (Math.imul(without, HASH_MULTIPLIER) + bytes[start + WINDOW_BYTES]) | 0;
-}
-
-/** Hash table over base windows at every WINDOW_BYTES-th position; later positions first. */
-interface BaseIndex {
-  mask: number;
-  heads: Int32Array;
-  next: Int32Array;
-}
-
-function indexBase(base: Uint8Array): BaseIndex {
-  const windows = Math.floor(base.length / WINDOW_BYTES);
-  let size = 1;
-  while (size < windows * 2) size *= 2;
-  const heads = new Int32Array(size).fill(-1);
-  const next = new Int32Array(Math.max(windows, 1));
-  const mask = size - 1;
-  for (let w = 0; w < windows; w++) {
-    const slot = windowHash(base, w * WINDOW_BYTES) & mask;
-    next[w] = heads[slot];
-    heads[slot] = w;
-  }
-  return { mask, heads, next };
-}
-
 /**
  * Makes a delta that turns `base` into `target`. With `deltaBytesMax`, gives up and returns null
  * as soon as the delta would be larger (a caller then stores the object whole).
@@ -252,48 +385,70 @@ function indexBase(base: Uint8Array): BaseIndex {
 export function createDelta(base: Uint8Array, target: Uint8Array): Buffer;
 export function createDelta(base: Uint8Array, target: Uint8Array, deltaBytesMax: number): Buffer | null;
 export function createDelta(base: Uint8Array, target: Uint8Array, deltaBytesMax = Infinity): Buffer | null {
-  if (base.length > DELTA_COPY_OFFSET_MAX + 1) throw new DeltaError('delta base is too large to address');
+  return createDeltaWithIndex(new DeltaIndex(base), target, deltaBytesMax);
+}
+
+/** createDelta against a base already indexed. */
+export function createDeltaWithIndex(index: DeltaIndex, target: Uint8Array): Buffer;
+export function createDeltaWithIndex(index: DeltaIndex, target: Uint8Array, deltaBytesMax: number): Buffer | null;
+export function createDeltaWithIndex(index: DeltaIndex, target: Uint8Array, deltaBytesMax = Infinity): Buffer | null {
+  const base = index.base;
   const sink = new ByteSink();
   sink.bytes(encodeDeltaSize(base.length));
   sink.bytes(encodeDeltaSize(target.length));
-  const index = indexBase(base);
+  const match = { position: 0, bytes: 0 };
+  const later = { position: 0, bytes: 0 };
+  const lastWindow = target.length - DELTA_BLOCK_BYTES;
   let literalStart = 0;
   let at = 0;
-  let hash = target.length >= WINDOW_BYTES ? windowHash(target, 0) : 0;
-  while (at + WINDOW_BYTES <= target.length) {
-    let bestBase = -1;
-    let bestBytes = 0;
-    let candidates = 0;
-    for (let w = index.heads[hash & index.mask]; w >= 0 && candidates < CANDIDATES_PER_HASH_MAX; w = index.next[w]) {
-      candidates++;
-      const from = w * WINDOW_BYTES;
-      let length = 0;
-      const limit = Math.min(base.length - from, target.length - at);
-      while (length < limit && base[from + length] === target[at + length]) length++;
-      if (length >= WINDOW_BYTES && length > bestBytes) {
-        bestBytes = length;
-        bestBase = from;
-      }
-    }
-    if (bestBase < 0) {
-      if (at + WINDOW_BYTES < target.length) hash = rollHash(hash, target, at);
+  let hash = lastWindow >= 0 ? blockHash(target, 0) : 0;
+  // Literals may run up to this position before the delta is over deltaBytesMax.
+  let literalsUntil = literalStart + (deltaBytesMax - sink.length);
+  while (at <= lastWindow) {
+    if (index.mayHold(hash)) index.findMatch(target, at, hash, match);
+    else match.bytes = 0;
+    if (match.bytes < MATCH_BYTES_MIN) {
+      // No copy here: this byte becomes a literal.
+      if (at >= literalsUntil) return null;
+      if (at < lastWindow) hash = (Math.imul((hash - Math.imul(target[at], OUTGOING_WEIGHT)) | 0, HASH_MULTIPLIER) + target[at + DELTA_BLOCK_BYTES]) | 0;
       at++;
       continue;
     }
+    let from = match.position;
+    let bytes = match.bytes;
+    if (bytes < MATCH_GOOD_ENOUGH_BYTES) {
+      // A short match may be a chance likeness (a common identifier) just before the real
+      // continuation, which is only found where the target lines up with an indexed block, up to
+      // one step later. Taking the short copy would hide the bytes the real match could have
+      // reached backwards, so look ahead once and keep whichever match reaches further.
+      const probeLast = Math.min(lastWindow, at + Math.min(index.step, bytes) - 1);
+      let probeHash = hash;
+      for (let probe = at + 1; probe <= probeLast; probe++) {
+        probeHash = (Math.imul((probeHash - Math.imul(target[probe - 1], OUTGOING_WEIGHT)) | 0, HASH_MULTIPLIER) + target[probe + DELTA_BLOCK_BYTES - 1]) | 0;
+        if (!index.mayHold(probeHash)) continue;
+        index.findMatch(target, probe, probeHash, later);
+        if (later.bytes >= MATCH_BYTES_MIN && probe + later.bytes > at + bytes) {
+          at = probe;
+          from = later.position;
+          bytes = later.bytes;
+        }
+      }
+    }
     // Grow the match backwards over literal bytes not yet written.
-    while (at > literalStart && bestBase > 0 && base[bestBase - 1] === target[at - 1]) {
+    while (at > literalStart && from > 0 && base[from - 1] === target[at - 1]) {
       at--;
-      bestBase--;
-      bestBytes++;
+      from--;
+      bytes++;
     }
     emitInserts(sink, target, literalStart, at);
-    for (let done = 0; done < bestBytes; done += CREATE_COPY_BYTES_MAX) {
-      emitCopy(sink, bestBase + done, Math.min(CREATE_COPY_BYTES_MAX, bestBytes - done));
+    for (let done = 0; done < bytes; done += CREATE_COPY_BYTES_MAX) {
+      emitCopy(sink, from + done, Math.min(CREATE_COPY_BYTES_MAX, bytes - done));
     }
-    at += bestBytes;
-    literalStart = at;
     if (sink.length > deltaBytesMax) return null;
-    if (at + WINDOW_BYTES <= target.length) hash = windowHash(target, at);
+    at += bytes;
+    literalStart = at;
+    literalsUntil = literalStart + (deltaBytesMax - sink.length);
+    if (at <= lastWindow) hash = blockHash(target, at);
   }
   emitInserts(sink, target, literalStart, target.length);
   if (sink.length > deltaBytesMax) return null;

@@ -258,12 +258,26 @@ export class PackWriter {
   }
 }
 
+/**
+ * git refuses to apply a delta shorter than this (patch-delta.c), whatever its sizes say; a pack
+ * holding one fails index-pack.
+ */
+export const PACK_DELTA_BYTES_MIN = 4;
+
+/**
+ * Checks a delta before it is written: its header must read, it must be long enough for git, and
+ * it must not make an empty object (git 2.39's index-pack accepts such an entry, but verify-pack
+ * calls the pack bad and cat-file cannot read the object; an empty body is smaller whole anyway).
+ */
 function readDeltaHeaderChecked(delta: Uint8Array): void {
+  let resultBytes: number;
   try {
-    readDeltaHeader(delta);
+    resultBytes = readDeltaHeader(delta).resultBytes;
   } catch (error) {
     throw new PackFormatError(`invalid delta: ${(error as Error).message}`);
   }
+  if (delta.length < PACK_DELTA_BYTES_MIN) throw new PackFormatError(`a delta of ${delta.length} bytes is shorter than git accepts (${PACK_DELTA_BYTES_MIN})`);
+  if (resultBytes === 0) throw new PackFormatError('a delta that makes an empty object cannot be read back by git; write it whole');
 }
 
 // ---------------------------------------------------------------------------------------------

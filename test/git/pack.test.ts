@@ -125,8 +125,22 @@ describe('PackWriter', () => {
     expect(() => writer.addDeflatedObject('blob', 3, Buffer.from('abc'))).toThrow(/not a zlib stream/);
     expect(() => writer.addRefDelta(Buffer.alloc(19), Buffer.from([1, 1, 1, 0x61]))).toThrow(/20 bytes/);
     expect(() => writer.addRefDelta(Buffer.alloc(20), Buffer.from([0x80]))).toThrow(/invalid delta/);
+    // Deltas git cannot read back (see the interop test below): under 4 bytes, or an empty result.
+    expect(() => writer.addOfsDelta(entry.offset, createDelta(Buffer.from('abc'), Buffer.alloc(0)))).toThrow(/shorter than git accepts/);
+    expect(() => writer.addOfsDelta(entry.offset, createDelta(Buffer.alloc(200_000), Buffer.alloc(0)))).toThrow(/empty object/);
     expect(() => new PackWriter(-1)).toThrow(PackFormatError);
     expect(() => new PackWriter(2 ** 32)).toThrow(PackFormatError);
+  });
+
+  it('has git refuse the deltas it refuses to write: one under 4 bytes, one that makes an empty object', () => {
+    const small = Buffer.from('abc');
+    const short = packOf([wholeEntry(OBJ_BLOB, small), refDeltaEntry(hashObject('blob', small), createDelta(small, Buffer.alloc(0)))]);
+    expect(() => git(['index-pack', '--strict', '--stdin'], { cwd: bareRepo(), input: short })).toThrow(/failed to apply delta/);
+    const large = Buffer.alloc(200_000, 0x61);
+    const empty = packOf([wholeEntry(OBJ_BLOB, large), refDeltaEntry(hashObject('blob', large), createDelta(large, Buffer.alloc(0)))]);
+    const repo = bareRepo();
+    git(['index-pack', '--strict', '--stdin'], { cwd: repo, input: empty });
+    expect(() => git(['cat-file', 'blob', oidToHex(hashObject('blob', Buffer.alloc(0)))], { cwd: repo })).toThrow();
   });
 
   it('encodes sizes and OFS distances as gitformat-pack describes', () => {

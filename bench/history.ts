@@ -1,0 +1,426 @@
+/**
+ * Histories over the wire and at rest (issue 13): for each realistic history of fixtures/history.ts,
+ * a fresh Treehouse server process beside `git http-backend` serving the same repository (packed
+ * with `git repack -adf`, as a server's would be), in the same run:
+ *
+ * - seed: POST /api/v1/projects with source {kind: git} from the http-backend, into a fresh server
+ *   (each repetition its own data directory), beside `git clone --bare` of it from the http-backend;
+ * - clone: `git clone --bare` from each (ours: a server restarted on the seeded store once its
+ *   deflate cache caught up, as bench/clone.ts does), time and pack bytes received; our first
+ *   clone is then checked with `git fsck --strict` (untimed);
+ * - fetch: the last 10 commits of main's first-parent line (merged topic commits with them) into a
+ *   bare clone that lacks them, time and pack bytes received;
+ * - push: `git push` of main's whole history from the packed repository, to ours as a new branch
+ *   `imported` of a project created empty (main already holds the server's first commit, so the
+ *   history cannot land on main as a fast-forward), and to an empty bare repository behind the
+ *   http-backend;
+ * - store: the seeded store's data.mdb (disk blocks, and LMDB's pages in use per database) beside
+ *   the repository after `git repack -adf` (pack.threads=1, so git's pack is the same every run).
+ * Bytes received are the pack as it crossed the wire (GIT_TRACE_PACKFILE), not as stored: a thin
+ * pack is completed with bases on disk. Times are medians over --reps; our side and git's alternate
+ * within each repetition so load from elsewhere falls on both.
+ *
+ *   npx tsx bench/history.ts [--histories=project,big-file] [--reps=3] [--commits=N] [--big-commits=N]
+ *     [--work=DIR] [--result=FILE] [--profile=DIR] [--keep]
+ *
+ * --profile=DIR runs the server of the last seed, the serving server (clones and fetches) and the
+ * server of the last push with --cpu-prof into DIR/seed-<history>, serve-<history> and
+ * push-<history>, one file per thread (the main thread's is the one with the server's work);
+ * summarise them with bench/cpuProfileSummary.ts. bench/run.ts runs
+ * this file as its part `history` and renders its section with bench/historyReport.ts.
+ */
+import { spawn, spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { open } from 'lmdb';
+import { isolatedGitEnv } from '../fixtures/gitEnv.js';
+import { HISTORY_DEFAULTS, writeHistoryRepo, type HistoryKind } from '../fixtures/history.js';
+import { startGitHttpBackend, type GitHttpBackend } from '../test/support/httpBackend.js';
+import { startServerProcess, type ServerProcess } from '../test/support/process.js';
+import { FETCH_COMMITS, historyTables, type HistoryBenchResult, type HistoryRun, type StoreBytes } from './historyReport.js';
+import { sampleMemory, summarise, type Summary } from './measure.js';
+
+const GIT_ENV = isolatedGitEnv({ noAutoGc: true });
+/** Any one git command or API call of the benchmark; past it the scenario is reported as failed. */
+const OPERATION_MS_MAX = 20 * 60_000;
+const DEFAULT_REPS = 3;
+
+interface Context {
+  work: string;
+  reps: number;
+  backend: GitHttpBackend;
+  upstreamRoot: string;
+  profileDir: string | null;
+  profiles: string[];
+  progress: (text: string) => void;
+}
+
+/** Runs git asynchronously (the http-backend lives in this process) and times it. */
+function runGit(args: string[], options: { cwd?: string; env?: Record<string, string> } = {}): Promise<{ ms: number; stdout: string }> {
+  return new Promise((resolve, reject) => {
+    const started = process.hrtime.bigint();
+    const child = spawn('git', args, { cwd: options.cwd, env: { ...GIT_ENV, ...options.env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (chunk) => (stdout += chunk));
+    child.stderr.on('data', (chunk) => (stderr += chunk));
+    const timer = setTimeout(() => child.kill('SIGKILL'), OPERATION_MS_MAX);
+    child.on('close', (status, signal) => {
+      clearTimeout(timer);
+      const ms = Number(process.hrtime.bigint() - started) / 1e6;
+      if (status === 0) resolve({ ms, stdout });
+      else reject(new Error(`git ${args.filter((arg) => !arg.includes('@')).join(' ')} failed (${status ?? signal}): ${stderr.slice(-500)}`));
+    });
+  });
+}
+
+function packBytesIn(repo: string, suffixes = ['.pack']): number {
+  const dir = join(repo, 'objects', 'pack');
+  if (!existsSync(dir)) return 0;
+  return readdirSync(dir)
+    .filter((name) => suffixes.some((suffix) => name.endsWith(suffix)))
+    .reduce((sum, name) => sum + statSync(join(dir, name)).size, 0);
+}
+
+function duBytes(path: string): number {
+  const result = spawnSync('du', ['-sB1', path], { encoding: 'utf8' });
+  return Number(result.stdout.split(/\s/)[0]);
+}
+
+async function api(server: ServerProcess, key: string, method: string, path: string, body?: unknown): Promise<any> {
+  const response = await fetch(`${server.url}/api/v1${path}`, {
+    method,
+    headers: { authorization: `Bearer ${key}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+    body: body === undefined ? undefined : JSON.stringify(body),
+    signal: AbortSignal.timeout(OPERATION_MS_MAX),
+  });
+  const text = await response.text();
+  if (response.status >= 400) throw new Error(`${method} ${path}: ${response.status} ${text.slice(0, 300)}`);
+  return text ? JSON.parse(text) : null;
+}
+
+interface Ours {
+  server: ServerProcess;
+  key: string;
+}
+
+async function startOurs(ctx: Context, dataDir: string, profileName: string | null, key?: string): Promise<Ours> {
+  // One directory per server: node writes a profile per thread (main, tsx's loader, the deflate
+  // worker) under its default names, which a fixed --cpu-prof-name would make overwrite each other.
+  const profileDir = ctx.profileDir && profileName ? join(ctx.profileDir, profileName) : null;
+  const nodeArgs = profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : [];
+  if (profileDir) ctx.profiles.push(profileDir);
+  const server = await startServerProcess(
+    { TREEHOUSE_DATA_DIR: dataDir, TREEHOUSE_RATE_PER_SECOND: '0', TREEHOUSE_ALLOW_PRIVATE_GIT_HOSTS: '1', TREEHOUSE_LOG_LEVEL: 'warn' },
+    nodeArgs,
+  );
+  const printed = /API key for team default: (\S+)/.exec(server.output())?.[1];
+  const found = key ?? printed;
+  if (!found) throw new Error('the server printed no API key (the data directory is not fresh)');
+  return { server, key: found };
+}
+
+async function stopOurs(ours: Ours): Promise<void> {
+  if (ours.server.child.exitCode !== null) return;
+  ours.server.child.kill('SIGTERM');
+  await ours.server.exited;
+}
+
+/**
+ * Waits until the deflate cache holds every stored object; its time in ms. /healthz's
+ * deflate_backlog reaches 0 while the last batch is still being deflated, so this reads the store
+ * itself (LMDB allows readers in other processes): every key of `objects` has one in `packed`.
+ */
+async function deflateCatchUp(dataDir: string): Promise<number> {
+  const started = performance.now();
+  const env = open({ path: dataDir, noSubdir: false, readOnly: true, maxDbs: 8 } as Parameters<typeof open>[0]);
+  try {
+    const objects = env.openDB({ name: 'objects', keyEncoding: 'binary', encoding: 'binary' });
+    const packed = env.openDB({ name: 'packed', keyEncoding: 'binary', encoding: 'binary' });
+    for (;;) {
+      const missing = objects.getKeysCount() - packed.getKeysCount();
+      if (missing <= 0) return performance.now() - started;
+      if (performance.now() - started > OPERATION_MS_MAX) throw new Error(`${missing} objects still not deflated after ${OPERATION_MS_MAX} ms`);
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      env.resetReadTxn();
+    }
+  } finally {
+    await env.close();
+  }
+}
+
+function ourRemote(ours: Ours, projectId: string): string {
+  return `${ours.server.url.replace('http://', `http://git:${ours.key}@`)}/git/${projectId}.git`;
+}
+
+/** data.mdb's size on disk and LMDB's own count of pages in use, per database (read-only, server stopped). */
+function measureStore(dataDir: string): StoreBytes {
+  const file = join(dataDir, 'data.mdb');
+  const env = open({ path: dataDir, noSubdir: false, readOnly: true, maxDbs: 8 } as Parameters<typeof open>[0]);
+  try {
+    const pages = (stats: any) => (stats.treeBranchPageCount ?? 0) + (stats.treeLeafPageCount ?? 0) + (stats.overflowPages ?? 0);
+    const root = env.getStats() as any;
+    const pageSize = root.pageSize as number;
+    const usedBytesByDb: Record<string, number> = {};
+    for (const name of ['objects', 'packed', 'commits', 'refs', 'worktrees', 'records']) {
+      const db = env.openDB({ name, keyEncoding: 'binary', encoding: 'binary' });
+      usedBytesByDb[name] = pages(db.getStats()) * pageSize;
+    }
+    const usedBytes = Object.values(usedBytesByDb).reduce((sum, bytes) => sum + bytes, 0);
+    return { fileBytes: duBytes(file), apparentBytes: statSync(file).size, usedBytesByDb, usedBytes };
+  } finally {
+    void env.close();
+  }
+}
+
+const orNull = (samples: number[]): Summary | null => (samples.length > 0 ? summarise(samples) : null);
+
+async function runHistory(ctx: Context, name: HistoryKind, commits: number): Promise<HistoryRun> {
+  const { work, reps, backend, progress } = ctx;
+  const failures: string[] = [];
+  const note = (what: string, error: unknown) => {
+    const message = `${name} ${what}: ${(error as Error).message}`;
+    failures.push(message);
+    progress(message);
+  };
+  const repo = join(ctx.upstreamRoot, `${name}.git`);
+  rmSync(repo, { recursive: true, force: true });
+  progress(`${name}: generating ${commits} commits`);
+  const fixture = await writeHistoryRepo(repo, { kind: name, commits });
+  progress(`${name}: ${fixture.commits} commits (${fixture.merges} merges), ${fixture.files} files, written in ${(fixture.generationMs / 1000).toFixed(1)} s`);
+  // One thread: with two, git splits the delta search between them and the pack differs from run to
+  // run (the big-file pack was 1.5 MB in one run and 2.2 MB in the next, and cloning it 7.5 s vs 2.6 s).
+  const repack = await runGit(['-c', 'pack.threads=1', 'repack', '-adfq'], { cwd: repo });
+  const gitPackBytes = packBytesIn(repo);
+  progress(`${name}: git repack -adf ${(repack.ms / 1000).toFixed(1)} s, pack ${(gitPackBytes / 1024 ** 2).toFixed(1)} MB`);
+  const upstreamUrl = `${backend.url}/${name}.git`;
+
+  // Seeds, each into a fresh server, beside git clone --bare from the http-backend.
+  const seed = { ours: [] as number[], git: [] as number[], peakAnon: 0, catchUp: null as number | null };
+  let store: StoreBytes | null = null;
+  let served: { dataDir: string; key: string; projectId: string } | null = null;
+  for (let rep = 0; rep < reps; rep++) {
+    const dataDir = join(work, `${name}-seed-${rep}`);
+    rmSync(dataDir, { recursive: true, force: true });
+    const last = rep === reps - 1;
+    const ours = await startOurs(ctx, dataDir, last ? `seed-${name}` : null);
+    let projectId: string | null = null;
+    try {
+      const sampler = sampleMemory(ours.server.child.pid!);
+      const started = performance.now();
+      const created = await api(ours.server, ours.key, 'POST', '/projects', { title: `Seed ${name}`, source: { kind: 'git', url: upstreamUrl } });
+      const ms = performance.now() - started;
+      seed.peakAnon = Math.max(seed.peakAnon, sampler.stop().anonBytes);
+      seed.ours.push(ms);
+      projectId = created.project.id;
+      const catchUp = await deflateCatchUp(dataDir);
+      seed.catchUp = Math.max(seed.catchUp ?? 0, catchUp);
+      progress(`${name} seed ${rep + 1}/${reps}: ours ${(ms / 1000).toFixed(1)} s (deflate cache caught up ${(catchUp / 1000).toFixed(1)} s later)`);
+    } catch (error) {
+      note(`seed ${rep + 1}`, error);
+    } finally {
+      await stopOurs(ours);
+    }
+    if (projectId && store === null) {
+      try {
+        store = measureStore(dataDir);
+      } catch (error) {
+        note('store measurement', error);
+      }
+    }
+    if (last && projectId) served = { dataDir, key: ours.key, projectId };
+    else rmSync(dataDir, { recursive: true, force: true });
+    try {
+      const target = join(work, 'git-seed.git');
+      rmSync(target, { recursive: true, force: true });
+      const cloned = await runGit(['clone', '-q', '--bare', upstreamUrl, target]);
+      seed.git.push(cloned.ms);
+      rmSync(target, { recursive: true, force: true });
+      progress(`${name} seed ${rep + 1}/${reps}: git clone --bare ${(cloned.ms / 1000).toFixed(1)} s`);
+    } catch (error) {
+      note(`git clone ${rep + 1}`, error);
+    }
+  }
+
+  // Clones and fetches from a server restarted on the last seeded store.
+  const clone = { ours: [] as number[], git: [] as number[], oursBytes: null as number | null, gitBytes: null as number | null, peakAnon: 0, oursFsckClean: false };
+  const fetched = { ours: [] as number[], git: [] as number[], oursBytes: null as number | null, gitBytes: null as number | null, commits: 0, objects: 0 };
+  if (served) {
+    const ours = await startOurs(ctx, served.dataDir, `serve-${name}`, served.key);
+    try {
+      await deflateCatchUp(served.dataDir);
+      const oursUrl = ourRemote(ours, served.projectId);
+      const traced = async (args: string[], cwd?: string) => {
+        const trace = join(work, 'trace.pack');
+        rmSync(trace, { force: true });
+        const { ms } = await runGit(args, { cwd, env: { GIT_TRACE_PACKFILE: trace } });
+        const bytes = existsSync(trace) ? statSync(trace).size : 0;
+        rmSync(trace, { force: true });
+        return { ms, bytes };
+      };
+      for (let rep = 0; rep < reps; rep++) {
+        const target = join(work, 'clone.git');
+        for (const side of ['ours', 'git'] as const) {
+          rmSync(target, { recursive: true, force: true });
+          try {
+            const sampler = side === 'ours' ? sampleMemory(ours.server.child.pid!) : null;
+            const { ms, bytes } = await traced(['clone', '-q', '--bare', side === 'ours' ? oursUrl : upstreamUrl, target]);
+            if (sampler) clone.peakAnon = Math.max(clone.peakAnon, sampler.stop().anonBytes);
+            clone[side].push(ms);
+            if (side === 'ours') clone.oursBytes = bytes;
+            else clone.gitBytes = bytes;
+            progress(`${name} clone ${rep + 1}/${reps} ${side}: ${(ms / 1000).toFixed(1)} s, ${(bytes / 1024 ** 2).toFixed(1)} MB`);
+            if (side === 'ours' && rep === 0) {
+              // Item 6: what we send must satisfy git's strictest checks (untimed, once).
+              await runGit(['fsck', '--strict', '--no-dangling'], { cwd: target });
+              clone.oursFsckClean = true;
+            }
+          } catch (error) {
+            note(`clone ${side} ${rep + 1}`, error);
+          }
+        }
+        rmSync(target, { recursive: true, force: true });
+      }
+
+      // A bare clone of main~10 (first parents), made locally and untimed: it lacks the last commits.
+      const behind = join(work, 'behind.git');
+      const client = join(work, 'fetch-client.git');
+      rmSync(behind, { recursive: true, force: true });
+      rmSync(client, { recursive: true, force: true });
+      const firstParents = Number((await runGit(['rev-list', '--first-parent', '--count', 'main'], { cwd: repo })).stdout.trim());
+      if (firstParents <= FETCH_COMMITS) throw new Error(`main has ${firstParents} commits, too few for a fetch of the last ${FETCH_COMMITS}`);
+      const oldTip = (await runGit(['rev-parse', `main~${FETCH_COMMITS}`], { cwd: repo })).stdout.trim();
+      fetched.commits = Number((await runGit(['rev-list', '--count', 'main', `^${oldTip}`], { cwd: repo })).stdout.trim());
+      fetched.objects = (await runGit(['rev-list', '--objects', 'main', `^${oldTip}`], { cwd: repo })).stdout.trim().split('\n').length;
+      await runGit(['clone', '-q', '--bare', '--no-local', repo, behind]);
+      await runGit(['update-ref', 'refs/heads/main', oldTip], { cwd: behind });
+      await runGit(['clone', '-q', '--bare', '--no-local', behind, client]);
+      rmSync(behind, { recursive: true, force: true });
+      for (let rep = 0; rep < reps; rep++) {
+        for (const side of ['ours', 'git'] as const) {
+          const copy = join(work, 'fetch.git');
+          rmSync(copy, { recursive: true, force: true });
+          spawnSync('cp', ['-a', client, copy]);
+          try {
+            const url = side === 'ours' ? oursUrl : upstreamUrl;
+            const { ms, bytes } = await traced(['-c', 'fetch.unpackLimit=1', 'fetch', '-q', '--update-head-ok', url, '+refs/heads/main:refs/heads/main'], copy);
+            fetched[side].push(ms);
+            if (side === 'ours') fetched.oursBytes = bytes;
+            else fetched.gitBytes = bytes;
+            progress(`${name} fetch ${rep + 1}/${reps} ${side}: ${ms.toFixed(0)} ms, ${(bytes / 1024).toFixed(0)} KB`);
+          } catch (error) {
+            note(`fetch ${side} ${rep + 1}`, error);
+          }
+          rmSync(copy, { recursive: true, force: true });
+        }
+      }
+      rmSync(client, { recursive: true, force: true });
+    } catch (error) {
+      note('clone and fetch', error);
+    } finally {
+      await stopOurs(ours);
+    }
+    rmSync(served.dataDir, { recursive: true, force: true });
+  }
+
+  // Pushes of the whole history, each into a fresh server's empty project, beside an empty bare repository.
+  const push = { ours: [] as number[], git: [] as number[], peakAnon: 0 };
+  for (let rep = 0; rep < reps; rep++) {
+    const dataDir = join(work, `${name}-push-${rep}`);
+    rmSync(dataDir, { recursive: true, force: true });
+    const ours = await startOurs(ctx, dataDir, rep === reps - 1 ? `push-${name}` : null);
+    try {
+      const created = await api(ours.server, ours.key, 'POST', '/projects', { title: `Push ${name}` });
+      const sampler = sampleMemory(ours.server.child.pid!);
+      const { ms } = await runGit(['push', '-q', ourRemote(ours, created.project.id), 'main:refs/heads/imported'], { cwd: repo });
+      push.peakAnon = Math.max(push.peakAnon, sampler.stop().anonBytes);
+      push.ours.push(ms);
+      progress(`${name} push ${rep + 1}/${reps} ours: ${(ms / 1000).toFixed(1)} s`);
+    } catch (error) {
+      note(`push ours ${rep + 1}`, error);
+    } finally {
+      await stopOurs(ours);
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+    const target = join(ctx.upstreamRoot, `push-${name}.git`);
+    rmSync(target, { recursive: true, force: true });
+    try {
+      await runGit(['init', '-q', '--bare', '--initial-branch=main', target]);
+      const { ms } = await runGit(['push', '-q', `${backend.url}/push-${name}.git`, 'main:refs/heads/main'], { cwd: repo });
+      push.git.push(ms);
+      progress(`${name} push ${rep + 1}/${reps} git: ${(ms / 1000).toFixed(1)} s`);
+    } catch (error) {
+      note(`push git ${rep + 1}`, error);
+    }
+    rmSync(target, { recursive: true, force: true });
+  }
+
+  return {
+    name,
+    fixture,
+    gitRepackMs: repack.ms,
+    gitPackBytes,
+    gitStoreBytes: packBytesIn(repo, ['.pack', '.idx']),
+    gitRepoBytes: duBytes(repo),
+    seed: { ours: orNull(seed.ours), git: orNull(seed.git), oursPeakAnonBytes: seed.peakAnon, deflateCatchUpMs: seed.catchUp },
+    clone: { ours: orNull(clone.ours), git: orNull(clone.git), oursPackBytes: clone.oursBytes, gitPackBytes: clone.gitBytes, oursPeakAnonBytes: clone.peakAnon, oursFsckClean: clone.oursFsckClean },
+    fetch: { ours: orNull(fetched.ours), git: orNull(fetched.git), oursPackBytes: fetched.oursBytes, gitPackBytes: fetched.gitBytes, commits: fetched.commits, objects: fetched.objects },
+    push: { ours: orNull(push.ours), git: orNull(push.git), oursPeakAnonBytes: push.peakAnon },
+    store,
+    failures,
+  };
+}
+
+export async function runHistoryBench(options: {
+  histories: HistoryKind[];
+  reps: number;
+  commits?: number;
+  bigCommits?: number;
+  work: string;
+  profileDir?: string;
+  progress?: (text: string) => void;
+}): Promise<HistoryBenchResult> {
+  const started = performance.now();
+  const upstreamRoot = join(options.work, 'upstream');
+  mkdirSync(upstreamRoot, { recursive: true });
+  if (options.profileDir) mkdirSync(options.profileDir, { recursive: true });
+  const backend = await startGitHttpBackend(upstreamRoot);
+  const ctx: Context = {
+    work: options.work,
+    reps: options.reps,
+    backend,
+    upstreamRoot,
+    profileDir: options.profileDir ?? null,
+    profiles: [],
+    progress: options.progress ?? ((text) => process.stderr.write(`[history] ${text}\n`)),
+  };
+  const runs: HistoryRun[] = [];
+  try {
+    for (const name of options.histories) {
+      const commits = name === 'big-file' ? (options.bigCommits ?? HISTORY_DEFAULTS['big-file'].commits) : (options.commits ?? HISTORY_DEFAULTS.project.commits);
+      runs.push(await runHistory(ctx, name, commits));
+    }
+  } finally {
+    await backend.close();
+  }
+  return { reps: options.reps, durationSeconds: (performance.now() - started) / 1000, runs, profiles: ctx.profiles };
+}
+
+if (process.argv[1] && import.meta.filename === process.argv[1]) {
+  const value = (name: string) => process.argv.find((arg) => arg.startsWith(`--${name}=`))?.slice(name.length + 3);
+  const number = (name: string) => (value(name) === undefined ? undefined : Number(value(name)));
+  const work = value('work') ?? join(import.meta.dirname, '.work', 'history');
+  const histories = (value('histories')?.split(',') ?? ['project', 'big-file']) as HistoryKind[];
+  const result = await runHistoryBench({
+    histories,
+    reps: number('reps') ?? DEFAULT_REPS,
+    commits: number('commits'),
+    bigCommits: number('big-commits'),
+    work,
+    profileDir: value('profile'),
+  });
+  const resultPath = value('result');
+  if (resultPath) writeFileSync(resultPath, JSON.stringify(result));
+  console.log(historyTables(result));
+  if (!process.argv.includes('--keep') && !value('work')) rmSync(work, { recursive: true, force: true });
+}

@@ -1,0 +1,172 @@
+/**
+ * What bench/history.ts measures, and its section of bench/RESULTS.md: each history's scenarios, ours
+ * beside git http-backend, and the targets of issue 13 (item 5, and item 7's bound on the store).
+ */
+import type { HistoryKind, HistoryRepo } from '../fixtures/history.js';
+import type { Summary } from './measure.js';
+
+/** The fetch scenario asks for the last this many commits of main's first-parent line. */
+export const FETCH_COMMITS = 10;
+
+/** Issue 13, item 5 (and 7 for the store), judged by historyTargets(). */
+export const HISTORY_TARGETS = {
+  /** Realistic history: clone pack bytes over the `git repack -adf` pack. */
+  clonePackRatioMax: 1.15,
+  /** Realistic history: our clone time over http-backend's. */
+  cloneTimeRatioMax: 0.8,
+  /** One-big-file history: clone pack bytes over git's. */
+  bigFilePackRatioMax: 2,
+  /** Push and seed time over `git clone --bare` of the history from http-backend. */
+  ingestTimeRatioMax: 1.0,
+  /** Incremental fetch bytes over git's. */
+  fetchBytesRatioMax: 1.2,
+  /** Store bytes over the repository after git gc (here git repack -adf). */
+  storeRatioMax: 2,
+  /** The 100,000-file single-commit clone (bench/clone.ts): no slower than before issue 13, server anonymous RSS under 300 MB. */
+  clone100kMs: 4_500,
+  clone100kAnonBytesMax: 300 * 1024 ** 2,
+} as const;
+
+export interface Pair {
+  ours: Summary | null;
+  git: Summary | null;
+}
+
+export interface HistoryRun {
+  name: HistoryKind;
+  fixture: HistoryRepo;
+  /** `git repack -adf` of the generated repository: time, the pack, the whole bare repository. */
+  gitRepackMs: number;
+  gitPackBytes: number;
+  /** The pack and its index: git's store of the history. */
+  gitStoreBytes: number;
+  gitRepoBytes: number;
+  seed: Pair & { oursPeakAnonBytes: number; deflateCatchUpMs: number | null };
+  /** oursFsckClean: `git fsck --strict` passed on our first clone (item 6); absent in older results. */
+  clone: Pair & { oursPackBytes: number | null; gitPackBytes: number | null; oursPeakAnonBytes: number; oursFsckClean?: boolean };
+  fetch: Pair & { commits: number; objects: number; oursPackBytes: number | null; gitPackBytes: number | null };
+  push: Pair & { oursPeakAnonBytes: number };
+  store: StoreBytes | null;
+  failures: string[];
+}
+
+export interface StoreBytes {
+  /** data.mdb's disk blocks (du) and apparent size. */
+  fileBytes: number;
+  apparentBytes: number;
+  /** LMDB pages in use (branch, leaf and overflow) per named database, times the page size. */
+  usedBytesByDb: Record<string, number>;
+  usedBytes: number;
+}
+
+export interface HistoryBenchResult {
+  reps: number;
+  durationSeconds: number;
+  runs: HistoryRun[];
+  profiles: string[];
+}
+
+const HISTORY_TITLES: Record<HistoryKind, string> = { project: 'realistic project', 'big-file': 'one big file' };
+
+function seconds(summary: Summary | null): string {
+  if (!summary) return 'failed';
+  const range = summary.n > 1 ? ` (${(summary.minMs / 1000).toFixed(2)}–${(summary.maxMs / 1000).toFixed(2)}, n=${summary.n})` : ' (n=1)';
+  return `${(summary.medianMs / 1000).toFixed(2)} s${range}`;
+}
+
+function megabytes(bytes: number | null | undefined): string {
+  if (bytes === null || bytes === undefined) return '—';
+  return bytes >= 1024 ** 2 ? `${(bytes / 1024 ** 2).toFixed(1)} MB` : `${(bytes / 1024).toFixed(0)} KB`;
+}
+
+const ratio = (ours: number | null | undefined, git: number | null | undefined): number | null => (ours == null || !git ? null : ours / git);
+const ratioText = (value: number | null) => (value === null ? '—' : value.toFixed(2));
+const timeRatio = (pair: Pair) => ratio(pair.ours?.medianMs, pair.git?.medianMs);
+
+export interface HistoryTarget {
+  history: string;
+  target: string;
+  measured: string;
+  verdict: 'pass' | 'FAIL' | 'not measured';
+}
+
+function judge(value: number | null, max: number): HistoryTarget['verdict'] {
+  return value === null ? 'not measured' : value <= max ? 'pass' : 'FAIL';
+}
+
+/** Item 5's targets (and item 7's store bound) on this run; `clone100k` from bench/clone.ts when it ran. */
+export function historyTargets(result: HistoryBenchResult, clone100k?: { ms: number; anonBytes: number }): HistoryTarget[] {
+  const t = HISTORY_TARGETS;
+  const out: HistoryTarget[] = [];
+  for (const run of result.runs) {
+    const title = HISTORY_TITLES[run.name];
+    if (run.name === 'project') {
+      const bytes = ratio(run.clone.oursPackBytes, run.gitPackBytes);
+      out.push({ history: title, target: `clone pack ≤ ${t.clonePackRatioMax}x the git repack -adf pack`, measured: `${ratioText(bytes)} (${megabytes(run.clone.oursPackBytes)} vs ${megabytes(run.gitPackBytes)})`, verdict: judge(bytes, t.clonePackRatioMax) });
+      const time = timeRatio(run.clone);
+      out.push({ history: title, target: `clone time ≤ ${t.cloneTimeRatioMax}x http-backend's`, measured: `${ratioText(time)} (${seconds(run.clone.ours)} vs ${seconds(run.clone.git)})`, verdict: judge(time, t.cloneTimeRatioMax) });
+    } else {
+      const bytes = ratio(run.clone.oursPackBytes, run.clone.gitPackBytes);
+      out.push({ history: title, target: `clone pack ≤ ${t.bigFilePackRatioMax}x git's`, measured: `${ratioText(bytes)} (${megabytes(run.clone.oursPackBytes)} vs ${megabytes(run.clone.gitPackBytes)})`, verdict: judge(bytes, t.bigFilePackRatioMax) });
+    }
+    const gitClone = run.seed.git;
+    const pushRatio = ratio(run.push.ours?.medianMs, gitClone?.medianMs);
+    out.push({ history: title, target: `push ≤ ${t.ingestTimeRatioMax}x git clone --bare from http-backend`, measured: `${ratioText(pushRatio)} (${seconds(run.push.ours)} vs ${seconds(gitClone)})`, verdict: judge(pushRatio, t.ingestTimeRatioMax) });
+    const seedRatio = timeRatio(run.seed);
+    out.push({ history: title, target: `seed ≤ ${t.ingestTimeRatioMax}x git clone --bare from http-backend`, measured: `${ratioText(seedRatio)} (${seconds(run.seed.ours)} vs ${seconds(gitClone)})`, verdict: judge(seedRatio, t.ingestTimeRatioMax) });
+    const fetchRatio = ratio(run.fetch.oursPackBytes, run.fetch.gitPackBytes);
+    out.push({ history: title, target: `fetch of the last ${FETCH_COMMITS} commits ≤ ${t.fetchBytesRatioMax}x git's bytes`, measured: `${ratioText(fetchRatio)} (${megabytes(run.fetch.oursPackBytes)} vs ${megabytes(run.fetch.gitPackBytes)})`, verdict: judge(fetchRatio, t.fetchBytesRatioMax) });
+    const storeRatio = ratio(run.store?.fileBytes, run.gitStoreBytes);
+    out.push({ history: title, target: `store ≤ ${t.storeRatioMax}x git's after git repack -adf, pack and index (item 7)`, measured: `${ratioText(storeRatio)} (${megabytes(run.store?.fileBytes)} vs ${megabytes(run.gitStoreBytes)})`, verdict: judge(storeRatio, t.storeRatioMax) });
+  }
+  if (clone100k) {
+    out.push({ history: '100,000 files, one commit', target: `clone ≤ ${(t.clone100kMs / 1000).toFixed(1)} s (bench/clone.ts)`, measured: `${(clone100k.ms / 1000).toFixed(2)} s`, verdict: judge(clone100k.ms, t.clone100kMs) });
+    out.push({ history: '100,000 files, one commit', target: `server anonymous RSS < ${t.clone100kAnonBytesMax / 1024 ** 2} MB`, measured: megabytes(clone100k.anonBytes), verdict: clone100k.anonBytes < t.clone100kAnonBytesMax ? 'pass' : 'FAIL' });
+  }
+  return out;
+}
+
+/** The section of bench/RESULTS.md: the histories, each scenario ours beside git, then the targets. */
+export function historyTables(result: HistoryBenchResult, clone100k?: { ms: number; anonBytes: number }): string {
+  const lines = [
+    '| history | commits (merges) | files at the end | content streamed | generated in | git repack -adf | git pack |',
+    '|---|---:|---:|---:|---:|---:|---:|',
+  ];
+  for (const run of result.runs) {
+    const f = run.fixture;
+    lines.push(
+      `| ${HISTORY_TITLES[run.name]} | ${f.commits} (${f.merges}) | ${f.files} | ${megabytes(f.contentBytes)} | ${(f.generationMs / 1000).toFixed(1)} s | ${(run.gitRepackMs / 1000).toFixed(1)} s | ${megabytes(run.gitPackBytes)} |`,
+    );
+  }
+  lines.push(
+    '',
+    '| history | scenario | Treehouse | git http-backend | ours/git time | bytes: Treehouse | bytes: git | ours/git bytes | our server peak anonymous RSS |',
+    '|---|---|---:|---:|---:|---:|---:|---:|---:|',
+  );
+  for (const run of result.runs) {
+    const title = HISTORY_TITLES[run.name];
+    const row = (scenario: string, pair: Pair, gitSide: Summary | null, oursBytes: number | null | undefined, gitBytes: number | null | undefined, anon: number | null) =>
+      lines.push(
+        `| ${title} | ${scenario} | ${seconds(pair.ours)} | ${seconds(gitSide)} | ${ratioText(ratio(pair.ours?.medianMs, gitSide?.medianMs))} | ${megabytes(oursBytes)} | ${megabytes(gitBytes)} | ${ratioText(ratio(oursBytes, gitBytes))} | ${anon ? megabytes(anon) : '—'} |`,
+      );
+    row(`seed from git (git: clone --bare); deflate cache caught up ${run.seed.deflateCatchUpMs === null ? '—' : `${(run.seed.deflateCatchUpMs / 1000).toFixed(1)} s`} later`, run.seed, run.seed.git, null, null, run.seed.oursPeakAnonBytes);
+    row(`full clone (git clone --bare), pack bytes received; git fsck --strict of our clone: ${run.clone.oursFsckClean ? 'clean' : 'not clean or not run'}`, run.clone, run.clone.git, run.clone.oursPackBytes, run.clone.gitPackBytes, run.clone.oursPeakAnonBytes);
+    row(`fetch of the last ${FETCH_COMMITS} commits (${run.fetch.commits} commits, ${run.fetch.objects} objects), pack bytes received`, run.fetch, run.fetch.git, run.fetch.oursPackBytes, run.fetch.gitPackBytes, null);
+    row('push of the whole history (git: into an empty bare repository)', run.push, run.push.git, null, null, run.push.oursPeakAnonBytes);
+    if (run.store) {
+      const byDb = Object.entries(run.store.usedBytesByDb)
+        .filter(([, bytes]) => bytes > 0)
+        .map(([db, bytes]) => `${db} ${megabytes(bytes)}`)
+        .join(', ');
+      lines.push(`| ${title} | store at rest after the seed, deflate cache full: data.mdb on disk (LMDB pages in use: ${byDb}) vs git repack -adf pack and index (whole bare repository ${megabytes(run.gitRepoBytes)}) | — | — | — | ${megabytes(run.store.fileBytes)} | ${megabytes(run.gitStoreBytes)} | ${ratioText(ratio(run.store.fileBytes, run.gitStoreBytes))} | — |`);
+    }
+  }
+  lines.push('', '| history | target (issue 13, item 5; store: item 7) | measured (ours/git) | verdict |', '|---|---|---|---|');
+  for (const target of historyTargets(result, clone100k)) {
+    lines.push(`| ${target.history} | ${target.target} | ${target.measured} | ${target.verdict === 'FAIL' ? '**FAIL**' : target.verdict} |`);
+  }
+  const failures = result.runs.flatMap((run) => run.failures);
+  if (failures.length > 0) lines.push('', ...failures.map((failure) => `- failed: ${failure.replace(/\|/g, '/')}`));
+  return lines.join('\n');
+}
+
