@@ -35,28 +35,15 @@ export interface PreparedHistory {
   packageJson: Buffer | undefined;
 }
 
-/** Checks fetched objects and orders those reachable from `tip` for storing. Throws HistoryImportError. */
-export function prepareHistory(fetched: PackObject[], tip: Oid): PreparedHistory {
+/**
+ * Checks fetched objects and orders those reachable from `tip` for storing. Throws HistoryImportError.
+ * `checked`: the objects already passed src/git/packCheck.ts (fsck, .gitmodules, tree depth), so
+ * those checks are not run twice.
+ */
+export function prepareHistory(fetched: PackObject[], tip: Oid, options: { checked?: boolean } = {}): PreparedHistory {
   const byId = new Map<string, PackObject>();
-  for (const object of fetched) {
-    try {
-      assertFsckClean(object.type, object.body, oidToHex(object.oid));
-    } catch (error) {
-      if (error instanceof FsckError) throw new HistoryImportError(`The fetched history fails git fsck: ${error.message}`);
-      throw error;
-    }
-    byId.set(oidToHex(object.oid), object);
-  }
-  try {
-    // The .gitmodules and .gitattributes blobs the fetched trees name (git's fsck_finish()).
-    assertSpecialBlobsClean(
-      fetched.filter((object) => object.type === 'tree').map((object) => object.body),
-      (oid) => byId.get(oidToHex(oid)),
-    );
-  } catch (error) {
-    if (error instanceof FsckError) throw new HistoryImportError(`The fetched history fails git fsck: ${error.message}`);
-    throw error;
-  }
+  for (const object of fetched) byId.set(oidToHex(object.oid), object);
+  if (!options.checked) checkFetched(fetched, byId);
   const need = (oid: Oid, why: string): PackObject => {
     const object = byId.get(oidToHex(oid));
     if (!object) throw new HistoryImportError(`The remote sent an incomplete history: ${why} ${oidToHex(oid)} is missing.`);
@@ -99,11 +86,13 @@ export function prepareHistory(fetched: PackObject[], tip: Oid): PreparedHistory
     }
   };
   for (const commit of commits) visitTree(decodeCommit(commit.body).tree);
-  const tooDeep = commitTreesDepthProblem(
-    commits.map((commit) => ({ commit: commit.oid, tree: decodeCommit(commit.body).tree })),
-    (oid) => byId.get(oidToHex(oid))?.body,
-  );
-  if (tooDeep) throw new HistoryImportError(`The fetched history cannot be stored: ${tooDeep}.`);
+  if (!options.checked) {
+    const tooDeep = commitTreesDepthProblem(
+      commits.map((commit) => ({ commit: commit.oid, tree: decodeCommit(commit.body).tree })),
+      (oid) => byId.get(oidToHex(oid))?.body,
+    );
+    if (tooDeep) throw new HistoryImportError(`The fetched history cannot be stored: ${tooDeep}.`);
+  }
 
   const tree = decodeCommit(target.body).tree;
   const rootEntries = decodeTree(need(tree, 'tree').body);
@@ -115,6 +104,20 @@ export function prepareHistory(fetched: PackObject[], tip: Oid): PreparedHistory
     rootNames: rootEntries.map((entry) => entry.name),
     packageJson: packageEntry ? need(packageEntry.oid, 'blob').body : undefined,
   };
+}
+
+/** Each object as `git fsck --strict` checks it, and the .gitmodules and .gitattributes blobs the trees name (fsck_finish()). */
+function checkFetched(fetched: PackObject[], byId: Map<string, PackObject>): void {
+  try {
+    for (const object of fetched) assertFsckClean(object.type, object.body, oidToHex(object.oid));
+    assertSpecialBlobsClean(
+      fetched.filter((object) => object.type === 'tree').map((object) => object.body),
+      (oid) => byId.get(oidToHex(oid)),
+    );
+  } catch (error) {
+    if (error instanceof FsckError) throw new HistoryImportError(`The fetched history fails git fsck: ${error.message}`);
+    throw error;
+  }
 }
 
 /** Every commit reachable from `tip`, each after all of its parents (an iterative post-order walk). */

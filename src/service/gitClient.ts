@@ -312,8 +312,16 @@ function refPrefixes(wanted: string | undefined): string[] {
   return wanted.startsWith('refs/') ? [wanted] : [`refs/heads/${wanted}`, `refs/tags/${wanted}`];
 }
 
-/** Fetches the whole history of one ref (no haves: a fresh clone) and returns its objects, parsed. */
-export async function fetchRef(endpoint: RemoteEndpoint, wanted: string | undefined, options: GitClientOptions): Promise<FetchedRef> {
+/**
+ * Fetches the whole history of one ref (no haves: a fresh clone) and returns its objects, parsed
+ * here or by `readPack` (which may parse and check the pack elsewhere, off the event loop).
+ */
+export async function fetchRef(
+  endpoint: RemoteEndpoint,
+  wanted: string | undefined,
+  options: GitClientOptions,
+  readPack?: (pack: Buffer) => Promise<PackObject[]>,
+): Promise<FetchedRef> {
   const advertisement = await infoRefs(endpoint, 'git-upload-pack', true, options);
   const packBytesMax = options.packBytesMax ?? PACK_BYTES_MAX_DEFAULT;
   let ref: RemoteRef;
@@ -346,9 +354,9 @@ export async function fetchRef(endpoint: RemoteEndpoint, wanted: string | undefi
     }
     return reader.end();
   });
-  const parsed = await speaking(async () => parsePack(pack));
+  const objects = readPack ? await readPack(pack) : (await speaking(async () => parsePack(pack))).objects;
   const refName = ref.name === 'HEAD' && ref.symrefTarget ? ref.symrefTarget : ref.name;
-  return { refName, tip: ref.oid, objects: parsed.objects };
+  return { refName, tip: ref.oid, objects };
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -9,6 +9,11 @@ import type { Config } from './config.js';
 import { endpointFromUrl, fetchRef, RemoteError } from './gitClient.js';
 import { remoteRequestError } from './remoteSync.js';
 import { TreehouseError } from '../errors.js';
+import type { StoreLookups } from '../git/packCheck.js';
+import type { PackChecker } from './packChecker.js';
+
+/** A seed's store is empty: nothing the pack names can come from it. */
+const NO_STORE: StoreLookups = { object: () => undefined, has: () => false };
 
 export interface GitSeedSource {
   url: string;
@@ -23,15 +28,19 @@ export const GIT_SEED_TIME_MS_MAX = 10 * 60_000;
  * Fetches and checks a seed's history. Its pack is limited like a pushed one (the request body
  * limit), and parsed with pack.ts's per-object and total limits.
  */
-export async function fetchGitSeed(config: Config, source: GitSeedSource): Promise<PreparedHistory> {
+export async function fetchGitSeed(config: Config, source: GitSeedSource, packChecker: PackChecker): Promise<PreparedHistory> {
   try {
     const endpoint = endpointFromUrl(source.url, { token: source.token ?? null });
-    const fetched = await fetchRef(endpoint, source.ref, {
-      allowPrivateHosts: config.allowPrivateGitHosts,
-      packBytesMax: config.limits.requestBodyBytesMax,
-      signal: AbortSignal.timeout(GIT_SEED_TIME_MS_MAX),
-    });
-    return prepareHistory(fetched.objects, fetched.tip);
+    // Parsed, delta-resolved and checked like a pushed pack (src/git/packCheck.ts), on the pack
+    // checker's thread: the seed has no store to lean on yet, so every base must be in the pack.
+    const readPack = async (pack: Buffer) => {
+      const checked = await packChecker.check(pack, {}, NO_STORE);
+      if (!checked.ok) throw new HistoryImportError(`The fetched pack was refused: ${checked.message}`);
+      return checked.objects;
+    };
+    const options = { allowPrivateHosts: config.allowPrivateGitHosts, packBytesMax: config.limits.requestBodyBytesMax, signal: AbortSignal.timeout(GIT_SEED_TIME_MS_MAX) };
+    const fetched = await fetchRef(endpoint, source.ref, options, readPack);
+    return prepareHistory(fetched.objects, fetched.tip, { checked: true });
   } catch (error) {
     if (error instanceof HistoryImportError) {
       throw new TreehouseError('invalid_request', error.message, { issues: [{ path: 'source.url', message: error.message }] });

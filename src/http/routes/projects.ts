@@ -79,7 +79,7 @@ export function projectRoutes(app: FastifyInstance, th: Treehouse): void {
       // A linked repository is checked first and linked in the creation's own transaction.
       const remote = body.git_remote ? await th.remoteSync.prepareLink(body.git_remote, 'git_remote.url') : null;
       if (source?.kind === 'git') {
-        const history = await fetchGitSeed(th.config, source);
+        const history = await fetchGitSeed(th.config, source, th.packChecker);
         record = await th.projects.create(principal, {
           ...common,
           files: detectionFiles(history),
