@@ -2,7 +2,8 @@
  * Event-loop lag of a real server process under a mixed load (issue #11, item 5): clones, pushes,
  * git seeds and API writes at once, while a probe asks /healthz every PROBE_INTERVAL_MS.
  *
- *   npx tsx bench/lag.ts [--duration-ms=30000] [--seed-files=10000] [--only=clone|push|seed|api] [--work=DIR] [--result=FILE]
+ *   npx tsx bench/lag.ts [--duration-ms=30000] [--seed-files=10000] [--only=clone|push|seed|api] [--without=seed,...]
+ *     [--cloners=2] [--work=DIR] [--result=FILE]
  *
  * Set up first (untimed): a project of `seed-files` files (fixtures/sourceTree.ts), a git clone of it
  * to push from, and a bare copy served by `git http-backend` to seed new projects from. Then, for
@@ -74,6 +75,9 @@ export async function runLagBench(options: {
   seedFiles: number;
   /** One kind of load alone (clone, push, seed or api), to see which one makes the lag. */
   only?: string;
+  /** Kinds of load to leave out (clone, push, seed, api). */
+  without?: string[];
+  cloners?: number;
   progress: (text: string) => void;
 }): Promise<LagResult> {
   const { workDir, progress } = options;
@@ -122,8 +126,9 @@ export async function runLagBench(options: {
     const deadline = started + options.durationMs;
     const counts = { clones: 0, pushes: 0, seeds: 0 };
     const only = options.only;
+    const left = (name: string) => (only !== undefined && !name.startsWith(only)) || (options.without ?? []).some((kind) => name.startsWith(kind));
     const loop = async (name: string, body: (round: number) => Promise<void>) => {
-      if (only && !name.startsWith(only)) return;
+      if (left(name)) return;
       for (let round = 0; Date.now() < deadline; round++) {
         try {
           await body(round);
@@ -144,7 +149,7 @@ export async function runLagBench(options: {
         await new Promise((resolve) => setTimeout(resolve, PROBE_INTERVAL_MS));
       }
     })();
-    const cloners = Array.from({ length: CLONERS }, (_, index) =>
+    const cloners = Array.from({ length: options.cloners ?? CLONERS }, (_, index) =>
       loop(`clone ${index}`, async (round) => {
         const dir = join(workDir, `clone-${index}-${round}`);
         await run('git', ['clone', '-q', '--bare', remote, dir]);
@@ -163,7 +168,7 @@ export async function runLagBench(options: {
       await api(server.url, key, 'DELETE', `/projects/${seeded}`);
       counts.seeds++;
     });
-    const writes = runWriteCommitLoad({ baseUrl: server.url, projectId: small, keys, clients: only && only !== 'api' ? 0 : WRITERS, durationMs: options.durationMs });
+    const writes = runWriteCommitLoad({ baseUrl: server.url, projectId: small, keys, clients: left('api') ? 0 : WRITERS, durationMs: options.durationMs });
     const [writeResult] = await Promise.all([writes, probe, pusher, seeder, ...cloners]);
     const ended = Date.now();
     // Windows that ended during the load and after its first window began.
@@ -199,6 +204,8 @@ async function main(argv: string[]): Promise<void> {
     durationMs: Number(option(argv, 'duration-ms') ?? 30_000),
     seedFiles: Number(option(argv, 'seed-files') ?? 10_000),
     only: option(argv, 'only'),
+    without: option(argv, 'without')?.split(','),
+    cloners: option(argv, 'cloners') === undefined ? undefined : Number(option(argv, 'cloners')),
     progress: (text) => process.stderr.write(`[bench] ${text}\n`),
   });
   const resultPath = option(argv, 'result');

@@ -15,7 +15,10 @@ import { decodeTree, MODE_GITLINK, MODE_TREE } from '../git/tree.js';
 import { commitTreesDepthProblem } from '../git/treeDepth.js';
 import type { ProjectWriteTx } from '../store/types.js';
 import { resetWorkingTree } from './moveWorkingTree.js';
-import { MAIN_BRANCH } from './repo.js';
+import { MAIN_BRANCH, type Repo } from './repo.js';
+
+/** Bytes of objects stored per write by storeHistoryObjects: a few milliseconds of work each. */
+const HISTORY_WRITE_BYTES = 4 * 1024 * 1024;
 
 /** Annotated tags pointing at tags are followed this many levels, no more (git peels without limit; a chain this long is hostile). */
 const TAG_CHAIN_MAX = 16;
@@ -149,8 +152,28 @@ function commitsParentsFirst(tip: Oid, need: (oid: Oid, why: string) => PackObje
 }
 
 /** Stores the prepared history and points main (which must not exist yet) and its working tree at it. */
-export function importHistory(tx: ProjectWriteTx, history: PreparedHistory): void {
-  for (const object of history.objects) tx.putObjectWithId(object.oid, object.type, object.body);
+/**
+ * Stores a prepared history's objects under `repo.project`, a write of at most HISTORY_WRITE_BYTES
+ * at a time (in order, so each commit's parents are indexed before it), so a large seed never holds
+ * the event loop for long. Nothing points at them until startMainAt() runs.
+ */
+export async function storeHistoryObjects(repo: Pick<Repo, 'store' | 'project'>, history: PreparedHistory): Promise<void> {
+  let start = 0;
+  while (start < history.objects.length) {
+    let end = start;
+    let bytes = 0;
+    while (end < history.objects.length && (end === start || bytes < HISTORY_WRITE_BYTES)) bytes += history.objects[end++].body.length;
+    const chunk = history.objects.slice(start, end);
+    await repo.store.write((store) => {
+      const tx = store.project(repo.project);
+      for (const object of chunk) tx.putObjectWithId(object.oid, object.type, object.body);
+    });
+    start = end;
+  }
+}
+
+/** Points main and its working tree at the history's commit, whose objects are stored. */
+export function startMainAt(tx: ProjectWriteTx, history: PreparedHistory): void {
   tx.casRef(branchRef(MAIN_BRANCH), null, history.commit);
   resetWorkingTree(tx, MAIN_BRANCH, history.tree);
   tx.bumpVersion();

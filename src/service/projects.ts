@@ -52,6 +52,15 @@ const handleKey = (handle: string) => `handle/${handle}`;
 const teamIndexPrefix = (team: string) => `team-projects/${team}/`;
 const teamIndexKey = (record: ProjectRecord) => `${teamIndexPrefix(record.team_id)}${record.created_at}/${record.id}`;
 const PROJECT_SEQ_KEY = 'counter/project-seq';
+/**
+ * A project number whose stored data belongs to no project: reserved for a seed that stores its
+ * history before the project exists, or left by a deleted project whose data is being dropped.
+ * Whatever such a number still holds at start is dropped (Projects.start).
+ */
+const UNOWNED_PREFIX = 'project-unowned/';
+const unownedKey = (seq: number) => `${UNOWNED_PREFIX}${seq}`;
+/** Stored entries removed per write while a project's data is dropped: a few milliseconds each. */
+const DROP_KEYS_PER_WRITE = 2_000;
 
 export interface CreateProjectInput {
   title: string;
@@ -62,6 +71,8 @@ export interface CreateProjectInput {
   people: CommitAuthors;
   /** Seeds that bring history (git) write it themselves inside the same transaction. */
   seedHistory?: (tx: StoreWriteTx, record: ProjectRecord) => void;
+  /** A number from reserveSeq(), whose objects were stored ahead of the project. */
+  seq?: number;
 }
 
 export class Projects {
@@ -132,8 +143,11 @@ export class Projects {
     return this.store.write((tx) => {
       const handle = input.handle ?? uniqueHandle(tx, input.title);
       if (tx.getRecord(handleKey(handle))) throw new TreehouseError('handle_taken', `Handle ${handle} is in use.`);
-      const seq = (tx.getRecord<number>(PROJECT_SEQ_KEY) ?? 0) + 1;
-      tx.putRecord(PROJECT_SEQ_KEY, seq);
+      const seq = input.seq ?? nextSeq(tx);
+      if (input.seq !== undefined) {
+        if (!tx.getRecord(unownedKey(input.seq))) throw new Error(`project number ${input.seq} is not reserved`);
+        tx.deleteRecord(unownedKey(input.seq));
+      }
       const now = new Date().toISOString();
       const record: ProjectRecord = {
         id: newId('prj'),
@@ -189,15 +203,47 @@ export class Projects {
     return this.change(principal, id, (_tx, record) => ({ ...record, git_remote: remote }));
   }
 
+  /**
+   * The project is gone in one transaction (its records, and those its hooks name); its stored data
+   * is then dropped a transaction at a time, so a large project never holds the event loop, and
+   * the answer waits until it is all freed. A crash in between leaves the number marked unowned,
+   * and the next start finishes the drop.
+   */
   async delete(principal: Principal, id: string): Promise<void> {
     const record = this.get(principal, id);
     await this.store.write((tx) => {
-      tx.dropProject(record.seq);
       tx.deleteRecord(projectKey(record.id));
       tx.deleteRecord(handleKey(record.handle));
       tx.deleteRecord(teamIndexKey(record));
+      tx.putRecord(unownedKey(record.seq), new Date().toISOString());
       for (const hook of this.deleteHooks) hook(tx, record);
     });
+    await this.dropUnowned(record.seq);
+  }
+
+  /** A project number for data stored before its project exists (a git seed); create() takes it over. */
+  async reserveSeq(): Promise<number> {
+    return this.store.write((tx) => {
+      const seq = nextSeq(tx);
+      tx.putRecord(unownedKey(seq), new Date().toISOString());
+      return seq;
+    });
+  }
+
+  /** Drops what a reserved number holds, when the project it was reserved for was not created. */
+  async releaseSeq(seq: number): Promise<void> {
+    await this.dropUnowned(seq);
+  }
+
+  /** Finishes the drops a crash or a failed seed left (numbers still marked unowned). */
+  async start(): Promise<void> {
+    const unowned = this.store.read((tx) => tx.listRecords<string>(UNOWNED_PREFIX));
+    for (const { key } of unowned) await this.dropUnowned(Number(key.slice(UNOWNED_PREFIX.length)));
+  }
+
+  private async dropUnowned(seq: number): Promise<void> {
+    while ((await this.store.write((tx) => tx.dropProjectKeys(seq, DROP_KEYS_PER_WRITE))) > 0);
+    await this.store.write((tx) => tx.deleteRecord(unownedKey(seq)));
   }
 
   /** Re-detects the framework from main's files unless a person chose it. */
@@ -288,4 +334,10 @@ function decodeCursor(cursor: string, prefix: string): string {
     throw new TreehouseError('invalid_request', 'The cursor is not valid.', { issues: [{ path: 'cursor', message: 'not a cursor this endpoint issued' }] });
   }
   return key;
+}
+
+function nextSeq(tx: StoreWriteTx): number {
+  const seq = (tx.getRecord<number>(PROJECT_SEQ_KEY) ?? 0) + 1;
+  tx.putRecord(PROJECT_SEQ_KEY, seq);
+  return seq;
 }

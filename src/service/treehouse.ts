@@ -81,6 +81,7 @@ export function openTreehouse(config: Config): Treehouse {
     metrics,
     packChecker,
     start: () => {
+      projects.start().catch((error: Error) => process.stderr.write(`finishing project drops failed: ${error.stack ?? error.message}\n`));
       remoteSync.start();
       deflateCache.start();
       eventLoop.start();

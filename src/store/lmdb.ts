@@ -357,14 +357,20 @@ class LmdbTx implements StoreWriteTx {
     this.store.dbs.records.removeSync(key);
   }
 
-  dropProject(project: number): void {
+  dropProjectKeys(project: number, keysMax: number): number {
     this.assertWritable();
     const prefix = projectPrefix(project);
     const { objects, commits, refs, worktrees, deflated } = this.store.dbs;
+    let removed = 0;
     for (const db of [objects, commits, refs, worktrees, deflated] as Array<Database<unknown, Buffer>>) {
-      for (const key of db.getKeys({ start: prefix, end: prefixEnd(prefix) })) db.removeSync(key);
+      for (const key of db.getKeys({ start: prefix, end: prefixEnd(prefix), limit: keysMax - removed })) {
+        db.removeSync(key);
+        removed++;
+      }
+      if (removed >= keysMax) return removed;
     }
-    this.store.dbs.records.removeSync(VERSION_RECORD_PREFIX + project);
+    if (removed === 0) this.store.dbs.records.removeSync(VERSION_RECORD_PREFIX + project);
+    return removed;
   }
 
   assertWritable(): void {

@@ -100,8 +100,12 @@ export interface StoreWriteTx extends StoreReadTx {
   project(project: number): ProjectWriteTx;
   putRecord<T>(key: string, value: T): void;
   deleteRecord(key: string): void;
-  /** Removes every object, commit, ref and working tree of a project. */
-  dropProject(project: number): void;
+  /**
+   * Removes at most `keysMax` of the project's stored entries (objects, commit index, refs, working
+   * trees, cache) and returns how many it removed: 0 when none are left. A project too large to drop
+   * in one short transaction is dropped this way, a transaction at a time.
+   */
+  dropProjectKeys(project: number, keysMax: number): number;
 }
 
 export interface Store {

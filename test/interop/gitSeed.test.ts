@@ -198,3 +198,33 @@ describe('git seeds', () => {
     expect(backend.log.length).toBe(requests);
   });
 });
+
+describe('git seeds and storage', () => {
+  /** Project numbers that hold stored objects while no project record uses them. */
+  function orphanedNumbers(target: TestServer): number[] {
+    return target.th.store.read((tx) => {
+      const last = tx.getRecord<number>('counter/project-seq') ?? 0;
+      const owned = new Set(tx.listRecords<{ seq: number }>('project/').map(({ value }) => value.seq));
+      const orphaned: number[] = [];
+      for (let seq = 1; seq <= last; seq++) if (!owned.has(seq) && tx.project(seq).findObjectsByPrefix('', 1).length > 0) orphaned.push(seq);
+      return orphaned;
+    });
+  }
+
+  it('stores nothing when the project cannot be created after its history was stored, and frees it all on delete', async () => {
+    const first = await server.call('POST', '/api/v1/projects', { title: 'Taken', handle: 'taken-handle' });
+    expect(first.status).toBe(201);
+    // The handle is checked in the creating transaction, after the seed's objects are in.
+    const refused = await server.call('POST', '/api/v1/projects', { title: 'Seeded', handle: 'taken-handle', source: { kind: 'git', url: `${backend.url}/site.git` } });
+    expect(refused.status).toBe(409);
+    expect(refused.body.error.code).toBe('handle_taken');
+    expect(orphanedNumbers(server)).toEqual([]);
+    expect(server.th.store.read((tx) => tx.listRecords('project-unowned/'))).toEqual([]);
+
+    const seeded = await seed(server, { url: `${backend.url}/site.git` });
+    expect(seeded.status).toBe(201);
+    expect((await server.call('DELETE', `/api/v1/projects/${seeded.body.project.id}`)).status).toBe(200);
+    expect(orphanedNumbers(server)).toEqual([]);
+    expect(server.th.store.read((tx) => tx.listRecords('project-unowned/'))).toEqual([]);
+  });
+});

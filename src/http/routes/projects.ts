@@ -4,7 +4,7 @@ import type { Treehouse } from '../../service/treehouse.js';
 import type { ProjectRecord } from '../../service/projects.js';
 import { filesSeed, templateSeed, zipSeed } from '../../service/seed.js';
 import { detectionFiles, fetchGitSeed } from '../../service/gitSeed.js';
-import { importHistory } from '../../repo/importHistory.js';
+import { startMainAt, storeHistoryObjects } from '../../repo/importHistory.js';
 import { seedMainBranch } from '../../repo/initProject.js';
 import { peopleFor } from '../../service/workspace.js';
 import { defineRoute } from '../route.js';
@@ -80,14 +80,24 @@ export function projectRoutes(app: FastifyInstance, th: Treehouse): void {
       const remote = body.git_remote ? await th.remoteSync.prepareLink(body.git_remote, 'git_remote.url') : null;
       if (source?.kind === 'git') {
         const history = await fetchGitSeed(th.config, source, th.packChecker);
-        record = await th.projects.create(principal, {
-          ...common,
-          files: detectionFiles(history),
-          seedHistory: (tx, created) => {
-            importHistory(tx.project(created.seq), history);
-            if (remote) th.remoteSync.linkInTx(tx, created, remote);
-          },
-        });
+        // The objects go in first, a write at a time, under a number reserved for the project;
+        // the project appears only in the transaction that points main at them.
+        const seq = await th.projects.reserveSeq();
+        try {
+          await storeHistoryObjects({ store: th.store, project: seq }, history);
+          record = await th.projects.create(principal, {
+            ...common,
+            seq,
+            files: detectionFiles(history),
+            seedHistory: (tx, created) => {
+              startMainAt(tx.project(created.seq), history);
+              if (remote) th.remoteSync.linkInTx(tx, created, remote);
+            },
+          });
+        } catch (error) {
+          await th.projects.releaseSeq(seq);
+          throw error;
+        }
       } else {
         const files =
           source === undefined ? [] : source.kind === 'files' ? filesSeed(source.files, limits) : source.kind === 'zip' ? await zipSeed(source.data, limits) : templateSeed(source.name);
