@@ -138,7 +138,7 @@ export async function runLagBench(options: {
       }
     };
     const probes: number[] = [];
-    const windows: Array<{ at: string; p99: number; max: number }> = [];
+    const windows: Array<{ at: string; window_ms: number; p99: number; max: number }> = [];
     const probe = (async () => {
       while (Date.now() < deadline) {
         const t0 = performance.now();
@@ -171,10 +171,10 @@ export async function runLagBench(options: {
     const writes = runWriteCommitLoad({ baseUrl: server.url, projectId: small, keys, clients: left('api') ? 0 : WRITERS, durationMs: options.durationMs });
     const [writeResult] = await Promise.all([writes, probe, pusher, seeder, ...cloners]);
     const ended = Date.now();
-    // Windows that ended during the load and after its first window began.
+    // Windows that lay mostly inside the load.
     const during = windows.filter((window) => {
       const at = Date.parse(window.at);
-      return at > started + 10_000 && at <= ended + 1_000;
+      return at - window.window_ms / 2 > started && at - window.window_ms / 2 <= ended;
     });
     return {
       durationMs: ended - started,

@@ -41,6 +41,8 @@ import type { HistoryBenchResult } from './historyReport.js';
 import { gitCommit, gitImport, gitList, gitLog, gitVersion, setGitCapSeconds } from './gitCli.js';
 import { runHashBench } from './hash.bench.js';
 import type { LoadSummary } from './http.js';
+import type { LagResult } from './lag.js';
+import type { LagRun } from './report.js';
 import { isogitForSize, isogitVersion } from './isogit.js';
 import { SCENARIOS, settleDisk, summarise, type Measurement, type ScenarioId, type Summary } from './measure.js';
 import type { MergeBenchResult } from './merge.js';
@@ -57,11 +59,16 @@ const CAP_SECONDS = 600;
 const ISOGIT_QUICK_CAP_SECONDS = 5;
 const LOAD_SECONDS = { full: 20, quick: 5 };
 const LOAD_CLIENTS = 32;
+/** The loads bench/lag.ts runs: the one issue 11 judges, and everything at once for comparison. */
+const LAG_MIXES = [
+  { name: 'clones, pushes and API writes', judged: true, args: ['--without=seed', '--cloners=1'] },
+  { name: 'all of it: two cloners, pushes, git seeds and API writes', judged: false, args: [] },
+];
 /** bench/lint.ts's section markers (that file runs its benchmark when imported, so they are repeated here). */
 const LINT_SECTION_START = '<!-- bench/lint.ts: start -->';
 const LINT_SECTION_END = '<!-- bench/lint.ts: end -->';
 const LINT_FILES = 1_000;
-const PARTS = ['git', 'isogit', 'http', 'merge', 'clone', 'load', 'lint', 'micro', 'history'] as const;
+const PARTS = ['git', 'isogit', 'http', 'merge', 'clone', 'load', 'lag', 'lint', 'micro', 'history'] as const;
 type Part = (typeof PARTS)[number];
 /** Parts --quick leaves out to stay under two minutes (the lint benchmark alone takes 15 s or more, the histories minutes). */
 const QUICK_LEAVES_OUT: readonly Part[] = ['micro', 'lint', 'history'];
@@ -326,6 +333,23 @@ function clonePart(workDir: string, size: number, options: Options, notes: strin
   };
 }
 
+/** bench/lag.ts twice: the judged mix (one cloner, a pusher, API writers) and everything at once (seeds, two cloners). */
+function lagPart(workDir: string, options: Options, notes: string[]): LagRun[] | undefined {
+  const seconds = options.quick ? 15 : 30;
+  const runs: LagRun[] = [];
+  for (const mix of LAG_MIXES) {
+    const result = runScript<LagResult>(workDir, 'lag.ts', [`--work=${join(workDir, 'lag')}`, `--duration-ms=${seconds * 1000}`, ...mix.args]);
+    if (result instanceof Error) {
+      notes.push(`event-loop lag (${mix.name}): ${result.message}`);
+      continue;
+    }
+    for (const failure of result.failures) notes.push(`event-loop lag (${mix.name}): ${failure}`);
+    progress(`lag (${mix.name}): server p99 ${result.server?.p99Ms ?? '?'} ms, max ${result.server?.maxMs ?? '?'} ms`);
+    runs.push({ name: mix.name, judged: mix.judged, result });
+  }
+  return runs.length > 0 ? runs : undefined;
+}
+
 function historyPart(workDir: string, options: Options, notes: string[]): HistoryBenchResult | undefined {
   const result = runScript<HistoryBenchResult>(workDir, 'history.ts', [`--work=${join(workDir, 'history')}`, `--reps=${options.historyReps}`]);
   if (result instanceof Error) {
@@ -446,6 +470,8 @@ async function main(argv: string[]): Promise<void> {
     }
     const load = has('load') ? loadPart(workDir, options, notes) : undefined;
     noteLoad();
+    const lag = has('lag') ? lagPart(workDir, options, notes) : undefined;
+    noteLoad();
     const history = has('history') ? historyPart(workDir, options, notes) : undefined;
     noteLoad();
     const micro = has('micro') ? await runHashBench(options.quick) : undefined;
@@ -462,6 +488,7 @@ async function main(argv: string[]): Promise<void> {
       clone,
       mergeTreesEqual,
       load,
+      lag,
       history,
       lint,
       micro,
