@@ -4,9 +4,12 @@
  *   treehouse keys create --team NAME [--name LABEL]   (prints the key alone on its last line)
  *   treehouse keys list --team NAME
  *   treehouse keys revoke KEY_ID
+ *   treehouse backup DIR       (a consistent, compacted copy of the data directory; the server may run)
+ *   treehouse restore DIR      (into TREEHOUSE_DATA_DIR, which must be empty; the server must not run)
  */
 import { parseArgs } from 'node:util';
 import { isTreehouseError } from './errors.js';
+import { BackupError, backupDataDir, restoreDataDir } from './service/backup.js';
 import { loadConfig } from './service/config.js';
 import { openTreehouse } from './service/treehouse.js';
 
@@ -14,7 +17,9 @@ const USAGE = `usage:
   treehouse teams create NAME
   treehouse keys create --team NAME [--name LABEL]
   treehouse keys list --team NAME
-  treehouse keys revoke KEY_ID`;
+  treehouse keys revoke KEY_ID
+  treehouse backup DIR
+  treehouse restore DIR`;
 
 async function run(argv: string[]): Promise<number> {
   const { values, positionals } = parseArgs({
@@ -27,8 +32,22 @@ async function run(argv: string[]): Promise<number> {
     process.stdout.write(`${USAGE}\n`);
     return values.help ? 0 : 2;
   }
-  const th = openTreehouse(loadConfig());
+  const config = loadConfig();
+  if (noun === 'restore' && verb) {
+    // The data directory is written, not opened: it must not be in use.
+    const manifest = await withBackupErrors(() => restoreDataDir(verb, config.dataDir));
+    if (!manifest) return 1;
+    process.stdout.write(`restored the backup of ${manifest.created_at} into ${config.dataDir}\n`);
+    return 0;
+  }
+  const th = openTreehouse(config);
   try {
+    if (noun === 'backup' && verb) {
+      const manifest = await withBackupErrors(() => backupDataDir(th.store, config.dataDir, verb));
+      if (!manifest) return 1;
+      process.stdout.write(`backed up ${config.dataDir} into ${verb} (${manifest.created_at})\n`);
+      return 0;
+    }
     if (noun === 'teams' && verb === 'create' && argument) {
       const team = await th.accounts.createTeam(argument);
       process.stdout.write(`created team ${team.name} (${team.id})\n`);
@@ -55,6 +74,17 @@ async function run(argv: string[]): Promise<number> {
     throw error;
   } finally {
     await th.close();
+  }
+}
+
+/** Runs a backup or restore step; a refusal is printed and gives undefined. */
+async function withBackupErrors<T>(action: () => Promise<T>): Promise<T | undefined> {
+  try {
+    return await action();
+  } catch (error) {
+    if (!(error instanceof BackupError)) throw error;
+    process.stderr.write(`treehouse: ${error.message}\n`);
+    return undefined;
   }
 }
 

@@ -6,7 +6,8 @@ import { createCipheriv, createDecipheriv, createHash, randomBytes } from 'node:
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 
-const SECRET_FILE = 'secret';
+/** The generated secret's file in the data directory (backups carry it too). */
+export const SECRET_FILE = 'secret';
 const IV_BYTES = 12;
 const TAG_BYTES = 16;
 const SEALED_PREFIX = 'v1:';

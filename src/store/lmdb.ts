@@ -218,6 +218,12 @@ export class LmdbStore implements Store {
     this.writeListeners.push(listener);
   }
 
+  async backup(dir: string): Promise<void> {
+    this.assertOpen();
+    // mdb_env_copy2 with MDB_CP_COMPACT: a read transaction's snapshot, free pages left out.
+    await this.env.backup(dir, true);
+  }
+
   storageUsedBytes(): number {
     const stats = this.env.getStats() as { pageSize: number; lastPageNumber: number };
     return (stats.lastPageNumber + 1) * stats.pageSize;

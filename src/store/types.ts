@@ -119,6 +119,11 @@ export interface Store {
   listUndeflated(limit: number): Array<{ project: number; oid: Oid }>;
   /** Called after each write transaction, committed or not, with how long it took (metrics). */
   onWriteDone(listener: (durationMs: number, committed: boolean) => void): void;
+  /**
+   * Writes a consistent copy of everything stored (one snapshot: the writes committed when it
+   * starts, none after) into the existing, empty directory `dir`, compacted; writers go on meanwhile.
+   */
+  backup(dir: string): Promise<void>;
   /** Bytes the backend's data takes now (for LMDB: the data file up to its last used page). */
   storageUsedBytes(): number;
   /** Runs `action` in one write transaction and resolves once its commit is durable. */
