@@ -10,7 +10,7 @@ import { TreehouseError } from '../errors.js';
 import { oidToHex, type Oid } from '../git/oid.js';
 import { branchRef } from '../git/refname.js';
 import { decodeTree, encodeTree } from '../git/tree.js';
-import type { ProjectWriteTx } from '../store/types.js';
+import type { ProjectReadTx, ProjectWriteTx } from '../store/types.js';
 import { isAncestor } from './ancestry.js';
 import { mergeCommits, type CommitGraph } from './merge/mergeBase.js';
 import type { MergeObjects } from './merge/mergeTrees.js';
@@ -81,7 +81,7 @@ export function mergeObjects(tx: ProjectWriteTx): MergeObjects {
   };
 }
 
-export function commitGraph(tx: ProjectWriteTx): CommitGraph {
+export function commitGraph(tx: ProjectReadTx): CommitGraph {
   const info = (oid: Oid) => {
     const found = tx.getCommitInfo(oid);
     if (!found) throw new Error(`commit ${oidToHex(oid)} is missing`);

@@ -4,6 +4,7 @@
  * (framework detection) and of any branch (linked-repository sync).
  */
 import { commit } from '../repo/commit.js';
+import { compare, type CompareInput } from '../repo/compare.js';
 import { createBranch } from '../repo/createBranch.js';
 import { deleteBranch } from '../repo/deleteBranch.js';
 import { deleteFile } from '../repo/deleteFile.js';
@@ -71,6 +72,10 @@ export class Workspace {
 
   log(principal: Principal, id: string, input: { branch: string; limit: number; cursor?: string }) {
     return log(this.repo(principal, id), input);
+  }
+
+  compare(principal: Principal, id: string, input: CompareInput) {
+    return compare(this.repo(principal, id), input);
   }
 
   showCommit(principal: Principal, id: string, input: { oid: string; content: boolean }) {

@@ -2,13 +2,31 @@ import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import type { Treehouse } from '../../service/treehouse.js';
 import { defineRoute } from '../route.js';
-import { branchField, cursorField, limitField, personField, projectIdParams, queryBoolean } from '../schemas.js';
+import { branchField, cursorField, limitField, personField, projectIdParams, queryBoolean, refField, repeatedQuery } from '../schemas.js';
 
 export function gitRoutes(app: FastifyInstance, th: Treehouse): void {
   defineRoute(
     app,
     { method: 'GET', url: '/api/v1/projects/:id/git/log', summary: 'Commit history of a branch', params: projectIdParams, query: z.object({ branch: branchField, limit: limitField, cursor: cursorField }) },
     ({ params, query, principal }) => th.workspace.log(principal, params.id, query),
+  );
+
+  defineRoute(
+    app,
+    {
+      method: 'GET',
+      url: '/api/v1/projects/:id/git/compare',
+      summary: 'Files, hunks and counts between two refs, as git diff --histogram -M shows them',
+      params: projectIdParams,
+      query: z.object({
+        base: refField,
+        head: refField,
+        paths: repeatedQuery.optional(),
+        context: z.coerce.number().int().min(0).max(20).default(3),
+        patch: queryBoolean.default(true),
+      }),
+    },
+    ({ params, query, principal }) => th.workspace.compare(principal, params.id, query),
   );
 
   defineRoute(
