@@ -11,7 +11,7 @@ import { deleteFile } from '../repo/deleteFile.js';
 import { headSnapshot } from '../repo/headSnapshot.js';
 import { listBranches } from '../repo/listBranches.js';
 import { listFiles } from '../repo/listFiles.js';
-import { log } from '../repo/log.js';
+import { log, logByPath } from '../repo/log.js';
 import { mergeBranches } from '../repo/mergeBranches.js';
 import { moveFile } from '../repo/moveFile.js';
 import { readFile } from '../repo/readFile.js';
@@ -70,8 +70,10 @@ export class Workspace {
     return deleteFile(this.repo(principal, id), input);
   }
 
-  log(principal: Principal, id: string, input: { branch: string; limit: number; cursor?: string }) {
-    return log(this.repo(principal, id), input);
+  async log(principal: Principal, id: string, input: { branch: string; limit: number; cursor?: string; path?: string }) {
+    const repo = this.repo(principal, id);
+    const { path, ...rest } = input;
+    return path === undefined ? log(repo, rest) : logByPath(repo, { ...rest, path });
   }
 
   compare(principal: Principal, id: string, input: CompareInput) {

@@ -7,7 +7,13 @@ import { branchField, cursorField, limitField, personField, projectIdParams, que
 export function gitRoutes(app: FastifyInstance, th: Treehouse): void {
   defineRoute(
     app,
-    { method: 'GET', url: '/api/v1/projects/:id/git/log', summary: 'Commit history of a branch', params: projectIdParams, query: z.object({ branch: branchField, limit: limitField, cursor: cursorField }) },
+    {
+      method: 'GET',
+      url: '/api/v1/projects/:id/git/log',
+      summary: 'Commit history of a branch, or of one path in it (git log -- <path>)',
+      params: projectIdParams,
+      query: z.object({ branch: branchField, limit: limitField, cursor: cursorField, path: z.string().min(1).max(4096).optional() }),
+    },
     ({ params, query, principal }) => th.workspace.log(principal, params.id, query),
   );
 
