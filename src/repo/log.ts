@@ -16,11 +16,12 @@
 import { TreehouseError } from '../errors.js';
 import { isOidHex, oidFromHex, oidToHex, type Oid } from '../git/oid.js';
 import { pathProblem } from '../git/path.js';
-import { decodeTree, type TreeEntry } from '../git/tree.js';
+import type { TreeEntry } from '../git/tree.js';
 import type { CommitInfo, ProjectReadTx } from '../store/types.js';
 import { indexedCommitView, type CommitView } from './commitView.js';
 import { branchHead, type Repo } from './repo.js';
 import { inSlices, readProject } from './slices.js';
+import { sameEntry, TreeLookup } from './treeLookup.js';
 
 export interface LogPage {
   commits: CommitView[];
@@ -97,9 +98,6 @@ export async function logByPath(repo: Repo, input: { branch: string; limit: numb
   }));
 }
 
-/** Tree entries per tree, kept while one walk runs (histories share most of their trees). */
-const ENTRY_CACHE_TREES_MAX = 20_000;
-
 /**
  * The simplified walk of `git log -- <path>`, one popped commit per step: step() returns the next
  * commit to show, null for a commit that is not shown, or undefined when the walk is over.
@@ -107,7 +105,7 @@ const ENTRY_CACHE_TREES_MAX = 20_000;
 class PathHistoryWalk {
   private readonly queue = new CommitQueue();
   private readonly seen = new Set<string>();
-  private readonly entries = new Map<string, Map<string, TreeEntry>>();
+  private readonly trees = new TreeLookup();
 
   constructor(private readonly components: readonly string[]) {}
 
@@ -143,36 +141,9 @@ class PathHistoryWalk {
     this.queue.push(oid, info);
   }
 
-  /** The entry at the walk's path in a root tree, or null. */
   private entryAt(tx: ProjectReadTx, root: Oid): TreeEntry | null {
-    let tree = root;
-    for (let i = 0; i < this.components.length; i++) {
-      const entry = this.treeEntries(tx, tree).get(this.components[i]);
-      if (!entry) return null;
-      if (i === this.components.length - 1) return entry;
-      if (entry.mode !== '40000') return null;
-      tree = entry.oid;
-    }
-    return null;
+    return this.trees.entryAt(tx, root, this.components);
   }
-
-  private treeEntries(tx: ProjectReadTx, tree: Oid): Map<string, TreeEntry> {
-    const key = oidToHex(tree);
-    let entries = this.entries.get(key);
-    if (!entries) {
-      const object = tx.getObject(tree);
-      if (!object || object.type !== 'tree') throw new Error(`tree ${key} is missing`);
-      entries = new Map(decodeTree(object.body, true).map((entry) => [entry.name, entry]));
-      if (this.entries.size >= ENTRY_CACHE_TREES_MAX) this.entries.clear();
-      this.entries.set(key, entries);
-    }
-    return entries;
-  }
-}
-
-function sameEntry(a: TreeEntry | null, b: TreeEntry | null): boolean {
-  if (!a || !b) return a === b;
-  return a.mode === b.mode && a.oid.equals(b.oid);
 }
 
 interface Queued {

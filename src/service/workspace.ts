@@ -3,6 +3,7 @@
  * teams), names the commit's author after the caller's key, and runs what follows a change of main
  * (framework detection) and of any branch (linked-repository sync).
  */
+import { blame } from '../repo/blame.js';
 import { commit } from '../repo/commit.js';
 import { compare, type CompareInput } from '../repo/compare.js';
 import { createBranch } from '../repo/createBranch.js';
@@ -74,6 +75,10 @@ export class Workspace {
     const repo = this.repo(principal, id);
     const { path, ...rest } = input;
     return path === undefined ? log(repo, rest) : logByPath(repo, { ...rest, path });
+  }
+
+  blame(principal: Principal, id: string, input: { path: string; ref: string }) {
+    return blame(this.repo(principal, id), input);
   }
 
   compare(principal: Principal, id: string, input: CompareInput) {

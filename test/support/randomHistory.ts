@@ -46,7 +46,8 @@ const NAMES = ['main.ts', 'util.ts', 'readme.md', 'notes.txt', 'x', 'x-1', '\u00
 export function randomHistory(seed: number, options: { commits: number; rootParent: string; startTime: number }): RandomHistory {
   const random = new Random(seed);
   let counter = 0;
-  const freshLines = (n: number) => Array.from({ length: n }, () => (random.chance(15) ? random.pick(['', '}', '{']) : `line ${counter++}`));
+  // Many repeated lines, so diffs have choices to make (where the classic and histogram algorithms differ).
+  const freshLines = (n: number) => Array.from({ length: n }, () => (random.chance(45) ? random.pick(['', '}', '{', '  return x;', '\tend', 'a', 'b']) : `line ${counter++}`));
   const randomPath = () => {
     const dir = random.pick(DIRS);
     const name = random.pick(NAMES);

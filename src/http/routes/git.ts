@@ -38,6 +38,18 @@ export function gitRoutes(app: FastifyInstance, th: Treehouse): void {
   defineRoute(
     app,
     {
+      method: 'GET',
+      url: '/api/v1/projects/:id/git/blame/*',
+      summary: 'The commit that last changed each line of a file, as git blame finds it',
+      params: projectIdParams.extend({ '*': z.string().min(1).max(4096) }),
+      query: z.object({ ref: refField.default('main') }),
+    },
+    ({ params, query, principal }) => th.workspace.blame(principal, params.id, { path: params['*'], ref: query.ref }),
+  );
+
+  defineRoute(
+    app,
+    {
       method: 'POST',
       url: '/api/v1/projects/:id/git/commit',
       summary: "Commit a branch's working tree",
