@@ -7,20 +7,30 @@ import { joinPath } from '../git/path.js';
 import { decodeTree, MODE_TREE, type TreeEntry } from '../git/tree.js';
 import type { ProjectReadTx } from '../store/types.js';
 
-export function changedPaths(tx: ProjectReadTx, before: Oid | null, after: Oid | null): string[] {
+/** Reads trees that may not be stored yet (a merge's staged objects). */
+export interface TreeSource {
+  readTree(oid: Oid): TreeEntry[];
+}
+
+export function changedPaths(tx: ProjectReadTx, before: Oid | null, after: Oid | null, trees?: TreeSource): string[] {
   const out: string[] = [];
-  diffTrees(tx, '', before, after, out);
+  const source: TreeSource = trees ?? { readTree: (oid) => storedTree(tx, oid) };
+  diffTrees(source, '', before, after, out);
   return out.sort();
 }
 
-function entriesOf(tx: ProjectReadTx, tree: Oid | null): Map<string, TreeEntry> {
-  if (!tree) return new Map();
+function storedTree(tx: ProjectReadTx, tree: Oid): TreeEntry[] {
   const object = tx.getObject(tree);
   if (!object) throw new Error(`tree ${tree.toString('hex')} is missing`);
-  return new Map(decodeTree(object.body).map((entry) => [entry.name, entry]));
+  return decodeTree(object.body);
 }
 
-function diffTrees(tx: ProjectReadTx, dir: string, before: Oid | null, after: Oid | null, out: string[]): void {
+function entriesOf(trees: TreeSource, tree: Oid | null): Map<string, TreeEntry> {
+  if (!tree) return new Map();
+  return new Map(trees.readTree(tree).map((entry) => [entry.name, entry]));
+}
+
+function diffTrees(tx: TreeSource, dir: string, before: Oid | null, after: Oid | null, out: string[]): void {
   if (before && after && before.equals(after)) return;
   const left = entriesOf(tx, before);
   const right = entriesOf(tx, after);

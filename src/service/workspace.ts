@@ -15,6 +15,7 @@ import { listFiles } from '../repo/listFiles.js';
 import { log, logByPath } from '../repo/log.js';
 import { mergeBranches } from '../repo/mergeBranches.js';
 import { moveFile } from '../repo/moveFile.js';
+import { previewMerge } from '../repo/previewMerge.js';
 import { readFile } from '../repo/readFile.js';
 import { MAIN_BRANCH } from '../repo/repo.js';
 import { restore } from '../repo/restore.js';
@@ -108,6 +109,10 @@ export class Workspace {
     const result = await mergeBranches(this.projects.repo(record), { ...input, people: peopleFor(principal) });
     if (result.created || result.fastForward) await this.branchChanged(record, input.target);
     return result;
+  }
+
+  previewMerge(principal: Principal, id: string, input: { source: string; target: string }) {
+    return previewMerge(this.repo(principal, id), input);
   }
 
   listBranches(principal: Principal, id: string) {

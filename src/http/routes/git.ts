@@ -106,6 +106,18 @@ export function gitRoutes(app: FastifyInstance, th: Treehouse): void {
     },
   );
 
+  defineRoute(
+    app,
+    {
+      method: 'POST',
+      url: '/api/v1/projects/:id/git/merge/preview',
+      summary: 'What POST git/merge would change, conflicts included; changes nothing',
+      params: projectIdParams,
+      body: z.strictObject({ source: z.string().min(1).max(255), target: branchField }),
+    },
+    ({ params, body, principal }) => th.workspace.previewMerge(principal, params.id, body),
+  );
+
   defineRoute(app, { method: 'GET', url: '/api/v1/projects/:id/git/branches', summary: 'List branches', params: projectIdParams }, ({ params, principal }) => ({
     branches: th.workspace.listBranches(principal, params.id),
   }));
