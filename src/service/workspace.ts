@@ -3,6 +3,7 @@
  * teams), names the commit's author after the caller's key, and runs what follows a change of main
  * (framework detection) and of any branch (linked-repository sync).
  */
+import { openArchive, type ArchiveFormat } from '../repo/archive.js';
 import { blame } from '../repo/blame.js';
 import { commit } from '../repo/commit.js';
 import { compare, type CompareInput } from '../repo/compare.js';
@@ -76,6 +77,17 @@ export class Workspace {
     const repo = this.repo(principal, id);
     const { path, ...rest } = input;
     return path === undefined ? log(repo, rest) : logByPath(repo, { ...rest, path });
+  }
+
+  /** The archive as a stream, with the name and type to serve it under. */
+  archive(principal: Principal, id: string, input: { ref: string; format: 'zip' | 'tar.gz'; prefix?: string }) {
+    const record = this.projects.get(principal, id);
+    const archive = openArchive(this.projects.repo(record), { ...input, format: input.format as ArchiveFormat });
+    return {
+      stream: archive.stream,
+      filename: `${record.handle}.${input.format}`,
+      contentType: input.format === 'zip' ? 'application/zip' : 'application/gzip',
+    };
   }
 
   blame(principal: Principal, id: string, input: { path: string; ref: string }) {

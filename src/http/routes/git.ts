@@ -50,6 +50,22 @@ export function gitRoutes(app: FastifyInstance, th: Treehouse): void {
   defineRoute(
     app,
     {
+      method: 'GET',
+      url: '/api/v1/projects/:id/git/archive',
+      summary: "A ref's tree as a streamed zip or tar.gz, as git archive writes it",
+      params: projectIdParams,
+      query: z.object({ ref: refField.default('main'), format: z.enum(['zip', 'tar.gz']), prefix: z.string().min(1).max(4096).optional() }),
+    },
+    ({ params, query, principal, reply }) => {
+      const archive = th.workspace.archive(principal, params.id, query);
+      reply.header('content-type', archive.contentType).header('content-disposition', `attachment; filename="${archive.filename}"`);
+      return reply.send(archive.stream);
+    },
+  );
+
+  defineRoute(
+    app,
+    {
       method: 'POST',
       url: '/api/v1/projects/:id/git/commit',
       summary: "Commit a branch's working tree",
