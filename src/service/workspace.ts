@@ -20,6 +20,7 @@ import { previewMerge } from '../repo/previewMerge.js';
 import { readFile } from '../repo/readFile.js';
 import { MAIN_BRANCH } from '../repo/repo.js';
 import { restore } from '../repo/restore.js';
+import { search, type SearchInput } from '../repo/search.js';
 import { showCommit } from '../repo/showCommit.js';
 import { AUTHOR_EMAIL_DOMAIN } from '../repo/commitView.js';
 import type { Person } from '../repo/signature.js';
@@ -125,6 +126,10 @@ export class Workspace {
 
   previewMerge(principal: Principal, id: string, input: { source: string; target: string }) {
     return previewMerge(this.repo(principal, id), input);
+  }
+
+  search(principal: Principal, id: string, input: SearchInput) {
+    return search(this.repo(principal, id), input);
   }
 
   listBranches(principal: Principal, id: string) {
