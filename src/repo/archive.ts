@@ -59,12 +59,30 @@ export function openArchive(repo: Repo, input: { ref: string; format: ArchiveFor
   const commitHex = commit ? oidToHex(commit) : null;
   const entries = archiveEntries(repo, tree, Buffer.from(prefix, 'utf8'));
   const chunks = input.format === 'zip' ? zipChunks(entries, mtime, commitHex) : tarChunks(entries, mtime, commitHex);
-  const source = Readable.from(chunks, { objectMode: false });
+  const source = Readable.from(coalesce(chunks), { objectMode: false });
   if (input.format !== 'tar.gz') return { commit: commitHex, stream: source };
   // git archive's internal gzip: zlib level 6, no file name, time 0, "Unix".
   const gzip = createGzip({ level: 6 });
   pipeline(source, gzip, () => undefined);
   return { commit: commitHex, stream: gzip };
+}
+
+/** Output is handed on in pieces of at least this size: a header-sized piece each costs a stream turn. */
+const OUTPUT_CHUNK_BYTES = 64 * 1024;
+
+async function* coalesce(chunks: AsyncIterable<Buffer>): AsyncGenerator<Buffer> {
+  let pending: Buffer[] = [];
+  let pendingBytes = 0;
+  for await (const chunk of chunks) {
+    pending.push(chunk);
+    pendingBytes += chunk.length;
+    if (pendingBytes >= OUTPUT_CHUNK_BYTES) {
+      yield Buffer.concat(pending, pendingBytes);
+      pending = [];
+      pendingBytes = 0;
+    }
+  }
+  if (pendingBytes > 0) yield Buffer.concat(pending, pendingBytes);
 }
 
 async function* tarChunks(entries: AsyncIterable<ArchiveEntry>, mtime: number, commitHex: string | null): AsyncGenerator<Buffer> {

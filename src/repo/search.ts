@@ -110,13 +110,14 @@ function readTree(tx: ProjectReadTx, oid: Oid): TreeEntry[] {
 }
 
 function searchFile(tx: ProjectReadTx, oid: Oid, path: string, matcher: LineMatcher, matches: SearchMatch[], want: number): void {
-  const size = tx.objectSize(oid);
-  if (size === undefined || size > SEARCH_FILE_BYTES_MAX) return;
-  const object = tx.getObject(oid);
+  // A view into storage, not a copy: it is read here and now, and only matched lines are copied out.
+  const object = tx.peekObject(oid);
   if (!object) throw new Error(`blob ${oidToHex(oid)} is missing`);
   const blob = object.body;
-  if (blob.subarray(0, BINARY_PROBE_BYTES).includes(0)) return;
+  if (blob.length > SEARCH_FILE_BYTES_MAX) return;
+  // The cheap test first: most files do not match, and only those that may need the binary test.
   if (!matcher.mayMatch(blob)) return;
+  if (blob.subarray(0, BINARY_PROBE_BYTES).includes(0)) return;
   matcher.scan(blob, (match) => {
     matches.push({
       path,
