@@ -8,7 +8,7 @@
  * (xdiff-interface.c trim_common_tail()), which can change where the diff puts ambiguous changes;
  * we do the same, so -U0 hunks are git's too.
  */
-import { diffLines, splitLines, type LineDiffOptions, type LineHunk } from '../merge/lineDiff.js';
+import { DiffLimitError, diffLines, splitLines, type LineDiffOptions, type LineHunk } from '../merge/lineDiff.js';
 
 /** `git diff --histogram` with git's default indent heuristic. */
 export const HISTOGRAM_DIFF: LineDiffOptions = Object.freeze({ algorithm: 'histogram', indentHeuristic: true });
@@ -72,7 +72,16 @@ export function buildPatch(oldContent: Buffer, newContent: Buffer, context: numb
   const [oldTrimmed, newTrimmed] = context === 0 ? trimCommonTail(oldContent, newContent) : [oldContent, newContent];
   const oldLines = splitLines(oldTrimmed);
   const newLines = splitLines(newTrimmed);
-  return emitPatch(oldLines, newLines, diffLines(oldLines, newLines, options), context);
+  let script: LineHunk[];
+  try {
+    script = diffLines(oldLines, newLines, options);
+  } catch (error) {
+    // Where git's histogram index overflows, git cannot diff the file at all ("unable to generate
+    // diff"); an answer is more use than a failure, so the classic algorithm diffs it instead.
+    if (!(error instanceof DiffLimitError)) throw error;
+    script = diffLines(oldLines, newLines, { ...options, algorithm: 'myers' });
+  }
+  return emitPatch(oldLines, newLines, script, context);
 }
 
 /** xdl_emit_diff() without function context, with git's default funcname rule. */

@@ -83,6 +83,15 @@ describe('buildPatch against git diff', () => {
     expect(trimCommonTail(different, Buffer.from('r'))).toEqual([different, Buffer.from('r')]);
   });
 
+  it("diffs with the classic algorithm where git's histogram index overflows", () => {
+    // Lines whose class numbers all land in one bucket of the histogram's table (see lineDiff.test.ts).
+    const first = Array.from({ length: 128 * 66 }, (_, i) => `d${i}\n`);
+    const region = Array.from({ length: 65 }, (_, k) => first[128 * k + ((128 - (k % 128)) % 128)]);
+    const patch = buildPatch(Buffer.from([...first, ...region].join('')), Buffer.from([...first, 'other\n'].join('')), 0);
+    expect(patch.deletions).toBe(65);
+    expect(patch.additions).toBe(1);
+  });
+
   it('keeps the function line of an earlier hunk when none lies between (git remembers it)', () => {
     const before = ['fn a', ...Array.from({ length: 12 }, (_, i) => ` ${i}`), ''].join('\n');
     const after = before.replace(' 1\n', ' one\n').replace(' 10\n', ' ten\n');
