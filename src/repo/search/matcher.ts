@@ -101,8 +101,9 @@ function assertionHolds(kind: number, context: Context): boolean {
   return false;
 }
 
-/** DFA states kept before the cache starts over. */
+/** DFA states kept before the cache starts over, and program counters held in all their kernels. */
 const DFA_STATES_MAX = 4096;
+const DFA_KERNEL_ENTRIES_MAX = 2_000_000;
 const TRANSITION_UNKNOWN = 0;
 const TRANSITION_MATCH = -1;
 
@@ -117,6 +118,7 @@ interface DfaState {
 
 export class AutomatonMatcher implements LineMatcher {
   private states: DfaState[] = [];
+  private kernelEntries = 0;
   private index = new Map<string, number>();
   private transitions = new Int32Array(64 * 256);
   private readonly startState: number;
@@ -186,6 +188,7 @@ export class AutomatonMatcher implements LineMatcher {
     if (known !== undefined) return known;
     const id = this.states.length;
     this.states.push({ kernel, atStart, prevWord, endsMatch: 0 });
+    this.kernelEntries += kernel.length;
     this.index.set(key, id);
     if ((id + 1) * 256 > this.transitions.length) {
       const grown = new Int32Array(this.transitions.length * 2);
@@ -231,7 +234,8 @@ export class AutomatonMatcher implements LineMatcher {
   }
 
   private computeTransition(stateId: number, byte: number): number {
-    const id = this.states.length >= DFA_STATES_MAX ? this.resetCache(stateId) : stateId;
+    const full = this.states.length >= DFA_STATES_MAX || this.kernelEntries >= DFA_KERNEL_ENTRIES_MAX;
+    const id = full ? this.resetCache(stateId) : stateId;
     const current = this.states[id];
     const { a, b, next } = this.program;
     const reached: number[] = [];
@@ -264,6 +268,7 @@ export class AutomatonMatcher implements LineMatcher {
     const start = this.states[this.startState];
     const current = this.states[currentId];
     this.states = [];
+    this.kernelEntries = 0;
     this.index = new Map();
     this.transitions = new Int32Array(64 * 256);
     const startId = this.state(start.kernel, start.atStart, start.prevWord);

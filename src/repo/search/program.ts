@@ -19,8 +19,11 @@ export const ASSERT_LINE_END = 1;
 export const ASSERT_WORD = 2;
 export const ASSERT_NOT_WORD = 3;
 
-/** Programs larger than this are refused (`(a{1000}){1000}` and the like). */
-export const PROGRAM_SIZE_MAX = 100_000;
+/**
+ * Programs larger than this are refused (`(a{1000}){1000}` and the like): the automata's time is
+ * linear in the text but proportional to the program too, so the program must stay small.
+ */
+export const PROGRAM_SIZE_MAX = 20_000;
 
 /**
  * Instructions as parallel arrays. BYTE: consumes a byte in [a, b], goes to next. SPLIT: goes to
