@@ -23,14 +23,13 @@ import { oidToHex, type Oid } from '../git/oid.js';
 import { pathProblem } from '../git/path.js';
 import { MODE_GITLINK, MODE_TREE, type TreeMode } from '../git/tree.js';
 import type { ProjectReadTx } from '../store/types.js';
-import { blobAccess } from './compare.js';
 import { BLAME_DIFF, trimCommonTail } from './diff/patch.js';
 import { detectRenames } from './diff/renames.js';
 import { treeChanges, type FileVersion } from './diff/treeChanges.js';
 import { diffLines, splitLines } from './merge/lineDiff.js';
 import { PathFilter } from './pathFilter.js';
 import { resolveRef, type Repo } from './repo.js';
-import { readProject, Slicer } from './slices.js';
+import { blobAccess, readProject, Slicer } from './slices.js';
 import { messageForClient } from './signature.js';
 import { TreeLookup } from './treeLookup.js';
 
@@ -80,6 +79,8 @@ interface Origin {
 }
 
 const S_IFMT = 0o170000;
+/** Blobs kept between steps (a merge's parents and the next commits' files). */
+const RECENT_BLOBS_MAX = 8;
 const typeOf = (mode: TreeMode) => parseInt(mode, 8) & S_IFMT;
 
 export async function blame(repo: Repo, input: { path: string; ref: string }): Promise<BlameResult> {
@@ -205,9 +206,23 @@ class BlameWalk {
     return this.origins.get(`${parent.key}\0${source.path}`) ?? this.origin(parent, source.path, source.version.oid, source.version.mode);
   }
 
+  /** Blobs of the last few origins: a walk meets each blob as a parent, then as the next target. */
+  private readonly recentBlobs = new Map<string, Buffer>();
+
+  private blob(oid: Oid): Buffer {
+    const key = oidToHex(oid);
+    let content = this.recentBlobs.get(key);
+    if (!content) {
+      content = this.blobs.readBlob(oid);
+      if (this.recentBlobs.size >= RECENT_BLOBS_MAX) this.recentBlobs.delete(this.recentBlobs.keys().next().value!);
+      this.recentBlobs.set(key, content);
+    }
+    return content;
+  }
+
   /** pass_blame_to_parent(): the parent takes the suspects the diff leaves unchanged. */
   private passToParent(target: Origin, parent: Origin): void {
-    const [parentContent, targetContent] = trimCommonTail(this.blobs.readBlob(parent.blob), this.blobs.readBlob(target.blob));
+    const [parentContent, targetContent] = trimCommonTail(this.blob(parent.blob), this.blob(target.blob));
     const hunks = diffLines(splitLines(parentContent), splitLines(targetContent), BLAME_DIFF);
     const moved: Array<{ final: number; line: number }> = [];
     const kept: Array<{ final: number; line: number }> = [];

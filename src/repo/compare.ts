@@ -10,7 +10,7 @@
  * addition; a submodule's content is git's "Subproject commit <id>" line; files beyond the limits
  * keep their counts but lose their hunks.
  */
-import { oidToHex, type Oid } from '../git/oid.js';
+import { oidToHex } from '../git/oid.js';
 import { isBinary } from './merge/mergeContent.js';
 import { mergeBases } from './merge/mergeBase.js';
 import { commitGraph } from './mergeBranches.js';
@@ -19,7 +19,7 @@ import { detectRenames, type BlobAccess } from './diff/renames.js';
 import { treeChanges, type FileVersion, type TreeChange } from './diff/treeChanges.js';
 import { PathFilter } from './pathFilter.js';
 import { resolveRef, type Repo, type ResolvedRef } from './repo.js';
-import { readProject, Slicer } from './slices.js';
+import { blobAccess, readProject, Slicer } from './slices.js';
 
 /** Files that get hunks at most; the rest of a larger comparison is listed without them. */
 export const COMPARE_FILES_WITH_HUNKS_MAX = 3000;
@@ -183,18 +183,4 @@ function diffContents(blobs: BlobAccess, old: FileVersion | null, next: FileVers
 function contentOf(blobs: BlobAccess, version: FileVersion): Buffer {
   if (version.mode === '160000') return Buffer.from(`Subproject commit ${oidToHex(version.oid)}\n`, 'latin1');
   return blobs.readBlob(version.oid);
-}
-
-/** Blob reads for rename detection and patches, each in a read of its own. */
-export function blobAccess(repo: Repo): BlobAccess {
-  const read = (oid: Oid) =>
-    readProject(repo, (tx) => {
-      const object = tx.getObject(oid);
-      if (!object || object.type !== 'blob') throw new Error(`blob ${oidToHex(oid)} is missing`);
-      return object.body;
-    });
-  return {
-    readBlob: read,
-    blobSize: (oid) => readProject(repo, (tx) => tx.objectSize(oid)) ?? 0,
-  };
 }

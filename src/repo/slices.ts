@@ -5,7 +5,9 @@
  * true in the next; refs and working trees are resolved once, before the first slice.
  */
 import { setImmediate as turn } from 'node:timers/promises';
+import { oidToHex, type Oid } from '../git/oid.js';
 import type { ProjectReadTx } from '../store/types.js';
+import type { BlobAccess } from './diff/renames.js';
 import type { Repo } from './repo.js';
 
 /** How long one slice may hold the event loop. */
@@ -48,4 +50,18 @@ export async function inSlices(repo: Repo, step: (tx: ProjectReadTx) => boolean,
     if (!more) return;
     await slicer.pause();
   }
+}
+
+/** Blob reads for rename detection and patches, each in a read of its own. */
+export function blobAccess(repo: Repo): BlobAccess {
+  const read = (oid: Oid) =>
+    readProject(repo, (tx) => {
+      const object = tx.getObject(oid);
+      if (!object || object.type !== 'blob') throw new Error(`blob ${oidToHex(oid)} is missing`);
+      return object.body;
+    });
+  return {
+    readBlob: read,
+    blobSize: (oid) => readProject(repo, (tx) => tx.objectSize(oid)) ?? 0,
+  };
 }

@@ -175,6 +175,8 @@ describe('GET search of the working tree, and hostile input', () => {
     [{ q: 'a', limit: '0' }, 'limit'],
     [{ q: 'a', limit: '1001' }, 'limit'],
     [{ q: 'a', regex: 'yes' }, 'regex'],
+    [{ q: 'a', case: 'maybe' }, 'case'],
+    [{ q: 'a', ref: 'x'.repeat(301) }, 'ref'],
     [{ q: 'a', paths: '../up' }, 'paths'],
     [{ q: 'a', paths: '/abs' }, 'paths'],
     [{ q: 'a', paths: Array.from({ length: 101 }, (_, i) => `p${i}`) }, 'paths'],

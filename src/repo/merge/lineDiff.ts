@@ -69,8 +69,9 @@ function classify(oldLines: readonly Buffer[], newLines: readonly Buffer[]): { o
   const ids = new Map<string, number>();
   const number = (lines: readonly Buffer[]): Int32Array => {
     const out = new Int32Array(lines.length);
+    const keyOf = lineKeys(lines);
     for (let i = 0; i < lines.length; i++) {
-      const key = lines[i].toString('latin1');
+      const key = keyOf(i);
       let id = ids.get(key);
       if (id === undefined) {
         id = ids.size;
@@ -83,6 +84,28 @@ function classify(oldLines: readonly Buffer[], newLines: readonly Buffer[]): { o
   const oldIds = number(oldLines);
   const newIds = number(newLines);
   return { oldIds, newIds };
+}
+
+/**
+ * Map keys for lines (their bytes as latin1 text). Lines cut from one buffer one after another (what
+ * splitLines() gives) are keyed as slices of one string of the whole run, which is much cheaper than
+ * a string per line; other lines get a string each.
+ */
+function lineKeys(lines: readonly Buffer[]): (i: number) => string {
+  if (lines.length === 0) return () => '';
+  const first = lines[0];
+  let contiguous = true;
+  for (let i = 1; i < lines.length && contiguous; i++) {
+    const previous = lines[i - 1];
+    contiguous = lines[i].buffer === first.buffer && lines[i].byteOffset === previous.byteOffset + previous.length;
+  }
+  if (!contiguous) return (i) => lines[i].toString('latin1');
+  const last = lines[lines.length - 1];
+  const whole = Buffer.from(first.buffer, first.byteOffset, last.byteOffset + last.length - first.byteOffset).toString('latin1');
+  return (i) => {
+    const start = lines[i].byteOffset - first.byteOffset;
+    return whole.slice(start, start + lines[i].length);
+  };
 }
 
 /**
@@ -131,8 +154,7 @@ export function diffLines(oldLines: readonly Buffer[], newLines: readonly Buffer
   } else {
     // xdl_do_diff() with the classic algorithm over the whole files: the same steps the histogram
     // diff's fall-back runs on a region.
-    const { oldIds, newIds } = classify(oldLines, newLines);
-    const { changed1, changed2 } = myersDiff(oldLines, newLines);
+    const { changed1, changed2, ids1: oldIds, ids2: newIds } = myersDiff(oldLines, newLines);
     oldFile = newDiffFile(oldIds);
     newFile = newDiffFile(newIds);
     oldFile.changed.set(changed1, 1);
@@ -354,7 +376,7 @@ function roughSquareRoot(n: number): number {
 }
 
 /** Myers diff of two whole sequences; returns per-line changed flags (0/1) for each side. */
-function myersDiff(lines1: readonly Buffer[], lines2: readonly Buffer[]): { changed1: Uint8Array; changed2: Uint8Array } {
+function myersDiff(lines1: readonly Buffer[], lines2: readonly Buffer[]): { changed1: Uint8Array; changed2: Uint8Array; ids1: Int32Array; ids2: Int32Array } {
   const { oldIds: ids1, newIds: ids2 } = classify(lines1, lines2);
   const n1 = ids1.length;
   const n2 = ids2.length;
@@ -387,7 +409,7 @@ function myersDiff(lines1: readonly Buffer[], lines2: readonly Buffer[]): { chan
   const ndiags = kept1.ids.length + kept2.ids.length + 3;
   const costMax = Math.max(roughSquareRoot(ndiags), MYERS_COST_MIN);
   compareRecords(kept1, kept2, changed1, changed2, costMax);
-  return { changed1, changed2 };
+  return { changed1, changed2, ids1, ids2 };
 }
 
 interface KeptRecords {
