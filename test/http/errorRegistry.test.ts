@@ -1,5 +1,5 @@
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { existsSync, readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { defaultMessages, errorCodes } from '../../src/errors.js';
 import { STATUS_BY_CODE } from '../../src/http/errors.js';
@@ -18,11 +18,23 @@ function statusTable(markdown: string, heading: RegExp): Map<string, number> {
   return rows;
 }
 
+/**
+ * The contract sits in `shared/` beside the checkout (../shared/API.md); a git worktree is a level
+ * deeper (<root>/wt/<name>), so look in the directories above until it is found.
+ */
+function contractPath(): string {
+  for (let dir = dirname(repoRoot); ; dir = dirname(dir)) {
+    const candidate = join(dir, 'shared', 'API.md');
+    if (existsSync(candidate)) return candidate;
+    if (dirname(dir) === dir) return join(repoRoot, '..', 'shared', 'API.md');
+  }
+}
+
 describe('the error registry', () => {
   const registry = new Map(Object.entries(STATUS_BY_CODE));
 
   it('matches the contract error table (../shared/API.md)', () => {
-    const contract = readFileSync(join(repoRoot, '..', 'shared', 'API.md'), 'utf8');
+    const contract = readFileSync(contractPath(), 'utf8');
     expect(statusTable(contract, /^## Errors/m)).toEqual(registry);
   });
 
