@@ -72,7 +72,7 @@ describe('GET git/blame against git blame --line-porcelain', () => {
       it("gives every line git's commit, original line and original path", async () => {
         let lines = 0;
         let renamedLines = 0;
-        let commits = new Set<string>();
+        const commits = new Set<string>();
         for (const [branch, tip] of tips) {
           const files = git(['ls-tree', '-r', '-z', '--name-only', tip], { cwd: project.dir }).split('\0').filter(Boolean);
           for (const path of files) {
@@ -92,7 +92,6 @@ describe('GET git/blame against git blame --line-porcelain', () => {
         expect(lines).toBeGreaterThan(100);
         expect(commits.size).toBeGreaterThan(10);
         expect(renamedLines).toBeGreaterThan(0);
-        commits = new Set();
       });
     });
   }

@@ -140,6 +140,22 @@ describe('parsePattern refusals', () => {
     expect((caught as Error).message).toMatch(reason);
   });
 
+  it('either compiles or refuses with a PatternError, for arbitrary input', () => {
+    const piece = fc.oneof(fc.constantFrom('(', ')', '[', ']', '{', '}', '\\', '|', '*', '+', '?', '^', '$', '.', '-', ',', '?:', '?i', '?P<', '>', ':', '1', 'a', 'é', '\u{1f600}', '[:', ':]', 'x{', '99999'), fc.string({ maxLength: 3 }));
+    fc.assert(
+      fc.property(fc.array(piece, { maxLength: 30 }), fc.boolean(), (pieces, fold) => {
+        const source = pieces.join('');
+        try {
+          const matcher = new AutomatonMatcher(compile(parsePattern(source, fold)), null);
+          matcher.scan(Buffer.from('abc é 1 x{\n()[]\n'), () => true);
+        } catch (error) {
+          if (!(error instanceof PatternError)) throw error;
+        }
+      }),
+      { seed: 17, numRuns: 3000 },
+    );
+  });
+
   it('accepts the RE2 forms of groups and escapes', () => {
     for (const source of ['(?P<n>a)', '(?<n>a)', '(?i:a)b', '\\x41\\x{1F600}', '[\\]\\-x]', '[]a]', 'a{', 'a{,2}', '\\A\\z']) {
       expect(() => compile(parsePattern(source, false)), source).not.toThrow();
