@@ -23,6 +23,7 @@ import { lintRoutes } from './routes/lint.js';
 import { publicSiteRoutes } from './publicSite.js';
 import { projectRoutes } from './routes/projects.js';
 import { remoteRoutes } from './routes/remote.js';
+import { searchRoutes } from './routes/search.js';
 import { templateRoutes } from './routes/templates.js';
 
 /** Node's limit on the request head (its default; Treehouse does not change it). */
@@ -128,6 +129,7 @@ export function buildApp(th: Treehouse, options: AppOptions = {}): FastifyInstan
   fileRoutes(app, th);
   gitRoutes(app, th);
   remoteRoutes(app, th);
+  searchRoutes(app, th);
   templateRoutes(app);
   gitHttpRoutes(app, th);
   lintRoutes(app, th);

@@ -76,3 +76,9 @@ export const pathViewFields = {
   path: z.string().describe('The path as text. When path_base64 is present, bytes that are not UTF-8 show as U+FFFD and this is for display only.'),
   path_base64: z.string().optional().describe('Present only for a name that is not valid UTF-8: the base64 of its exact bytes, which is then the name to use.'),
 };
+/** A ref: a branch name, a commit id or unique prefix, or `worktree:<branch>`. */
+export const refField = z.string().min(1).max(300);
+/** A query parameter that may repeat (`paths=a&paths=b`), as a list. */
+export const repeatedQuery = z
+  .union([z.string().max(4096), z.array(z.string().max(4096)).max(1000)])
+  .transform((value) => (Array.isArray(value) ? value : [value]));

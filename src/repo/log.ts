@@ -3,14 +3,25 @@
  * pending commit with the latest committer time (ties in the order they were reached). It reads
  * only the commit index, and the stored commit bodies for the page it returns.
  *
+ * With a path, the history is `git log -- <path>` (logByPath): git's default history
+ * simplification (revision.c try_to_simplify_commit()). A commit is TREESAME to a parent when the
+ * path (a file, or a directory and everything below it) is the same in both; a commit TREESAME to
+ * a parent is not shown and the walk follows only the first such parent, dropping the others; a
+ * commit that differs from every parent is shown and all its parents are followed; a root commit
+ * is shown when it has the path.
+ *
  * The cursor pins the head the first page started from plus an offset, so paging stays consistent
  * while the branch moves on.
  */
 import { TreehouseError } from '../errors.js';
 import { isOidHex, oidFromHex, oidToHex, type Oid } from '../git/oid.js';
+import { pathProblem } from '../git/path.js';
+import type { TreeEntry } from '../git/tree.js';
 import type { CommitInfo, ProjectReadTx } from '../store/types.js';
 import { indexedCommitView, type CommitView } from './commitView.js';
 import { branchHead, type Repo } from './repo.js';
+import { readInSlices, readProject } from './slices.js';
+import { sameEntry, TreeLookup } from './treeLookup.js';
 
 export interface LogPage {
   commits: CommitView[];
@@ -54,6 +65,85 @@ export function walkHistory(tx: ProjectReadTx, head: Oid, count: number): Array<
     }
   }
   return out;
+}
+
+/** The commits of `git log -- <path>` on a branch, paged like log(). */
+export async function logByPath(repo: Repo, input: { branch: string; limit: number; cursor?: string; path: string }): Promise<LogPage> {
+  const path = input.path.endsWith('/') ? input.path.slice(0, -1) : input.path;
+  const problem = pathProblem(path);
+  if (problem) throw new TreehouseError('invalid_request', `Invalid path: ${problem}.`, { issues: [{ path: 'path', message: problem }] });
+  const head = readProject(repo, (tx) => {
+    const liveHead = branchHead(tx, input.branch);
+    const pinned = input.cursor ? decodeCursor(input.cursor) : { head: liveHead, offset: 0 };
+    if (!tx.getCommitInfo(pinned.head)) throw invalidCursor();
+    return pinned;
+  });
+  const want = head.offset + input.limit + 1;
+  const walk = new PathHistoryWalk(path.split('/'));
+  const found: Array<{ oid: Oid; info: CommitInfo }> = [];
+  let started = false;
+  await readInSlices(repo, (tx) => {
+    if (!started) {
+      walk.start(tx, head.head);
+      started = true;
+    }
+    const next = walk.step(tx);
+    if (next) found.push(next);
+    return next !== undefined && found.length < want;
+  });
+  const page = found.slice(head.offset, head.offset + input.limit);
+  return readProject(repo, (tx) => ({
+    commits: page.map(({ oid, info }) => indexedCommitView(tx, oid, info)),
+    next_cursor: found.length > head.offset + input.limit ? encodeCursor(head.head, head.offset + input.limit) : null,
+  }));
+}
+
+/**
+ * The simplified walk of `git log -- <path>`, one popped commit per step: step() returns the next
+ * commit to show, null for a commit that is not shown, or undefined when the walk is over.
+ */
+class PathHistoryWalk {
+  private readonly queue = new CommitQueue();
+  private readonly seen = new Set<string>();
+  private readonly trees = new TreeLookup();
+
+  constructor(private readonly components: readonly string[]) {}
+
+  start(tx: ProjectReadTx, head: Oid): void {
+    const info = tx.getCommitInfo(head);
+    if (!info) return;
+    this.seen.add(oidToHex(head));
+    this.queue.push(head, info);
+  }
+
+  step(tx: ProjectReadTx): { oid: Oid; info: CommitInfo } | null | undefined {
+    if (this.queue.size === 0) return undefined;
+    const { oid, info } = this.queue.pop();
+    const mine = this.entryAt(tx, info.tree);
+    // A parent beyond a shallow boundary is not in the store; like git, the commit is then a root.
+    const parents = info.parents.map((parent) => ({ oid: parent, info: tx.getCommitInfo(parent) })).filter((p): p is { oid: Oid; info: CommitInfo } => p.info !== undefined);
+    if (parents.length === 0) return mine ? { oid, info } : null;
+    for (const parent of parents) {
+      if (sameEntry(this.entryAt(tx, parent.info.tree), mine)) {
+        // TREESAME: the history of the path continues through this parent alone.
+        this.follow(parent.oid, parent.info);
+        return null;
+      }
+    }
+    for (const parent of parents) this.follow(parent.oid, parent.info);
+    return { oid, info };
+  }
+
+  private follow(oid: Oid, info: CommitInfo): void {
+    const key = oidToHex(oid);
+    if (this.seen.has(key)) return;
+    this.seen.add(key);
+    this.queue.push(oid, info);
+  }
+
+  private entryAt(tx: ProjectReadTx, root: Oid): TreeEntry | null {
+    return this.trees.entryAt(tx, root, this.components);
+  }
 }
 
 interface Queued {

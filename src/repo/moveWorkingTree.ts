@@ -5,38 +5,41 @@
  */
 import { TreehouseError } from '../errors.js';
 import type { Oid } from '../git/oid.js';
-import type { ProjectWriteTx } from '../store/types.js';
-import { changedPaths } from './treeDiff.js';
+import type { ProjectReadTx, ProjectWriteTx } from '../store/types.js';
+import { changedPaths, type TreeSource } from './treeDiff.js';
 import { WorkingTree } from './workingTree.js';
 
+// The checks only read: a working tree nobody changed in this object has its stored tree id, so
+// writeTree() writes nothing here and a read transaction is enough (merge preview runs them so).
+
 /** Paths where the working tree differs from `headTree`; empty when it is clean. */
-export function uncommittedPaths(tx: ProjectWriteTx, branch: string, headTree: Oid): string[] {
-  const tree = new WorkingTree(tx, branch);
-  const current = tree.writeTree();
-  tree.save();
+export function uncommittedPaths(tx: ProjectReadTx, branch: string, headTree: Oid): string[] {
+  const current = new WorkingTree(tx, branch).writeTree();
   return current.equals(headTree) ? [] : changedPaths(tx, headTree, current);
 }
 
-export function requireCleanWorkingTree(tx: ProjectWriteTx, branch: string, headTree: Oid): void {
+export function requireCleanWorkingTree(tx: ProjectReadTx, branch: string, headTree: Oid): void {
   const paths = uncommittedPaths(tx, branch, headTree);
   if (paths.length > 0) {
     throw new TreehouseError('uncommitted_changes', `Branch ${branch} has uncommitted changes.`, { paths });
   }
 }
 
-/** Locked files that would differ if the working tree became `target`. */
-export function lockedChanges(tx: ProjectWriteTx, branch: string, target: Oid): string[] {
+/**
+ * Locked files that would differ if the working tree became `target`; `trees` reads a target that
+ * is not stored yet (a merge's staged result).
+ */
+export function lockedChanges(tx: ProjectReadTx, branch: string, target: Oid, trees?: TreeSource): string[] {
   const tree = new WorkingTree(tx, branch);
   const locked = tree.lockedPaths();
   if (locked.length === 0) return [];
   const current = tree.writeTree();
-  tree.save();
-  const changing = new Set(changedPaths(tx, current, target));
+  const changing = new Set(changedPaths(tx, current, target, trees));
   return locked.filter((path) => changing.has(path));
 }
 
-export function requireUnlockedChanges(tx: ProjectWriteTx, branch: string, target: Oid): void {
-  const paths = lockedChanges(tx, branch, target);
+export function requireUnlockedChanges(tx: ProjectReadTx, branch: string, target: Oid, trees?: TreeSource): void {
+  const paths = lockedChanges(tx, branch, target, trees);
   if (paths.length > 0) throw new TreehouseError('file_locked', `Locked files would change: ${paths.join(', ')}.`, { paths });
 }
 

@@ -3,7 +3,7 @@
  * Also the lookups most verbs share (a branch's head, a commit named by id or prefix).
  */
 import { TreehouseError } from '../errors.js';
-import { isOidHexPrefix, oidToHex, type Oid } from '../git/oid.js';
+import { isOidHex, isOidHexPrefix, oidFromHex, oidToHex, type Oid } from '../git/oid.js';
 import { branchRef } from '../git/refname.js';
 import type { ProjectReadTx, Store } from '../store/types.js';
 
@@ -54,4 +54,42 @@ export function commitTree(tx: ProjectReadTx, commit: Oid): Oid {
   const info = tx.getCommitInfo(commit);
   if (!info) throw new TreehouseError('not_found', `Commit ${oidToHex(commit)} not found.`);
   return info.tree;
+}
+
+/** A ref naming a branch's working tree, uncommitted changes included (../shared/API.md "Workspace additions"). */
+export const WORKTREE_REF_PREFIX = 'worktree:';
+
+/**
+ * What a ref names: a commit (branch name, full id or unique prefix), or a branch's working tree.
+ * A working tree's `commit` is its branch head, the commit its changes sit on.
+ */
+export type ResolvedRef =
+  | { kind: 'commit'; commit: Oid; tree: Oid }
+  | { kind: 'worktree'; branch: string; commit: Oid; tree: Oid };
+
+/**
+ * Resolves a ref as the contract defines it: `worktree:<branch>`, else a full commit id, a branch
+ * name, or a commit id prefix of at least seven hex digits (in that order, as createBranch's `from`
+ * looks up a branch before a prefix). Unknown or ambiguous: 404.
+ */
+export function resolveRef(tx: ProjectReadTx, text: string): ResolvedRef {
+  if (text.startsWith(WORKTREE_REF_PREFIX)) {
+    const branch = text.slice(WORKTREE_REF_PREFIX.length);
+    const commit = branchHead(tx, branch);
+    // Every branch has its working tree record; the head's tree stands in should one be missing.
+    const tree = tx.getWorkingTree(branch)?.tree ?? commitTree(tx, commit);
+    return { kind: 'worktree', branch, commit, tree };
+  }
+  const lower = text.toLowerCase();
+  if (isOidHex(lower) && tx.getCommitInfo(oidFromHex(lower))) {
+    const commit = oidFromHex(lower);
+    return { kind: 'commit', commit, tree: commitTree(tx, commit) };
+  }
+  const head = text.length > 0 ? tx.getRef(branchRef(text)) : undefined;
+  if (head) return { kind: 'commit', commit: head, tree: commitTree(tx, head) };
+  if (lower.length < OID_PREFIX_HEX_MIN || !isOidHexPrefix(lower)) {
+    throw new TreehouseError('not_found', `Ref ${JSON.stringify(text)} names no branch, commit or working tree.`);
+  }
+  const commit = resolveCommit(tx, text);
+  return { kind: 'commit', commit, tree: commitTree(tx, commit) };
 }

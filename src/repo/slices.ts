@@ -1,37 +1,58 @@
 /**
- * Long work in short slices, so one request never holds the event loop: a walk written as a
- * generator yields at points where it may pause (after a tree, after a commit), and `inSlices`
- * runs it for about SLICE_MS at a time, giving the event loop a turn in between. `whole` runs
- * the same generator without pausing, for callers that are synchronous.
+ * Long work in short slices, so one request never holds the event loop: clones and fetches (pack
+ * planning and the pack stream), search, archive, compare of large trees, blame of long histories.
+ * A slice lasts about SLICE_MS; the event loop gets a turn between slices.
  *
- * A walk that pauses cannot hold one read transaction across its pauses (the store's reads are
- * callbacks); it reads through `projectReads`, one read per call. Objects never change once
- * stored, and the walks start from ids fixed before the first pause, so what they see is consistent.
+ * Two shapes of the same idea:
+ * - a walk written as a generator yields at points where it may pause (after a tree, after a commit);
+ *   `inSlices` runs it a slice at a time, `whole` without pausing (for synchronous callers);
+ * - a loop that is not a generator calls `Slicer.pause()` between units of work, or `readInSlices`
+ *   runs a step function over the store, one read per slice.
+ *
+ * Work that pauses cannot hold one read transaction across its pauses (the store's reads are
+ * callbacks); it reads through `projectReads` (one read per call) or one read per slice. Objects
+ * never change once stored, and refs and working trees are resolved once before the first slice,
+ * so what one slice read stays true in the next.
  */
-import type { Oid } from '../git/oid.js';
+import { setImmediate as turn } from 'node:timers/promises';
+import { oidToHex, type Oid } from '../git/oid.js';
 import type { ProjectReadTx } from '../store/types.js';
+import type { BlobAccess } from './diff/renames.js';
 import type { Repo } from './repo.js';
 
-/** How long a slice runs before the event loop gets a turn. */
+/** How long one slice may hold the event loop. */
 export const SLICE_MS = 8;
 
 /** A step of a sliced walk: it yields nothing but the chance to pause. */
 export type Steps<T> = Generator<void, T, void>;
 
-const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
+/** Gives the event loop a turn once a slice's time is up; call it between units of work. */
+export class Slicer {
+  private sliceEnd = performance.now() + SLICE_MS;
 
-export async function inSlices<T>(steps: Steps<T>, sliceMs = SLICE_MS): Promise<T> {
-  let deadline = performance.now() + sliceMs;
-  for (;;) {
-    const step = steps.next();
-    if (step.done) return step.value;
-    if (performance.now() >= deadline) {
-      await nextTurn();
-      deadline = performance.now() + sliceMs;
-    }
+  /** True when the current slice's time is up. */
+  get due(): boolean {
+    return performance.now() >= this.sliceEnd;
+  }
+
+  /** Yields to the event loop if the slice's time is up. */
+  async pause(): Promise<void> {
+    if (!this.due) return;
+    await turn();
+    this.sliceEnd = performance.now() + SLICE_MS;
   }
 }
 
+/** Runs a generator walk a slice at a time. */
+export async function inSlices<T>(steps: Steps<T>, slicer = new Slicer()): Promise<T> {
+  for (;;) {
+    const step = steps.next();
+    if (step.done) return step.value;
+    if (slicer.due) await slicer.pause();
+  }
+}
+
+/** Runs a generator walk to its end without pausing. */
 export function whole<T>(steps: Steps<T>): T {
   for (;;) {
     const step = steps.next();
@@ -39,26 +60,35 @@ export function whole<T>(steps: Steps<T>): T {
   }
 }
 
-/**
- * Gives the event loop a turn when `sliceMs` have passed since the last one: for async loops that
- * are not generators (a pack stream), call it after each unit of work.
- */
-export function sliceClock(sliceMs = SLICE_MS): () => Promise<void> | null {
-  let deadline = performance.now() + sliceMs;
-  return () => {
-    if (performance.now() < deadline) return null;
-    return nextTurn().then(() => {
-      deadline = performance.now() + sliceMs;
-    });
-  };
+/** Runs `read` inside a read of the project's objects. */
+export function readProject<T>(repo: Repo, read: (tx: ProjectReadTx) => T): T {
+  return repo.store.read((store) => read(store.project(repo.project)));
 }
 
-/** The project's reads, each in a read of its own (see the module comment). */
+/**
+ * Calls `step` until it returns false, in slices: each slice one store read, with a turn of the
+ * event loop between them.
+ */
+export async function readInSlices(repo: Repo, step: (tx: ProjectReadTx) => boolean, slicer = new Slicer()): Promise<void> {
+  for (;;) {
+    const more = readProject(repo, (tx) => {
+      for (;;) {
+        if (!step(tx)) return false;
+        if (slicer.due) return true;
+      }
+    });
+    if (!more) return;
+    await slicer.pause();
+  }
+}
+
+/** The project's reads, each in a read of its own, for walks that pause between them. */
 export function projectReads(repo: Repo): ProjectReadTx {
-  const read = <T>(action: (tx: ProjectReadTx) => T): T => repo.store.read((store) => action(store.project(repo.project)));
+  const read = <T>(action: (tx: ProjectReadTx) => T): T => readProject(repo, action);
   return {
     project: repo.project,
     getObject: (oid: Oid) => read((tx) => tx.getObject(oid)),
+    peekObject: (oid: Oid) => read((tx) => tx.peekObject(oid)),
     hasObject: (oid: Oid) => read((tx) => tx.hasObject(oid)),
     objectSize: (oid: Oid) => read((tx) => tx.objectSize(oid)),
     findObjectsByPrefix: (hexPrefix: string, limit: number) => read((tx) => tx.findObjectsByPrefix(hexPrefix, limit)),
@@ -69,5 +99,19 @@ export function projectReads(repo: Repo): ProjectReadTx {
     getWorkingTree: (branch: string) => read((tx) => tx.getWorkingTree(branch)),
     getVersion: () => read((tx) => tx.getVersion()),
     peekDeflated: (oid: Oid) => read((tx) => tx.peekDeflated(oid)),
+  };
+}
+
+/** Blob reads for rename detection and patches, each in a read of its own. */
+export function blobAccess(repo: Repo): BlobAccess {
+  const read = (oid: Oid) =>
+    readProject(repo, (tx) => {
+      const object = tx.getObject(oid);
+      if (!object || object.type !== 'blob') throw new Error(`blob ${oidToHex(oid)} is missing`);
+      return object.body;
+    });
+  return {
+    readBlob: read,
+    blobSize: (oid) => readProject(repo, (tx) => tx.objectSize(oid)) ?? 0,
   };
 }

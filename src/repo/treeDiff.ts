@@ -7,27 +7,37 @@ import { joinPath } from '../git/path.js';
 import { decodeTree, MODE_TREE, type TreeEntry } from '../git/tree.js';
 import type { ProjectReadTx } from '../store/types.js';
 
-export function changedPaths(tx: ProjectReadTx, before: Oid | null, after: Oid | null): string[] {
+/** Reads trees that may not be stored yet (a merge's staged objects). */
+export interface TreeSource {
+  readTree(oid: Oid): TreeEntry[];
+}
+
+export function changedPaths(tx: ProjectReadTx, before: Oid | null, after: Oid | null, trees?: TreeSource): string[] {
   const out: string[] = [];
+  const source: TreeSource = trees ?? { readTree: (oid) => storedTree(tx, oid) };
   // An explicit stack of directory pairs still to compare: trees may be thousands deep.
   const pending: Array<{ dir: string; before: Oid | null; after: Oid | null }> = [{ dir: '', before, after }];
   while (pending.length > 0) {
     const next = pending.pop()!;
-    diffTrees(tx, next.dir, next.before, next.after, out, pending);
+    diffTrees(source, next.dir, next.before, next.after, out, pending);
   }
   return out.sort();
 }
 
-function entriesOf(tx: ProjectReadTx, tree: Oid | null): Map<string, TreeEntry> {
-  if (!tree) return new Map();
+function storedTree(tx: ProjectReadTx, tree: Oid): TreeEntry[] {
   const object = tx.getObject(tree);
   if (!object) throw new Error(`tree ${tree.toString('hex')} is missing`);
-  return new Map(decodeTree(object.body).map((entry) => [entry.name, entry]));
+  return decodeTree(object.body);
+}
+
+function entriesOf(trees: TreeSource, tree: Oid | null): Map<string, TreeEntry> {
+  if (!tree) return new Map();
+  return new Map(trees.readTree(tree).map((entry) => [entry.name, entry]));
 }
 
 /** Compares one pair of directories: changed files go to `out`, subdirectory pairs to `pending`. */
 function diffTrees(
-  tx: ProjectReadTx,
+  trees: TreeSource,
   dir: string,
   before: Oid | null,
   after: Oid | null,
@@ -35,8 +45,8 @@ function diffTrees(
   pending: Array<{ dir: string; before: Oid | null; after: Oid | null }>,
 ): void {
   if (before && after && before.equals(after)) return;
-  const left = entriesOf(tx, before);
-  const right = entriesOf(tx, after);
+  const left = entriesOf(trees, before);
+  const right = entriesOf(trees, after);
   const names = new Set([...left.keys(), ...right.keys()]);
   for (const name of names) {
     const a = left.get(name);

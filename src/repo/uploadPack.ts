@@ -27,7 +27,7 @@ import {
 import type { ProjectReadTx } from '../store/types.js';
 import { advertisedTips, checkWants, commonHaves, planPackSteps, planShallow, UploadRequestError, type PackPlan, type ShallowPlan } from './packObjects.js';
 import { MAIN_BRANCH, type Repo } from './repo.js';
-import { inSlices, projectReads, sliceClock } from './slices.js';
+import { inSlices, projectReads, Slicer } from './slices.js';
 
 /** Objects per progress message on side-band 2. */
 const PROGRESS_EVERY_OBJECTS = 10_000;
@@ -142,7 +142,7 @@ async function prepare(repo: Repo, request: FetchRequest, sendsPack: (common: Oi
 /** The pack, framed in side-band packets of at most `sidebandBytes` (0: raw pack bytes). */
 async function* packStream(repo: Repo, plan: PackPlan, sidebandBytes: number, progress: boolean): AsyncGenerator<Buffer> {
   const writer = new PackWriter(plan.objects.length);
-  const pause = sliceClock();
+  const slicer = new Slicer();
   let pending: Buffer[] = [];
   let pendingBytes = 0;
   // Large writes: one socket write per megabyte or so, not one per object.
@@ -166,8 +166,7 @@ async function* packStream(repo: Repo, plan: PackPlan, sidebandBytes: number, pr
     if (progress && sidebandBytes > 0 && sent % PROGRESS_EVERY_OBJECTS === 0) {
       yield* encodeSideband(SIDEBAND_PROGRESS, Buffer.from(`Counting objects: ${sent}/${plan.objects.length}\r`), sidebandBytes);
     }
-    const turn = pause();
-    if (turn) await turn;
+    if (slicer.due) await slicer.pause();
   }
   add(writer.finish());
   yield* flush(true);

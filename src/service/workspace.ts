@@ -3,20 +3,25 @@
  * teams), names the commit's author after the caller's key, and runs what follows a change of main
  * (framework detection) and of any branch (linked-repository sync).
  */
+import { openArchive, type ArchiveFormat } from '../repo/archive.js';
+import { blame } from '../repo/blame.js';
 import { identFieldSanitised } from '../git/commit.js';
 import { commit } from '../repo/commit.js';
+import { compare, type CompareInput } from '../repo/compare.js';
 import { createBranch } from '../repo/createBranch.js';
 import { deleteBranch } from '../repo/deleteBranch.js';
 import { deleteFile } from '../repo/deleteFile.js';
 import { headSnapshot } from '../repo/headSnapshot.js';
 import { listBranches } from '../repo/listBranches.js';
 import { listFiles } from '../repo/listFiles.js';
-import { log } from '../repo/log.js';
+import { log, logByPath } from '../repo/log.js';
 import { mergeBranches } from '../repo/mergeBranches.js';
 import { moveFile } from '../repo/moveFile.js';
+import { previewMerge } from '../repo/previewMerge.js';
 import { readFile } from '../repo/readFile.js';
 import { MAIN_BRANCH } from '../repo/repo.js';
 import { restore } from '../repo/restore.js';
+import { search, type SearchInput } from '../repo/search.js';
 import { showCommit } from '../repo/showCommit.js';
 import { AUTHOR_EMAIL_DOMAIN } from '../repo/commitView.js';
 import type { Person } from '../repo/signature.js';
@@ -71,8 +76,29 @@ export class Workspace {
     return deleteFile(this.repo(principal, id), input);
   }
 
-  log(principal: Principal, id: string, input: { branch: string; limit: number; cursor?: string }) {
-    return log(this.repo(principal, id), input);
+  async log(principal: Principal, id: string, input: { branch: string; limit: number; cursor?: string; path?: string }) {
+    const repo = this.repo(principal, id);
+    const { path, ...rest } = input;
+    return path === undefined ? log(repo, rest) : logByPath(repo, { ...rest, path });
+  }
+
+  /** The archive as a stream, with the name and type to serve it under. */
+  archive(principal: Principal, id: string, input: { ref: string; format: 'zip' | 'tar.gz'; prefix?: string }) {
+    const record = this.projects.get(principal, id);
+    const archive = openArchive(this.projects.repo(record), { ...input, format: input.format as ArchiveFormat });
+    return {
+      stream: archive.stream,
+      filename: `${record.handle}.${input.format}`,
+      contentType: input.format === 'zip' ? 'application/zip' : 'application/gzip',
+    };
+  }
+
+  blame(principal: Principal, id: string, input: { path: string; ref: string }) {
+    return blame(this.repo(principal, id), input);
+  }
+
+  compare(principal: Principal, id: string, input: CompareInput) {
+    return compare(this.repo(principal, id), input);
   }
 
   showCommit(principal: Principal, id: string, input: { oid: string; content: boolean }) {
@@ -98,6 +124,14 @@ export class Workspace {
     const result = await mergeBranches(this.projects.repo(record), { ...input, people: peopleFor(principal) });
     if (result.created || result.fastForward) await this.branchChanged(record, input.target);
     return result;
+  }
+
+  previewMerge(principal: Principal, id: string, input: { source: string; target: string }) {
+    return previewMerge(this.repo(principal, id), input);
+  }
+
+  search(principal: Principal, id: string, input: SearchInput) {
+    return search(this.repo(principal, id), input);
   }
 
   listBranches(principal: Principal, id: string) {

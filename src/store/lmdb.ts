@@ -417,6 +417,14 @@ class LmdbProjectTx implements ProjectWriteTx {
     return { type: TYPE_NAMES[valueTypeCode(value)], body: valueBody(value) };
   }
 
+  peekObject(oid: Oid): StoredObject | undefined {
+    // getBinaryFast's buffer is lmdb-js's shared one, sized to this value: bound every view by hand.
+    const value = this.store.dbs.objects.getBinaryFast(this.objectKey(oid));
+    if (!value) return undefined;
+    const start = (value[0] & ANNEX_FLAG) === 0 ? 1 : ANNEX_HEADER_BYTES;
+    return { type: TYPE_NAMES[valueTypeCode(value)], body: value.subarray(start, start + valueBodyLength(value)) };
+  }
+
   getObjectWithAnnex(oid: Oid): AnnexedObject | undefined {
     // getBinary copies the value once; body and annex are views into that copy.
     const value = this.store.dbs.objects.getBinary(this.objectKey(oid));

@@ -47,6 +47,11 @@ export interface AnnexedObject extends StoredObject {
 export interface ProjectReadTx {
   readonly project: number;
   getObject(oid: Oid): StoredObject | undefined;
+  /**
+   * getObject without the copy: `body` may be a view into storage that the next read reuses, so
+   * use it before reading again and copy what you keep (search scans every blob of a tree this way).
+   */
+  peekObject(oid: Oid): StoredObject | undefined;
   hasObject(oid: Oid): boolean;
   /** Size in bytes of a stored object's body, without copying it. */
   objectSize(oid: Oid): number | undefined;

@@ -443,6 +443,11 @@ export function storeContract(backendName: string, openStore: () => Store): void
         store.read((tx) => {
           const p = tx.project(project);
           expect(p.getObject(tree)).toEqual({ type: 'tree', body });
+          // A peek is the body alone, annex left out, and a copy of it equals the stored bytes.
+          const peeked = p.peekObject(tree)!;
+          expect({ type: peeked.type, body: Buffer.from(peeked.body) }).toEqual({ type: 'tree', body });
+          expect(Buffer.from(p.peekObject(blob)!.body)).toEqual(plain);
+          expect(p.peekObject(hashObject('blob', Buffer.from('absent')))).toBeUndefined();
           expect(p.getObjectWithAnnex(tree)).toEqual({ type: 'tree', body, annex });
           expect(p.objectSize(tree)).toBe(body.length);
           expect(p.getObjectWithAnnex(blob)).toEqual({ type: 'blob', body: plain, annex: null });

@@ -3,13 +3,65 @@ import { z } from 'zod';
 import type { Treehouse } from '../../service/treehouse.js';
 import { pathView } from '../../repo/apiPath.js';
 import { defineRoute } from '../route.js';
-import { branchField, cursorField, limitField, personField, projectIdParams, queryBoolean } from '../schemas.js';
+import { branchField, cursorField, limitField, personField, projectIdParams, queryBoolean, refField, repeatedQuery } from '../schemas.js';
 
 export function gitRoutes(app: FastifyInstance, th: Treehouse): void {
   defineRoute(
     app,
-    { method: 'GET', url: '/api/v1/projects/:id/git/log', summary: 'Commit history of a branch', params: projectIdParams, query: z.object({ branch: branchField, limit: limitField, cursor: cursorField }) },
+    {
+      method: 'GET',
+      url: '/api/v1/projects/:id/git/log',
+      summary: 'Commit history of a branch, or of one path in it (git log -- <path>)',
+      params: projectIdParams,
+      query: z.object({ branch: branchField, limit: limitField, cursor: cursorField, path: z.string().min(1).max(4096).optional() }),
+    },
     ({ params, query, principal }) => th.workspace.log(principal, params.id, query),
+  );
+
+  defineRoute(
+    app,
+    {
+      method: 'GET',
+      url: '/api/v1/projects/:id/git/compare',
+      summary: 'Files, hunks and counts between two refs, as git diff --histogram -M shows them',
+      params: projectIdParams,
+      query: z.object({
+        base: refField,
+        head: refField,
+        paths: repeatedQuery.optional(),
+        context: z.coerce.number().int().min(0).max(20).default(3),
+        patch: queryBoolean.default(true),
+      }),
+    },
+    ({ params, query, principal }) => th.workspace.compare(principal, params.id, query),
+  );
+
+  defineRoute(
+    app,
+    {
+      method: 'GET',
+      url: '/api/v1/projects/:id/git/blame/*',
+      summary: 'The commit that last changed each line of a file, as git blame finds it',
+      params: projectIdParams.extend({ '*': z.string().min(1).max(4096) }),
+      query: z.object({ ref: refField.default('main') }),
+    },
+    ({ params, query, principal }) => th.workspace.blame(principal, params.id, { path: params['*'], ref: query.ref }),
+  );
+
+  defineRoute(
+    app,
+    {
+      method: 'GET',
+      url: '/api/v1/projects/:id/git/archive',
+      summary: "A ref's tree as a streamed zip or tar.gz, as git archive writes it",
+      params: projectIdParams,
+      query: z.object({ ref: refField.default('main'), format: z.enum(['zip', 'tar.gz']), prefix: z.string().min(1).max(4096).optional() }),
+    },
+    ({ params, query, principal, reply }) => {
+      const archive = th.workspace.archive(principal, params.id, query);
+      reply.header('content-type', archive.contentType).header('content-disposition', `attachment; filename="${archive.filename}"`);
+      return reply.send(archive.stream);
+    },
   );
 
   defineRoute(
@@ -72,6 +124,18 @@ export function gitRoutes(app: FastifyInstance, th: Treehouse): void {
       reply.code(created ? 201 : 200);
       return { merge };
     },
+  );
+
+  defineRoute(
+    app,
+    {
+      method: 'POST',
+      url: '/api/v1/projects/:id/git/merge/preview',
+      summary: 'What POST git/merge would change, conflicts included; changes nothing',
+      params: projectIdParams,
+      body: z.strictObject({ source: z.string().min(1).max(255), target: branchField }),
+    },
+    ({ params, body, principal }) => th.workspace.previewMerge(principal, params.id, body),
   );
 
   defineRoute(app, { method: 'GET', url: '/api/v1/projects/:id/git/branches', summary: 'List branches', params: projectIdParams }, ({ params, principal }) => ({

@@ -69,8 +69,9 @@ function classify(oldLines: readonly Buffer[], newLines: readonly Buffer[]): { o
   const ids = new Map<string, number>();
   const number = (lines: readonly Buffer[]): Int32Array => {
     const out = new Int32Array(lines.length);
+    const keyOf = lineKeys(lines);
     for (let i = 0; i < lines.length; i++) {
-      const key = lines[i].toString('latin1');
+      const key = keyOf(i);
       let id = ids.get(key);
       if (id === undefined) {
         id = ids.size;
@@ -86,6 +87,28 @@ function classify(oldLines: readonly Buffer[], newLines: readonly Buffer[]): { o
 }
 
 /**
+ * Map keys for lines (their bytes as latin1 text). Lines cut from one buffer one after another (what
+ * splitLines() gives) are keyed as slices of one string of the whole run, which is much cheaper than
+ * a string per line; other lines get a string each.
+ */
+function lineKeys(lines: readonly Buffer[]): (i: number) => string {
+  if (lines.length === 0) return () => '';
+  const first = lines[0];
+  let contiguous = true;
+  for (let i = 1; i < lines.length && contiguous; i++) {
+    const previous = lines[i - 1];
+    contiguous = lines[i].buffer === first.buffer && lines[i].byteOffset === previous.byteOffset + previous.length;
+  }
+  if (!contiguous) return (i) => lines[i].toString('latin1');
+  const last = lines[lines.length - 1];
+  const whole = Buffer.from(first.buffer, first.byteOffset, last.byteOffset + last.length - first.byteOffset).toString('latin1');
+  return (i) => {
+    const start = lines[i].byteOffset - first.byteOffset;
+    return whole.slice(start, start + lines[i].length);
+  };
+}
+
+/**
  * One side of a diff: line class ids and the "changed" flags. `changed` has a zero sentinel on
  * each end (git's rchg[-1] and rchg[nrec]): line i's flag lives at changed[i + 1].
  */
@@ -98,17 +121,48 @@ function newDiffFile(ids: Int32Array): DiffFile {
   return { ids, changed: new Uint8Array(ids.length + 2) };
 }
 
+/** Which of xdiff's choices a diff makes (xpparam_t flags). */
+export interface LineDiffOptions {
+  /**
+   * 'histogram' (merges, `git diff --histogram`) or 'myers' (xdiff's classic algorithm: git's
+   * default, and what `git blame` uses unless told otherwise).
+   */
+  algorithm: 'histogram' | 'myers';
+  /**
+   * XDF_INDENT_HEURISTIC: slide ambiguous change groups to the split that reads best
+   * (diff.indentHeuristic, on by default for `git diff` and `git blame`; merges never set it).
+   */
+  indentHeuristic: boolean;
+}
+
+/** What merge-ort asks of xdiff (see the module comment). */
+export const MERGE_DIFF_OPTIONS: LineDiffOptions = Object.freeze({ algorithm: 'histogram', indentHeuristic: false });
+
 /**
- * The hunks git's xdiff reports between two line sequences for a merge: histogram diff, change
- * groups compacted in both files, then collected into hunks.
+ * The hunks git's xdiff reports between two line sequences: the algorithm's changed lines, change
+ * groups compacted in both files (xdl_change_compact), then collected into hunks (xdl_build_script).
+ * The default options are a merge's.
  */
-export function diffLines(oldLines: readonly Buffer[], newLines: readonly Buffer[]): LineHunk[] {
-  const { oldIds, newIds } = classify(oldLines, newLines);
-  const oldFile = newDiffFile(oldIds);
-  const newFile = newDiffFile(newIds);
-  histogramDiff(oldLines, newLines, oldFile, newFile);
-  compactChanges(oldFile, newFile);
-  compactChanges(newFile, oldFile);
+export function diffLines(oldLines: readonly Buffer[], newLines: readonly Buffer[], options: LineDiffOptions = MERGE_DIFF_OPTIONS): LineHunk[] {
+  let oldFile: DiffFile;
+  let newFile: DiffFile;
+  if (options.algorithm === 'histogram') {
+    const { oldIds, newIds } = classify(oldLines, newLines);
+    oldFile = newDiffFile(oldIds);
+    newFile = newDiffFile(newIds);
+    histogramDiff(oldLines, newLines, oldFile, newFile);
+  } else {
+    // xdl_do_diff() with the classic algorithm over the whole files: the same steps the histogram
+    // diff's fall-back runs on a region.
+    const { changed1, changed2, ids1: oldIds, ids2: newIds } = myersDiff(oldLines, newLines);
+    oldFile = newDiffFile(oldIds);
+    newFile = newDiffFile(newIds);
+    oldFile.changed.set(changed1, 1);
+    newFile.changed.set(changed2, 1);
+  }
+  const indents = options.indentHeuristic;
+  compactChanges(oldFile, newFile, indents ? oldLines : null);
+  compactChanges(newFile, oldFile, indents ? newLines : null);
   return buildHunks(oldFile, newFile);
 }
 
@@ -322,7 +376,7 @@ function roughSquareRoot(n: number): number {
 }
 
 /** Myers diff of two whole sequences; returns per-line changed flags (0/1) for each side. */
-function myersDiff(lines1: readonly Buffer[], lines2: readonly Buffer[]): { changed1: Uint8Array; changed2: Uint8Array } {
+function myersDiff(lines1: readonly Buffer[], lines2: readonly Buffer[]): { changed1: Uint8Array; changed2: Uint8Array; ids1: Int32Array; ids2: Int32Array } {
   const { oldIds: ids1, newIds: ids2 } = classify(lines1, lines2);
   const n1 = ids1.length;
   const n2 = ids2.length;
@@ -355,7 +409,7 @@ function myersDiff(lines1: readonly Buffer[], lines2: readonly Buffer[]): { chan
   const ndiags = kept1.ids.length + kept2.ids.length + 3;
   const costMax = Math.max(roughSquareRoot(ndiags), MYERS_COST_MIN);
   compareRecords(kept1, kept2, changed1, changed2, costMax);
-  return { changed1, changed2 };
+  return { changed1, changed2, ids1, ids2 };
 }
 
 interface KeptRecords {
@@ -704,9 +758,10 @@ class CompactionError extends Error {
   override name = 'CompactionError';
 }
 
-function compactChanges(file: DiffFile, other: DiffFile): void {
+function compactChanges(file: DiffFile, other: DiffFile, lines: readonly Buffer[] | null): void {
   const group = firstGroup(file);
   const otherGroup = firstGroup(other);
+  const indents = lines ? new IndentCache(lines) : null;
   for (;;) {
     if (group.end !== group.start) {
       let groupSize: number;
@@ -727,18 +782,174 @@ function compactChanges(file: DiffFile, other: DiffFile): void {
         }
       } while (groupSize !== group.end - group.start);
 
-      if (group.end !== earliestEnd && endMatchingOther !== -1) {
+      if (group.end === earliestEnd) {
+        // It cannot move at all.
+      } else if (endMatchingOther !== -1) {
         // Line the group up with the last change on the other side it can align with.
         while (otherGroup.end === otherGroup.start) {
           if (!slideUp(file, group)) throw new CompactionError('match disappeared');
           if (!previousGroup(other, otherGroup)) throw new CompactionError('group sync broken sliding to match');
         }
+      } else if (indents) {
+        const best = bestIndentShift(indents, group.end, groupSize, earliestEnd);
+        while (group.end > best) {
+          if (!slideUp(file, group)) throw new CompactionError('best shift unreached');
+          if (!previousGroup(other, otherGroup)) throw new CompactionError('group sync broken sliding to blank line');
+        }
       }
-      // (git's indent heuristic would go here; merges do not enable it.)
     }
     if (!nextGroup(file, group)) break;
     if (!nextGroup(other, otherGroup)) throw new CompactionError('group sync broken moving to next group');
   }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The indent heuristic (xdiffi.c, "indent heuristic"): a group of added or removed lines that can
+// slide is put where the two splits it makes (above and below it) look most like block edges.
+// The weights are git's, found empirically by its authors; only their comparisons matter.
+
+/** Indentation counted up to this (MAX_INDENT); consecutive blank lines up to MAX_BLANKS. */
+const INDENT_MAX = 200;
+const BLANKS_MAX = 20;
+const START_OF_FILE_PENALTY = 1;
+const END_OF_FILE_PENALTY = 21;
+const TOTAL_BLANK_WEIGHT = -30;
+const POST_BLANK_WEIGHT = 6;
+const RELATIVE_INDENT_PENALTY = -4;
+const RELATIVE_INDENT_WITH_BLANK_PENALTY = 10;
+const RELATIVE_OUTDENT_PENALTY = 24;
+const RELATIVE_OUTDENT_WITH_BLANK_PENALTY = 17;
+const RELATIVE_DEDENT_PENALTY = 23;
+const RELATIVE_DEDENT_WITH_BLANK_PENALTY = 17;
+const INDENT_WEIGHT = 60;
+/** A group is slid at most this far (INDENT_HEURISTIC_MAX_SLIDING). */
+const INDENT_SLIDING_MAX = 100;
+
+const SPACE = 0x20;
+const TAB = 0x09;
+
+/** C's isspace() in the C locale: space, \t, \n, \v, \f, \r. */
+function isCSpace(byte: number): boolean {
+  return byte === SPACE || (byte >= 0x09 && byte <= 0x0d);
+}
+
+/** get_indent() per line, computed once: columns of leading blanks (tab stops of 8), -1 for a blank line. */
+class IndentCache {
+  private readonly values: Int16Array;
+
+  constructor(private readonly lines: readonly Buffer[]) {
+    this.values = new Int16Array(lines.length).fill(-2);
+  }
+
+  get length(): number {
+    return this.lines.length;
+  }
+
+  of(line: number): number {
+    let value = this.values[line];
+    if (value === -2) {
+      value = measureIndent(this.lines[line]);
+      this.values[line] = value;
+    }
+    return value;
+  }
+}
+
+function measureIndent(line: Buffer): number {
+  let indent = 0;
+  for (let i = 0; i < line.length; i++) {
+    const byte = line[i];
+    if (!isCSpace(byte)) return indent;
+    if (byte === SPACE) indent += 1;
+    else if (byte === TAB) indent += 8 - (indent % 8);
+    if (indent >= INDENT_MAX) return INDENT_MAX;
+  }
+  return -1;
+}
+
+interface SplitMeasurement {
+  endOfFile: boolean;
+  indent: number;
+  preBlank: number;
+  preIndent: number;
+  postBlank: number;
+  postIndent: number;
+}
+
+/** measure_split(): what surrounds a split above line `split`. */
+function measureSplit(indents: IndentCache, split: number): SplitMeasurement {
+  const count = indents.length;
+  const m: SplitMeasurement = { endOfFile: split >= count, indent: split >= count ? -1 : indents.of(split), preBlank: 0, preIndent: -1, postBlank: 0, postIndent: -1 };
+  for (let i = split - 1; i >= 0; i--) {
+    m.preIndent = indents.of(i);
+    if (m.preIndent !== -1) break;
+    m.preBlank += 1;
+    if (m.preBlank === BLANKS_MAX) {
+      m.preIndent = 0;
+      break;
+    }
+  }
+  for (let i = split + 1; i < count; i++) {
+    m.postIndent = indents.of(i);
+    if (m.postIndent !== -1) break;
+    m.postBlank += 1;
+    if (m.postBlank === BLANKS_MAX) {
+      m.postIndent = 0;
+      break;
+    }
+  }
+  return m;
+}
+
+interface SplitScore {
+  effectiveIndent: number;
+  penalty: number;
+}
+
+/** score_add_split(). */
+function addSplitScore(m: SplitMeasurement, score: SplitScore): void {
+  if (m.preIndent === -1 && m.preBlank === 0) score.penalty += START_OF_FILE_PENALTY;
+  if (m.endOfFile) score.penalty += END_OF_FILE_PENALTY;
+  const postBlank = m.indent === -1 ? 1 + m.postBlank : 0;
+  const totalBlank = m.preBlank + postBlank;
+  score.penalty += TOTAL_BLANK_WEIGHT * totalBlank;
+  score.penalty += POST_BLANK_WEIGHT * postBlank;
+  const indent = m.indent !== -1 ? m.indent : m.postIndent;
+  const anyBlanks = totalBlank !== 0;
+  score.effectiveIndent += indent;
+  if (indent === -1 || m.preIndent === -1) return;
+  if (indent > m.preIndent) {
+    score.penalty += anyBlanks ? RELATIVE_INDENT_WITH_BLANK_PENALTY : RELATIVE_INDENT_PENALTY;
+  } else if (indent < m.preIndent) {
+    if (m.postIndent !== -1 && m.postIndent > indent) {
+      score.penalty += anyBlanks ? RELATIVE_OUTDENT_WITH_BLANK_PENALTY : RELATIVE_OUTDENT_PENALTY;
+    } else {
+      score.penalty += anyBlanks ? RELATIVE_DEDENT_WITH_BLANK_PENALTY : RELATIVE_DEDENT_PENALTY;
+    }
+  }
+}
+
+/** score_cmp(): negative when `a` is the better split. */
+function compareScores(a: SplitScore, b: SplitScore): number {
+  const indents = Math.sign(a.effectiveIndent - b.effectiveIndent);
+  return INDENT_WEIGHT * indents + (a.penalty - b.penalty);
+}
+
+/** The group end (between its highest and lowest position) whose two splits score best; ties go low. */
+function bestIndentShift(indents: IndentCache, end: number, groupSize: number, earliestEnd: number): number {
+  let shift = Math.max(earliestEnd, end - groupSize - 1, end - INDENT_SLIDING_MAX);
+  let best = -1;
+  let bestScore: SplitScore = { effectiveIndent: 0, penalty: 0 };
+  for (; shift <= end; shift++) {
+    const score: SplitScore = { effectiveIndent: 0, penalty: 0 };
+    addSplitScore(measureSplit(indents, shift), score);
+    addSplitScore(measureSplit(indents, shift - groupSize), score);
+    if (best === -1 || compareScores(score, bestScore) <= 0) {
+      bestScore = score;
+      best = shift;
+    }
+  }
+  return best;
 }
 
 /** xdl_build_script(): pairs change groups of both files walking back from the end. */

@@ -12,7 +12,7 @@
  *     merges against that tree. No virtual object reaches the store.
  */
 import { EMPTY_TREE_OID, hashObject, oidToHex, type Oid } from '../../git/oid.js';
-import { mergeTreesWith, StagedObjects, type MergeObjects, type TreeMergeOutcome, type TreeMergeResult } from './mergeTrees.js';
+import { mergeTreesWith, StagedObjects, type MergeLabels, type MergeObjects, type TreeMergeOutcome, type TreeMergeResult } from './mergeTrees.js';
 
 /** What a merge needs to know about commits. `generation` must grow from parent to child. */
 export interface CommitGraph {
@@ -134,13 +134,29 @@ function removeRedundant(graph: CommitGraph, candidates: WalkNode[], node: (oid:
  * nothing. `bases` are the real merge bases, newest first.
  */
 export function mergeCommits(objects: MergeObjects, graph: CommitGraph, ours: Oid, theirs: Oid): TreeMergeResult & { bases: Oid[] } {
-  const staged = new StagedObjects(objects);
-  const commits = new VirtualCommits(graph);
-  const bases = mergeBases(graph, ours, theirs);
-  const outcome = mergeRecursively(staged, commits, ours, theirs, [...bases].reverse(), 0);
+  const { outcome, staged, bases } = computeMerge(objects, graph, ours, theirs);
   if (!outcome.clean) return { clean: false, conflicts: outcome.conflicts, bases };
   staged.flush(outcome.tree);
   return { clean: true, tree: outcome.tree, pathDepthMax: outcome.pathDepthMax, specialFiles: outcome.specialFiles, bases };
+}
+
+/**
+ * The merge of two commits in memory, applied to nothing: the outcome (the tree git would write,
+ * conflicted or not, and the conflicts), the staged objects that tree is made of (readable through
+ * `staged`; flush() stores them), and the merge bases, newest first.
+ */
+export function computeMerge(
+  objects: MergeObjects,
+  graph: CommitGraph,
+  ours: Oid,
+  theirs: Oid,
+  labels?: MergeLabels,
+): { outcome: TreeMergeOutcome; staged: StagedObjects; bases: Oid[] } {
+  const staged = new StagedObjects(objects);
+  const commits = new VirtualCommits(graph);
+  const bases = mergeBases(graph, ours, theirs);
+  const outcome = mergeRecursively(staged, commits, ours, theirs, [...bases].reverse(), 0, labels);
+  return { outcome, staged, bases };
 }
 
 /** merge_ort_internal(): fold the bases (oldest first) into one, then merge at `depth`. */
@@ -151,6 +167,7 @@ function mergeRecursively(
   theirs: Oid,
   basesOldestFirst: Oid[] | null,
   depth: number,
+  labels?: MergeLabels,
 ): TreeMergeOutcome {
   const bases = basesOldestFirst ?? mergeBases(commits, ours, theirs).reverse();
   let mergedBase = bases.length > 0 ? bases[0] : commits.create(EMPTY_TREE_OID, []);
@@ -159,7 +176,7 @@ function mergeRecursively(
     const inner = mergeRecursively(objects, commits, previous, next, null, depth + 1);
     mergedBase = commits.create(inner.tree, [previous, next]);
   }
-  return mergeTreesWith(objects, commits.tree(mergedBase), commits.tree(ours), commits.tree(theirs), { depth });
+  return mergeTreesWith(objects, commits.tree(mergedBase), commits.tree(ours), commits.tree(theirs), { depth, labels });
 }
 
 /** The commit graph plus the virtual commits made for merged merge bases. */

@@ -64,10 +64,26 @@ export type ConflictReason =
   | 'directory rename split'
   | 'implicit dir rename';
 
+/** A file version as a merge sees it: mode (octal text) and id, and the path it had on that side. */
+export interface ConflictSide {
+  mode: TreeMode;
+  oid: Oid;
+  path: string;
+}
+
 export interface MergeConflict {
   path: string;
   kind: ConflictKind;
   reason: ConflictReason;
+  /**
+   * The versions that met (absent: that side has no file) and what the merged tree holds for the
+   * path (with conflict markers, or the side git keeps) and where. Conflicts git reports only as a
+   * message about a directory have none of these.
+   */
+  base?: ConflictSide;
+  ours?: ConflictSide;
+  theirs?: ConflictSide;
+  merged?: ConflictSide;
 }
 
 export type TreeMergeResult = { clean: true; tree: Oid; pathDepthMax: number; specialFiles: DecidedEntry[] } | { clean: false; conflicts: MergeConflict[] };
@@ -108,11 +124,21 @@ export function mergeTrees(objects: MergeObjects, base: Oid | null, ours: Oid, t
 export interface MergeTreesOptions {
   /** merge-ort's call_depth: 0 for the real merge, 1+ while building virtual merge bases. */
   depth: number;
+  /**
+   * Names of the two sides in conflict markers and in "<path>~<name>" (git uses the branch names);
+   * 'ours' and 'theirs' when not given. Virtual merge bases always use git's temporary names.
+   */
+  labels?: MergeLabels;
+}
+
+export interface MergeLabels {
+  ours: string;
+  theirs: string;
 }
 
 /** The merge at a given recursion depth; objects go to `objects` (normally a StagedObjects). */
 export function mergeTreesWith(objects: MergeObjects, base: Oid | null, ours: Oid, theirs: Oid, options: MergeTreesOptions): TreeMergeOutcome {
-  return new TreeMerge(objects, options.depth).run(base ?? EMPTY_TREE_OID, ours, theirs);
+  return new TreeMerge(objects, options.depth, options.labels).run(base ?? EMPTY_TREE_OID, ours, theirs);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -302,9 +328,8 @@ const RELEVANT_FOR_SELF = 2;
 /** Branch labels merge-ort uses while building virtual merge bases. */
 const VIRTUAL_BRANCH1 = 'Temporary merge branch 1';
 const VIRTUAL_BRANCH2 = 'Temporary merge branch 2';
-/** Labels for the real merge; they only show in conflicted content, which is never returned. */
-const BRANCH1 = 'ours';
-const BRANCH2 = 'theirs';
+/** Labels for the real merge when the caller names no branches; they show only in conflicts. */
+const DEFAULT_LABELS: MergeLabels = { ours: 'ours', theirs: 'theirs' };
 /** diffcore-rename: at most this many identical sources are considered per destination. */
 const IDENTICAL_SOURCES_MAX = 100;
 /** diffcore.h MAX_SCORE and DEFAULT_RENAME_SCORE (50%); basename matches need 75%. */
@@ -381,9 +406,10 @@ class TreeMerge {
   constructor(
     private readonly objects: MergeObjects,
     private readonly depth: number,
+    labels: MergeLabels = DEFAULT_LABELS,
   ) {
-    this.branch1 = depth > 0 ? VIRTUAL_BRANCH1 : BRANCH1;
-    this.branch2 = depth > 0 ? VIRTUAL_BRANCH2 : BRANCH2;
+    this.branch1 = depth > 0 ? VIRTUAL_BRANCH1 : labels.ours;
+    this.branch2 = depth > 0 ? VIRTUAL_BRANCH2 : labels.theirs;
   }
 
   run(base: Oid, ours: Oid, theirs: Oid): TreeMergeOutcome {
@@ -1333,11 +1359,28 @@ class TreeMerge {
       if (info.fileMask === 0) continue; // git lists a path only with at least one stage
       const reportPath = info.reportPath ?? path;
       const reason = info.reason ?? 'content';
-      if (!byPath.has(reportPath)) byPath.set(reportPath, { path: reportPath, kind: kindOf(reason, info), reason });
+      let conflict = byPath.get(reportPath);
+      if (!conflict) {
+        conflict = { path: reportPath, kind: kindOf(reason, info), reason };
+        byPath.set(reportPath, conflict);
+      }
+      // A path split in two (distinct types) has one side in each entry; gather them.
+      conflict.base ??= sideOf(info, 0);
+      conflict.ours ??= sideOf(info, 1);
+      conflict.theirs ??= sideOf(info, 2);
+      const placed = !info.isNull && info.result.mode !== 0 ? { mode: treeModeOf(info.result.mode), oid: info.result.oid, path } : undefined;
+      if (placed && (!conflict.merged || path === reportPath)) conflict.merged = placed;
     }
     for (const conflict of this.pathlessConflicts) if (!byPath.has(conflict.path)) byPath.set(conflict.path, conflict);
     return [...byPath.values()].sort((a, b) => Buffer.compare(encodePath(a.path), encodePath(b.path)));
   }
+}
+
+/** Stage `index` of a conflicted path (0 base, 1 ours, 2 theirs), if that side has a file there. */
+function sideOf(info: PathInfo, index: 0 | 1 | 2): ConflictSide | undefined {
+  const version = info.stages[index];
+  if (version.mode === 0 || !(info.fileMask & (1 << index))) return undefined;
+  return { mode: treeModeOf(version.mode), oid: version.oid, path: info.pathnames[index] };
 }
 
 function kindOf(reason: ConflictReason, info: PathInfo): ConflictKind {

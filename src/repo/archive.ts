@@ -1,0 +1,155 @@
+/**
+ * GET git/archive: a ref's tree as `git archive --format=tar.gz|zip [--prefix=<prefix>] <ref>`
+ * writes it (src/git/tar.ts, src/git/zip.ts): the entries of archive.c write_archive_entries() in
+ * tree order, depth first, each directory written just before the first file below it, files with
+ * their modes (the executable bit) and symlinks as links. Submodules are left out (git writes an
+ * empty directory for one; the contract says skip them). The archive time is the commit's
+ * committer time; a working tree has no commit, so, as for `git archive <tree>`, it is the time of
+ * the request and there is no commit id in the archive.
+ *
+ * The archive is produced as it is read: one tree per directory level and one file at a time are
+ * held, never the tree whole (a zip keeps its central directory, some 60 bytes per entry, for the
+ * end), with a turn of the event loop between slices of work.
+ */
+import { pipeline, Readable } from 'node:stream';
+import { createGzip } from 'node:zlib';
+import { TreehouseError } from '../errors.js';
+import { oidToHex, type Oid } from '../git/oid.js';
+import { pathProblem } from '../git/path.js';
+import { tarEntry, tarGlobalHeader, tarTrailer } from '../git/tar.js';
+import { decodeTree, MODE_GITLINK, MODE_TREE, type TreeEntry } from '../git/tree.js';
+import { ZipWriter } from '../git/zip.js';
+import { resolveRef, type Repo } from './repo.js';
+import { readProject, Slicer } from './slices.js';
+
+export type ArchiveFormat = 'zip' | 'tar.gz' | 'tar';
+
+/** The directory mode git gives the entry for a prefix ending in "/". */
+const PREFIX_DIRECTORY_MODE = 0o040777;
+const DIRECTORY_MODE = 0o040000;
+
+export interface ArchiveEntry {
+  path: Buffer;
+  mode: number;
+  oid: Oid;
+  content: Buffer;
+}
+
+export interface Archive {
+  commit: string | null;
+  stream: Readable;
+}
+
+/**
+ * Resolves the ref and checks the prefix now (so those errors are answers), and returns the archive
+ * as a stream to be read. `prefix` is prepended literally; it must be a project path, optionally
+ * ending in "/", so no entry can climb out of where the archive is unpacked.
+ */
+export function openArchive(repo: Repo, input: { ref: string; format: ArchiveFormat; prefix?: string }): Archive {
+  const prefix = input.prefix ?? '';
+  if (prefix !== '') {
+    const problem = pathProblem(prefix.endsWith('/') ? prefix.slice(0, -1) : prefix);
+    if (problem) throw new TreehouseError('invalid_request', `Invalid prefix: ${problem}.`, { issues: [{ path: 'prefix', message: problem }] });
+  }
+  const { tree, commit, mtime } = readProject(repo, (tx) => {
+    const ref = resolveRef(tx, input.ref);
+    if (ref.kind === 'worktree') return { tree: ref.tree, commit: null, mtime: Math.floor(Date.now() / 1000) };
+    return { tree: ref.tree, commit: ref.commit, mtime: tx.getCommitInfo(ref.commit)!.commitTime };
+  });
+  const commitHex = commit ? oidToHex(commit) : null;
+  const entries = archiveEntries(repo, tree, Buffer.from(prefix, 'utf8'));
+  const chunks = input.format === 'zip' ? zipChunks(entries, mtime, commitHex) : tarChunks(entries, mtime, commitHex);
+  const source = Readable.from(coalesce(chunks), { objectMode: false });
+  if (input.format !== 'tar.gz') return { commit: commitHex, stream: source };
+  // git archive's internal gzip: zlib level 6, no file name, time 0, "Unix".
+  const gzip = createGzip({ level: 6 });
+  pipeline(source, gzip, () => undefined);
+  return { commit: commitHex, stream: gzip };
+}
+
+/** Output is handed on in pieces of at least this size: a header-sized piece each costs a stream turn. */
+const OUTPUT_CHUNK_BYTES = 64 * 1024;
+
+async function* coalesce(chunks: AsyncIterable<Buffer>): AsyncGenerator<Buffer> {
+  let pending: Buffer[] = [];
+  let pendingBytes = 0;
+  for await (const chunk of chunks) {
+    pending.push(chunk);
+    pendingBytes += chunk.length;
+    if (pendingBytes >= OUTPUT_CHUNK_BYTES) {
+      yield Buffer.concat(pending, pendingBytes);
+      pending = [];
+      pendingBytes = 0;
+    }
+  }
+  if (pendingBytes > 0) yield Buffer.concat(pending, pendingBytes);
+}
+
+async function* tarChunks(entries: AsyncIterable<ArchiveEntry>, mtime: number, commitHex: string | null): AsyncGenerator<Buffer> {
+  let written = 0;
+  const global = tarGlobalHeader(commitHex, mtime);
+  if (global.length > 0) {
+    written += global.length;
+    yield global;
+  }
+  for await (const entry of entries) {
+    for (const part of tarEntry(entry, mtime)) {
+      written += part.length;
+      yield part;
+    }
+  }
+  yield tarTrailer(written);
+}
+
+async function* zipChunks(entries: AsyncIterable<ArchiveEntry>, mtime: number, commitHex: string | null): AsyncGenerator<Buffer> {
+  const zip = new ZipWriter(mtime, commitHex);
+  for await (const entry of entries) yield Buffer.concat(zip.add(entry));
+  yield zip.finish();
+}
+
+/**
+ * write_archive_entries(): the prefix's own directory when it ends in "/", then the tree depth
+ * first in stored (git) order; a directory is queued and written only once a file below it is.
+ */
+async function* archiveEntries(repo: Repo, root: Oid, prefix: Buffer): AsyncGenerator<ArchiveEntry> {
+  const slicer = new Slicer();
+  if (prefix.length > 0 && prefix[prefix.length - 1] === 0x2f) yield { path: prefix, mode: PREFIX_DIRECTORY_MODE, oid: root, content: Buffer.alloc(0) };
+  const readTree = (oid: Oid): TreeEntry[] =>
+    readProject(repo, (tx) => {
+      const object = tx.getObject(oid);
+      if (!object || object.type !== 'tree') throw new Error(`tree ${oidToHex(oid)} is missing`);
+      return decodeTree(object.body, true);
+    });
+  const readBlob = (oid: Oid): Buffer =>
+    readProject(repo, (tx) => {
+      const object = tx.getObject(oid);
+      if (!object || object.type !== 'blob') throw new Error(`blob ${oidToHex(oid)} is missing`);
+      return object.body;
+    });
+  // One frame per directory level: its entries, where the walk is, and whether it was written.
+  const frames: Array<{ path: Buffer; entries: TreeEntry[]; next: number; oid: Oid; written: boolean }> = [
+    { path: prefix, entries: readTree(root), next: 0, oid: root, written: true },
+  ];
+  while (frames.length > 0) {
+    await slicer.pause();
+    const frame = frames[frames.length - 1];
+    if (frame.next >= frame.entries.length) {
+      frames.pop();
+      continue;
+    }
+    const entry = frame.entries[frame.next++];
+    if (entry.mode === MODE_GITLINK) continue;
+    const path = Buffer.concat([frame.path, Buffer.from(entry.name, 'utf8')]);
+    if (entry.mode === MODE_TREE) {
+      frames.push({ path: Buffer.concat([path, Buffer.from('/')]), entries: readTree(entry.oid), next: 0, oid: entry.oid, written: false });
+      continue;
+    }
+    // The queued directories above this file come first, outermost first.
+    for (const above of frames) {
+      if (above.written) continue;
+      above.written = true;
+      yield { path: above.path, mode: DIRECTORY_MODE, oid: above.oid, content: Buffer.alloc(0) };
+    }
+    yield { path, mode: parseInt(entry.mode, 8), oid: Buffer.from(entry.oid), content: readBlob(entry.oid) };
+  }
+}

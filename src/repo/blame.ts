@@ -1,0 +1,334 @@
+/**
+ * GET git/blame/{path}: which commit last changed each line of a file, as `git blame --porcelain`
+ * finds it (git's blame.c, without -M/-C line moves):
+ *   - every line starts with the commit at `ref` and the file there (an "origin"); origins are
+ *     taken newest commit first (assign_blame());
+ *   - for each parent, the file there is the same path if the parent has a file of the same type
+ *     at it (find_origin()), else the file git's rename detection pairs with it, looking at every
+ *     file the commit deleted (find_rename(): exact, unique basename, similarity);
+ *   - a parent with the very same blob takes every line at once; parents whose blob repeats an
+ *     earlier parent's are skipped; otherwise each parent in turn takes the lines that the diff
+ *     from its file (git blame's: the classic algorithm with the indent heuristic, no context)
+ *     leaves unchanged, at their line numbers there (pass_blame_to_parent());
+ *   - what no parent takes was changed by the commit itself.
+ * A line's answer does not depend on the order origins are taken in, only on this rule; the order
+ * matters for how often an origin is looked at, so it is git's.
+ *
+ * `worktree:<branch>` blames the working tree, as `git blame <path>` in a checkout does: lines not
+ * committed yet belong to the all-zero commit, whose parent is the branch head.
+ */
+import { TreehouseError } from '../errors.js';
+import { decodeCommit } from '../git/commit.js';
+import { oidToHex, type Oid } from '../git/oid.js';
+import { pathProblem } from '../git/path.js';
+import { MODE_GITLINK, MODE_TREE, type TreeMode } from '../git/tree.js';
+import type { ProjectReadTx } from '../store/types.js';
+import { BLAME_DIFF, trimCommonTail } from './diff/patch.js';
+import { detectRenames } from './diff/renames.js';
+import { treeChanges, type FileVersion } from './diff/treeChanges.js';
+import { diffLines, splitLines } from './merge/lineDiff.js';
+import { PathFilter } from './pathFilter.js';
+import { resolveRef, type Repo } from './repo.js';
+import { blobAccess, readProject, Slicer } from './slices.js';
+import { messageForClient } from './signature.js';
+import { TreeLookup } from './treeLookup.js';
+
+/** The commit id git gives lines that are not committed yet. */
+export const UNCOMMITTED_OID = '0000000000000000000000000000000000000000';
+
+export interface BlameLine {
+  /** 1-based line of the file at `ref`. */
+  line: number;
+  oid: string;
+  /** 1-based line in the file as that commit has it. */
+  original_line: number;
+  original_path: string;
+}
+
+export interface BlameCommit {
+  message: string;
+  author: { name: string; email: string };
+  committed_at: string;
+}
+
+export interface BlameResult {
+  path: string;
+  ref: string;
+  lines: BlameLine[];
+  commits: Record<string, BlameCommit>;
+}
+
+/** A commit as blame walks it; the working tree is a commit without id whose parent is its head. */
+interface BlameCommitNode {
+  key: string;
+  oid: Oid | null;
+  tree: Oid;
+  parents: Oid[];
+  time: number;
+}
+
+/** A file in a commit that lines are suspected to come from (git's blame_origin). */
+interface Origin {
+  commit: BlameCommitNode;
+  path: string;
+  blob: Oid;
+  mode: TreeMode;
+  /** Lines still suspected here: index into the final file, and the line (0-based) in this file. */
+  suspects: Array<{ final: number; line: number }>;
+  queued: boolean;
+}
+
+const S_IFMT = 0o170000;
+/** Blobs kept between steps (a merge's parents and the next commits' files). */
+const RECENT_BLOBS_MAX = 8;
+const typeOf = (mode: TreeMode) => parseInt(mode, 8) & S_IFMT;
+
+export async function blame(repo: Repo, input: { path: string; ref: string }): Promise<BlameResult> {
+  const problem = pathProblem(input.path);
+  if (problem) throw new TreehouseError('invalid_request', `Invalid path: ${problem}.`, { issues: [{ path: 'path', message: problem }] });
+  const walk = new BlameWalk(repo, input.path);
+  const start = readProject(repo, (tx) => walk.start(tx, input.ref));
+  const slicer = new Slicer();
+  while (await walk.step()) await slicer.pause();
+  const result = readProject(repo, (tx) => walk.result(tx, start));
+  return { path: input.path, ref: input.ref, ...result };
+}
+
+class BlameWalk {
+  private readonly trees = new TreeLookup();
+  private readonly commits = new Map<string, BlameCommitNode>();
+  private readonly origins = new Map<string, Origin>();
+  private readonly queue: Origin[] = [];
+  private arrivals = 0;
+  private readonly order = new Map<Origin, number>();
+  /** Per final line: the origin it was pinned on and its line there. */
+  private blamed: Array<{ origin: Origin; line: number }> = [];
+  private readonly blobs;
+
+  constructor(
+    private readonly repo: Repo,
+    private readonly path: string,
+  ) {
+    this.blobs = blobAccess(repo);
+  }
+
+  /** Resolves the ref and puts every line of the file on its first origin; returns the line count. */
+  start(tx: ProjectReadTx, ref: string): number {
+    const resolved = resolveRef(tx, ref);
+    const node: BlameCommitNode =
+      resolved.kind === 'commit'
+        ? this.commitNode(tx, resolved.commit)!
+        : { key: UNCOMMITTED_OID, oid: null, tree: resolved.tree, parents: [resolved.commit], time: Number.POSITIVE_INFINITY };
+    this.commits.set(node.key, node);
+    const entry = this.trees.entryAt(tx, node.tree, this.path.split('/'));
+    if (!entry || entry.mode === MODE_TREE || entry.mode === MODE_GITLINK) {
+      throw new TreehouseError('not_found', `File ${JSON.stringify(this.path)} not found at ${JSON.stringify(ref)}.`);
+    }
+    const origin = this.origin(node, this.path, entry.oid, entry.mode);
+    const lines = splitLines(this.blobs.readBlob(entry.oid)).length;
+    origin.suspects = Array.from({ length: lines }, (_, i) => ({ final: i, line: i }));
+    this.blamed = new Array(lines);
+    this.enqueue(origin);
+    return lines;
+  }
+
+  /** Takes the newest origin with suspects and passes blame on; false when none is left. */
+  async step(): Promise<boolean> {
+    const origin = this.dequeue();
+    if (!origin) return false;
+    await this.passBlame(origin);
+    for (const suspect of origin.suspects) this.blamed[suspect.final] = { origin, line: suspect.line };
+    origin.suspects = [];
+    return true;
+  }
+
+  result(tx: ProjectReadTx, lineCount: number): { lines: BlameLine[]; commits: Record<string, BlameCommit> } {
+    const commits: Record<string, BlameCommit> = {};
+    const lines: BlameLine[] = [];
+    for (let i = 0; i < lineCount; i++) {
+      const { origin, line } = this.blamed[i];
+      const oid = origin.commit.key;
+      lines.push({ line: i + 1, oid, original_line: line + 1, original_path: origin.path });
+      if (!commits[oid]) commits[oid] = origin.commit.oid ? describeCommit(tx, origin.commit.oid) : uncommitted();
+    }
+    return { lines, commits };
+  }
+
+  // -------------------------------------------------------------------------------------------
+
+  /** pass_blame(): find the file in each parent, then let the parents take the lines they had. */
+  private async passBlame(origin: Origin): Promise<void> {
+    const parents = readProject(this.repo, (tx) => origin.commit.parents.map((parent) => this.commitNode(tx, parent)));
+    const found: Array<Origin | null> = parents.map(() => null);
+    for (let pass = 0; pass < 2; pass++) {
+      for (let i = 0; i < parents.length; i++) {
+        const parent = parents[i];
+        if (found[i] || !parent) continue;
+        const candidate = pass === 0 ? readProject(this.repo, (tx) => this.findOrigin(tx, parent, origin)) : await this.findRename(parent, origin);
+        if (!candidate) continue;
+        if (candidate.blob.equals(origin.blob)) {
+          // The same blob: the parent takes every line as it is.
+          this.moveSuspects(candidate, origin.suspects);
+          origin.suspects = [];
+          return;
+        }
+        // A parent with the same blob as an earlier one adds nothing.
+        if (!found.some((other) => other && other.blob.equals(candidate.blob))) found[i] = candidate;
+      }
+    }
+    for (const parent of found) {
+      if (!parent) continue;
+      this.passToParent(origin, parent);
+      if (origin.suspects.length === 0) return;
+    }
+  }
+
+  /** find_origin(): the same path in the parent, if it holds a file of the same type. */
+  private findOrigin(tx: ProjectReadTx, parent: BlameCommitNode, origin: Origin): Origin | null {
+    const known = this.origins.get(`${parent.key}\0${origin.path}`);
+    if (known) return known;
+    const entry = this.trees.entryAt(tx, parent.tree, origin.path.split('/'));
+    if (!entry || entry.mode === MODE_TREE || typeOf(entry.mode) !== typeOf(origin.mode)) return null;
+    return this.origin(parent, origin.path, entry.oid, entry.mode);
+  }
+
+  /** find_rename(): the file the commit deleted that git's rename detection pairs with this one. */
+  private async findRename(parent: BlameCommitNode, origin: Origin): Promise<Origin | null> {
+    const changes = await treeChanges(this.repo, parent.tree, origin.commit.tree, PathFilter.all());
+    const destination = changes.find((change) => change.path === origin.path);
+    // Only a file the parent does not have (as a file) can be a rename's destination.
+    if (!destination || destination.old || !destination.new) return null;
+    const sources = changes.filter((change) => change.old && !change.new).map((change) => ({ path: change.path, version: change.old as FileVersion }));
+    const renames = await detectRenames(sources, [{ path: origin.path, version: destination.new }], this.blobs);
+    const match = renames.get(0);
+    if (!match) return null;
+    const source = sources[match.source];
+    return this.origins.get(`${parent.key}\0${source.path}`) ?? this.origin(parent, source.path, source.version.oid, source.version.mode);
+  }
+
+  /** Blobs of the last few origins: a walk meets each blob as a parent, then as the next target. */
+  private readonly recentBlobs = new Map<string, Buffer>();
+
+  private blob(oid: Oid): Buffer {
+    const key = oidToHex(oid);
+    let content = this.recentBlobs.get(key);
+    if (!content) {
+      content = this.blobs.readBlob(oid);
+      if (this.recentBlobs.size >= RECENT_BLOBS_MAX) this.recentBlobs.delete(this.recentBlobs.keys().next().value!);
+      this.recentBlobs.set(key, content);
+    }
+    return content;
+  }
+
+  /** pass_blame_to_parent(): the parent takes the suspects the diff leaves unchanged. */
+  private passToParent(target: Origin, parent: Origin): void {
+    const [parentContent, targetContent] = trimCommonTail(this.blob(parent.blob), this.blob(target.blob));
+    const hunks = diffLines(splitLines(parentContent), splitLines(targetContent), BLAME_DIFF);
+    const moved: Array<{ final: number; line: number }> = [];
+    const kept: Array<{ final: number; line: number }> = [];
+    // Suspects are in line order; walk them and the hunks together.
+    let h = 0;
+    let offset = 0;
+    for (const suspect of [...target.suspects].sort((a, b) => a.line - b.line)) {
+      while (h < hunks.length && hunks[h].newStart + hunks[h].newCount <= suspect.line) {
+        offset = hunks[h].oldStart + hunks[h].oldCount - (hunks[h].newStart + hunks[h].newCount);
+        h++;
+      }
+      const hunk = hunks[h];
+      if (hunk && suspect.line >= hunk.newStart) kept.push(suspect);
+      else moved.push({ final: suspect.final, line: suspect.line + offset });
+    }
+    target.suspects = kept;
+    this.moveSuspects(parent, moved);
+  }
+
+  private moveSuspects(origin: Origin, suspects: Array<{ final: number; line: number }>): void {
+    if (suspects.length === 0) return;
+    origin.suspects.push(...suspects);
+    this.enqueue(origin);
+  }
+
+  private origin(commit: BlameCommitNode, path: string, blob: Oid, mode: TreeMode): Origin {
+    const key = `${commit.key}\0${path}`;
+    let origin = this.origins.get(key);
+    if (!origin) {
+      origin = { commit, path, blob, mode, suspects: [], queued: false };
+      this.origins.set(key, origin);
+    }
+    return origin;
+  }
+
+  /** A commit of the store; null beyond a shallow boundary (git then treats it as missing). */
+  private commitNode(tx: ProjectReadTx, oid: Oid): BlameCommitNode | null {
+    const key = oidToHex(oid);
+    let node = this.commits.get(key);
+    if (!node) {
+      const info = tx.getCommitInfo(oid);
+      if (!info) return null;
+      node = { key, oid, tree: info.tree, parents: info.parents, time: info.commitTime };
+      this.commits.set(key, node);
+    }
+    return node;
+  }
+
+  // A max-heap of origins by commit time, first arrival first among equals (git's prio_queue).
+
+  private enqueue(origin: Origin): void {
+    if (origin.queued) return;
+    origin.queued = true;
+    this.order.set(origin, this.arrivals++);
+    const heap = this.queue;
+    heap.push(origin);
+    let i = heap.length - 1;
+    while (i > 0) {
+      const up = (i - 1) >> 1;
+      if (!this.before(heap[i], heap[up])) break;
+      [heap[i], heap[up]] = [heap[up], heap[i]];
+      i = up;
+    }
+  }
+
+  private dequeue(): Origin | undefined {
+    const heap = this.queue;
+    const top = heap[0];
+    if (!top) return undefined;
+    const last = heap.pop()!;
+    if (heap.length > 0) {
+      heap[0] = last;
+      let i = 0;
+      for (;;) {
+        const left = 2 * i + 1;
+        const right = left + 1;
+        let best = i;
+        if (left < heap.length && this.before(heap[left], heap[best])) best = left;
+        if (right < heap.length && this.before(heap[right], heap[best])) best = right;
+        if (best === i) break;
+        [heap[i], heap[best]] = [heap[best], heap[i]];
+        i = best;
+      }
+    }
+    top.queued = false;
+    return top;
+  }
+
+  private before(a: Origin, b: Origin): boolean {
+    if (a.commit.time !== b.commit.time) return a.commit.time > b.commit.time;
+    return this.order.get(a)! < this.order.get(b)!;
+  }
+}
+
+function describeCommit(tx: ProjectReadTx, oid: Oid): BlameCommit {
+  const object = tx.getObject(oid);
+  if (!object || object.type !== 'commit') throw new Error(`commit ${oidToHex(oid)} is missing`);
+  const commit = decodeCommit(object.body);
+  return {
+    message: messageForClient(commit.message),
+    author: { name: commit.author.name, email: commit.author.email },
+    committed_at: new Date(commit.committer.timestamp * 1000).toISOString(),
+  };
+}
+
+/** git's fake working-tree commit: "Not Committed Yet" <not.committed.yet>, dated now. */
+function uncommitted(): BlameCommit {
+  return { message: 'Not committed yet', author: { name: 'Not Committed Yet', email: 'not.committed.yet' }, committed_at: new Date(Math.floor(Date.now() / 1000) * 1000).toISOString() };
+}
