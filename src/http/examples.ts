@@ -5,7 +5,10 @@
  */
 export interface RouteExample {
   body?: unknown;
-  response: unknown;
+  /** The JSON answer; absent for a route whose answer is not JSON (see `produces`). */
+  response?: unknown;
+  /** Content types of an answer that is not JSON (an archive), described instead of shown. */
+  produces?: string[];
 }
 
 const PROJECT_ID = 'prj_8fKq2LmZ0aT3xYv1';
@@ -95,6 +98,76 @@ export const ROUTE_EXAMPLES: Record<string, RouteExample> = {
   },
   'DELETE /api/v1/projects/:id/git/remote': { response: { remote } },
   'POST /api/v1/projects/:id/git/remote/sync': { response: { remote: { ...remote, sync: { status: 'pending', oid: OID, at: AT, error: null } } } },
+  'GET /api/v1/projects/:id/git/compare': {
+    response: {
+      base: OID,
+      head: PARENT,
+      merge_base: TREE.replace('4b8', '9cb'),
+      files: [
+        {
+          path: 'src/app.ts',
+          status: 'modified',
+          binary: false,
+          additions: 1,
+          deletions: 1,
+          old_missing_newline: false,
+          new_missing_newline: false,
+          old_oid: 'b10dedc93867d14e15868ad73c54440c258129c2',
+          old_mode: '100644',
+          new_oid: '3b53fd21984135619d3f74ce88e909400bd6702c',
+          new_mode: '100644',
+          hunks: [{ old_start: 1, old_lines: 2, new_start: 1, new_lines: 2, header: '@@ -1,2 +1,2 @@', lines: [' export const a = 1;', '-export const b = 4;', '+export const b = 3;'] }],
+        },
+      ],
+      truncated: false,
+    },
+  },
+  'GET /api/v1/projects/:id/git/blame/*': {
+    response: {
+      path: 'src/app.ts',
+      ref: 'main',
+      lines: [
+        { line: 1, oid: PARENT, original_line: 1, original_path: 'src/app.ts' },
+        { line: 2, oid: OID, original_line: 2, original_path: 'src/app.ts' },
+      ],
+      commits: {
+        [PARENT]: { message: 'Initial commit', author: { name: 'ci', email: 'key_Yw3vQ9sT0pLm@users.treehouse.invalid' }, committed_at: AT },
+        [OID]: { message: 'Change b', author: { name: 'ci', email: 'key_Yw3vQ9sT0pLm@users.treehouse.invalid' }, committed_at: AT },
+      },
+    },
+  },
+  'GET /api/v1/projects/:id/git/archive': { produces: ['application/zip', 'application/gzip'] },
+  'POST /api/v1/projects/:id/git/merge/preview': {
+    body: { source: 'feature/contact', target: 'main' },
+    response: {
+      clean: false,
+      merge_base: PARENT,
+      target_head: OID,
+      source_head: TREE.replace('4b8', '027'),
+      files: [
+        {
+          path: 'src/app.ts',
+          status: 'conflicted',
+          conflict: {
+            kind: 'content',
+            merged: 'export const a = 1;\n<<<<<<< main\nexport const b = 4;\n=======\nexport const b = 3;\n>>>>>>> feature/contact\n',
+            base: 'export const a = 1;\nexport const b = 2;\n',
+            ours: 'export const a = 1;\nexport const b = 4;\n',
+            theirs: 'export const a = 1;\nexport const b = 3;\n',
+          },
+        },
+      ],
+    },
+  },
+  'GET /api/v1/projects/:id/search': {
+    response: {
+      matches: [
+        { path: 'src/app.ts', line: 1, column: 1, text: 'export const a = 1;' },
+        { path: 'src/app.ts', line: 2, column: 1, text: 'export const b = 4;' },
+      ],
+      truncated: false,
+    },
+  },
   'GET /api/v1/templates': { response: { templates: [{ name: 'static-html', description: 'A static HTML site with a stylesheet and a script.', framework: 'static' }] } },
   'GET /api/v1/openapi.json': { response: { openapi: '3.1.0', info: { title: 'Treehouse', version: '1' }, paths: {} } },
 };

@@ -27,12 +27,16 @@ export function buildOpenApi(routes: Routes, serverUrl: string): Record<string, 
   for (const route of routes) {
     const path = route.url.replace(/:([A-Za-z_]+)/g, '{$1}').replace(/\*$/, '{path}');
     const example = exampleFor(route.method, route.url);
-    const success: Record<string, unknown> = { ...(route.response ? { schema: jsonSchema(route.response, 'output') } : {}), ...(example ? { example: example.response } : {}) };
+    const success: Record<string, unknown> = { ...(route.response ? { schema: jsonSchema(route.response, 'output') } : {}), ...(example?.response !== undefined ? { example: example.response } : {}) };
     const operation: Record<string, unknown> = {
       summary: route.summary,
       parameters: [...parameters(route.params, 'path'), ...parameters(route.query, 'query')],
       responses: {
-        [String(route.status ?? 200)]: Object.keys(success).length > 0 ? { description: 'Success', content: { 'application/json': success } } : { description: 'Success' },
+        [String(route.status ?? 200)]: example?.produces
+          ? { description: 'Success', content: Object.fromEntries(example.produces.map((type) => [type, { schema: { type: 'string', format: 'binary' } }])) }
+          : Object.keys(success).length > 0
+            ? { description: 'Success', content: { 'application/json': success } }
+            : { description: 'Success' },
         default: { description: 'Error', content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } } },
       },
     };

@@ -30,6 +30,7 @@ describe('route examples', () => {
       } else {
         expect(example.body, `${key} takes no body`).toBeUndefined();
       }
+      expect(example.response !== undefined || example.produces !== undefined, `${key} shows an answer or says what it produces`).toBe(true);
       if (route.response) {
         const parsed = route.response.safeParse(example.response);
         expect(parsed.success, `${key} answer: ${JSON.stringify(parsed.error?.issues)}`).toBe(true);
