@@ -26,6 +26,7 @@ import { join } from 'node:path';
 import { SourceTree, type SourceFile } from '../fixtures/sourceTree.js';
 import { loadConfig } from '../src/service/config.js';
 import { openTreehouse } from '../src/service/treehouse.js';
+import { openStore } from '../src/store/open.js';
 import { percentile, runWriteCommitLoad } from '../test/support/load.js';
 import { startServerProcess, type ServerProcess } from '../test/support/process.js';
 import { elapsedMs, sampleMemory, summarise, type MemoryPeaks, type Measurement, type ScenarioId } from './measure.js';
@@ -62,7 +63,8 @@ async function expect(api: Api, method: string, path: string, body: string | und
 
 /** A data directory with team default and `count` keys, made before the server opens it. */
 async function prepareDataDir(dataDir: string, count: number): Promise<string[]> {
-  const th = openTreehouse(loadConfig({ TREEHOUSE_DATA_DIR: dataDir }));
+  const config = loadConfig({ TREEHOUSE_DATA_DIR: dataDir });
+  const th = openTreehouse(config, openStore(config));
   try {
     const keys = [(await th.accounts.bootstrap())!];
     for (let i = 1; i < count; i++) keys.push((await th.accounts.createKey('default', `bench-${i}`)).key);

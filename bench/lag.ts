@@ -23,6 +23,7 @@ import { isolatedGitEnv } from '../fixtures/gitEnv.js';
 import { SourceTree, writeFilesToDirectory } from '../fixtures/sourceTree.js';
 import { loadConfig } from '../src/service/config.js';
 import { openTreehouse } from '../src/service/treehouse.js';
+import { openStore } from '../src/store/open.js';
 import { startGitHttpBackend } from '../test/support/httpBackend.js';
 import { percentile, runWriteCommitLoad } from '../test/support/load.js';
 import { startServerProcess } from '../test/support/process.js';
@@ -84,7 +85,8 @@ export async function runLagBench(options: {
   rmSync(workDir, { recursive: true, force: true });
   mkdirSync(workDir, { recursive: true });
   const dataDir = join(workDir, 'data');
-  const setup = openTreehouse(loadConfig({ TREEHOUSE_DATA_DIR: dataDir }));
+  const setupConfig = loadConfig({ TREEHOUSE_DATA_DIR: dataDir });
+  const setup = openTreehouse(setupConfig, openStore(setupConfig));
   const keys = [(await setup.accounts.bootstrap())!];
   for (let i = 1; i < WRITERS; i++) keys.push((await setup.accounts.createKey('default', `lag-${i}`)).key);
   await setup.close();

@@ -12,6 +12,7 @@ import { isTreehouseError } from './errors.js';
 import { BackupError, backupDataDir, restoreDataDir } from './service/backup.js';
 import { loadConfig } from './service/config.js';
 import { openTreehouse } from './service/treehouse.js';
+import { openStore } from './store/open.js';
 
 const USAGE = `usage:
   treehouse teams create NAME
@@ -40,7 +41,7 @@ async function run(argv: string[]): Promise<number> {
     process.stdout.write(`restored the backup of ${manifest.created_at} into ${config.dataDir}\n`);
     return 0;
   }
-  const th = openTreehouse(config);
+  const th = openTreehouse(config, openStore(config));
   try {
     if (noun === 'backup' && verb) {
       const manifest = await withBackupErrors(() => backupDataDir(th.store, config.dataDir, verb));

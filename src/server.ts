@@ -6,10 +6,11 @@ import { buildApp } from './http/app.js';
 import { listenMetrics } from './http/metricsServer.js';
 import { loadConfig } from './service/config.js';
 import { openTreehouse } from './service/treehouse.js';
+import { openStore } from './store/open.js';
 
 async function main(): Promise<void> {
   const config = loadConfig();
-  const th = openTreehouse(config);
+  const th = openTreehouse(config, openStore(config));
   const firstKey = await th.accounts.bootstrap();
   const app = buildApp(th, { logLevel: process.env.TREEHOUSE_LOG_LEVEL ?? 'info' });
   await app.listen({ port: config.port, host: config.host });

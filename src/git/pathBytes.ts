@@ -10,7 +10,7 @@
  * UTF-8 and are escaped byte by byte), so no two byte strings decode to the same string, and
  * encoding a decoded string gives back the exact bytes. A string holding a lone surrogate outside
  * U+DC80..U+DCFF, or any lone surrogate that a client sent us, is not a name we made: encodePath
- * refuses the first, and the API refuses the second (src/repo/apiPath.ts) before it gets here.
+ * refuses the first, and the API refuses the second (src/http/apiPath.ts) before it gets here.
  *
  * JavaScript compares strings by UTF-16 code units, which is byte order only for text without
  * surrogates; comparePathBytes gives git's byte order for any of these strings.

@@ -7,8 +7,8 @@ import { maxHeaderSize } from 'node:http';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import { randomUUID } from 'node:crypto';
-import { isTreehouseError, TreehouseError } from '../errors.js';
-import { StorageFullError } from '../store/types.js';
+import { TreehouseError } from '../errors.js';
+import { contractError } from '../service/domainErrors.js';
 import type { Treehouse } from '../service/treehouse.js';
 import type { Principal } from '../service/accounts.js';
 import { envelope, STATUS_BY_CODE } from './errors.js';
@@ -92,12 +92,10 @@ export function buildApp(th: Treehouse, options: AppOptions = {}): FastifyInstan
   }
 
   app.setErrorHandler((error: FastifyError | Error, request, reply) => {
-    if (isTreehouseError(error)) {
-      return reply.code(STATUS_BY_CODE[error.code]).send(envelope(error.code, error.message, error.details));
-    }
-    if (error instanceof StorageFullError) {
-      request.log.error({ err: error }, 'storage full');
-      return reply.code(503).send(envelope('unavailable', 'Storage is full; nothing was written.'));
+    const translated = contractError(error);
+    if (translated) {
+      if (translated.code === 'unavailable') request.log.error({ err: error }, 'storage unavailable');
+      return reply.code(STATUS_BY_CODE[translated.code]).send(envelope(translated.code, translated.message, translated.details));
     }
     const fastifyError = error as FastifyError;
     if (fastifyError.code === 'FST_ERR_CTP_BODY_TOO_LARGE') {

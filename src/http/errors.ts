@@ -4,7 +4,7 @@
  */
 import type { ErrorCode } from '../errors.js';
 import { displayPath } from '../git/pathBytes.js';
-import { pathsDetail, pathView } from '../repo/apiPath.js';
+import { pathsDetail, pathView } from './apiPath.js';
 
 export const STATUS_BY_CODE: Record<ErrorCode, number> = {
   invalid_request: 400,

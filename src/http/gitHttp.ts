@@ -20,8 +20,7 @@ import {
   ProtocolError,
   type Service,
 } from '../git/smartProtocol.js';
-import { advertise, fetchV2, lsRefs, uploadPackV0 } from '../repo/uploadPack.js';
-import { receivePack, type ReceivePackResult } from '../repo/receivePack.js';
+import type { ReceivePackResult } from '../service/gitExport.js';
 import type { ProjectRecord } from '../service/projects.js';
 import type { Treehouse } from '../service/treehouse.js';
 import { credentialOf } from './credentials.js';
@@ -121,7 +120,7 @@ function gitRoutes(app: FastifyInstance, th: Treehouse): void {
     const record = authorized(request);
     const service = (request.query as { service?: string }).service as Service;
     if (!SERVICES.has(service)) return reply.code(403).type('text/plain').send('Only the smart protocol is served.\n');
-    const lines = advertise(th.projects.repo(record), service, service === 'git-upload-pack' ? protocolVersion(request) : 0);
+    const lines = th.git.advertise(record, service, service === 'git-upload-pack' ? protocolVersion(request) : 0);
     return reply
       .header('Cache-Control', 'no-cache')
       .type(`application/x-${service}-advertisement`)
@@ -129,18 +128,18 @@ function gitRoutes(app: FastifyInstance, th: Treehouse): void {
   });
 
   app.post('/git/:project/git-upload-pack', { onRequest: authorize }, async (request, reply) => {
-    const repo = th.projects.repo(authorized(request));
+    const record = authorized(request);
     const service: Service = 'git-upload-pack';
     try {
       const packets = decodePktLines(await bodyOf(request, UPLOAD_REQUEST_BYTES_MAX));
       let stream: Iterable<Buffer> | AsyncIterable<Buffer>;
       if (protocolVersion(request) === 2) {
         const command = parseV2Command(packets);
-        if (command.command === 'ls-refs') stream = lsRefs(repo, command);
-        else if (command.command === 'fetch') stream = fetchV2(repo, command);
+        if (command.command === 'ls-refs') stream = th.git.lsRefs(record, command);
+        else if (command.command === 'fetch') stream = th.git.fetchV2(record, command);
         else throw new ProtocolError(`unknown command ${JSON.stringify(command.command)}`);
       } else {
-        stream = uploadPackV0(repo, parseUploadRequestV0(packets));
+        stream = th.git.uploadPackV0(record, parseUploadRequestV0(packets));
       }
       // Pull the first chunk now, so a refused request becomes an ERR answer rather than a broken stream.
       const iterator = Symbol.asyncIterator in stream ? stream[Symbol.asyncIterator]() : stream[Symbol.iterator]();
@@ -169,15 +168,12 @@ function gitRoutes(app: FastifyInstance, th: Treehouse): void {
       const answer = reply.header('Cache-Control', 'no-cache').type(`application/x-${service}-result`);
       // As git's receive-pack: no commands, nothing to unpack and nothing to report.
       if (push.commands.length === 0) return answer.send(Buffer.alloc(0));
-      const result = await receivePack(th.projects.repo(record), {
+      const result = await th.git.receivePack(record, {
         commands: push.commands,
         pack: body.subarray(push.packOffset),
         atomic: push.capabilities.has('atomic'),
         shallow: push.shallow,
-        refUpdatesMax: th.config.limits.pushRefsMax,
-        checkPack: (pack, limits, lookups, clientShallow) => th.packChecker.check(pack, limits, lookups, clientShallow),
       });
-      for (const branch of result.updatedBranches) await th.workspace.branchChanged(record, branch);
       return answer.send(encodePushAnswer(push.capabilities, result));
     } catch (error) {
       return protocolFailure(reply, service, error, sideband);

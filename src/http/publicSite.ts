@@ -17,9 +17,8 @@
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { decodePath } from '../git/pathBytes.js';
-import { readCommitFile } from '../repo/readCommitFile.js';
-import { MAIN_BRANCH } from '../repo/repo.js';
-import { HANDLE_PATTERN, type ProjectRecord } from '../service/projects.js';
+import type { ProjectRecord } from '../service/projects.js';
+import type { PublicSite } from '../service/publicSite.js';
 import type { Treehouse } from '../service/treehouse.js';
 
 const TEXT = '; charset=utf-8';
@@ -122,26 +121,25 @@ export function publicSiteRoutes(app: FastifyInstance, th: Treehouse): void {
     const query = queryAt < 0 ? '' : url.slice(queryAt);
     const match = /^\/p\/([^/]*)(?:\/(.*))?$/s.exec(queryAt < 0 ? url : url.slice(0, queryAt));
     const handle = match?.[1] ?? '';
-    const record = HANDLE_PATTERN.test(handle) ? th.projects.byHandle(handle) : undefined;
-    if (!match || !record || !record.published) return plain(reply, 404, 'Not found');
+    const record = th.site.published(handle);
+    if (!match || !record) return plain(reply, 404, 'Not found');
     if (match[2] === undefined) return redirect(reply, `${handle}/${query}`);
 
     const wanted = sitePath(match[2]);
     if (wanted.kind === 'bad') return plain(reply, wanted.status, wanted.status === 400 ? 'Bad request' : 'Not found');
-    const repo = th.projects.repo(record);
     const ifNoneMatch = request.headers['if-none-match'];
     const wantContent = (oid: string) => !etagMatches(ifNoneMatch, `"${oid}"`);
     let path = wanted.path;
     if (!wanted.directory && path !== '') {
-      const found = readCommitFile(repo, { branch: MAIN_BRANCH, path, wantContent });
+      const found = th.site.read(record, path, wantContent);
       if (found.kind === 'directory') return redirect(reply, `${match[2].slice(match[2].lastIndexOf('/') + 1)}/${query}`);
       if (found.kind === 'file') return serve(reply, path, found.oid, found.body);
-      return notFound(reply, record, th);
+      return notFound(reply, record, th.site);
     }
     path = path === '' ? 'index.html' : `${path}/index.html`;
-    const index = readCommitFile(repo, { branch: MAIN_BRANCH, path, wantContent });
+    const index = th.site.read(record, path, wantContent);
     if (index.kind === 'file') return serve(reply, path, index.oid, index.body);
-    return notFound(reply, record, th);
+    return notFound(reply, record, th.site);
   };
   app.get('/p/:handle', handler);
   app.get('/p/:handle/*', handler);
@@ -153,8 +151,8 @@ function serve(reply: FastifyReply, path: string, oid: string, body: Buffer | un
   return reply.code(200).type(contentTypeOf(path)).send(body);
 }
 
-function notFound(reply: FastifyReply, record: ProjectRecord, th: Treehouse) {
-  const page = readCommitFile(th.projects.repo(record), { branch: MAIN_BRANCH, path: NOT_FOUND_PAGE });
+function notFound(reply: FastifyReply, record: ProjectRecord, site: PublicSite) {
+  const page = site.read(record, NOT_FOUND_PAGE);
   if (page.kind === 'file' && page.body) return reply.code(404).type(contentTypeOf(NOT_FOUND_PAGE)).header('Cache-Control', 'no-cache').send(page.body);
   return plain(reply, 404, 'Not found');
 }

@@ -1,7 +1,7 @@
 /** Schemas several resources share (../shared/API.md "Conventions"). */
 import { z } from 'zod';
 import { identFieldProblem } from '../git/commit.js';
-import { base64PathProblem, pathFromBase64, textPathProblem } from '../repo/apiPath.js';
+import { base64PathProblem, pathFromBase64, textPathProblem } from './apiPath.js';
 import { FRAMEWORKS } from '../service/framework.js';
 
 export const branchField = z.string().min(1).max(255).default('main');
@@ -22,7 +22,7 @@ export const personField = z.strictObject({ name: identField.pipe(z.string().min
 /**
  * File paths in requests (README "File names are bytes"): `path` as text, where a lone surrogate
  * is refused because it names no bytes, or `path_base64` with the name's exact bytes. Both parse to
- * the path as the repository layer takes it (src/repo/apiPath.ts).
+ * the path as the repository layer takes it (src/http/apiPath.ts).
  */
 export const pathText = z
   .string()

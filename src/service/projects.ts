@@ -80,7 +80,7 @@ export class Projects {
   private readonly deleteHooks: Array<(tx: StoreWriteTx, record: ProjectRecord) => void> = [];
 
   constructor(
-    private readonly store: Store,
+    readonly store: Store,
     private readonly config: Config,
     private readonly sealer: Sealer,
   ) {}

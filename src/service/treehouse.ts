@@ -3,16 +3,18 @@
  * command-line tool both start here, so they read the same data directory the same way.
  */
 import { mkdirSync } from 'node:fs';
-import { LmdbStore } from '../store/lmdb.js';
 import type { Store } from '../store/types.js';
 import { Accounts } from './accounts.js';
 import { DeflateCache } from './deflateCache.js';
 import { EventLoopMonitor } from './eventLoopMonitor.js';
+import { GitExport } from './gitExport.js';
 import type { Config } from './config.js';
 import { Linter } from './lint.js';
 import { Metrics } from './metrics.js';
 import { PackChecker } from './packChecker.js';
 import { Projects } from './projects.js';
+import { PublicSite } from './publicSite.js';
+import { ProjectCreation } from './projectCreation.js';
 import { RateLimiter } from './rateLimiter.js';
 import { RemoteSync } from './remoteSync.js';
 import { Sealer, loadSecret } from './secrets.js';
@@ -36,6 +38,12 @@ export interface Treehouse {
   metrics: Metrics | null;
   /** Parses and checks pushed packs on a worker thread (src/service/packChecker.ts). */
   packChecker: PackChecker;
+  /** The smart-HTTP export: advertisements, fetches and pushes. */
+  git: GitExport;
+  /** What /p/{handle}/ may read. */
+  site: PublicSite;
+  /** POST /projects: seeds, linked repository, initial commit. */
+  creation: ProjectCreation;
   /** Starts background work (the sync queue); the server calls it once it listens. */
   start(): void;
   /** Stops background work, leaving queued work for the next start; call before close(). */
@@ -43,9 +51,9 @@ export interface Treehouse {
   close(): Promise<void>;
 }
 
-export function openTreehouse(config: Config): Treehouse {
+/** The service over `store` (src/store/open.ts opens the one a configuration names). */
+export function openTreehouse(config: Config, store: Store): Treehouse {
   mkdirSync(config.dataDir, { recursive: true });
-  const store = new LmdbStore({ path: config.dataDir });
   const sealer = new Sealer(loadSecret(config.dataDir, config.secret));
   const accounts = new Accounts(store);
   const projects = new Projects(store, config, sealer);
@@ -66,6 +74,7 @@ export function openTreehouse(config: Config): Treehouse {
           syncAttempts: () => remoteSync.attempts,
         });
   const packChecker = new PackChecker();
+  const git = new GitExport(projects, workspace, packChecker, config);
   workspace.onBranchChanged((record, branch) => remoteSync.branchChanged(record, branch));
   return {
     config,
@@ -80,6 +89,9 @@ export function openTreehouse(config: Config): Treehouse {
     eventLoop,
     metrics,
     packChecker,
+    git,
+    site: new PublicSite(projects),
+    creation: new ProjectCreation(projects, remoteSync, packChecker, config),
     start: () => {
       projects.start().catch((error: Error) => process.stderr.write(`finishing project drops failed: ${error.stack ?? error.message}\n`));
       remoteSync.start();

@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import { buildApp } from '../../src/http/app.js';
 import { loadConfig, type Limits } from '../../src/service/config.js';
 import { openTreehouse, type Treehouse } from '../../src/service/treehouse.js';
+import { openStore } from '../../src/store/open.js';
 import { scratchDir } from './git.js';
 
 export interface TestServer {
@@ -27,7 +28,7 @@ export async function startTestServer(
   const dir = options.dataDir ? { path: options.dataDir, remove: () => {} } : scratchDir('treehouse-http-');
   const config = loadConfig({ TREEHOUSE_DATA_DIR: dir.path, PORT: '0', ...options.env });
   config.limits = { ...config.limits, ...options.limits };
-  const th = openTreehouse(config);
+  const th = openTreehouse(config, openStore(config));
   // A reused data directory already has team default: give this server a key of its own.
   const key = (await th.accounts.bootstrap()) ?? (await th.accounts.createKey('default', 'test')).key;
   const app = buildApp(th, { logLevel: 'silent' });

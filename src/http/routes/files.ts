@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
-import { namedPathView, pathView } from '../../repo/apiPath.js';
+import { namedPathView, pathView } from '../apiPath.js';
 import type { Treehouse } from '../../service/treehouse.js';
 import { defineRoute } from '../route.js';
 import { batchFileEntry, branchField, deleteEntry, exactlyOnePath, pathBase64, pathText, pathViewFields, projectIdParams, queryBoolean } from '../schemas.js';

@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import type { Treehouse } from '../../service/treehouse.js';
-import { pathView } from '../../repo/apiPath.js';
+import { pathView } from '../apiPath.js';
 import { defineRoute } from '../route.js';
 import { branchField, cursorField, limitField, personField, projectIdParams, queryBoolean, refField, repeatedQuery } from '../schemas.js';
 

@@ -1,17 +1,11 @@
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
-import type { Treehouse } from '../../service/treehouse.js';
 import type { ProjectRecord } from '../../service/projects.js';
-import { filesSeed, templateSeed, zipSeed } from '../../service/seed.js';
-import { detectionFiles, fetchGitSeed } from '../../service/gitSeed.js';
-import { startMainAt, storeHistoryObjects } from '../../repo/importHistory.js';
-import { seedMainBranch } from '../../repo/initProject.js';
-import { peopleFor } from '../../service/workspace.js';
+import type { Treehouse } from '../../service/treehouse.js';
 import { defineRoute } from '../route.js';
 import { remoteLinkBody } from './remote.js';
 import { cursorField, frameworkField, limitField, projectIdParams, seedFileEntry } from '../schemas.js';
 import type { Framework } from '../../service/framework.js';
-import type { StoreWriteTx } from '../../store/types.js';
 
 const handleField = z.string().regex(/^[a-z0-9-]{3,63}$/, 'must be 3 to 63 of a-z, 0-9 and "-"');
 const titleField = z.string().min(1).max(200);
@@ -71,45 +65,7 @@ export function projectRoutes(app: FastifyInstance, th: Treehouse): void {
     app,
     { method: 'POST', url: '/api/v1/projects', summary: 'Create a project', body: createBody, status: 201 },
     async ({ body, principal }) => {
-      const limits = th.config.limits;
-      const people = peopleFor(principal);
-      const common = { title: body.title, handle: body.handle, framework: body.framework as Framework | null | undefined, commerce: body.commerce, people };
-      let record: ProjectRecord;
-      const source = body.source;
-      // A linked repository is checked first and linked in the creation's own transaction.
-      const remote = body.git_remote ? await th.remoteSync.prepareLink(body.git_remote, 'git_remote.url') : null;
-      if (source?.kind === 'git') {
-        const history = await fetchGitSeed(th.config, source, th.packChecker);
-        // The objects go in first, a write at a time, under a number reserved for the project;
-        // the project appears only in the transaction that points main at them.
-        const seq = await th.projects.reserveSeq();
-        try {
-          await storeHistoryObjects({ store: th.store, project: seq }, history);
-          record = await th.projects.create(principal, {
-            ...common,
-            seq,
-            files: detectionFiles(history),
-            seedHistory: (tx, created) => {
-              startMainAt(tx.project(created.seq), history);
-              if (remote) th.remoteSync.linkInTx(tx, created, remote);
-            },
-          });
-        } catch (error) {
-          await th.projects.releaseSeq(seq);
-          throw error;
-        }
-      } else {
-        const files =
-          source === undefined ? [] : source.kind === 'files' ? filesSeed(source.files, limits) : source.kind === 'zip' ? await zipSeed(source.data, limits) : templateSeed(source.name);
-        const seedHistory = remote
-          ? (tx: StoreWriteTx, created: ProjectRecord) => {
-              seedMainBranch(tx.project(created.seq), { files, people });
-              th.remoteSync.linkInTx(tx, created, remote);
-            }
-          : undefined;
-        record = await th.projects.create(principal, { ...common, files, seedHistory });
-      }
-      if (remote) th.remoteSync.kick();
+      const record = await th.creation.create(principal, { ...body, framework: body.framework as Framework | null | undefined });
       return { project: detailView(record) };
     },
   );

@@ -1,0 +1,52 @@
+/**
+ * The smart-HTTP export as the service offers it to the HTTP layer: reference advertisements,
+ * upload-pack answers (v0 and v2) and pushes, on a project record the caller has already resolved
+ * for its key. A push runs through here so that what follows a branch change (framework detection,
+ * linked-repository sync) happens however the branch moved.
+ */
+import type { FetchRequest, Service, V2Command } from '../git/smartProtocol.js';
+import { receivePack, type ReceivePackInput, type ReceivePackResult } from '../repo/receivePack.js';
+import { advertise, fetchV2, lsRefs, uploadPackV0 } from '../repo/uploadPack.js';
+import type { Config } from './config.js';
+import type { PackChecker } from './packChecker.js';
+import type { ProjectRecord, Projects } from './projects.js';
+import type { Workspace } from './workspace.js';
+
+export type { ReceivePackResult };
+
+export type PushInput = Pick<ReceivePackInput, 'commands' | 'pack' | 'atomic' | 'shallow'>;
+
+export class GitExport {
+  constructor(
+    private readonly projects: Projects,
+    private readonly workspace: Workspace,
+    private readonly packChecker: PackChecker,
+    private readonly config: Config,
+  ) {}
+
+  advertise(record: ProjectRecord, service: Service, version: 0 | 2): Buffer[] {
+    return advertise(this.projects.repo(record), service, version);
+  }
+
+  lsRefs(record: ProjectRecord, command: V2Command): Buffer[] {
+    return lsRefs(this.projects.repo(record), command);
+  }
+
+  fetchV2(record: ProjectRecord, command: V2Command): AsyncGenerator<Buffer> {
+    return fetchV2(this.projects.repo(record), command);
+  }
+
+  uploadPackV0(record: ProjectRecord, request: FetchRequest): AsyncGenerator<Buffer> {
+    return uploadPackV0(this.projects.repo(record), request);
+  }
+
+  async receivePack(record: ProjectRecord, push: PushInput): Promise<ReceivePackResult> {
+    const result = await receivePack(this.projects.repo(record), {
+      ...push,
+      refUpdatesMax: this.config.limits.pushRefsMax,
+      checkPack: (pack, limits, lookups, clientShallow) => this.packChecker.check(pack, limits, lookups, clientShallow),
+    });
+    for (const branch of result.updatedBranches) await this.workspace.branchChanged(record, branch);
+    return result;
+  }
+}

@@ -1,0 +1,96 @@
+/**
+ * Creating a project (../shared/API.md "Projects", POST /projects): its seed (files, zip, template,
+ * or the history of a git repository), an optional linked repository, and the initial commit, in
+ * the order that keeps a failure from leaving anything behind.
+ *
+ * - A linked repository is checked first and linked in the creation's own transaction.
+ * - A git seed's history is fetched and checked before anything is written; its objects then go in
+ *   a write at a time under a number reserved for the project, and the project appears only in the
+ *   transaction that points main at them (a failure drops what was stored).
+ */
+import { startMainAt, storeHistoryObjects } from '../repo/importHistory.js';
+import { seedMainBranch, type SeedFile } from '../repo/initProject.js';
+import type { ContentEncoding } from '../repo/fileContent.js';
+import type { StoreWriteTx } from '../store/types.js';
+import type { Principal } from './accounts.js';
+import type { Config } from './config.js';
+import type { Framework } from './framework.js';
+import { detectionFiles, fetchGitSeed, type GitSeedSource } from './gitSeed.js';
+import type { PackChecker } from './packChecker.js';
+import type { CommerceCredentials, ProjectRecord, Projects } from './projects.js';
+import type { LinkInput, RemoteSync } from './remoteSync.js';
+import { filesSeed, templateSeed, zipSeed } from './seed.js';
+import { peopleFor } from './workspace.js';
+
+export type ProjectSource =
+  | { kind: 'files'; files: Array<{ path: string; content: string; encoding?: ContentEncoding }> }
+  | { kind: 'zip'; data: string }
+  | ({ kind: 'git' } & GitSeedSource)
+  | { kind: 'template'; name: string };
+
+export interface NewProject {
+  title: string;
+  handle?: string;
+  framework?: Framework | null;
+  source?: ProjectSource;
+  commerce?: CommerceCredentials;
+  git_remote?: LinkInput;
+}
+
+export class ProjectCreation {
+  constructor(
+    private readonly projects: Projects,
+    private readonly remoteSync: RemoteSync,
+    private readonly packChecker: PackChecker,
+    private readonly config: Config,
+  ) {}
+
+  async create(principal: Principal, input: NewProject): Promise<ProjectRecord> {
+    const people = peopleFor(principal);
+    const common = { title: input.title, handle: input.handle, framework: input.framework, commerce: input.commerce, people };
+    const source = input.source;
+    const remote = input.git_remote ? await this.remoteSync.prepareLink(input.git_remote, 'git_remote.url') : null;
+    const link = (tx: StoreWriteTx, created: ProjectRecord) => {
+      if (remote) this.remoteSync.linkInTx(tx, created, remote);
+    };
+    let record: ProjectRecord;
+    if (source?.kind === 'git') {
+      const history = await fetchGitSeed(this.config, source, this.packChecker);
+      const seq = await this.projects.reserveSeq();
+      try {
+        await storeHistoryObjects({ store: this.projects.store, project: seq }, history);
+        record = await this.projects.create(principal, {
+          ...common,
+          seq,
+          files: detectionFiles(history),
+          seedHistory: (tx, created) => {
+            startMainAt(tx.project(created.seq), history);
+            link(tx, created);
+          },
+        });
+      } catch (error) {
+        await this.projects.releaseSeq(seq);
+        throw error;
+      }
+    } else {
+      const files = await this.seedFiles(source);
+      const seedHistory = remote
+        ? (tx: StoreWriteTx, created: ProjectRecord) => {
+            seedMainBranch(tx.project(created.seq), { files, people });
+            link(tx, created);
+          }
+        : undefined;
+      record = await this.projects.create(principal, { ...common, files, seedHistory });
+    }
+    if (remote) this.remoteSync.kick();
+    return record;
+  }
+
+  private async seedFiles(source: Exclude<ProjectSource, { kind: 'git' }> | undefined): Promise<SeedFile[]> {
+    const limits = this.config.limits;
+    if (source === undefined) return [];
+    if (source.kind === 'files') return filesSeed(source.files, limits);
+    if (source.kind === 'zip') return zipSeed(source.data, limits);
+    return templateSeed(source.name);
+  }
+}

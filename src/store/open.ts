@@ -1,0 +1,17 @@
+/**
+ * The store a configuration names. Today that is the embedded LMDB environment in the data
+ * directory; a PostgreSQL backend will be chosen here too (TREEHOUSE_DATABASE_URL), so the
+ * service never knows which backend it runs on.
+ */
+import { mkdirSync } from 'node:fs';
+import { LmdbStore } from './lmdb.js';
+import type { Store } from './types.js';
+
+export interface StoreLocation {
+  dataDir: string;
+}
+
+export function openStore(location: StoreLocation): Store {
+  mkdirSync(location.dataDir, { recursive: true });
+  return new LmdbStore({ path: location.dataDir });
+}
