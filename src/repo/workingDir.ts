@@ -8,6 +8,7 @@
  * decodes it into a map once; from then on it is encoded like any tree.
  */
 import type { Oid } from '../git/oid.js';
+import { OID_BYTES } from '../git/oid.js';
 import { decodePath, encodePath } from '../git/pathBytes.js';
 import { encodeTreeSorted, MODE_GITLINK, MODE_TREE, TreeFormatError, type TreeEntry, type TreeMode } from '../git/tree.js';
 
@@ -31,7 +32,6 @@ export const SIZE_UNKNOWN = -1;
 /** The annex holds one u32 BE size per entry, in the tree's order; this value means unknown. */
 const ANNEX_UNKNOWN = 0xffffffff;
 const ANNEX_BYTES_PER_ENTRY = 4;
-const OID_BYTES = 20;
 const SPACE = 0x20;
 const NUL = 0;
 const MODES: readonly TreeMode[] = ['100644', '100755', '120000', MODE_TREE, MODE_GITLINK];

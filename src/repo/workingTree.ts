@@ -16,11 +16,11 @@
 import { basename, dirname, isWithin, joinPath } from '../git/path.js';
 import { MODE_TREE, type FileMode, type TreeMode } from '../git/tree.js';
 import type { Oid } from '../git/oid.js';
+import { OID_BYTES } from '../git/oid.js';
 import { pathDepth } from '../git/treeDepth.js';
 import type { ProjectReadTx, ProjectWriteTx, WorkingTreeState } from '../store/types.js';
 import { scanStoredTree, SIZE_UNKNOWN, WorkingDir, type WorkingEntry } from './workingDir.js';
 
-const OID_BYTES = 20;
 
 export type { WorkingEntry } from './workingDir.js';
 

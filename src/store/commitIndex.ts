@@ -5,9 +5,9 @@
  */
 import { decodeCommit } from '../git/commit.js';
 import type { Oid } from '../git/oid.js';
+import { OID_BYTES } from '../git/oid.js';
 import type { CommitInfo } from './types.js';
 
-const OID_BYTES = 20;
 const FIXED_BYTES = OID_BYTES + 4 + 8 + 4;
 
 export function encodeCommitInfo(info: CommitInfo): Buffer {

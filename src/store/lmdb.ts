@@ -20,7 +20,7 @@
  * would write the escapes of src/git/pathBytes.ts as U+FFFD and lose the name.
  */
 import { open, type Database, type RootDatabase } from 'lmdb';
-import { hashObject, type ObjectType, type Oid } from '../git/oid.js';
+import { hashObject, type ObjectType, type Oid, OID_BYTES } from '../git/oid.js';
 import { decodePath, encodePath, isUtf8Path } from '../git/pathBytes.js';
 import {
   RefChangedError,
@@ -39,7 +39,6 @@ import {
 import { decodeCommitInfo, encodeCommitInfo, commitInfoFromBody } from './commitIndex.js';
 
 const PROJECT_PREFIX_BYTES = 4;
-const OID_BYTES = 20;
 const TYPE_CODES: Record<ObjectType, number> = { commit: 1, tree: 2, blob: 3, tag: 4 };
 const TYPE_NAMES: ObjectType[] = ['commit', 'commit', 'tree', 'blob', 'tag'];
 const NUL = 0;

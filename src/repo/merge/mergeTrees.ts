@@ -26,15 +26,39 @@
  * directory-rename problems git only prints ('directory rename split', 'implicit dir rename')
  * are conflicts too.
  */
-import { EMPTY_BLOB_OID, EMPTY_TREE_OID, hashObject, oidToHex, type Oid } from '../../git/oid.js';
+import { EMPTY_TREE_OID, type Oid } from '../../git/oid.js';
 import { specialFileOf } from '../../git/fsck.js';
 import { encodePath } from '../../git/pathBytes.js';
 import { pathDepth } from '../../git/treeDepth.js';
-import { decodeTree, encodeTree, type TreeEntry, type TreeMode } from '../../git/tree.js';
+import type { TreeEntry, TreeMode } from '../../git/tree.js';
 import { GitStrMap } from './gitStrMap.js';
 import { mergeContent } from './mergeContent.js';
-import { hashSpans } from './spanHash.js';
+import {
+  ABSENT,
+  NULL_OID,
+  isGitlink,
+  isRegular,
+  isSymlink,
+  MODE_DIRECTORY,
+  NOT_RELEVANT,
+  parentOf,
+  RELEVANT_CONTENT,
+  RELEVANT_FOR_ANCESTOR,
+  RELEVANT_FOR_SELF,
+  RELEVANT_LOCATION,
+  sameVersion,
+  treeModeOf,
+  typeOf,
+  versionOf,
+  type FilePair,
+  type Side,
+  type Version,
+} from './mergeModel.js';
+import { RenameDetector } from './renameDetection.js';
+import { StagedObjects } from './stagedObjects.js';
 import { walkTogether, type Row } from './walkTrees.js';
+
+export { StagedObjects } from './stagedObjects.js';
 
 /** The object access a merge needs; reads must return what was written. */
 export interface MergeObjects {
@@ -144,119 +168,10 @@ export function mergeTreesWith(objects: MergeObjects, base: Oid | null, ours: Oi
 // ---------------------------------------------------------------------------------------------
 // Objects written during a merge stay in memory until the merge is known to be clean.
 
-/**
- * Holds every blob and tree a merge writes (merged files, conflict-marked files, virtual merge
- * bases) in memory. flush() writes only what the final tree reaches, so a conflicted merge or a
- * virtual base leaves nothing in the store.
- */
-export class StagedObjects implements MergeObjects {
-  private readonly blobs = new Map<string, Buffer>();
-  private readonly trees = new Map<string, { entries: TreeEntry[]; body: Buffer }>();
-
-  constructor(private readonly store: MergeObjects) {}
-
-  readTree(oid: Oid): TreeEntry[] {
-    const staged = this.trees.get(oidToHex(oid));
-    if (staged) return staged.entries;
-    if (oid.equals(EMPTY_TREE_OID)) return [];
-    return this.store.readTree(oid);
-  }
-
-  readBlob(oid: Oid): Buffer {
-    const staged = this.blobs.get(oidToHex(oid));
-    if (staged) return staged;
-    if (oid.equals(EMPTY_BLOB_OID)) return Buffer.alloc(0);
-    return this.store.readBlob(oid);
-  }
-
-  writeBlob(body: Buffer): Oid {
-    const oid = hashObject('blob', body);
-    this.blobs.set(oidToHex(oid), body);
-    return oid;
-  }
-
-  writeTree(entries: TreeEntry[]): Oid {
-    const body = encodeTree(entries);
-    const oid = hashObject('tree', body);
-    // Kept in stored (git) order: readers walk trees in that order.
-    this.trees.set(oidToHex(oid), { entries: decodeTree(body, true), body });
-    return oid;
-  }
-
-  putEncodedTree(oid: Oid, body: Buffer): void {
-    this.trees.set(oidToHex(oid), { entries: decodeTree(body, true), body });
-  }
-
-  /** Writes the staged objects reachable from `root` to the store, children first (an explicit stack: trees may be thousands deep). */
-  flush(root: Oid): void {
-    const written = new Set<string>([oidToHex(root)]);
-    const rootStaged = this.trees.get(oidToHex(root));
-    if (!rootStaged) return; // already in the store
-    const stack: Array<{ oid: Oid; staged: { entries: TreeEntry[]; body: Buffer }; next: number }> = [{ oid: root, staged: rootStaged, next: 0 }];
-    while (stack.length > 0) {
-      const top = stack[stack.length - 1];
-      if (top.next >= top.staged.entries.length) {
-        stack.pop();
-        this.store.putEncodedTree(top.oid, top.staged.body);
-        continue;
-      }
-      const entry = top.staged.entries[top.next++];
-      const hex = oidToHex(entry.oid);
-      if (written.has(hex)) continue;
-      written.add(hex);
-      if (entry.mode === '40000') {
-        const staged = this.trees.get(hex);
-        if (staged) stack.push({ oid: entry.oid, staged, next: 0 });
-      } else {
-        const body = this.blobs.get(hex);
-        if (body) assertSameId(this.store.writeBlob(body), entry.oid);
-      }
-    }
-  }
-}
-
-function assertSameId(written: Oid, expected: Oid): void {
-  if (!written.equals(expected)) {
-    throw new Error(`object store returned ${oidToHex(written)} for object ${oidToHex(expected)}`);
-  }
-}
-
-// ---------------------------------------------------------------------------------------------
-// Modes and versions.
-
-const S_IFMT = 0o170000;
-const S_IFREG = 0o100000;
-const S_IFLNK = 0o120000;
-const S_IFGITLINK = 0o160000;
-const MODE_DIRECTORY = 0o040000;
-const NULL_OID: Oid = Buffer.alloc(20);
-
-/** One side's entry at a path: mode 0 means absent. */
-interface Version {
-  mode: number;
-  oid: Oid;
-}
-
-const ABSENT: Version = Object.freeze({ mode: 0, oid: NULL_OID }) as Version;
-
-const isRegular = (mode: number) => (mode & S_IFMT) === S_IFREG;
-const isSymlink = (mode: number) => (mode & S_IFMT) === S_IFLNK;
-const isGitlink = (mode: number) => (mode & S_IFMT) === S_IFGITLINK;
-const typeOf = (mode: number) => mode & S_IFMT;
-const sameVersion = (a: Version, b: Version) => a.mode === b.mode && a.oid.equals(b.oid);
-
-function versionOf(entry: TreeEntry | undefined): Version {
-  return entry ? { mode: parseInt(entry.mode, 8), oid: entry.oid } : ABSENT;
-}
-
-function treeModeOf(mode: number): TreeMode {
-  return mode.toString(8) as TreeMode;
-}
 
 // ---------------------------------------------------------------------------------------------
 // Per-path state (merge-ort's merged_info / conflict_info in one record).
 
-type Side = 1 | 2;
 type Stages = [Version, Version, Version];
 
 interface PathInfo {
@@ -303,65 +218,15 @@ function cloneInfo(info: PathInfo): PathInfo {
   return { ...info, stages: [...info.stages] as Stages, pathnames: [...info.pathnames] as PathInfo['pathnames'] };
 }
 
-/** A file deleted ('D'), added ('A') or renamed ('R') on one side, as diffcore's pairs. */
-interface FilePair {
-  status: 'A' | 'D' | 'R';
-  side: Side;
-  /** Source path and version (for 'A' the path only). */
-  onePath: string;
-  one: Version;
-  /** Destination path and version (for 'D' the path only). */
-  twoPath: string;
-  two: Version;
-  /** A source already paired with a destination. */
-  used: boolean;
-}
-
-/** Why a deleted path is a rename source worth detecting (merge-ort's relevant_sources). */
-const RELEVANT_CONTENT = 1;
-const RELEVANT_LOCATION = 2;
-/** Why a removed directory matters for directory renames (dir_rename_relevance). */
-const NOT_RELEVANT = 0;
-const RELEVANT_FOR_ANCESTOR = 1;
-const RELEVANT_FOR_SELF = 2;
-
 /** Branch labels merge-ort uses while building virtual merge bases. */
 const VIRTUAL_BRANCH1 = 'Temporary merge branch 1';
 const VIRTUAL_BRANCH2 = 'Temporary merge branch 2';
 /** Labels for the real merge when the caller names no branches; they show only in conflicts. */
 const DEFAULT_LABELS: MergeLabels = { ours: 'ours', theirs: 'theirs' };
-/** diffcore-rename: at most this many identical sources are considered per destination. */
-const IDENTICAL_SOURCES_MAX = 100;
-/** diffcore.h MAX_SCORE and DEFAULT_RENAME_SCORE (50%); basename matches need 75%. */
-const SCORE_MAX = 60000;
-const RENAME_SCORE_MIN = 30000;
-const BASENAME_SCORE_MIN = RENAME_SCORE_MIN + Math.trunc(0.5 * (SCORE_MAX - RENAME_SCORE_MIN));
-/** merge-ort's rename limit: no similarity search beyond 7000 × 7000 candidates. */
-const RENAME_LIMIT = 7000;
-/** diffcore-rename NUM_CANDIDATE_PER_DST. */
-const CANDIDATES_PER_DESTINATION = 4;
-/** diffcore-rename's placeholder target for sources not yet paired (never a real directory). */
-const UNKNOWN_DIR = '/';
-const RELEVANT_NO_MORE = 0;
-
 const SLASH = 0x2f;
 
 function joinPath(dir: string, name: string): string {
   return dir === '' ? name : `${dir}/${name}`;
-}
-
-function parentOf(path: string): string {
-  const slash = path.lastIndexOf('/');
-  return slash < 0 ? '' : path.slice(0, slash);
-}
-
-function lastComponent(path: string): string {
-  return path.slice(path.lastIndexOf('/') + 1);
-}
-
-/** diffcore-rename basename_same(): do the two paths end in the same file name? */
-function basenameSame(a: string, b: string): boolean {
-  return lastComponent(a) === lastComponent(b);
 }
 
 /**
@@ -402,6 +267,7 @@ class TreeMerge {
   private readonly trivialMergesOkay: Record<Side, boolean> = { 1: true, 2: true };
   private readonly branch1: string;
   private readonly branch2: string;
+  private readonly renameDetector: RenameDetector;
 
   constructor(
     private readonly objects: MergeObjects,
@@ -410,6 +276,7 @@ class TreeMerge {
   ) {
     this.branch1 = depth > 0 ? VIRTUAL_BRANCH1 : labels.ours;
     this.branch2 = depth > 0 ? VIRTUAL_BRANCH2 : labels.theirs;
+    this.renameDetector = new RenameDetector(objects);
   }
 
   run(base: Oid, ours: Oid, theirs: Oid): TreeMergeOutcome {
@@ -595,8 +462,14 @@ class TreeMerge {
   // Phase 2: renames (merge-ort's detect_and_process_renames).
 
   private detectAndProcessRenames(): void {
-    this.detectRenames(1);
-    this.detectRenames(2);
+    for (const side of [1, 2] as const) {
+      this.pairs[side] = this.renameDetector.detect({
+        pairs: this.pairs[side],
+        relevantSources: this.relevantSources[side],
+        dirsRemoved: this.dirsRemoved[side],
+        dirRenameCounts: this.dirRenameCounts[side],
+      });
+    }
     // Directory renames are only looked for in the real merge, not in virtual merge bases.
     if (this.depth === 0) {
       this.chooseDirectoryRenames(1);
@@ -616,253 +489,6 @@ class TreeMerge {
     const sourceKeys = new Map(combined.map((pair) => [pair, encodePath(pair.onePath)]));
     combined.sort((a, b) => Buffer.compare(sourceKeys.get(a)!, sourceKeys.get(b)!)); // stable
     this.processRenames(combined);
-  }
-
-  /**
-   * diffcore_rename_extended() as merge-ort runs it for one side. Runs only if one of the side's
-   * deletions matters (merge-ort's possible_side_renames()); empty files take part in no renames
-   * (rename_empty = 0). Steps, each pairing an added file with a deleted one at most once:
-   *   1. exact: same blob (for symlinks and submodules also the same mode), a source with the
-   *      same basename preferred;
-   *   2. basename: a relevant source and a destination whose file names are unique among the
-   *      remaining ones (or whose directory the exact renames say moved) and ≥75% similar;
-   *   3. matrix: the remaining relevant sources against the remaining destinations, best four
-   *      candidates per destination, pairs taken by decreasing similarity while ≥50%.
-   * Renames vote for directory renames on the way (update_dir_rename_counts()).
-   */
-  private detectRenames(side: Side): void {
-    const pairs = this.pairs[side];
-    const relevant = this.relevantSources[side];
-    if (pairs.length === 0 || relevant.size === 0) return;
-    let sources = pairs.filter((pair) => pair.status === 'D' && !pair.one.oid.equals(EMPTY_BLOB_OID));
-    const destinations = pairs.filter((pair) => pair.status === 'A' && !pair.two.oid.equals(EMPTY_BLOB_OID));
-    if (sources.length === 0 || destinations.length === 0) return;
-
-    this.findExactRenames(sources, destinations);
-    sources = sources.filter((source) => !source.used);
-    const guide = this.initialiseDirectoryRenameGuide(side, destinations);
-    this.findBasenameRenames(side, sources, destinations, guide);
-    sources = sources.filter((source) => !source.used && relevant.has(source.onePath));
-    sources = this.dropSourcesOnlyNeededForKnownDirectoryRenames(side, sources);
-    const remaining = destinations.filter((destination) => destination.status !== 'R');
-    if (remaining.length > 0 && sources.length > 0 && remaining.length * sources.length <= RENAME_LIMIT * RENAME_LIMIT) {
-      this.findSimilarRenames(side, sources, remaining);
-    }
-
-    this.pairs[side] = pairs.filter((pair) => !(pair.status === 'D' && pair.used));
-    // cleanup_dir_rename_info(): only removed, relevant directories can have moved.
-    for (const [sourceDir, counts] of [...this.dirRenameCounts[side]]) {
-      if (!this.dirsRemoved[side].get(sourceDir)) this.dirRenameCounts[side].delete(sourceDir);
-      else counts.delete(UNKNOWN_DIR);
-    }
-  }
-
-  /** find_exact_renames(). */
-  private findExactRenames(sources: readonly FilePair[], destinations: readonly FilePair[]): void {
-    const sourcesByBlob = new Map<string, FilePair[]>();
-    for (const source of sources) {
-      const hex = oidToHex(source.one.oid);
-      const list = sourcesByBlob.get(hex);
-      if (list) list.push(source);
-      else sourcesByBlob.set(hex, [source]);
-    }
-    for (const destination of destinations) {
-      let best: FilePair | null = null;
-      let bestScore = -1;
-      let budget = IDENTICAL_SOURCES_MAX;
-      for (const source of sourcesByBlob.get(oidToHex(destination.two.oid)) ?? []) {
-        const regular = isRegular(source.one.mode) && isRegular(destination.two.mode);
-        if (!regular && source.one.mode !== destination.two.mode) continue;
-        if (source.used) continue;
-        const score = 1 + (basenameSame(source.onePath, destination.twoPath) ? 1 : 0);
-        if (score > bestScore) {
-          best = source;
-          bestScore = score;
-          if (score === 2) break;
-        }
-        if (--budget === 0) break;
-      }
-      if (best) recordRename(destination, best);
-    }
-  }
-
-  /**
-   * initialize_dir_rename_info(): count the exact renames' directory votes, and guess for each
-   * source directory where it went (the target with the most votes).
-   */
-  private initialiseDirectoryRenameGuide(side: Side, destinations: readonly FilePair[]): DirectoryRenameGuide {
-    const unpairedByPath = new Map<string, FilePair>();
-    for (const destination of destinations) {
-      if (destination.status === 'R') this.countDirectoryRename(side, destination.onePath, destination.twoPath);
-      else unpairedByPath.set(destination.twoPath, destination);
-    }
-    const likelyTarget = new Map<string, string>();
-    for (const [sourceDir, counts] of this.dirRenameCounts[side]) {
-      let highest = 0;
-      let target: string | null = null;
-      for (const [targetDir, count] of counts.entries()) {
-        if (count > highest) {
-          highest = count;
-          target = targetDir;
-        }
-      }
-      if (target !== null) likelyTarget.set(sourceDir, target);
-    }
-    return { unpairedByPath, likelyTarget };
-  }
-
-  /** find_basename_matches() with idx_possible_rename(). */
-  private findBasenameRenames(side: Side, sources: readonly FilePair[], destinations: readonly FilePair[], guide: DirectoryRenameGuide): void {
-    const uniqueSource = new Map<string, number>(); // basename → index, -1 when not unique
-    sources.forEach((source, i) => {
-      const name = lastComponent(source.onePath);
-      uniqueSource.set(name, uniqueSource.has(name) ? -1 : i);
-    });
-    const uniqueDestination = new Map<string, FilePair | null>(); // basename → destination, null when not unique
-    for (const destination of destinations) {
-      if (destination.status === 'R') continue;
-      const name = lastComponent(destination.twoPath);
-      uniqueDestination.set(name, uniqueDestination.has(name) ? null : destination);
-    }
-    sources.forEach((source, i) => {
-      if (!this.relevantSources[side].has(source.onePath)) return;
-      const name = lastComponent(source.onePath);
-      if (!uniqueDestination.has(name)) return;
-      let destination: FilePair | null = uniqueDestination.get(name) ?? null;
-      if (uniqueSource.get(name) !== i || destination === null) {
-        // Not unique: try where the exact renames say this file's directory went.
-        const target = guide.likelyTarget.get(parentOf(source.onePath));
-        destination = target === undefined ? null : (guide.unpairedByPath.get(`${target}/${name}`) ?? null);
-      }
-      if (destination === null || destination.status === 'R') return;
-      if (this.similarity(source.one, destination.two, BASENAME_SCORE_MIN) < BASENAME_SCORE_MIN) return;
-      recordRename(destination, source);
-      this.countDirectoryRename(side, source.onePath, destination.twoPath);
-    });
-  }
-
-  /**
-   * handle_early_known_dir_renames(): once a removed directory's rename is settled by majority,
-   * sources wanted only for locating it need no similarity search.
-   */
-  private dropSourcesOnlyNeededForKnownDirectoryRenames(side: Side, sources: readonly FilePair[]): FilePair[] {
-    const removed = this.dirsRemoved[side];
-    const counts = this.dirRenameCounts[side];
-    for (const source of sources) {
-      for (let dir = parentOf(source.onePath); dir !== '' && (removed.get(dir) ?? NOT_RELEVANT) !== NOT_RELEVANT; dir = parentOf(dir)) {
-        let targets = counts.get(dir);
-        if (!targets) {
-          targets = new GitStrMap();
-          counts.set(dir, targets);
-        }
-        targets.set(UNKNOWN_DIR, (targets.get(UNKNOWN_DIR) ?? 0) + 1);
-      }
-    }
-    for (const [dir, targets] of counts) {
-      if (removed.get(dir) === RELEVANT_FOR_SELF && directoryRenameDeterminable(targets)) removed.set(dir, RELEVANT_FOR_ANCESTOR);
-    }
-    return sources.filter((source) => {
-      if (this.relevantSources[side].get(source.onePath) !== RELEVANT_LOCATION) return true;
-      for (let dir = parentOf(source.onePath); ; dir = parentOf(dir)) {
-        const relevance = removed.get(dir) ?? NOT_RELEVANT;
-        if (relevance === NOT_RELEVANT) break;
-        if (relevance === RELEVANT_FOR_SELF) return true;
-      }
-      this.relevantSources[side].set(source.onePath, RELEVANT_NO_MORE);
-      return false;
-    });
-  }
-
-  /** The NxM similarity matrix of diffcore_rename_extended(), with record_if_better() and find_renames(). */
-  private findSimilarRenames(side: Side, sources: readonly FilePair[], destinations: readonly FilePair[]): void {
-    const matrix: Candidate[] = [];
-    destinations.forEach((destination, d) => {
-      const best: Candidate[] = Array.from({ length: CANDIDATES_PER_DESTINATION }, () => ({ destination: -1, source: -1, score: 0, nameScore: 0 }));
-      sources.forEach((source, s) => {
-        const candidate: Candidate = {
-          destination: d,
-          source: s,
-          score: this.similarity(source.one, destination.two, RENAME_SCORE_MIN),
-          nameScore: basenameSame(source.onePath, destination.twoPath) ? 1 : 0,
-        };
-        let worst = 0;
-        for (let i = 1; i < CANDIDATES_PER_DESTINATION; i++) if (compareCandidates(best[i], best[worst]) > 0) worst = i;
-        if (compareCandidates(best[worst], candidate) > 0) best[worst] = candidate;
-      });
-      matrix.push(...best);
-    });
-    matrix.sort(compareCandidates); // stable, as git's STABLE_QSORT
-    for (const candidate of matrix) {
-      if (candidate.destination < 0 || candidate.score < RENAME_SCORE_MIN) break;
-      const destination = destinations[candidate.destination];
-      const source = sources[candidate.source];
-      if (destination.status === 'R' || source.used) continue;
-      recordRename(destination, source);
-      this.countDirectoryRename(side, source.onePath, destination.twoPath);
-    }
-  }
-
-  /**
-   * estimate_similarity(): how much of the larger file is material both files share, on git's
-   * scale of 0..60000. Only regular files; sizes too far apart score 0 without reading.
-   */
-  private similarity(source: Version, destination: Version, minimumScore: number): number {
-    if (!isRegular(source.mode) || !isRegular(destination.mode)) return 0;
-    const sourceContent = this.objects.readBlob(source.oid);
-    const destinationContent = this.objects.readBlob(destination.oid);
-    const maxSize = Math.max(sourceContent.length, destinationContent.length);
-    const delta = maxSize - Math.min(sourceContent.length, destinationContent.length);
-    if (maxSize * (SCORE_MAX - minimumScore) < delta * SCORE_MAX) return 0;
-    if (destinationContent.length === 0) return 0;
-    const sourceSpans = this.spans(source.oid, sourceContent);
-    const destinationSpans = this.spans(destination.oid, destinationContent);
-    let copied = 0;
-    for (const [hash, count] of sourceSpans) {
-      const other = destinationSpans.get(hash);
-      if (other !== undefined) copied += Math.min(count, other);
-    }
-    return Math.trunc((copied * SCORE_MAX) / maxSize);
-  }
-
-  private readonly spanCache = new Map<string, Map<number, number>>();
-
-  private spans(oid: Oid, content: Buffer): Map<number, number> {
-    const hex = oidToHex(oid);
-    let spans = this.spanCache.get(hex);
-    if (!spans) {
-      spans = hashSpans(content);
-      this.spanCache.set(hex, spans);
-    }
-    return spans;
-  }
-
-  /**
-   * diffcore-rename's update_dir_rename_counts(): a rename a/b/c/x → d/e/c/x votes for a/b/c →
-   * d/e/c and, while the trailing directory names agree and the directories matter, a/b → d/e.
-   */
-  private countDirectoryRename(side: Side, oldPath: string, newPath: string): void {
-    const removed = this.dirsRemoved[side];
-    let oldDir = oldPath;
-    let newDir = newPath;
-    for (let first = true; ; first = false) {
-      const oldBefore = oldDir;
-      const newBefore = newDir;
-      oldDir = parentOf(oldDir);
-      if (!removed.has(oldDir)) break;
-      newDir = parentOf(newDir);
-      if (!first && lastComponent(oldBefore) !== lastComponent(newBefore)) break;
-      const relevance = removed.get(oldDir) ?? NOT_RELEVANT;
-      if (relevance === RELEVANT_FOR_SELF || first) {
-        let counts = this.dirRenameCounts[side].get(oldDir);
-        if (!counts) {
-          counts = new GitStrMap();
-          this.dirRenameCounts[side].set(oldDir, counts);
-        }
-        counts.set(newDir, (counts.get(newDir) ?? 0) + 1);
-      }
-      if (relevance === NOT_RELEVANT) break;
-      if (oldDir === '' || newDir === '') break;
-    }
   }
 
   /** get_provisional_directory_renames(): a removed directory moved where most of its files went. */
@@ -1439,54 +1065,6 @@ function findRenamedDirectory(path: string, dirRenames: Map<string, string>): [s
 function applyDirectoryRename([oldDir, newDir]: [string, string], path: string): string {
   if (newDir === '') return path.slice(oldDir.length + 1);
   return newDir + path.slice(oldDir.length);
-}
-
-/** record_rename_pair(): the destination becomes a rename of the source. */
-function recordRename(destination: FilePair, source: FilePair): void {
-  source.used = true;
-  destination.status = 'R';
-  destination.onePath = source.onePath;
-  destination.one = source.one;
-}
-
-interface DirectoryRenameGuide {
-  /** Destinations not paired by exact renames, by path (idx_map). */
-  unpairedByPath: Map<string, FilePair>;
-  /** Source directory → the target directory most of its exact renames went to (dir_rename_guess). */
-  likelyTarget: Map<string, string>;
-}
-
-interface Candidate {
-  /** Index into the destinations; -1 for an empty slot. */
-  destination: number;
-  source: number;
-  score: number;
-  nameScore: number;
-}
-
-/** score_compare(): empty slots last, then by score, then same basename first. */
-function compareCandidates(a: Candidate, b: Candidate): number {
-  if (a.destination < 0) return b.destination >= 0 ? 1 : 0;
-  if (b.destination < 0) return -1;
-  if (a.score === b.score) return b.nameScore - a.nameScore;
-  return b.score - a.score;
-}
-
-/** dir_rename_already_determinable(): does the leading target beat the runner-up plus the unknowns? */
-function directoryRenameDeterminable(targets: GitStrMap<number>): boolean {
-  let first = 0;
-  let second = 0;
-  let unknown = 0;
-  for (const [target, count] of targets.entries()) {
-    if (target === UNKNOWN_DIR) unknown = count;
-    else if (count >= first) {
-      second = first;
-      first = count;
-    } else if (count >= second) {
-      second = count;
-    }
-  }
-  return first > second + unknown;
 }
 
 /** resolve_trivial_directory_merge(): the directory is that side's tree (or gone). */

@@ -430,6 +430,7 @@ describe('mergeCommits against git merge-tree --write-tree', () => {
     const failures: string[] = [];
     const gitFailed: string[] = [];
     const messageOnly: string[] = [];
+    let compared = 0;
     let conflicted = 0;
     const reasons = new Map<string, number>();
     merges.forEach((merge, i) => {
@@ -456,6 +457,7 @@ describe('mergeCommits against git merge-tree --write-tree', () => {
         messageOnly.push(`${label}: ${JSON.stringify(ours.conflicts)}`);
         return;
       }
+      compared++;
       if (git.clean !== ours.clean) {
         failures.push(`${label}: git clean=${git.clean} [${git.conflictedPaths.join(', ')}], ours clean=${ours.clean} ${JSON.stringify(ours.clean ? oidToHex(ours.tree) : ours.conflicts)}`);
         return;
@@ -478,5 +480,10 @@ describe('mergeCommits against git merge-tree --write-tree', () => {
       for (const label of messageOnly) console.log(`git clean, conflict only in a message: ${label}`);
     }
     expect(failures.slice(0, 10)).toEqual([]);
+    // A run that compared nothing (git failing on every case) proves nothing: most merges must be
+    // compared, both clean and conflicted ones.
+    expect(compared, `compared ${compared} of ${merges.length}; git failed on ${gitFailed.length}`).toBeGreaterThanOrEqual(Math.floor(RUNS * 0.9));
+    expect(conflicted).toBeGreaterThan(RUNS / 10);
+    expect(compared - conflicted).toBeGreaterThan(RUNS / 10);
   });
 });
