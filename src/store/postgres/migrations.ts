@@ -1,0 +1,105 @@
+/**
+ * The PostgreSQL schema, as numbered migrations applied in order at start. Several nodes may start
+ * at once: the migrations run in one transaction under an advisory lock, so exactly one node
+ * applies each and the others wait and then see them done. A database whose schema is newer than
+ * this build knows is refused: an older node must not write to a layout it does not understand.
+ *
+ * Layout (README "PostgreSQL"): every table of project data is keyed by (project_id, …), so it can
+ * be distributed by project with Citus (`create_distributed_table(table, 'project_id')`) and no
+ * request joins or transacts across projects; service records (teams, keys, the project index,
+ * queues) live in one small key-value table, a Citus reference table. Names that are bytes in git
+ * (ref names, branch names, locked paths) are stored as bytea; object ids are 20-byte bytea.
+ */
+import type { Sql } from 'postgres';
+
+export interface Migration {
+  version: number;
+  name: string;
+  sql: string;
+}
+
+/** pg_advisory_xact_lock key of the migrations (any constant shared by every node). */
+export const MIGRATION_LOCK_KEY = 0x7ee_4005;
+
+export const MIGRATIONS: readonly Migration[] = [
+  {
+    version: 1,
+    name: 'objects, commit index, refs, working trees, versions, pack cache, records',
+    sql: `
+      CREATE TABLE treehouse_objects (
+        project_id bigint NOT NULL,
+        oid bytea NOT NULL,
+        type smallint NOT NULL,
+        body bytea NOT NULL,
+        annex bytea,
+        PRIMARY KEY (project_id, oid)
+      );
+      CREATE TABLE treehouse_commits (
+        project_id bigint NOT NULL,
+        oid bytea NOT NULL,
+        tree bytea NOT NULL,
+        parents bytea[] NOT NULL,
+        commit_time double precision NOT NULL,
+        generation integer NOT NULL,
+        PRIMARY KEY (project_id, oid)
+      );
+      CREATE TABLE treehouse_refs (
+        project_id bigint NOT NULL,
+        name bytea NOT NULL,
+        oid bytea NOT NULL,
+        PRIMARY KEY (project_id, name)
+      );
+      CREATE TABLE treehouse_worktrees (
+        project_id bigint NOT NULL,
+        branch bytea NOT NULL,
+        tree bytea NOT NULL,
+        locks bytea[] NOT NULL,
+        PRIMARY KEY (project_id, branch)
+      );
+      CREATE TABLE treehouse_versions (
+        project_id bigint PRIMARY KEY,
+        version bigint NOT NULL
+      );
+      CREATE TABLE treehouse_pack_cache (
+        project_id bigint NOT NULL,
+        oid bytea NOT NULL,
+        entry bytea NOT NULL,
+        PRIMARY KEY (project_id, oid)
+      );
+      CREATE TABLE treehouse_records (
+        key text COLLATE "C" PRIMARY KEY,
+        value bytea NOT NULL
+      );
+    `,
+  },
+];
+
+export const SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1].version;
+
+export class SchemaTooNewError extends Error {
+  override name = 'SchemaTooNewError';
+}
+
+/** Applies the migrations the database lacks; returns the versions before and after. */
+export async function migrate(sql: Sql): Promise<{ from: number; to: number }> {
+  return sql.begin(async (tx) => {
+    await tx`SELECT pg_advisory_xact_lock(${MIGRATION_LOCK_KEY})`;
+    await tx`
+      CREATE TABLE IF NOT EXISTS treehouse_schema_migrations (
+        version integer PRIMARY KEY,
+        name text NOT NULL,
+        applied_at timestamptz NOT NULL DEFAULT now()
+      )`;
+    const [{ current }] = await tx<Array<{ current: number | null }>>`SELECT max(version) AS current FROM treehouse_schema_migrations`;
+    const from = current ?? 0;
+    if (from > SCHEMA_VERSION) {
+      throw new SchemaTooNewError(`The database's Treehouse schema is version ${from}; this build knows versions up to ${SCHEMA_VERSION}. Upgrade Treehouse before starting it on this database.`);
+    }
+    for (const migration of MIGRATIONS) {
+      if (migration.version <= from) continue;
+      await tx.unsafe(migration.sql);
+      await tx`INSERT INTO treehouse_schema_migrations (version, name) VALUES (${migration.version}, ${migration.name})`;
+    }
+    return { from, to: SCHEMA_VERSION };
+  });
+}
