@@ -211,6 +211,23 @@ export class PackWriter {
     return this.addEntry(OBJ_REF_DELTA, delta.length, Buffer.from(baseOid), this.deflate(delta));
   }
 
+  /**
+   * A delta whose instructions are already a zlib stream (as stored), against the entry written at
+   * `baseOffset`; `deltaBytes` is what the stream inflates to, which the caller vouches for.
+   */
+  addDeflatedOfsDelta(baseOffset: number, deltaBytes: number, deflated: Uint8Array): PackChunk {
+    if (!this.isEntryOffset(baseOffset)) throw new PackFormatError(`OFS_DELTA base offset ${baseOffset} is not an earlier entry`);
+    if (!looksLikeZlibStream(deflated)) throw new PackFormatError('pre-deflated delta is not a zlib stream');
+    return this.addEntry(OBJ_OFS_DELTA, deltaBytes, encodeOfsDistance(this.position - baseOffset), deflated);
+  }
+
+  /** addDeflatedOfsDelta against an object named by id (in this pack or, thin, held by the receiver). */
+  addDeflatedRefDelta(baseOid: Oid, deltaBytes: number, deflated: Uint8Array): PackChunk {
+    if (baseOid.length !== OID_BYTES) throw new PackFormatError('REF_DELTA base id must be 20 bytes');
+    if (!looksLikeZlibStream(deflated)) throw new PackFormatError('pre-deflated delta is not a zlib stream');
+    return this.addEntry(OBJ_REF_DELTA, deltaBytes, Buffer.from(baseOid), deflated);
+  }
+
   /** The trailing checksum; the pack is complete after it. */
   finish(): Buffer {
     if (this.state !== 'writing') throw new PackFormatError('pack finished before start() or twice');
@@ -307,6 +324,18 @@ export interface PackObject {
   offset: number;
   /** Deltas applied to rebuild it; 0 for an entry stored whole. */
   deltaDepth: number;
+  /** The entry as the pack holds it, so a receiver can keep its zlib stream (and its delta) as is. */
+  packed?: PackedEntry;
+}
+
+/** An entry's zlib stream as its pack holds it, what it inflates to, and the delta's base. */
+export interface PackedEntry {
+  /** The zlib stream: a view into the pack. */
+  deflated: Buffer;
+  /** Bytes the stream inflates to: the object's body, or for a delta the delta's instructions. */
+  dataBytes: number;
+  /** The base's id for a delta entry (OFS_DELTA or REF_DELTA), null for an entry stored whole. */
+  base: Oid | null;
 }
 
 export interface ParsedPack {
@@ -336,6 +365,10 @@ interface RawEntry {
   baseIndex: number;
   /** For REF_DELTA: the base id as a map key. */
   baseKey: string;
+  /** The zlib stream's span in the pack and its inflated size (see PackedEntry). */
+  dataStart: number;
+  dataEnd: number;
+  dataBytes: number;
 }
 
 interface Resolved {
@@ -366,7 +399,9 @@ export function parsePack(pack: Buffer, options: ParsePackOptions = {}): ParsedP
   const objects = entries.map((entry, index): PackObject => {
     const object = resolved[index];
     if (!object) throw new PackFormatError('internal: unresolved entry survived resolution');
-    return { type: object.type, body: object.body, oid: object.oid, offset: entry.offset, deltaDepth: object.depth };
+    const base = entry.typeCode === OBJ_OFS_DELTA ? resolved[entry.baseIndex]!.oid : entry.typeCode === OBJ_REF_DELTA ? Buffer.from(entry.baseKey, 'latin1') : null;
+    const packed: PackedEntry = { deflated: pack.subarray(entry.dataStart, entry.dataEnd), dataBytes: entry.dataBytes, base };
+    return { type: object.type, body: object.body, oid: object.oid, offset: entry.offset, deltaDepth: object.depth, packed };
   });
   return { version, objects, checksum: Buffer.from(checksum), externalBases };
 }
@@ -399,7 +434,7 @@ function readEntries(pack: Buffer, count: number, bodyEnd: number, limits: Limit
     if (header.size > limits.objectBytesMax) {
       throw new PackFormatError(`object at ${offset} declares ${header.size} bytes, over the limit of ${limits.objectBytesMax}`);
     }
-    const entry: RawEntry = { offset, typeCode: header.typeCode, data: null, baseIndex: -1, baseKey: '' };
+    const entry: RawEntry = { offset, typeCode: header.typeCode, data: null, baseIndex: -1, baseKey: '', dataStart: 0, dataEnd: 0, dataBytes: header.size };
     if (header.typeCode === OBJ_OFS_DELTA) {
       const distance = readOfsDistance(pack, at, bodyEnd);
       at = distance.next;
@@ -422,6 +457,8 @@ function readEntries(pack: Buffer, count: number, bodyEnd: number, limits: Limit
     }
     const inflated = inflateEntry(pack, at, bodyEnd, header.size, offset);
     entry.data = inflated.data;
+    entry.dataStart = at;
+    entry.dataEnd = inflated.next;
     at = inflated.next;
     indexByOffset.set(offset, index);
     entries.push(entry);

@@ -15,6 +15,7 @@ import { decodeTree, MODE_GITLINK, MODE_TREE } from '../git/tree.js';
 import { commitTreesDepthProblem } from '../git/treeDepth.js';
 import type { ProjectWriteTx } from '../store/types.js';
 import { resetWorkingTree } from './moveWorkingTree.js';
+import { formsInBaseOrder, keepPackedForm } from './packedForms.js';
 import { MAIN_BRANCH, type Repo } from './repo.js';
 
 /** Bytes of objects stored per write by storeHistoryObjects: a few milliseconds of work each. */
@@ -158,17 +159,30 @@ function commitsParentsFirst(tip: Oid, need: (oid: Oid, why: string) => PackObje
  * the event loop for long. Nothing points at them until startMainAt() runs.
  */
 export async function storeHistoryObjects(repo: Pick<Repo, 'store' | 'project'>, history: PreparedHistory): Promise<void> {
+  // Trees and blobs bases first, so each keeps the fetched pack's entry as its pack-ready form in
+  // the write that stores it (src/repo/packedForms.ts); commits after them, parents first.
+  const commits = history.objects.filter((object) => object.type === 'commit');
+  const ordered = [...formsInBaseOrder(history.objects.filter((object) => object.type !== 'commit' && object.packed)), ...history.objects.filter((object) => object.type !== 'commit' && !object.packed), ...commits];
+  const late: PackObject[] = [];
   let start = 0;
-  while (start < history.objects.length) {
+  while (start < ordered.length) {
     let end = start;
     let bytes = 0;
-    while (end < history.objects.length && (end === start || bytes < HISTORY_WRITE_BYTES)) bytes += history.objects[end++].body.length;
-    const chunk = history.objects.slice(start, end);
+    while (end < ordered.length && (end === start || bytes < HISTORY_WRITE_BYTES)) bytes += ordered[end++].body.length;
+    const chunk = ordered.slice(start, end);
     await repo.store.write((store) => {
       const tx = store.project(repo.project);
       for (const object of chunk) tx.putObjectWithId(object.oid, object.type, object.body);
+      for (const object of formsInBaseOrder(chunk)) if (!keepPackedForm(tx, object)) late.push(object);
     });
     start = end;
+  }
+  // A delta whose base came in a later write (commits against commits, rarely), once all are stored.
+  if (late.length > 0) {
+    await repo.store.write((store) => {
+      const tx = store.project(repo.project);
+      for (const object of formsInBaseOrder(late)) keepPackedForm(tx, object);
+    });
   }
 }
 

@@ -31,6 +31,8 @@ import { whole, type Steps } from './slices.js';
 export interface PackPlan {
   /** Objects to send, commits first, then trees and blobs in walk order. */
   objects: Array<{ oid: Oid; type: ObjectType }>;
+  /** Hex ids of trees and blobs the client is known to hold: what a thin pack's deltas may name. */
+  clientHas: ReadonlySet<string>;
 }
 
 /** What a shallow request settles before any object is chosen. */
@@ -259,7 +261,7 @@ export function* planPackSteps(tx: ProjectReadTx, input: PackInput): Steps<PackP
   const objects: PackPlan['objects'] = commits.map((oid) => ({ oid, type: 'commit' as const }));
   const added = new Set<string>();
   for (const commit of commits) yield* addTree(tx, tx.getCommitInfo(commit)!.tree, excluded, added, objects);
-  return { objects };
+  return { objects, clientHas: excluded };
 }
 
 /** Commits reachable from `starts` and not `uninteresting`, breadth first; edges are the uninteresting ones met. */

@@ -1,12 +1,12 @@
 /**
  * Serving fetches and clones: reference advertisements (v0 and v2), negotiation answers, and the
  * pack itself as a lazy stream of pkt-lines, so memory stays bounded by one object whatever the
- * repository's size. Object bodies are deflated as they are sent (or copied when the store keeps a
- * deflated form).
+ * repository's size. Objects go out in the pack-ready forms the store keeps (whole or as deltas),
+ * copied; an object without one is deflated as it is sent.
  */
 import { deflateSync } from 'node:zlib';
 import { oidToHex, type Oid } from '../git/oid.js';
-import { PackWriter } from '../git/pack.js';
+import { PackWriter, type PackChunk } from '../git/pack.js';
 import { encodeDelim, encodeFlush, encodePktLine, encodeSideband, SIDEBAND_DATA, SIDEBAND_PROGRESS } from '../git/pktline.js';
 import { branchRef } from '../git/refname.js';
 import {
@@ -26,6 +26,7 @@ import {
 } from '../git/smartProtocol.js';
 import type { ProjectReadTx } from '../store/types.js';
 import { advertisedTips, checkWants, commonHaves, planPackSteps, planShallow, UploadRequestError, type PackPlan, type ShallowPlan } from './packObjects.js';
+import { DELTA_DEPTH_MAX } from './packedForms.js';
 import { MAIN_BRANCH, type Repo } from './repo.js';
 import { inSlices, projectReads, Slicer } from './slices.js';
 
@@ -84,7 +85,7 @@ export async function* uploadPackV0(repo: Repo, request: FetchRequest): AsyncGen
     return;
   }
   yield encodePktLine(common.length > 0 ? `ACK ${oidToHex(common[common.length - 1])}\n` : 'NAK\n');
-  yield* packStream(repo, plan!, sideband ? sidebandBytes : 0, progress);
+  yield* packStream(repo, plan!, packCapabilities(request.capabilities), sideband ? sidebandBytes : 0, progress);
   if (sideband) yield encodeFlush();
 }
 
@@ -115,7 +116,7 @@ export async function* fetchV2(repo: Repo, command: V2Command): AsyncGenerator<B
     yield encodeDelim();
   }
   yield encodePktLine('packfile\n');
-  yield* packStream(repo, plan!, SIDEBAND_CHUNK_BYTES, progress);
+  yield* packStream(repo, plan!, packCapabilities(request.capabilities), SIDEBAND_CHUNK_BYTES, progress);
   yield encodeFlush();
 }
 
@@ -139,10 +140,32 @@ async function prepare(repo: Repo, request: FetchRequest, sendsPack: (common: Oi
   }
 }
 
-/** The pack, framed in side-band packets of at most `sidebandBytes` (0: raw pack bytes). */
-async function* packStream(repo: Repo, plan: PackPlan, sidebandBytes: number, progress: boolean): AsyncGenerator<Buffer> {
+/** What the client said it can take: OFS_DELTA entries, and deltas against objects it holds (a thin pack). */
+interface PackCapabilities {
+  ofsDelta: boolean;
+  thin: boolean;
+}
+
+function packCapabilities(capabilities: ReadonlySet<string>): PackCapabilities {
+  return { ofsDelta: capabilities.has('ofs-delta'), thin: capabilities.has('thin-pack') };
+}
+
+/**
+ * The pack, framed in side-band packets of at most `sidebandBytes` (0: raw pack bytes).
+ *
+ * Each object goes out in its pack-ready form (src/store/types.ts DeflatedObject), copied as
+ * stored: whole, or as a delta when its base is in this pack (written first if it is not yet, as
+ * git's write_one does; OFS_DELTA when the client takes it) or, in a thin pack, held by the client.
+ * A delta whose base the client will not have goes out whole, rebuilt and deflated here.
+ */
+async function* packStream(repo: Repo, plan: PackPlan, capabilities: PackCapabilities, sidebandBytes: number, progress: boolean): AsyncGenerator<Buffer> {
   const writer = new PackWriter(plan.objects.length);
   const slicer = new Slicer();
+  const indexOf = new Map<string, number>();
+  plan.objects.forEach(({ oid }, index) => indexOf.set(oidToHex(oid), index));
+  // Where each object was written (-1: not yet), for OFS_DELTA distances and to skip bases written early.
+  const offsets = new Float64Array(plan.objects.length).fill(-1);
+  const entries: PackEntries = { writer, plan, capabilities, indexOf, offsets };
   let pending: Buffer[] = [];
   let pendingBytes = 0;
   // Large writes: one socket write per megabyte or so, not one per object.
@@ -159,11 +182,14 @@ async function* packStream(repo: Repo, plan: PackPlan, sidebandBytes: number, pr
   };
   add(writer.start());
   let sent = 0;
-  for (const { oid } of plan.objects) {
-    add(repo.store.read((store) => packEntry(store.project(repo.project), writer, oid)));
+  for (let index = 0; index < plan.objects.length; index++) {
+    if (offsets[index] >= 0) continue;
+    const written = repo.store.read((store) => writeWithBases(store.project(repo.project), entries, index));
+    for (const bytes of written) add(bytes);
     yield* flush(false);
-    sent++;
-    if (progress && sidebandBytes > 0 && sent % PROGRESS_EVERY_OBJECTS === 0) {
+    const before = sent;
+    sent += written.length;
+    if (progress && sidebandBytes > 0 && Math.floor(sent / PROGRESS_EVERY_OBJECTS) > Math.floor(before / PROGRESS_EVERY_OBJECTS)) {
       yield* encodeSideband(SIDEBAND_PROGRESS, Buffer.from(`Counting objects: ${sent}/${plan.objects.length}\r`), sidebandBytes);
     }
     if (slicer.due) await slicer.pause();
@@ -172,12 +198,57 @@ async function* packStream(repo: Repo, plan: PackPlan, sidebandBytes: number, pr
   yield* flush(true);
 }
 
-/** One pack entry: the cached zlib stream when there is one, else the body deflated now. */
-function packEntry(tx: ProjectReadTx, writer: PackWriter, oid: Oid): Buffer {
-  const packed = tx.peekDeflated(oid);
-  // addDeflatedObject copies the bytes before the next read can reuse them.
-  if (packed) return writer.addDeflatedObject(packed.type, packed.inflatedBytes, packed.deflated).bytes;
-  const object = tx.getObject(oid);
-  if (!object) throw new Error(`object ${oidToHex(oid)} vanished while packing`);
-  return writer.addDeflatedObject(object.type, object.body.length, deflateSync(object.body, { level: INLINE_DEFLATE_LEVEL })).bytes;
+interface PackEntries {
+  writer: PackWriter;
+  plan: PackPlan;
+  capabilities: PackCapabilities;
+  indexOf: Map<string, number>;
+  offsets: Float64Array;
+}
+
+/**
+ * Writes object `index`, after the unwritten bases in this pack its delta chain leads through
+ * (bases first, so every OFS_DELTA points back); returns the entries' bytes in order.
+ */
+function writeWithBases(tx: ProjectReadTx, entries: PackEntries, index: number): Buffer[] {
+  const chain = [index];
+  // Chains are acyclic (a form only names forms kept before it) and short; the bound is a guard.
+  while (chain.length <= DELTA_DEPTH_MAX) {
+    const form = tx.peekDeflated(entries.plan.objects[chain[chain.length - 1]].oid);
+    if (!form?.delta) break;
+    const base = entries.indexOf.get(oidToHex(form.delta.base));
+    if (base === undefined || entries.offsets[base] >= 0 || chain.includes(base)) break;
+    chain.push(base);
+  }
+  const out: Buffer[] = [];
+  for (let at = chain.length - 1; at >= 0; at--) out.push(writeEntry(tx, entries, chain[at]));
+  return out;
+}
+
+/** One pack entry: the stored form when the client can take it, else the body deflated now. */
+function writeEntry(tx: ProjectReadTx, entries: PackEntries, index: number): Buffer {
+  const { writer, plan, capabilities, indexOf, offsets } = entries;
+  const oid = plan.objects[index].oid;
+  const form = tx.peekDeflated(oid);
+  let chunk: PackChunk | null = null;
+  // The add* methods copy the bytes before the next read can reuse them.
+  if (form && !form.delta) chunk = writer.addDeflatedObject(form.type, form.inflatedBytes, form.deflated);
+  else if (form?.delta) {
+    const baseHex = oidToHex(form.delta.base);
+    const base = indexOf.get(baseHex);
+    if (base !== undefined && offsets[base] >= 0) {
+      chunk = capabilities.ofsDelta
+        ? writer.addDeflatedOfsDelta(offsets[base], form.delta.bytes, form.deflated)
+        : writer.addDeflatedRefDelta(form.delta.base, form.delta.bytes, form.deflated);
+    } else if (base === undefined && capabilities.thin && plan.clientHas.has(baseHex)) {
+      chunk = writer.addDeflatedRefDelta(form.delta.base, form.delta.bytes, form.deflated);
+    }
+  }
+  if (!chunk) {
+    const object = tx.getObject(oid);
+    if (!object) throw new Error(`object ${oidToHex(oid)} vanished while packing`);
+    chunk = writer.addDeflatedObject(object.type, object.body.length, deflateSync(object.body, { level: INLINE_DEFLATE_LEVEL }));
+  }
+  offsets[index] = chunk.offset;
+  return chunk.bytes;
 }

@@ -50,7 +50,8 @@ parentPort.on('message', async ({ id, pack, limits, clientShallow, port, signal 
       },
       has: (oid) => ask('has', oid) === true,
     };
-    const result = checkReceivedPack(Buffer.from(pack.buffer, pack.byteOffset, pack.byteLength), limits, lookups, new Set(clientShallow));
+    const packBytes = Buffer.from(pack.buffer, pack.byteOffset, pack.byteLength);
+    const result = checkReceivedPack(packBytes, limits, lookups, new Set(clientShallow));
     port.close();
     if (!result.ok) return parentPort.postMessage({ id, ok: false, message: result.message });
     // Every body in one buffer, moved to the other thread rather than copied.
@@ -63,6 +64,10 @@ parentPort.on('message', async ({ id, pack, limits, clientShallow, port, signal 
     const offsets = new Float64Array(objects.length);
     const depths = new Float64Array(objects.length);
     const types = new Array(objects.length);
+    // Each entry's zlib stream in the pack (start, end, inflated bytes) and its delta base, if any.
+    const spans = new Float64Array(objects.length * 3).fill(-1);
+    const bases = new Uint8Array(objects.length * 20);
+    const deltas = new Uint8Array(objects.length);
     let at = 0;
     objects.forEach((object, i) => {
       bodies.set(object.body, at);
@@ -72,9 +77,22 @@ parentPort.on('message', async ({ id, pack, limits, clientShallow, port, signal 
       offsets[i] = object.offset;
       depths[i] = object.deltaDepth;
       types[i] = object.type;
+      if (object.packed) {
+        const start = object.packed.deflated.byteOffset - packBytes.byteOffset;
+        spans[i * 3] = start;
+        spans[i * 3 + 1] = start + object.packed.deflated.length;
+        spans[i * 3 + 2] = object.packed.dataBytes;
+        if (object.packed.base) {
+          deltas[i] = 1;
+          bases.set(object.packed.base, i * 20);
+        }
+      }
     });
     const gaps = [...result.gaps];
-    parentPort.postMessage({ id, ok: true, types, oids, bodies, ends, offsets, depths, gaps }, [bodies.buffer, oids.buffer, ends.buffer, offsets.buffer, depths.buffer]);
+    parentPort.postMessage(
+      { id, ok: true, types, oids, bodies, ends, offsets, depths, spans, bases, deltas, gaps },
+      [bodies.buffer, oids.buffer, ends.buffer, offsets.buffer, depths.buffer, spans.buffer, bases.buffer, deltas.buffer],
+    );
   } catch (error) {
     port.close();
     parentPort.postMessage({ id, crash: String((error && error.stack) || error) });
@@ -93,10 +111,15 @@ interface WorkerAnswer {
   ends?: Float64Array;
   offsets?: Float64Array;
   depths?: Float64Array;
+  spans?: Float64Array;
+  bases?: Uint8Array;
+  deltas?: Uint8Array;
   gaps?: Array<[string, Gap]>;
 }
 
 interface Job {
+  /** The pack as this thread has it: received entries are kept as views into it. */
+  pack: Buffer;
   resolve(result: PackCheckResult): void;
   reject(error: Error): void;
   done(): void;
@@ -146,7 +169,7 @@ export class PackChecker {
     const copy = new Uint8Array(pack);
     return new Promise<PackCheckResult>((resolve, reject) => {
       if (this.jobs.size === 0) worker.ref();
-      this.jobs.set(id, { resolve, reject, done: () => port1.close() });
+      this.jobs.set(id, { pack, resolve, reject, done: () => port1.close() });
       worker.postMessage({ id, pack: copy, limits, clientShallow: [...clientShallow], port: port2, signal }, [copy.buffer, port2]);
     });
   }
@@ -186,19 +209,24 @@ export class PackChecker {
     if (this.jobs.size === 0) this.worker?.unref();
     if (answer.crash !== undefined) return job.reject(new Error(`pack check failed in its worker: ${answer.crash}`));
     if (!answer.ok) return job.resolve({ ok: false, message: answer.message ?? 'pack refused' });
-    job.resolve({ ok: true, objects: objectsOf(answer), gaps: new Map(answer.gaps) });
+    job.resolve({ ok: true, objects: objectsOf(answer, job.pack), gaps: new Map(answer.gaps) });
   }
 }
 
-/** PackObjects over the one transferred buffer of bodies (views, no copies). */
-function objectsOf(answer: WorkerAnswer): PackObject[] {
-  const { types, oids, bodies, ends, offsets, depths } = answer as Required<WorkerAnswer>;
+/** PackObjects over the one transferred buffer of bodies and the pack itself (views, no copies). */
+function objectsOf(answer: WorkerAnswer, pack: Buffer): PackObject[] {
+  const { types, oids, bodies, ends, offsets, depths, spans, bases, deltas } = answer as Required<WorkerAnswer>;
   const all = Buffer.from(bodies.buffer, bodies.byteOffset, bodies.byteLength);
   const ids = Buffer.from(oids.buffer, oids.byteOffset, oids.byteLength);
+  const baseIds = Buffer.from(bases.buffer, bases.byteOffset, bases.byteLength);
   const objects: PackObject[] = [];
   let start = 0;
   for (let i = 0; i < types.length; i++) {
-    objects.push({ type: types[i], body: all.subarray(start, ends[i]), oid: ids.subarray(i * 20, i * 20 + 20), offset: offsets[i], deltaDepth: depths[i] });
+    const object: PackObject = { type: types[i], body: all.subarray(start, ends[i]), oid: ids.subarray(i * 20, i * 20 + 20), offset: offsets[i], deltaDepth: depths[i] };
+    if (spans[i * 3] >= 0) {
+      object.packed = { deflated: pack.subarray(spans[i * 3], spans[i * 3 + 1]), dataBytes: spans[i * 3 + 2], base: deltas[i] ? baseIds.subarray(i * 20, i * 20 + 20) : null };
+    }
+    objects.push(object);
     start = ends[i];
   }
   return objects;

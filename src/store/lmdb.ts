@@ -8,11 +8,14 @@
  * | refs      | project u32 BE + ref name (UTF-8)    | 20-byte id                                     |
  * | worktrees | project u32 BE + branch + NUL        | msgpack {t: tree id, l: locked paths (below)}  |
  * | records   | string                               | msgpack (teams, keys, projects, counters)      |
- * | packed    | project u32 BE + 20-byte id          | type u8 + size u32 BE + body as a zlib stream  |
+ * | packed    | project u32 BE + 20-byte id          | pack-ready form: whole or delta (see below)    |
  *
  * Object bodies are stored raw: hashing them is the only work on the write path. Their deflated form
  * is filled in after the write, off the request path (src/service/deflateCache.ts), so a clone
  * copies pack-ready bytes instead of compressing every object while the client waits.
+ * A pack-ready form is the type code u8, the body size u32 BE and the body as a zlib stream; or, for
+ * a delta, the type code with DELTA_FLAG, the body size u32 BE, the delta's size u32 BE, the chain
+ * depth u8, the base's 20-byte id and the delta as a zlib stream.
  * An object stored with an annex (ProjectWriteTx.putObject) has ANNEX_FLAG in its type code, then
  * the body length (u32 BE), the body and the annex, so one read returns both.
  * The project prefix keeps each project's keys contiguous, so dropping a project is a range delete.
@@ -28,6 +31,7 @@ import {
   type CommitInfo,
   type AnnexedObject,
   type DeflatedObject,
+  type DeltaForm,
   type ProjectReadTx,
   type ProjectWriteTx,
   type Store,
@@ -55,6 +59,12 @@ const STORE_FORMAT_RECORD = 'store-format';
 const STORE_FORMAT = 2;
 /** Type byte and inflated size (u32 BE) before the zlib stream in the packed cache. */
 const PACKED_HEADER_BYTES = 5;
+/** In a pack-ready form's type byte: the stream is a delta. */
+const DELTA_FLAG = 0x80;
+/** A delta form's header: type, body size, delta size, depth, base id. */
+const PACKED_DELTA_HEADER_BYTES = PACKED_HEADER_BYTES + 4 + 1 + OID_BYTES;
+/** A delta form's depth is one byte; the repo layer keeps chains far shorter (git's default: 50). */
+const PACKED_DEPTH_MAX = 255;
 /**
  * Object values up to this size are assembled (type byte + body) in one reused buffer instead of a
  * fresh allocation per object: inside a write transaction lmdb-js copies the value into LMDB's page
@@ -456,7 +466,14 @@ class LmdbProjectTx implements ProjectWriteTx {
   peekDeflated(oid: Oid): DeflatedObject | undefined {
     const value = this.store.dbs.deflated.getBinaryFast(this.objectKey(oid));
     if (!value) return undefined;
-    return { type: TYPE_NAMES[value[0]], inflatedBytes: value.readUInt32BE(1), deflated: value.subarray(PACKED_HEADER_BYTES) };
+    const inflatedBytes = value.readUInt32BE(1);
+    if ((value[0] & DELTA_FLAG) === 0) return { type: TYPE_NAMES[value[0]], inflatedBytes, deflated: value.subarray(PACKED_HEADER_BYTES) };
+    const delta = {
+      bytes: value.readUInt32BE(PACKED_HEADER_BYTES),
+      depth: value[PACKED_HEADER_BYTES + 4],
+      base: Buffer.from(value.subarray(PACKED_HEADER_BYTES + 5, PACKED_DELTA_HEADER_BYTES)),
+    };
+    return { type: TYPE_NAMES[value[0] & ~DELTA_FLAG], inflatedBytes, delta, deflated: value.subarray(PACKED_DELTA_HEADER_BYTES) };
   }
 
   putDeflated(oid: Oid, deflated: Buffer): void {
@@ -468,7 +485,28 @@ class LmdbProjectTx implements ProjectWriteTx {
     value[0] = valueTypeCode(raw);
     value.writeUInt32BE(valueBodyLength(raw), 1);
     deflated.copy(value, PACKED_HEADER_BYTES);
-    this.store.dbs.deflated.putSync(key, value);
+    putIfAbsent(this.store.dbs.deflated, key, value);
+  }
+
+  putDeflatedDelta(oid: Oid, delta: DeltaForm, deflated: Buffer): boolean {
+    this.parent.assertWritable();
+    const key = this.objectKey(oid);
+    const { objects, deflated: packed } = this.store.dbs;
+    if (oid.equals(delta.base) || packed.doesExist(key)) return false;
+    const base = packed.getBinaryFast(this.objectKey(delta.base));
+    if (!base) return false;
+    const baseDepth = (base[0] & DELTA_FLAG) === 0 ? 0 : base[PACKED_HEADER_BYTES + 4];
+    if (delta.depth !== baseDepth + 1 || delta.depth > PACKED_DEPTH_MAX) return false;
+    const raw = objects.getBinaryFast(key);
+    if (!raw) return false;
+    const value = Buffer.allocUnsafe(PACKED_DELTA_HEADER_BYTES + deflated.length);
+    value[0] = valueTypeCode(raw) | DELTA_FLAG;
+    value.writeUInt32BE(valueBodyLength(raw), 1);
+    value.writeUInt32BE(delta.bytes, PACKED_HEADER_BYTES);
+    value[PACKED_HEADER_BYTES + 4] = delta.depth;
+    delta.base.copy(value, PACKED_HEADER_BYTES + 5);
+    deflated.copy(value, PACKED_DELTA_HEADER_BYTES);
+    return putIfAbsent(packed, key, value);
   }
 
   getCommitInfo(oid: Oid): CommitInfo | undefined {

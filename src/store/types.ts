@@ -19,10 +19,25 @@ export interface CommitInfo {
   generation: number;
 }
 
+/**
+ * An object's pack-ready form: a zlib stream of its whole body, or of a delta (src/git/delta.ts)
+ * against another stored object, as a pack entry holds it.
+ */
 export interface DeflatedObject {
   type: ObjectType;
+  /** The object's body size. */
   inflatedBytes: number;
+  /** Present when `deflated` holds a delta: its base, the delta's inflated size, and the chain's depth. */
+  delta?: DeltaForm;
   deflated: Buffer;
+}
+
+export interface DeltaForm {
+  base: Oid;
+  /** Bytes the delta's zlib stream inflates to. */
+  bytes: number;
+  /** 1 + the base's depth (0 for a base kept whole): how many deltas rebuild the object. */
+  depth: number;
 }
 
 export interface StoredObject {
@@ -90,8 +105,18 @@ export interface ProjectWriteTx extends ProjectReadTx {
   putWorkingTree(branch: string, state: WorkingTreeState): void;
   deleteWorkingTree(branch: string): void;
   bumpVersion(): number;
-  /** Caches the zlib-deflated body of a stored object, so packs copy it instead of compressing. */
+  /**
+   * Keeps the zlib-deflated body of a stored object, so packs copy it instead of compressing. A
+   * pack-ready form, once kept, is never replaced: so a delta's chain, which only ever names forms
+   * kept before it, can never loop back on itself.
+   */
   putDeflated(oid: Oid, deflated: Buffer): void;
+  /**
+   * Keeps a stored object's pack-ready form as a delta: `deflated` is the zlib stream of a delta
+   * against `delta.base`, which must have a pack-ready form already (refused otherwise, as is a
+   * depth that is not 1 + the base's). False when nothing was kept.
+   */
+  putDeflatedDelta(oid: Oid, delta: DeltaForm, deflated: Buffer): boolean;
 }
 
 export interface StoreReadTx {

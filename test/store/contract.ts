@@ -458,6 +458,47 @@ export function storeContract(backendName: string, openStore: () => Store): void
           const packed = tx.project(project).peekDeflated(tree)!;
           expect(packed.type).toBe('tree');
           expect(packed.inflatedBytes).toBe(body.length);
+          expect(packed.delta).toBeUndefined();
+        });
+      });
+
+      it('keeps pack-ready forms as deltas only against bases that have one, at the next depth, never replacing a form', async () => {
+        const project = freshProject();
+        const bodies = ['version 1\n', 'version 2\n', 'version 3\n', 'unrelated\n'].map((text) => Buffer.from(text));
+        const [v1, v2, v3, loose] = await store.write((tx) => bodies.map((body) => tx.project(project).putObject('blob', body)));
+        const stream = (text: string) => Buffer.from(`zlib:${text}`);
+        const kept = await store.write((tx) => {
+          const p = tx.project(project);
+          return [
+            // No form for the base yet: refused.
+            p.putDeflatedDelta(v2, { base: v1, bytes: 7, depth: 1 }, stream('v2 on v1')),
+            (p.putDeflated(v1, stream('v1 whole')), true),
+            // The depth must be the base's + 1.
+            p.putDeflatedDelta(v2, { base: v1, bytes: 7, depth: 2 }, stream('v2 on v1')),
+            p.putDeflatedDelta(v2, { base: v1, bytes: 7, depth: 1 }, stream('v2 on v1')),
+            p.putDeflatedDelta(v3, { base: v2, bytes: 9, depth: 2 }, stream('v3 on v2')),
+            // A form is never replaced, by a delta or a whole stream.
+            p.putDeflatedDelta(v2, { base: v3, bytes: 5, depth: 3 }, stream('v2 on v3')),
+            // Itself as base, or an object not stored: refused.
+            p.putDeflatedDelta(v1, { base: v1, bytes: 1, depth: 1 }, stream('self')),
+            p.putDeflatedDelta(hashObject('blob', Buffer.from('absent')), { base: v1, bytes: 1, depth: 1 }, stream('absent')),
+          ];
+        });
+        expect(kept).toEqual([false, true, false, true, true, false, false, false]);
+        await store.write((tx) => tx.project(project).putDeflated(v2, stream('v2 whole')));
+        store.read((tx) => {
+          const p = tx.project(project);
+          const form = p.peekDeflated(v3)!;
+          expect({ ...form, deflated: Buffer.from(form.deflated) }).toEqual({
+            type: 'blob',
+            inflatedBytes: bodies[2].length,
+            delta: { base: v2, bytes: 9, depth: 2 },
+            deflated: stream('v3 on v2'),
+          });
+          const second = p.peekDeflated(v2)!;
+          expect([Buffer.from(second.deflated), second.delta?.depth]).toEqual([stream('v2 on v1'), 1]);
+          expect(Buffer.from(p.peekDeflated(v1)!.deflated)).toEqual(stream('v1 whole'));
+          expect(p.peekDeflated(loose)).toBeUndefined();
         });
       });
     });

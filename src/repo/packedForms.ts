@@ -1,0 +1,42 @@
+/**
+ * Keeping the forms a received pack carried: each entry's zlib stream is stored as the object's
+ * pack-ready form (src/store/types.ts DeflatedObject), a delta included when its base has a form
+ * already and the chain stays within DELTA_DEPTH_MAX. So a history that came in as git's pack goes
+ * out (clones, fetches) with git's deltas, and nothing was compressed or searched to get them: git's
+ * pack reuse (pack-objects.c, reuse of existing deltas) does the same.
+ */
+import type { PackObject } from '../git/pack.js';
+import type { ProjectWriteTx } from '../store/types.js';
+
+/** Longest delta chain kept or sent: git's default pack.depth. */
+export const DELTA_DEPTH_MAX = 50;
+
+/**
+ * The received objects that carry their pack entry, ordered so every delta comes after its base
+ * (by depth in the pack; a thin pack's bases outside it count as depth 0).
+ */
+export function formsInBaseOrder(objects: readonly PackObject[]): PackObject[] {
+  const carried = objects.filter((object) => object.packed !== undefined);
+  // Array.prototype.sort is stable: equal depths keep pack order.
+  return carried.sort((a, b) => a.deltaDepth - b.deltaDepth);
+}
+
+/**
+ * Stores `object`'s entry as its pack-ready form when the store has none: a whole stream as it is,
+ * a delta when its base has a form and the chain is short enough. An object left without one is
+ * deflated whole later (src/service/deflateCache.ts). False only when a delta's base has no form yet.
+ */
+export function keepPackedForm(tx: ProjectWriteTx, object: PackObject): boolean {
+  const packed = object.packed;
+  if (!packed) return true;
+  if (!packed.base) {
+    tx.putDeflated(object.oid, packed.deflated);
+    return true;
+  }
+  const base = tx.peekDeflated(packed.base);
+  // The base has no form yet: false, so a caller storing in several writes can try again later.
+  if (!base) return false;
+  const depth = (base.delta?.depth ?? 0) + 1;
+  if (depth <= DELTA_DEPTH_MAX) tx.putDeflatedDelta(object.oid, { base: packed.base, bytes: packed.dataBytes, depth }, packed.deflated);
+  return true;
+}

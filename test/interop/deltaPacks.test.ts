@@ -1,0 +1,170 @@
+/**
+ * Deltas on the wire (issue 13): a realistic history (fixtures/history.ts) packed by git, served
+ * by `git http-backend` and seeded into Treehouse from it, then cloned and fetched from both. The
+ * clones must hold the same objects, ours must come with git's deltas (no more than 1.15x the
+ * bytes of git's own pack) and pass `index-pack --strict` and `fsck --strict`; fetches into an
+ * existing clone must be thin when the client asks (REF_DELTA against what it holds) and never
+ * name a base the client lacks when it does not; OFS_DELTA only for clients that offer it.
+ */
+import { readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { writeHistoryRepo } from '../../fixtures/history.js';
+import { OBJ_OFS_DELTA, OBJ_REF_DELTA, parsePack, type ParsedPack } from '../../src/git/pack.js';
+import { encodeDelim, encodeFlush, encodePktLine } from '../../src/git/pktline.js';
+import { FetchResponseReader } from '../../src/git/smartClient.js';
+import { git, gitAsyncOk, gitBytes, scratchDir } from '../support/git.js';
+import { startGitHttpBackend, type GitHttpBackend } from '../support/httpBackend.js';
+import { startTestServer, type TestServer } from '../support/server.js';
+
+const work = scratchDir('treehouse-delta-packs-');
+const served = join(work.path, 'served');
+const upstream = join(served, 'history.git');
+let server: TestServer;
+let backend: GitHttpBackend;
+let projectId = '';
+
+const treehouseUrl = () => `${server.url.replace('http://', `http://git:${server.key}@`)}/git/${projectId}.git`;
+const gitUrl = () => `${backend.url}/history.git`;
+
+function packOf(bareDir: string): { path: string; bytes: number } {
+  const dir = join(bareDir, 'objects', 'pack');
+  const packs = readdirSync(dir).filter((name) => name.endsWith('.pack'));
+  expect(packs).toHaveLength(1);
+  const path = join(dir, packs[0]);
+  return { path, bytes: statSync(path).size };
+}
+
+/** `git verify-pack -v` lines of deltas: "<id> <type> <size> <packed size> <offset> <depth> <base>". */
+function deltaDepths(packPath: string): number[] {
+  const out = git(['verify-pack', '-v', packPath]);
+  return out
+    .split('\n')
+    .map((line) => line.trim().split(/\s+/))
+    .filter((fields) => fields.length === 7 && /^[0-9a-f]{40}$/.test(fields[0]))
+    .map((fields) => Number(fields[5]));
+}
+
+function objectsOf(bareDir: string): string {
+  return git(['rev-list', '--objects', '--all'], { cwd: bareDir }).split('\n').sort().join('\n');
+}
+
+/** Entry type codes of a pack, in pack order (the first byte of each entry's header). */
+function entryTypes(pack: Buffer, parsed: ParsedPack): number[] {
+  return parsed.objects.map((object) => (pack[object.offset] >> 4) & 7);
+}
+
+/** A v2 fetch straight to Treehouse's upload-pack, with the given haves and capabilities; the pack it answers. */
+async function fetchPack(wants: string[], haves: string[], capabilities: string[]): Promise<Buffer> {
+  const body = Buffer.concat([
+    encodePktLine('command=fetch\n'),
+    encodePktLine('object-format=sha1\n'),
+    encodeDelim(),
+    ...capabilities.map((name) => encodePktLine(`${name}\n`)),
+    encodePktLine('no-progress\n'),
+    ...wants.map((oid) => encodePktLine(`want ${oid}\n`)),
+    ...haves.map((oid) => encodePktLine(`have ${oid}\n`)),
+    encodePktLine('done\n'),
+    encodeFlush(),
+  ]);
+  const response = await fetch(`${server.url}/git/${projectId}.git/git-upload-pack`, {
+    method: 'POST',
+    headers: {
+      authorization: `Basic ${Buffer.from(`git:${server.key}`).toString('base64')}`,
+      'content-type': 'application/x-git-upload-pack-request',
+      'git-protocol': 'version=2',
+    },
+    body,
+  });
+  expect(response.status).toBe(200);
+  const reader = new FetchResponseReader(2, true, 1 << 30);
+  reader.push(Buffer.from(await response.arrayBuffer()));
+  return reader.end();
+}
+
+beforeAll(async () => {
+  await writeHistoryRepo(upstream, { commits: 240, files: 160, hotFiles: 4 });
+  // As a served repository usually is: packed by gc, deltas searched with git's defaults.
+  git(['repack', '-adf', '-q'], { cwd: upstream });
+  backend = await startGitHttpBackend(served);
+  server = await startTestServer({ env: { TREEHOUSE_ALLOW_PRIVATE_GIT_HOSTS: '1' } });
+  const created = await server.call('POST', '/api/v1/projects', { title: 'Deltas', source: { kind: 'git', url: gitUrl() } });
+  expect(created.status, JSON.stringify(created.body)).toBe(201);
+  projectId = created.body.project.id;
+}, 120_000);
+
+afterAll(async () => {
+  await server?.close();
+  await backend?.close();
+  work.remove();
+});
+
+describe('clones of a history seeded from git', () => {
+  it('hold the same objects as a clone from git http-backend, with git deltas, at most 1.15x its bytes, strict-checked', async () => {
+    const ours = join(work.path, 'clone-treehouse.git');
+    const theirs = join(work.path, 'clone-git.git');
+    await gitAsyncOk(['-c', 'transfer.fsckObjects=true', 'clone', '-q', '--bare', treehouseUrl(), ours]);
+    await gitAsyncOk(['-c', 'transfer.fsckObjects=true', 'clone', '-q', '--bare', gitUrl(), theirs]);
+    expect(objectsOf(ours)).toEqual(objectsOf(theirs));
+    await gitAsyncOk(['fsck', '--strict', '--no-progress'], { cwd: ours });
+
+    const ourPack = packOf(ours);
+    const gitPack = packOf(theirs);
+    const depths = deltaDepths(ourPack.path);
+    expect(depths.length).toBeGreaterThan(deltaDepths(gitPack.path).length * 0.9);
+    expect(Math.max(...depths)).toBeLessThanOrEqual(50);
+    expect(ourPack.bytes).toBeLessThanOrEqual(gitPack.bytes * 1.15);
+    // index-pack --strict on the pack as received (the clone keeps it as sent).
+    await gitAsyncOk(['index-pack', '--strict', '-o', join(work.path, 'received.idx'), ourPack.path], { cwd: ours });
+  }, 120_000);
+
+  it('a shallow clone of it gets whole objects where the bases stay behind, and passes fsck', async () => {
+    const dir = join(work.path, 'shallow');
+    await gitAsyncOk(['-c', 'transfer.fsckObjects=true', 'clone', '-q', '--depth', '1', treehouseUrl(), dir]);
+    await gitAsyncOk(['fsck', '--strict', '--no-progress'], { cwd: dir });
+    expect(git(['rev-parse', 'HEAD'], { cwd: dir })).toBe(git(['rev-parse', 'main'], { cwd: upstream }));
+  }, 60_000);
+});
+
+describe('fetches into an existing clone', () => {
+  it('are thin (REF_DELTA against objects the client holds) when it asks, and complete without bases when it does not', async () => {
+    const clone = join(work.path, 'worker');
+    await gitAsyncOk(['clone', '-q', treehouseUrl(), clone]);
+    const before = git(['rev-parse', 'HEAD'], { cwd: clone }).trim();
+    // Small edits to files that exist, pushed by git as a thin pack of deltas.
+    const files = git(['ls-files'], { cwd: clone }).trim().split('\n').filter((path) => path.endsWith('.ts')).slice(0, 6);
+    for (const [round, path] of files.entries()) {
+      const text = readFileSync(join(clone, path), 'utf8');
+      writeFileSync(join(clone, path), text.replace(/\n/, `\n// edit ${round}\n`));
+      git(['-c', 'user.email=delta@example.com', '-c', 'user.name=Delta', 'commit', '-qam', `edit ${round}`], { cwd: clone });
+    }
+    await gitAsyncOk(['push', '-q', 'origin', 'main'], { cwd: clone });
+    const after = git(['rev-parse', 'HEAD'], { cwd: clone }).trim();
+
+    const thin = await fetchPack([after], [before], ['thin-pack', 'ofs-delta']);
+    const external: string[] = [];
+    const parsedThin = parsePack(thin, {
+      resolveExternal: (oid) => {
+        external.push(oid.toString('hex'));
+        const type = git(['cat-file', '-t', oid.toString('hex')], { cwd: clone }).trim() as 'blob' | 'tree';
+        return { type, body: gitBytes(['cat-file', type, oid.toString('hex')], { cwd: clone }) };
+      },
+    });
+    expect(external.length).toBeGreaterThan(0);
+    expect(entryTypes(thin, parsedThin)).toContain(OBJ_REF_DELTA);
+
+    // Without thin-pack every base is in the pack; without ofs-delta no entry names its base by offset.
+    const full = await fetchPack([after], [before], []);
+    const parsedFull = parsePack(full);
+    expect(entryTypes(full, parsedFull)).not.toContain(OBJ_OFS_DELTA);
+    expect(parsedFull.objects.map((object) => object.oid.toString('hex')).sort()).toEqual(parsedThin.objects.map((object) => object.oid.toString('hex')).sort());
+    expect(full.length).toBeGreaterThan(thin.length);
+
+    // And git itself fetches it into an older clone, strict-checked.
+    const older = join(work.path, 'older');
+    await gitAsyncOk(['clone', '-q', '--bare', gitUrl(), older]);
+    await gitAsyncOk(['-c', 'transfer.fsckObjects=true', 'fetch', '-q', treehouseUrl(), 'main:main'], { cwd: older });
+    expect(git(['rev-parse', 'main'], { cwd: older }).trim()).toBe(after);
+    await gitAsyncOk(['fsck', '--strict', '--no-progress'], { cwd: older });
+  }, 120_000);
+});
