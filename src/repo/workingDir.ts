@@ -54,11 +54,14 @@ interface RawForm {
 export class WorkingDir {
   /** The directory's tree id, or null once something in it changed. */
   tree: Oid | null;
+  /** The stored tree this directory was read from (null for a new one): its new tree's likely delta base. */
+  readonly storedAs: Oid | null;
   private raw: RawForm | null;
   private map: Map<string, WorkingEntry> | null;
 
   private constructor(tree: Oid | null, raw: RawForm | null, map: Map<string, WorkingEntry> | null) {
     this.tree = tree;
+    this.storedAs = tree;
     this.raw = raw;
     this.map = map;
   }

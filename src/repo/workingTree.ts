@@ -181,7 +181,7 @@ export class WorkingTree {
         if (!child) throw new Error(`working tree directory ${JSON.stringify(joinPath(dir, name))} was not hashed before its parent`);
         return child;
       });
-      node.tree = tx.putObject('tree', body, annex);
+      node.tree = tx.putObject('tree', body, annex, node.storedAs);
     }
     return root.tree!;
   }

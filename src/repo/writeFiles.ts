@@ -49,21 +49,22 @@ export async function writeFiles(repo: Repo, input: WriteFilesInput): Promise<{ 
     throwIfLocked(locked);
     for (const path of deletes) tree.remove(path);
 
-    const blobs: Oid[] = prepared.map((write) => tx.putObject('blob', write.bytes));
     const conflicts: string[] = [];
-    prepared.forEach((write, index) => {
+    prepared.forEach((write) => {
       const found = tree.lookup(write.path);
+      // The file's previous version is the likely delta base of the new one (src/service/deflateCache.ts).
+      const blob = tx.putObject('blob', write.bytes, undefined, found.kind === 'file' ? found.entry.oid : null);
       // A submodule is a directory in a checkout: a file may not replace it (delete it first).
       if (found.kind === 'directory' || found.kind === 'blocked' || (found.kind === 'file' && found.entry.mode === MODE_GITLINK)) {
         conflicts.push(write.path);
         return;
       }
-      if (found.kind === 'file' && found.entry.locked && write.locked !== false && !found.entry.oid?.equals(blobs[index])) {
+      if (found.kind === 'file' && found.entry.locked && write.locked !== false && !found.entry.oid?.equals(blob)) {
         locked.push(write.path);
         return;
       }
       const keepLock = found.kind === 'file' ? found.entry.locked : false;
-      tree.setFile(write.path, { oid: blobs[index], size: write.bytes.length, locked: write.locked ?? keepLock });
+      tree.setFile(write.path, { oid: blob, size: write.bytes.length, locked: write.locked ?? keepLock });
     });
     throwIfLocked(locked);
     if (conflicts.length > 0) {

@@ -1,31 +1,41 @@
 /**
- * Fills the store's deflate cache after every write, on a worker thread, so that serving a clone
- * copies pack-ready zlib streams instead of compressing each object while the client waits
- * (bench/RESULTS.md measures the difference). At start it also picks up whatever an earlier run
- * stored but did not get to. The cache is only an optimisation: packs deflate inline what it lacks.
+ * Fills in the pack-ready form of every object stored without one (src/store/types.ts
+ * DeflatedObject), on a worker thread after the write, so serving a clone copies zlib streams
+ * instead of compressing each object while the client waits (bench/RESULTS.md measures the
+ * difference). An object whose writer named a similar one (the version it replaced at the same
+ * path) is tried as a delta against it, as git's pack-objects would (src/git/packForm.ts), while
+ * that base's chain is shorter than DELTA_DEPTH_MAX; otherwise, and when the delta is not worth it,
+ * it is deflated whole. At start it also picks up whatever an earlier run stored but did not get
+ * to (without hints: whole). The forms are only an optimisation: packs deflate inline what lacks one.
  */
-import { Worker } from 'node:worker_threads';
-import type { Oid } from '../git/oid.js';
+import type { Worker } from 'node:worker_threads';
+import { oidToHex, type Oid } from '../git/oid.js';
+import { DELTA_DEPTH_MAX } from '../repo/packedForms.js';
 import type { Store } from '../store/types.js';
+import { startModuleWorker } from './moduleWorker.js';
 
 /** git's default pack compression (core.compression -1 is zlib's default, level 6). */
 const DEFLATE_LEVEL = 6;
 /** Objects per round trip to the worker and per write transaction of results. */
 const BATCH_OBJECTS = 512;
 
-/** The worker is plain JavaScript evaluated from a string, so it runs the same under tsx and vitest. */
 const WORKER_SOURCE = `
-const { parentPort } = require('node:worker_threads');
-const { deflateSync } = require('node:zlib');
-parentPort.on('message', ({ id, bodies, level }) => {
-  const out = bodies.map((body) => deflateSync(body, { level }));
-  parentPort.postMessage({ id, out }, out.map((b) => b.buffer));
+parentPort.on('message', async ({ id, bodies, bases, level }) => {
+  const { packForm } = await load();
+  const out = bodies.map((body, i) => packForm(body, bases[i], level));
+  parentPort.postMessage({ id, out }, out.map((form) => form.deflated.buffer));
 });
 `;
 
 interface Pending {
   project: number;
   oid: Oid;
+  similarTo: Oid | null;
+}
+
+interface Form {
+  deflated: Uint8Array;
+  deltaBytes: number | null;
 }
 
 export class DeflateCache {
@@ -37,17 +47,17 @@ export class DeflateCache {
   private idleWaiters: Array<() => void> = [];
 
   constructor(private readonly store: Store) {
-    store.onObjectsStored((project, oids) => {
+    store.onObjectsStored((project, stored) => {
       if (this.stopped) return;
-      for (const oid of oids) this.queue.push({ project, oid });
+      for (const { oid, similarTo } of stored) this.queue.push({ project, oid, similarTo });
       this.kick();
     });
   }
 
-  /** Queues what earlier runs left without a deflated form, then works in the background. */
+  /** Queues what earlier runs left without a pack-ready form, then works in the background. */
   start(): void {
     this.stopped = false;
-    for (const pending of this.store.listUndeflated(Number.MAX_SAFE_INTEGER)) this.queue.push(pending);
+    for (const pending of this.store.listUndeflated(Number.MAX_SAFE_INTEGER)) this.queue.push({ ...pending, similarTo: null });
     this.kick();
   }
 
@@ -83,46 +93,74 @@ export class DeflateCache {
     while (this.queue.length > 0 && !this.stopped) {
       const batch = this.queue.splice(0, BATCH_OBJECTS);
       const bodies: Buffer[] = [];
-      const kept: Pending[] = [];
+      const bases: Array<Buffer | null> = [];
+      const kept: Array<Pending & { baseDepth: number }> = [];
+      // An object whose base is in this batch waits for the next one, when the base has its form.
+      const inBatch = new Set(batch.map((item) => `${item.project}/${oidToHex(item.oid)}`));
+      const later: Pending[] = [];
       this.store.read((tx) => {
         for (const item of batch) {
+          if (item.similarTo && inBatch.has(`${item.project}/${oidToHex(item.similarTo)}`)) {
+            later.push(item);
+            continue;
+          }
           const project = tx.project(item.project);
           if (project.peekDeflated(item.oid)) continue;
           const object = project.getObject(item.oid);
           if (!object) continue;
+          // A delta base must have a form of its own, with room below the depth limit.
+          const baseForm = item.similarTo ? project.peekDeflated(item.similarTo) : undefined;
+          const baseDepth = baseForm ? (baseForm.delta?.depth ?? 0) : DELTA_DEPTH_MAX;
+          const base = baseDepth < DELTA_DEPTH_MAX ? project.getObject(item.similarTo!) : undefined;
           bodies.push(object.body);
-          kept.push(item);
+          bases.push(base && base.type === object.type ? base.body : null);
+          kept.push({ ...item, baseDepth });
         }
       });
+      this.queue.unshift(...later);
       if (kept.length === 0) continue;
-      const deflated = await this.deflate(bodies);
+      let forms: Form[];
+      try {
+        forms = await this.packForms(bodies, bases);
+      } catch {
+        // The worker failed (it is started again next time); packs deflate inline meanwhile.
+        this.worker = null;
+        return;
+      }
       if (this.stopped) return;
       try {
         await this.store.write((tx) => {
-          kept.forEach((item, index) => tx.project(item.project).putDeflated(item.oid, deflated[index]));
+          kept.forEach((item, index) => {
+            const project = tx.project(item.project);
+            const { deflated, deltaBytes } = forms[index];
+            if (deltaBytes === null) return project.putDeflated(item.oid, Buffer.from(deflated.buffer, deflated.byteOffset, deflated.byteLength));
+            const delta = { base: item.similarTo!, bytes: deltaBytes, depth: item.baseDepth + 1 };
+            // Refused when the base's form changed meanwhile: the object is tried again, whole.
+            if (!project.putDeflatedDelta(item.oid, delta, Buffer.from(deflated.buffer, deflated.byteOffset, deflated.byteLength))) {
+              this.queue.push({ project: item.project, oid: item.oid, similarTo: null });
+            }
+          });
         });
       } catch {
-        // A full disk or a closing store: the cache is optional, and start() picks the rest up later.
+        // A full disk or a closing store: the forms are optional, and start() picks the rest up later.
         return;
       }
     }
   }
 
-  private deflate(bodies: Buffer[]): Promise<Buffer[]> {
-    this.worker ??= new Worker(WORKER_SOURCE, { eval: true });
-    this.worker.unref();
+  private packForms(bodies: Buffer[], bases: Array<Buffer | null>): Promise<Form[]> {
+    const worker = (this.worker ??= startModuleWorker('../git/packForm', WORKER_SOURCE));
     const id = ++this.batchId;
-    const worker = this.worker;
     return new Promise((resolve, reject) => {
-      const onMessage = (message: { id: number; out: Uint8Array[] }) => {
+      const onMessage = (message: { id: number; out: Form[] }) => {
         if (message.id !== id) return;
         worker.off('message', onMessage);
         worker.off('error', reject);
-        resolve(message.out.map((bytes) => Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength)));
+        resolve(message.out);
       };
       worker.on('message', onMessage);
       worker.once('error', reject);
-      worker.postMessage({ id, bodies, level: DEFLATE_LEVEL });
+      worker.postMessage({ id, bodies, bases, level: DEFLATE_LEVEL });
     });
   }
 }

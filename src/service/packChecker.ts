@@ -14,24 +14,17 @@
  * the process open); jobs queue on it. Pushes write one at a time anyway, and a second core is left
  * to the requests the worker no longer blocks.
  */
-import { MessageChannel, Worker } from 'node:worker_threads';
+import { MessageChannel, type Worker } from 'node:worker_threads';
 import type { ObjectType } from '../git/oid.js';
 import type { PackObject } from '../git/pack.js';
 import { checkReceivedPack, type Gap, type PackCheckResult, type PackLimits, type StoreLookups } from '../git/packCheck.js';
+import { startModuleWorker } from './moduleWorker.js';
 
 /** Packs up to this size are checked inline (about 15 ms of work at most). */
 export const PACK_INLINE_BYTES_MAX = 256 * 1024;
 
-/**
- * The worker is plain JavaScript evaluated from a string, as the deflate cache's; it loads the
- * TypeScript module through tsx's API when the service itself runs from TypeScript sources.
- */
+/** The worker's code (src/service/moduleWorker.ts runs it; `load()` imports src/git/packCheck.ts). */
 const WORKER_SOURCE = `
-const { parentPort, workerData, receiveMessageOnPort } = require('node:worker_threads');
-let loaded;
-const load = () => (loaded ??= workerData.tsxApi
-  ? import(workerData.tsxApi).then(({ tsImport }) => tsImport(workerData.moduleUrl, workerData.moduleUrl))
-  : import(workerData.moduleUrl));
 parentPort.on('message', async ({ id, pack, limits, clientShallow, port, signal }) => {
   try {
     const { checkReceivedPack } = await load();
@@ -182,11 +175,7 @@ export class PackChecker {
   }
 
   private spawn(): Worker {
-    const moduleUrl = new URL('../git/packCheck' + (import.meta.url.endsWith('.ts') ? '.ts' : '.js'), import.meta.url).href;
-    // tsx's ESM API (its CommonJS build imports a file it does not ship).
-    const tsxApi = moduleUrl.endsWith('.ts') ? import.meta.resolve('tsx/esm/api') : null;
-    const worker = new Worker(WORKER_SOURCE, { eval: true, workerData: { moduleUrl, tsxApi } });
-    worker.unref();
+    const worker = startModuleWorker('../git/packCheck', WORKER_SOURCE);
     worker.on('message', (answer: WorkerAnswer) => this.settle(answer));
     const fail = (error: Error) => {
       if (this.worker === worker) this.worker = null;

@@ -32,6 +32,7 @@ import {
   type AnnexedObject,
   type DeflatedObject,
   type DeltaForm,
+  type NewObject,
   type ProjectReadTx,
   type ProjectWriteTx,
   type Store,
@@ -172,10 +173,10 @@ export class LmdbStore implements Store {
   private readonly worktrees: Database<StoredWorkingTree, Buffer>;
   private readonly records: Database<unknown, string>;
   private readonly deflated: Database<Buffer, Buffer>;
-  private readonly objectListeners: Array<(project: number, oids: Oid[]) => void> = [];
+  private readonly objectListeners: Array<(project: number, stored: NewObject[]) => void> = [];
   private readonly writeListeners: Array<(durationMs: number, committed: boolean) => void> = [];
   /** Objects stored by the write transaction under way, per project, announced after it commits. */
-  private storedInTransaction: Map<number, Oid[]> | null = null;
+  private storedInTransaction: Map<number, NewObject[]> | null = null;
   /** See VALUE_SCRATCH_BYTES; one per store, since write transactions never overlap. */
   private readonly valueScratch = Buffer.allocUnsafeSlow(VALUE_SCRATCH_BYTES);
   private closed = false;
@@ -219,7 +220,7 @@ export class LmdbStore implements Store {
     this.records.putSync(STORE_FORMAT_RECORD, STORE_FORMAT);
   }
 
-  onObjectsStored(listener: (project: number, oids: Oid[]) => void): void {
+  onObjectsStored(listener: (project: number, stored: NewObject[]) => void): void {
     this.objectListeners.push(listener);
   }
 
@@ -251,12 +252,13 @@ export class LmdbStore implements Store {
   }
 
   /** @internal records an object stored by the current write transaction. */
-  noteStored(project: number, oid: Oid): void {
+  noteStored(project: number, oid: Oid, similarTo: Oid | null): void {
     const stored = this.storedInTransaction;
     if (!stored) return;
     let list = stored.get(project);
     if (!list) stored.set(project, (list = []));
-    list.push(oid);
+    // The hint may be a view into a buffer its writer goes on patching.
+    list.push({ oid, similarTo: similarTo && !similarTo.equals(oid) ? Buffer.from(similarTo) : null });
   }
 
   read<T>(action: (tx: StoreReadTx) => T): T {
@@ -272,7 +274,7 @@ export class LmdbStore implements Store {
    */
   async write<T>(action: (tx: StoreWriteTx) => T): Promise<T> {
     this.assertOpen();
-    const stored = new Map<number, Oid[]>();
+    const stored = new Map<number, NewObject[]>();
     const started = performance.now();
     let result: T;
     try {
@@ -538,18 +540,22 @@ class LmdbProjectTx implements ProjectWriteTx {
     return (this.parent.getRecord<number>(VERSION_RECORD_PREFIX + this.project) ?? 0) as number;
   }
 
-  putObject(type: ObjectType, body: Buffer, annex?: Buffer): Oid {
+  putObject(type: ObjectType, body: Buffer, annex?: Buffer, similarTo?: Oid | null): Oid {
     const oid = hashObject(type, body);
-    this.putObjectWithId(oid, type, body, annex);
+    this.storeObject(oid, type, body, annex, similarTo ?? null);
     return oid;
   }
 
   putObjectWithId(oid: Oid, type: ObjectType, body: Buffer, annex?: Buffer): void {
+    this.storeObject(oid, type, body, annex, null);
+  }
+
+  private storeObject(oid: Oid, type: ObjectType, body: Buffer, annex: Buffer | undefined, similarTo: Oid | null): void {
     this.parent.assertWritable();
     const key = this.objectKey(oid);
     const { objects, commits } = this.store.dbs;
     if (!putIfAbsent(objects, key, this.store.objectValue(TYPE_CODES[type], body, annex))) return;
-    this.store.noteStored(this.project, oid);
+    this.store.noteStored(this.project, oid, similarTo);
     if (type === 'commit') {
       const parsed = commitInfoFromBody(body);
       let generation = 1;

@@ -59,6 +59,12 @@ export interface AnnexedObject extends StoredObject {
   annex: Buffer | null;
 }
 
+/** An object a write stored, with the object its writer said it is likely close to. */
+export interface NewObject {
+  oid: Oid;
+  similarTo: Oid | null;
+}
+
 export interface ProjectReadTx {
   readonly project: number;
   getObject(oid: Oid): StoredObject | undefined;
@@ -92,9 +98,11 @@ export interface ProjectWriteTx extends ProjectReadTx {
   /**
    * Stores an object (idempotent: a stored id keeps its first copy) and, for commits, indexes it;
    * returns its id. `annex` is data derived from the object that its reader wants in the same read
-   * (the repo layer keeps a tree's blob sizes there); it is not part of the object.
+   * (the repo layer keeps a tree's blob sizes there); it is not part of the object. `similarTo`
+   * names a stored object this one is likely close to (the version it replaces at the same path),
+   * passed on to onObjectsStored listeners as a delta base to try; it is not kept.
    */
-  putObject(type: ObjectType, body: Buffer, annex?: Buffer): Oid;
+  putObject(type: ObjectType, body: Buffer, annex?: Buffer, similarTo?: Oid | null): Oid;
   /** Stores an object whose id the caller already computed (received packs, imports). */
   putObjectWithId(oid: Oid, type: ObjectType, body: Buffer, annex?: Buffer): void;
   /**
@@ -144,7 +152,7 @@ export interface Store {
    * Called after each committed write transaction with the objects it stored, per project, so work
    * that follows a write (the deflate cache) need not scan for it.
    */
-  onObjectsStored(listener: (project: number, oids: Oid[]) => void): void;
+  onObjectsStored(listener: (project: number, stored: NewObject[]) => void): void;
   /** Stored objects that have no deflated form yet, across projects, at most `limit` of them. */
   listUndeflated(limit: number): Array<{ project: number; oid: Oid }>;
   /** Called after each write transaction, committed or not, with how long it took (metrics). */

@@ -168,3 +168,45 @@ describe('fetches into an existing clone', () => {
     await gitAsyncOk(['fsck', '--strict', '--no-progress'], { cwd: older });
   }, 120_000);
 });
+
+describe('histories written through the API', () => {
+  it('go out with each edited file and directory as a delta against its previous version', async () => {
+    const lines = Array.from({ length: 400 }, (_, index) => `export const value${index} = ${index * 7}; // a line of the module`);
+    const created = await server.call('POST', '/api/v1/projects', {
+      title: 'Edited',
+      // Neighbours in every directory, so each tree is large enough to be worth a delta.
+      source: {
+        kind: 'files',
+        files: [
+          { path: 'src/deep/module.ts', content: lines.join('\n') },
+          ...['', 'src/', 'src/deep/'].flatMap((dir) => Array.from({ length: 8 }, (_, index) => ({ path: `${dir}neighbour-${index}.txt`, content: `${dir} ${index}\n` }))),
+        ],
+      },
+    });
+    expect(created.status).toBe(201);
+    const id = created.body.project.id as string;
+    const edits = 8;
+    for (let round = 0; round < edits; round++) {
+      lines[round * 40] = `export const value${round * 40} = ${round}; // edited in round ${round}`;
+      const written = await server.call('POST', `/api/v1/projects/${id}/files/batch`, { branch: 'main', files: [{ path: 'src/deep/module.ts', content: lines.join('\n') }] });
+      expect(written.status).toBe(200);
+      expect((await server.call('POST', `/api/v1/projects/${id}/git/commit`, { branch: 'main' })).status).toBe(201);
+    }
+    // The forms are made in the background: wait until none is pending.
+    for (let waited = 0; ; waited += 50) {
+      const health = await fetch(`${server.url}/healthz`).then((response) => response.json() as Promise<{ deflate_backlog: number }>);
+      if (health.deflate_backlog === 0) break;
+      expect(waited).toBeLessThan(30_000);
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    const dir = join(work.path, 'edited.git');
+    await gitAsyncOk(['-c', 'transfer.fsckObjects=true', 'clone', '-q', '--bare', treehouseUrl().replace(projectId, id), dir]);
+    await gitAsyncOk(['fsck', '--strict', '--no-progress'], { cwd: dir });
+    // Every version of the file but the first, and of its two directories and the root, is a delta.
+    const depths = deltaDepths(packOf(dir).path);
+    expect(depths.length).toBeGreaterThanOrEqual(edits * 4);
+    expect(Math.max(...depths)).toBeLessThanOrEqual(50);
+  }, 60_000);
+});
+
