@@ -15,7 +15,7 @@ import { decodeTree, MODE_GITLINK, MODE_TREE } from '../git/tree.js';
 import { commitTreesDepthProblem } from '../git/treeDepth.js';
 import type { ProjectWriteTx } from '../store/types.js';
 import { resetWorkingTree } from './moveWorkingTree.js';
-import { formsInBaseOrder, keepPackedForm } from './packedForms.js';
+import { formsInBaseOrder, keepPackedForm, storeReceivedObjects } from './packedForms.js';
 import { MAIN_BRANCH, type Repo } from './repo.js';
 
 /** Bytes of objects stored per write by storeHistoryObjects: a few milliseconds of work each. */
@@ -159,25 +159,28 @@ function commitsParentsFirst(tip: Oid, need: (oid: Oid, why: string) => PackObje
  * the event loop for long. Nothing points at them until startMainAt() runs.
  */
 export async function storeHistoryObjects(repo: Pick<Repo, 'store' | 'project'>, history: PreparedHistory): Promise<void> {
-  // Trees and blobs bases first, so each keeps the fetched pack's entry as its pack-ready form in
-  // the write that stores it (src/repo/packedForms.ts); commits after them, parents first.
+  // Trees and blobs bases first, so each is stored as the fetched pack's entry in the write that
+  // stores its base or a later one (src/repo/packedForms.ts); commits after them, parents first.
   const commits = history.objects.filter((object) => object.type === 'commit');
-  const ordered = [...formsInBaseOrder(history.objects.filter((object) => object.type !== 'commit' && object.packed)), ...history.objects.filter((object) => object.type !== 'commit' && !object.packed), ...commits];
+  const contents = history.objects.filter((object) => object.type !== 'commit');
+  const ordered = [...formsInBaseOrder(contents), ...contents.filter((object) => !object.packed), ...commits];
   const late: PackObject[] = [];
   let start = 0;
   while (start < ordered.length) {
     let end = start;
     let bytes = 0;
-    while (end < ordered.length && (end === start || bytes < HISTORY_WRITE_BYTES)) bytes += ordered[end++].body.length;
+    while (end < ordered.length && (end === start || bytes < HISTORY_WRITE_BYTES)) {
+      // What the write stores: the pack's entry when there is one, else the body.
+      bytes += ordered[end].packed?.deflated.length ?? ordered[end].body.length;
+      end++;
+    }
     const chunk = ordered.slice(start, end);
     await repo.store.write((store) => {
-      const tx = store.project(repo.project);
-      for (const object of chunk) tx.putObjectWithId(object.oid, object.type, object.body);
-      for (const object of formsInBaseOrder(chunk)) if (!keepPackedForm(tx, object)) late.push(object);
+      late.push(...storeReceivedObjects(store.project(repo.project), chunk));
     });
     start = end;
   }
-  // A delta whose base came in a later write (commits against commits, rarely), once all are stored.
+  // An entry whose delta base came in a later write (commits against commits, rarely), once all are stored.
   if (late.length > 0) {
     await repo.store.write((store) => {
       const tx = store.project(repo.project);

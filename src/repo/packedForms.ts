@@ -6,6 +6,7 @@
  * pack reuse (pack-objects.c, reuse of existing deltas) does the same.
  */
 import type { PackObject } from '../git/pack.js';
+import { parentsFirst } from '../git/packOrder.js';
 import type { ProjectWriteTx } from '../store/types.js';
 
 /** Longest delta chain kept or sent: git's default pack.depth. */
@@ -39,4 +40,39 @@ export function keepPackedForm(tx: ProjectWriteTx, object: PackObject): boolean 
   const depth = (base.delta?.depth ?? 0) + 1;
   if (depth <= DELTA_DEPTH_MAX) tx.putDeflatedDelta(object.oid, { base: packed.base, bytes: packed.dataBytes, depth }, packed.deflated);
   return true;
+}
+
+/**
+ * Stores received objects (a checked pack's, or a seed's): trees and blobs first, bases before
+ * their deltas, each as its pack entry alone when the store can keep it (putObjectAsForm: the
+ * history takes about the room git's pack does, and nothing is written twice), else whole with
+ * the entry kept beside it when possible; then commits and tags, parents first, whole (the commit
+ * index needs them) with their entries beside them. Returns the objects whose entry could not be
+ * kept yet because a delta's base has no form: a caller storing in several writes tries them
+ * again with keepPackedForm once everything is stored.
+ */
+export function storeReceivedObjects(tx: ProjectWriteTx, objects: readonly PackObject[]): PackObject[] {
+  const late: PackObject[] = [];
+  const contents = objects.filter((object) => object.type === 'tree' || object.type === 'blob');
+  for (const object of [...formsInBaseOrder(contents), ...contents.filter((object) => !object.packed)]) {
+    if (storeAsForm(tx, object)) continue;
+    tx.putObjectWithId(object.oid, object.type, object.body);
+    if (!keepPackedForm(tx, object)) late.push(object);
+  }
+  const others = parentsFirst(objects.filter((object) => object.type !== 'tree' && object.type !== 'blob'));
+  for (const object of others) tx.putObjectWithId(object.oid, object.type, object.body);
+  for (const object of formsInBaseOrder(others)) if (!keepPackedForm(tx, object)) late.push(object);
+  return late;
+}
+
+/** A tree or blob stored as its pack entry alone; false when the entry cannot be kept as its form. */
+function storeAsForm(tx: ProjectWriteTx, object: PackObject): boolean {
+  const packed = object.packed;
+  if (!packed) return false;
+  if (!packed.base) return tx.putObjectAsForm(object.oid, object.type, object.body.length, { deflated: packed.deflated });
+  const base = tx.peekDeflated(packed.base);
+  if (!base) return false;
+  const depth = (base.delta?.depth ?? 0) + 1;
+  if (depth > DELTA_DEPTH_MAX) return false;
+  return tx.putObjectAsForm(object.oid, object.type, object.body.length, { deflated: packed.deflated, delta: { base: packed.base, bytes: packed.dataBytes, depth } });
 }

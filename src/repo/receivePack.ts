@@ -13,9 +13,8 @@
  */
 import { oidToHex, type Oid } from '../git/oid.js';
 import type { ExternalObject, PackObject } from '../git/pack.js';
-import { formsInBaseOrder, keepPackedForm } from './packedForms.js';
+import { storeReceivedObjects } from './packedForms.js';
 import { checkReceivedPack, type Gap, type PackCheckResult, type PackLimits, type StoreLookups } from '../git/packCheck.js';
-import { parentsFirst } from '../git/packOrder.js';
 import { BRANCH_REF_PREFIX, branchNameProblem } from '../git/refname.js';
 import type { RefResult, RefUpdateCommand } from '../git/smartProtocol.js';
 import type { ProjectWriteTx } from '../store/types.js';
@@ -93,8 +92,8 @@ export async function receivePack(repo: Repo, input: ReceivePackInput): Promise<
     return await repo.store.write((store) => {
       const tx = store.project(repo.project);
       // Parents before children, so every commit's generation number is computed from indexed parents.
-      for (const object of parentsFirst(objects)) if (!gaps.has(oidToHex(object.oid))) tx.putObjectWithId(object.oid, object.type, object.body);
-      for (const object of formsInBaseOrder(objects)) if (!gaps.has(oidToHex(object.oid))) keepPackedForm(tx, object);
+      // Parents before children, so every commit's generation number is computed from indexed parents.
+      storeReceivedObjects(tx, objects.filter((object) => !gaps.has(oidToHex(object.oid))));
       const results: RefResult[] = [];
       const updatedBranches: string[] = [];
       const hints: string[] = [];

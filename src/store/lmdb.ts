@@ -16,13 +16,18 @@
  * A pack-ready form is the type code u8, the body size u32 BE and the body as a zlib stream; or, for
  * a delta, the type code with DELTA_FLAG, the body size u32 BE, the delta's size u32 BE, the chain
  * depth u8, the base's 20-byte id and the delta as a zlib stream.
+ * A tree or blob that came in a pack may be kept as its pack-ready form alone, with no entry in
+ * `objects` (putObjectAsForm): reads rebuild it (inflating, applying its delta chain), through a
+ * cache of rebuilt bodies, so a history stored this way takes about the room git's pack does.
  * An object stored with an annex (ProjectWriteTx.putObject) has ANNEX_FLAG in its type code, then
  * the body length (u32 BE), the body and the annex, so one read returns both.
  * The project prefix keeps each project's keys contiguous, so dropping a project is a range delete.
  * A locked path is a msgpack string, or its bytes (msgpack bin) when they are not UTF-8: msgpack
  * would write the escapes of src/git/pathBytes.ts as U+FFFD and lose the name.
  */
+import { inflateSync } from 'node:zlib';
 import { open, type Database, type RootDatabase } from 'lmdb';
+import { applyDelta } from '../git/delta.js';
 import { hashObject, type ObjectType, type Oid, OID_BYTES } from '../git/oid.js';
 import { decodePath, encodePath, isUtf8Path } from '../git/pathBytes.js';
 import {
@@ -73,6 +78,43 @@ const PACKED_DEPTH_MAX = 255;
  * allocates (and the GC reclaims) a second copy of every file. Larger values get their own buffer.
  */
 const VALUE_SCRATCH_BYTES = 1024 * 1024;
+/** Bytes of bodies rebuilt from pack-ready forms kept for the next reads (the bases of later versions, mostly). */
+const REBUILT_CACHE_BYTES = 64 * 1024 * 1024;
+/** A rebuilt body larger than this is not cached (it would push out everything else). */
+const REBUILT_CACHE_ENTRY_BYTES_MAX = 8 * 1024 * 1024;
+/** A chain longer than this is a corrupt store, not a long history. */
+const REBUILD_CHAIN_MAX = PACKED_DEPTH_MAX + 1;
+
+/** Inflates a stream whose inflated size is known: one output buffer of that size, not zlib's 16 KB chunks. */
+function inflateKnown(stream: Buffer, bytes: number): Buffer {
+  return inflateSync(stream, { chunkSize: Math.max(64, bytes), maxOutputLength: Math.max(1, bytes) });
+}
+
+/** Bodies rebuilt from pack-ready forms, least recently used first. Ids name contents, so an entry never goes stale. */
+class RebuiltCache {
+  private readonly entries = new Map<string, StoredObject>();
+  private bytes = 0;
+
+  get(key: string): StoredObject | undefined {
+    const hit = this.entries.get(key);
+    if (hit) {
+      this.entries.delete(key);
+      this.entries.set(key, hit);
+    }
+    return hit;
+  }
+
+  set(key: string, object: StoredObject): void {
+    if (object.body.length > REBUILT_CACHE_ENTRY_BYTES_MAX || this.entries.has(key)) return;
+    this.entries.set(key, object);
+    this.bytes += object.body.length;
+    for (const [oldest, evicted] of this.entries) {
+      if (this.bytes <= REBUILT_CACHE_BYTES) break;
+      this.entries.delete(oldest);
+      this.bytes -= evicted.body.length;
+    }
+  }
+}
 
 export interface LmdbStoreOptions {
   /** A directory (created when missing) that holds data.mdb and lock.mdb. */
@@ -177,6 +219,8 @@ export class LmdbStore implements Store {
   private readonly writeListeners: Array<(durationMs: number, committed: boolean) => void> = [];
   /** Objects stored by the write transaction under way, per project, announced after it commits. */
   private storedInTransaction: Map<number, NewObject[]> | null = null;
+  /** @internal Bodies rebuilt from pack-ready forms (see RebuiltCache). */
+  readonly rebuilt = new RebuiltCache();
   /** See VALUE_SCRATCH_BYTES; one per store, since write transactions never overlap. */
   private readonly valueScratch = Buffer.allocUnsafeSlow(VALUE_SCRATCH_BYTES);
   private closed = false;
@@ -422,47 +466,111 @@ class LmdbProjectTx implements ProjectWriteTx {
   }
 
   getObject(oid: Oid): StoredObject | undefined {
+    const key = this.objectKey(oid);
     // getBinary returns a copy of its own, so the body can be a view into it.
-    const value = this.store.dbs.objects.getBinary(this.objectKey(oid));
-    if (!value) return undefined;
+    const value = this.store.dbs.objects.getBinary(key);
+    if (!value) return this.rebuild(key, true);
     return { type: TYPE_NAMES[valueTypeCode(value)], body: valueBody(value) };
   }
 
   peekObject(oid: Oid): StoredObject | undefined {
+    const key = this.objectKey(oid);
     // getBinaryFast's buffer is lmdb-js's shared one, sized to this value: bound every view by hand.
-    const value = this.store.dbs.objects.getBinaryFast(this.objectKey(oid));
-    if (!value) return undefined;
+    const value = this.store.dbs.objects.getBinaryFast(key);
+    if (!value) return this.rebuild(key, false);
     const start = (value[0] & ANNEX_FLAG) === 0 ? 1 : ANNEX_HEADER_BYTES;
     return { type: TYPE_NAMES[valueTypeCode(value)], body: value.subarray(start, start + valueBodyLength(value)) };
   }
 
   getObjectWithAnnex(oid: Oid): AnnexedObject | undefined {
+    const key = this.objectKey(oid);
     // getBinary copies the value once; body and annex are views into that copy.
-    const value = this.store.dbs.objects.getBinary(this.objectKey(oid));
-    if (!value) return undefined;
+    const value = this.store.dbs.objects.getBinary(key);
+    if (!value) {
+      const rebuilt = this.rebuild(key, true);
+      return rebuilt && { ...rebuilt, annex: null };
+    }
     return { type: TYPE_NAMES[valueTypeCode(value)], body: valueBody(value), annex: valueAnnex(value) };
   }
 
   hasObject(oid: Oid): boolean {
-    return this.store.dbs.objects.doesExist(this.objectKey(oid));
+    const key = this.objectKey(oid);
+    return this.store.dbs.objects.doesExist(key) || this.store.dbs.deflated.doesExist(key);
   }
 
   objectSize(oid: Oid): number | undefined {
-    const value = this.store.dbs.objects.getBinaryFast(this.objectKey(oid));
-    return value ? valueBodyLength(value) : undefined;
+    const key = this.objectKey(oid);
+    const value = this.store.dbs.objects.getBinaryFast(key);
+    if (value) return valueBodyLength(value);
+    return this.store.dbs.deflated.getBinaryFast(key)?.readUInt32BE(1);
+  }
+
+  /**
+   * An object kept only as its pack-ready form, rebuilt: the chain of deltas is followed down to a
+   * whole form (or a body rebuilt before), then applied upwards. `copy`: the caller may keep and
+   * change the body, so a cached one is copied.
+   */
+  private rebuild(key: Buffer, copy: boolean): StoredObject | undefined {
+    const { deflated: packed, objects } = this.store.dbs;
+    const first = packed.getBinaryFast(key);
+    if (!first) return undefined;
+    const type = TYPE_NAMES[first[0] & ~DELTA_FLAG];
+    const cacheKey = key.toString('latin1');
+    const cached = this.store.rebuilt.get(cacheKey);
+    if (cached) return copy ? { type, body: Buffer.from(cached.body) } : cached;
+    const deltas: Array<{ key: string; delta: Buffer }> = [];
+    let body: Buffer | null = null;
+    let current = key;
+    while (body === null) {
+      if (deltas.length > REBUILD_CHAIN_MAX) throw new Error(`object ${key.subarray(PROJECT_PREFIX_BYTES).toString('hex')}: delta chain too long (corrupt store)`);
+      const currentKey = current.toString('latin1');
+      const hit = current === key ? undefined : this.store.rebuilt.get(currentKey);
+      if (hit) {
+        body = hit.body;
+        break;
+      }
+      const value = packed.getBinaryFast(current);
+      if (!value) {
+        // A base kept raw (its form went missing is impossible: forms are never removed alone).
+        const raw = objects.getBinary(current);
+        if (!raw) throw new Error(`object ${current.subarray(PROJECT_PREFIX_BYTES).toString('hex')} is missing: a delta's base (corrupt store)`);
+        body = valueBody(raw);
+        break;
+      }
+      if ((value[0] & DELTA_FLAG) === 0) {
+        body = inflateKnown(value.subarray(PACKED_HEADER_BYTES), value.readUInt32BE(1));
+        if (current !== key) this.store.rebuilt.set(currentKey, { type, body });
+        break;
+      }
+      deltas.push({ key: currentKey, delta: inflateKnown(value.subarray(PACKED_DELTA_HEADER_BYTES), value.readUInt32BE(PACKED_HEADER_BYTES)) });
+      const base = Buffer.allocUnsafe(key.length);
+      current.copy(base, 0, 0, PROJECT_PREFIX_BYTES);
+      value.copy(base, PROJECT_PREFIX_BYTES, PACKED_HEADER_BYTES + 5, PACKED_DELTA_HEADER_BYTES);
+      current = base;
+    }
+    for (let at = deltas.length - 1; at >= 0; at--) body = applyDelta(body, deltas[at].delta);
+    const object = { type, body };
+    this.store.rebuilt.set(cacheKey, object);
+    return copy ? { type, body: Buffer.from(body) } : object;
   }
 
   findObjectsByPrefix(hexPrefix: string, limit: number): Oid[] {
     const evenHex = hexPrefix.length % 2 === 0 ? hexPrefix : `${hexPrefix}0`;
     const start = Buffer.concat([this.prefix, Buffer.from(evenHex, 'hex')]);
     const end = hexPrefix.length % 2 === 0 ? prefixEnd(start) : prefixEnd(Buffer.concat([this.prefix, Buffer.from(`${hexPrefix}f`, 'hex')]));
-    const found: Oid[] = [];
-    for (const key of this.store.dbs.objects.getKeys({ start, end })) {
-      const oid = Buffer.from((key as Buffer).subarray(PROJECT_PREFIX_BYTES));
-      if (oid.toString('hex').startsWith(hexPrefix)) found.push(oid);
-      if (found.length >= limit) break;
+    // Objects kept raw, and those kept as a pack-ready form alone; an id in both counts once.
+    const found = new Map<string, Oid>();
+    for (const db of [this.store.dbs.objects, this.store.dbs.deflated]) {
+      let taken = 0;
+      for (const key of db.getKeys({ start, end })) {
+        const oid = Buffer.from((key as Buffer).subarray(PROJECT_PREFIX_BYTES));
+        const hex = oid.toString('hex');
+        if (!hex.startsWith(hexPrefix)) continue;
+        found.set(hex, oid);
+        if (++taken >= limit) break;
+      }
     }
-    return found;
+    return [...found.keys()].sort().slice(0, limit).map((hex) => found.get(hex)!);
   }
 
   peekDeflated(oid: Oid): DeflatedObject | undefined {
@@ -508,6 +616,35 @@ class LmdbProjectTx implements ProjectWriteTx {
     value[PACKED_HEADER_BYTES + 4] = delta.depth;
     delta.base.copy(value, PACKED_HEADER_BYTES + 5);
     deflated.copy(value, PACKED_DELTA_HEADER_BYTES);
+    return putIfAbsent(packed, key, value);
+  }
+
+  putObjectAsForm(oid: Oid, type: ObjectType, inflatedBytes: number, form: { deflated: Buffer; delta?: DeltaForm }): boolean {
+    this.parent.assertWritable();
+    if (type === 'commit') throw new Error('a commit is stored whole (putObjectWithId), so it is indexed');
+    const key = this.objectKey(oid);
+    const { objects, deflated: packed } = this.store.dbs;
+    if (objects.doesExist(key) || packed.doesExist(key)) return true;
+    let value: Buffer;
+    if (form.delta) {
+      const { delta } = form;
+      if (delta.base.equals(oid)) return false;
+      const base = packed.getBinaryFast(this.objectKey(delta.base));
+      if (!base) return false;
+      const baseDepth = (base[0] & DELTA_FLAG) === 0 ? 0 : base[PACKED_HEADER_BYTES + 4];
+      if (delta.depth !== baseDepth + 1 || delta.depth > PACKED_DEPTH_MAX) return false;
+      value = Buffer.allocUnsafe(PACKED_DELTA_HEADER_BYTES + form.deflated.length);
+      value[0] = TYPE_CODES[type] | DELTA_FLAG;
+      value.writeUInt32BE(delta.bytes, PACKED_HEADER_BYTES);
+      value[PACKED_HEADER_BYTES + 4] = delta.depth;
+      delta.base.copy(value, PACKED_HEADER_BYTES + 5);
+      form.deflated.copy(value, PACKED_DELTA_HEADER_BYTES);
+    } else {
+      value = Buffer.allocUnsafe(PACKED_HEADER_BYTES + form.deflated.length);
+      value[0] = TYPE_CODES[type];
+      form.deflated.copy(value, PACKED_HEADER_BYTES);
+    }
+    value.writeUInt32BE(inflatedBytes, 1);
     return putIfAbsent(packed, key, value);
   }
 

@@ -125,6 +125,14 @@ export interface ProjectWriteTx extends ProjectReadTx {
    * depth that is not 1 + the base's). False when nothing was kept.
    */
   putDeflatedDelta(oid: Oid, delta: DeltaForm, deflated: Buffer): boolean;
+  /**
+   * Stores a tree or blob as its pack-ready form alone (a received pack's entry, as git keeps it),
+   * without the raw body: reads rebuild it. `form.deflated` inflates to the body (or, with
+   * `form.delta`, to a delta against a base that has a form, at 1 + its depth), which the caller
+   * vouches for. True when the object is stored (or was already); false, storing nothing, when the
+   * delta's base has no form or the depth is wrong: the caller stores it whole instead.
+   */
+  putObjectAsForm(oid: Oid, type: ObjectType, inflatedBytes: number, form: { deflated: Buffer; delta?: DeltaForm }): boolean;
 }
 
 export interface StoreReadTx {

@@ -6,7 +6,9 @@
  * suite can close a store and open it again to check that acknowledged writes survive. Tests share
  * that storage and keep out of each other's way by using their own project numbers and record keys.
  */
+import { deflateSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createDelta } from '../../src/git/delta.js';
 import { encodeCommit, type Signature } from '../../src/git/commit.js';
 import { EMPTY_BLOB_OID, EMPTY_TREE_OID, hashObject, oidFromHex, oidToHex, type Oid } from '../../src/git/oid.js';
 import { encodeTree } from '../../src/git/tree.js';
@@ -499,6 +501,47 @@ export function storeContract(backendName: string, openStore: () => Store): void
           expect([Buffer.from(second.deflated), second.delta?.depth]).toEqual([stream('v2 on v1'), 1]);
           expect(Buffer.from(p.peekDeflated(v1)!.deflated)).toEqual(stream('v1 whole'));
           expect(p.peekDeflated(loose)).toBeUndefined();
+        });
+      });
+    });
+
+    describe('objects kept as pack-ready forms alone', () => {
+      it('read back whole, rebuilt through their delta chains, and count as stored everywhere', async () => {
+        const project = freshProject();
+        const versions = Array.from({ length: 6 }, (_, round) => Buffer.from(Array.from({ length: 200 }, (_, line) => `line ${line} ${line === round * 30 ? 'edited' : ''}`).join('\n')));
+        const oids = versions.map((body) => hashObject('blob', body));
+        const results = await store.write((tx) => {
+          const p = tx.project(project);
+          const out = [p.putObjectAsForm(oids[0], 'blob', versions[0].length, { deflated: deflateSync(versions[0]) })];
+          for (let index = 1; index < versions.length; index++) {
+            const delta = createDelta(versions[index - 1], versions[index]);
+            out.push(p.putObjectAsForm(oids[index], 'blob', versions[index].length, { deflated: deflateSync(delta), delta: { base: oids[index - 1], bytes: delta.length, depth: index } }));
+          }
+          // A delta on a base without a form, or at the wrong depth, stores nothing.
+          const orphan = Buffer.from('orphan body, long enough');
+          out.push(p.putObjectAsForm(hashObject('blob', orphan), 'blob', orphan.length, { deflated: deflateSync(Buffer.from('x')), delta: { base: hashObject('blob', Buffer.from('none')), bytes: 1, depth: 1 } }));
+          out.push(p.putObjectAsForm(hashObject('blob', orphan), 'blob', orphan.length, { deflated: deflateSync(Buffer.from('x')), delta: { base: oids[0], bytes: 1, depth: 3 } }));
+          expect(() => p.putObjectAsForm(hashObject('commit', orphan), 'commit', orphan.length, { deflated: deflateSync(orphan) })).toThrow();
+          return out;
+        });
+        expect(results).toEqual([true, true, true, true, true, true, false, false]);
+        store.read((tx) => {
+          const p = tx.project(project);
+          versions.forEach((body, index) => {
+            expect(p.getObject(oids[index])).toEqual({ type: 'blob', body });
+            expect(Buffer.from(p.peekObject(oids[index])!.body)).toEqual(body);
+            expect(p.getObjectWithAnnex(oids[index])).toEqual({ type: 'blob', body, annex: null });
+            expect(p.hasObject(oids[index])).toBe(true);
+            expect(p.objectSize(oids[index])).toBe(body.length);
+            expect(p.peekDeflated(oids[index])!.delta?.depth ?? 0).toBe(index);
+          });
+          // A body handed out may be changed by its reader; the next read is not.
+          p.getObject(oids[5])!.body.fill(0);
+          expect(p.getObject(oids[5])!.body).toEqual(versions[5]);
+          expect(p.findObjectsByPrefix(oidToHex(oids[3]).slice(0, 7), 10)).toEqual([oids[3]]);
+          expect(p.hasObject(hashObject('blob', Buffer.from('orphan body, long enough')))).toBe(false);
+          // Another project holds none of them.
+          expect(tx.project(freshProject()).getObject(oids[2])).toBeUndefined();
         });
       });
     });
