@@ -33,7 +33,15 @@ export interface PackPlan {
   objects: Array<{ oid: Oid; type: ObjectType }>;
   /** Hex ids of trees and blobs the client is known to hold: what a thin pack's deltas may name. */
   clientHas: ReadonlySet<string>;
+  /**
+   * For a fetch into a clone: per object (by index), the tree or blob at the same path in a commit
+   * the client holds, a delta base to try when the object has none in the pack (git's --thin).
+   */
+  thinBases: Map<number, Oid>;
 }
+
+/** Fetches planning more objects than this get no thin bases (their deltas would be computed while the client waits). */
+export const THIN_BASE_OBJECTS_MAX = 20_000;
 
 /** What a shallow request settles before any object is chosen. */
 export interface ShallowPlan {
@@ -260,8 +268,18 @@ export function* planPackSteps(tx: ProjectReadTx, input: PackInput): Steps<PackP
   for (const edge of [...edges, ...shallow.unshallow]) yield* markTree(tx, tx.getCommitInfo(edge)!.tree, excluded);
   const objects: PackPlan['objects'] = commits.map((oid) => ({ oid, type: 'commit' as const }));
   const added = new Set<string>();
-  for (const commit of commits) yield* addTree(tx, tx.getCommitInfo(commit)!.tree, excluded, added, objects);
-  return { objects, clientHas: excluded };
+  // Paths are followed only for a fetch into a clone, where they find thin bases.
+  const paths: string[] | null = edges.length > 0 ? commits.map(() => '') : null;
+  for (const commit of commits) yield* addTree(tx, tx.getCommitInfo(commit)!.tree, excluded, added, objects, paths);
+  const thinBases = new Map<number, Oid>();
+  if (paths && objects.length <= THIN_BASE_OBJECTS_MAX) {
+    const held = yield* pathsOf(tx, tx.getCommitInfo(edges[0])!.tree);
+    paths.forEach((path, index) => {
+      const base = objects[index].type === 'commit' ? undefined : held.get(path);
+      if (base && base.type === objects[index].type && !base.oid.equals(objects[index].oid)) thinBases.set(index, base.oid);
+    });
+  }
+  return { objects, clientHas: excluded, thinBases };
 }
 
 /** Commits reachable from `starts` and not `uninteresting`, breadth first; edges are the uninteresting ones met. */
@@ -316,19 +334,27 @@ function* markTree(tx: ProjectReadTx, tree: Oid, excluded: Set<string>): Steps<v
  * Appends the trees and blobs reachable from `tree` that are neither excluded nor added yet, each
  * tree before its entries in tree order (a depth-first walk, kept on an explicit stack).
  */
-function* addTree(tx: ProjectReadTx, tree: Oid, excluded: Set<string>, added: Set<string>, out: PackPlan['objects']): Steps<void> {
-  const open = (oid: Oid): TreeEntry[] | null => {
+function* addTree(
+  tx: ProjectReadTx,
+  tree: Oid,
+  excluded: Set<string>,
+  added: Set<string>,
+  out: PackPlan['objects'],
+  paths: string[] | null,
+): Steps<void> {
+  const open = (oid: Oid, path: string): TreeEntry[] | null => {
     const key = oidToHex(oid);
     if (excluded.has(key) || added.has(key)) return null;
     added.add(key);
     out.push({ oid, type: 'tree' });
+    paths?.push(path);
     const object = tx.getObject(oid);
     if (!object) throw new Error(`tree ${key} is missing`);
     return decodeTree(object.body);
   };
-  const root = open(tree);
+  const root = open(tree, '');
   if (!root) return;
-  const stack: Array<{ entries: TreeEntry[]; next: number }> = [{ entries: root, next: 0 }];
+  const stack: Array<{ entries: TreeEntry[]; next: number; dir: string }> = [{ entries: root, next: 0, dir: '' }];
   while (stack.length > 0) {
     const top = stack[stack.length - 1];
     if (top.next >= top.entries.length) {
@@ -336,15 +362,37 @@ function* addTree(tx: ProjectReadTx, tree: Oid, excluded: Set<string>, added: Se
       continue;
     }
     const entry = top.entries[top.next++];
+    const path = paths ? (top.dir === '' ? entry.name : `${top.dir}/${entry.name}`) : '';
     if (entry.mode === MODE_TREE) {
-      const entries = open(entry.oid);
-      if (entries) stack.push({ entries, next: 0 });
+      const entries = open(entry.oid, path);
+      if (entries) stack.push({ entries, next: 0, dir: path });
       yield;
     } else if (entry.mode !== MODE_GITLINK) {
       const blobKey = oidToHex(entry.oid);
       if (excluded.has(blobKey) || added.has(blobKey)) continue;
       added.add(blobKey);
       out.push({ oid: entry.oid, type: 'blob' });
+      paths?.push(path);
     }
   }
+}
+
+/** Every tree and blob of `tree` by path ('' for the root itself). */
+function* pathsOf(tx: ProjectReadTx, tree: Oid): Steps<Map<string, { oid: Oid; type: 'tree' | 'blob' }>> {
+  const out = new Map<string, { oid: Oid; type: 'tree' | 'blob' }>([['', { oid: tree, type: 'tree' }]]);
+  const pending: Array<{ oid: Oid; dir: string }> = [{ oid: tree, dir: '' }];
+  while (pending.length > 0) {
+    const { oid, dir } = pending.pop()!;
+    const object = tx.getObject(oid);
+    if (!object) continue;
+    for (const entry of decodeTree(object.body)) {
+      if (entry.mode === MODE_GITLINK) continue;
+      const path = dir === '' ? entry.name : `${dir}/${entry.name}`;
+      const isTree = entry.mode === MODE_TREE;
+      out.set(path, { oid: entry.oid, type: isTree ? 'tree' : 'blob' });
+      if (isTree) pending.push({ oid: entry.oid, dir: path });
+    }
+    yield;
+  }
+  return out;
 }

@@ -5,7 +5,9 @@
  * copied; an object without one is deflated as it is sent.
  */
 import { deflateSync } from 'node:zlib';
-import { oidToHex, type Oid } from '../git/oid.js';
+import { createDelta } from '../git/delta.js';
+import { OID_BYTES, oidToHex, type Oid } from '../git/oid.js';
+import { DELTA_TARGET_BYTES_MIN } from '../git/packForm.js';
 import { PackWriter, type PackChunk } from '../git/pack.js';
 import { encodeDelim, encodeFlush, encodePktLine, encodeSideband, SIDEBAND_DATA, SIDEBAND_PROGRESS } from '../git/pktline.js';
 import { branchRef } from '../git/refname.js';
@@ -36,6 +38,8 @@ const PROGRESS_EVERY_OBJECTS = 10_000;
 const SIDEBAND_CHUNK_BYTES = 65_515;
 /** Pack bytes gathered per socket write. */
 const WRITE_CHUNK_BYTES = 1 << 20;
+/** Objects larger than this get no delta made while the client waits (git's --thin has no such limit). */
+const THIN_DELTA_BYTES_MAX = 1024 * 1024;
 /** Objects the deflate cache has not reached yet are compressed fast, while the client waits. */
 const INLINE_DEFLATE_LEVEL = 1;
 
@@ -225,15 +229,23 @@ function writeWithBases(tx: ProjectReadTx, entries: PackEntries, index: number):
   return out;
 }
 
+/** A delta from `base` to `oid` worth sending (git's try_delta rule), or null. */
+function thinDelta(tx: ProjectReadTx, oid: Oid, base: Oid): Buffer | null {
+  if ((tx.objectSize(oid) ?? Infinity) > THIN_DELTA_BYTES_MAX) return null;
+  const target = tx.getObject(oid);
+  const source = tx.getObject(base);
+  if (!target || !source || target.body.length < DELTA_TARGET_BYTES_MIN || source.body.length === 0) return null;
+  return createDelta(source.body, target.body, Math.floor(target.body.length / 2) - OID_BYTES);
+}
+
 /** One pack entry: the stored form when the client can take it, else the body deflated now. */
 function writeEntry(tx: ProjectReadTx, entries: PackEntries, index: number): Buffer {
   const { writer, plan, capabilities, indexOf, offsets } = entries;
   const oid = plan.objects[index].oid;
-  const form = tx.peekDeflated(oid);
+  let form = tx.peekDeflated(oid);
   let chunk: PackChunk | null = null;
   // The add* methods copy the bytes before the next read can reuse them.
-  if (form && !form.delta) chunk = writer.addDeflatedObject(form.type, form.inflatedBytes, form.deflated);
-  else if (form?.delta) {
+  if (form?.delta) {
     const baseHex = oidToHex(form.delta.base);
     const base = indexOf.get(baseHex);
     if (base !== undefined && offsets[base] >= 0) {
@@ -244,6 +256,14 @@ function writeEntry(tx: ProjectReadTx, entries: PackEntries, index: number): Buf
       chunk = writer.addDeflatedRefDelta(form.delta.base, form.delta.bytes, form.deflated);
     }
   }
+  const thinBase = capabilities.thin ? plan.thinBases.get(index) : undefined;
+  if (!chunk && thinBase) {
+    // git's --thin: a delta against the version at the same path that the client holds, made now.
+    const delta = thinDelta(tx, oid, thinBase);
+    if (delta) chunk = writer.addDeflatedRefDelta(thinBase, delta.length, deflateSync(delta));
+    form = tx.peekDeflated(oid);
+  }
+  if (!chunk && form && !form.delta) chunk = writer.addDeflatedObject(form.type, form.inflatedBytes, form.deflated);
   if (!chunk) {
     const object = tx.getObject(oid);
     if (!object) throw new Error(`object ${oidToHex(oid)} vanished while packing`);

@@ -54,8 +54,8 @@ function entryTypes(pack: Buffer, parsed: ParsedPack): number[] {
   return parsed.objects.map((object) => (pack[object.offset] >> 4) & 7);
 }
 
-/** A v2 fetch straight to Treehouse's upload-pack, with the given haves and capabilities; the pack it answers. */
-async function fetchPack(wants: string[], haves: string[], capabilities: string[]): Promise<Buffer> {
+/** A v2 fetch straight to an upload-pack (Treehouse's unless `endpoint` says), with the given haves and capabilities; the pack it answers. */
+async function fetchPack(wants: string[], haves: string[], capabilities: string[], endpoint?: string): Promise<Buffer> {
   const body = Buffer.concat([
     encodePktLine('command=fetch\n'),
     encodePktLine('object-format=sha1\n'),
@@ -67,7 +67,7 @@ async function fetchPack(wants: string[], haves: string[], capabilities: string[
     encodePktLine('done\n'),
     encodeFlush(),
   ]);
-  const response = await fetch(`${server.url}/git/${projectId}.git/git-upload-pack`, {
+  const response = await fetch(endpoint ?? `${server.url}/git/${projectId}.git/git-upload-pack`, {
     method: 'POST',
     headers: {
       authorization: `Basic ${Buffer.from(`git:${server.key}`).toString('base64')}`,
@@ -167,6 +167,23 @@ describe('fetches into an existing clone', () => {
     expect(git(['rev-parse', 'main'], { cwd: older }).trim()).toBe(after);
     await gitAsyncOk(['fsck', '--strict', '--no-progress'], { cwd: older });
   }, 120_000);
+});
+
+describe('fetches of the newest commits of a seeded history', () => {
+  it('are thin packs, with deltas against what the client holds, no larger than git upload-pack sends for the same wants and haves', async () => {
+    const main = git(['rev-parse', 'main'], { cwd: upstream }).trim();
+    const older = git(['rev-parse', 'main~10'], { cwd: upstream }).trim();
+    const ours = await fetchPack([main], [older], ['thin-pack', 'ofs-delta']);
+    const theirs = await fetchPack([main], [older], ['thin-pack', 'ofs-delta'], `${gitUrl()}/git-upload-pack`);
+    const resolveExternal = (oid: Buffer) => {
+      const type = git(['cat-file', '-t', oid.toString('hex')], { cwd: upstream }).trim() as 'blob' | 'tree';
+      return { type, body: gitBytes(['cat-file', type, oid.toString('hex')], { cwd: upstream }) };
+    };
+    const ids = (pack: Buffer) => parsePack(pack, { resolveExternal }).objects.map((object) => object.oid.toString('hex')).sort();
+    expect(ids(ours)).toEqual(ids(theirs));
+    // The target is 1.2x; with deltas against the versions the client holds, ours is smaller than git's.
+    expect(ours.length).toBeLessThanOrEqual(theirs.length);
+  }, 60_000);
 });
 
 describe('histories written through the API', () => {
