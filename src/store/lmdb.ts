@@ -548,9 +548,14 @@ class LmdbProjectTx implements ProjectWriteTx {
       value.copy(base, PROJECT_PREFIX_BYTES, PACKED_HEADER_BYTES + 5, PACKED_DELTA_HEADER_BYTES);
       current = base;
     }
-    for (let at = deltas.length - 1; at >= 0; at--) body = applyDelta(body, deltas[at].delta);
+    // Every body on the way is cached: a walk meets the versions below this one next, and each then
+    // costs one delta instead of the whole chain again.
+    for (let at = deltas.length - 1; at >= 0; at--) {
+      body = applyDelta(body, deltas[at].delta);
+      this.store.rebuilt.set(deltas[at].key, { type, body });
+    }
     const object = { type, body };
-    this.store.rebuilt.set(cacheKey, object);
+    if (deltas.length === 0) this.store.rebuilt.set(cacheKey, object);
     return copy ? { type, body: Buffer.from(body) } : object;
   }
 
