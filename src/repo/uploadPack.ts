@@ -26,7 +26,7 @@ import {
   type Service,
   type V2Command,
 } from '../git/smartProtocol.js';
-import type { ProjectReadTx } from '../store/types.js';
+import type { DeflatedObject, ProjectReadTx } from '../store/types.js';
 import { advertisedTips, checkWants, commonHaves, planPackSteps, planShallow, UploadRequestError, type PackPlan, type ShallowPlan } from './packObjects.js';
 import { DELTA_DEPTH_MAX } from './packedForms.js';
 import { MAIN_BRANCH, type Repo } from './repo.js';
@@ -215,6 +215,10 @@ interface PackEntries {
  * (bases first, so every OFS_DELTA points back); returns the entries' bytes in order.
  */
 function writeWithBases(tx: ProjectReadTx, entries: PackEntries, index: number): Buffer[] {
+  // Most objects are whole or have their base written already: one read of the form serves both.
+  const own = tx.peekDeflated(entries.plan.objects[index].oid);
+  const baseIndex = own?.delta ? entries.indexOf.get(oidToHex(own.delta.base)) : undefined;
+  if (baseIndex === undefined || entries.offsets[baseIndex] >= 0) return [writeEntry(tx, entries, index, own)];
   const chain = [index];
   // Chains are acyclic (a form only names forms kept before it) and short; the bound is a guard.
   while (chain.length <= DELTA_DEPTH_MAX) {
@@ -239,10 +243,11 @@ function thinDelta(tx: ProjectReadTx, oid: Oid, base: Oid): Buffer | null {
 }
 
 /** One pack entry: the stored form when the client can take it, else the body deflated now. */
-function writeEntry(tx: ProjectReadTx, entries: PackEntries, index: number): Buffer {
+function writeEntry(tx: ProjectReadTx, entries: PackEntries, index: number, known?: DeflatedObject): Buffer {
   const { writer, plan, capabilities, indexOf, offsets } = entries;
   const oid = plan.objects[index].oid;
-  let form = tx.peekDeflated(oid);
+  // `known`: the form as read just before, with no read since.
+  let form = known ?? tx.peekDeflated(oid);
   let chunk: PackChunk | null = null;
   // The add* methods copy the bytes before the next read can reuse them.
   if (form?.delta) {

@@ -10,6 +10,7 @@
  */
 import type { Worker } from 'node:worker_threads';
 import { oidToHex, type Oid } from '../git/oid.js';
+import { DELTA_TARGET_BYTES_MIN } from '../git/packForm.js';
 import { DELTA_DEPTH_MAX } from '../repo/packedForms.js';
 import type { Store } from '../store/types.js';
 import { startModuleWorker } from './moduleWorker.js';
@@ -109,7 +110,8 @@ export class DeflateCache {
           const object = project.getObject(item.oid);
           if (!object) continue;
           // A delta base must have a form of its own, with room below the depth limit.
-          const baseForm = item.similarTo ? project.peekDeflated(item.similarTo) : undefined;
+          const tried = item.similarTo !== null && object.body.length >= DELTA_TARGET_BYTES_MIN;
+          const baseForm = tried ? project.peekDeflated(item.similarTo!) : undefined;
           const baseDepth = baseForm ? (baseForm.delta?.depth ?? 0) : DELTA_DEPTH_MAX;
           const base = baseDepth < DELTA_DEPTH_MAX ? project.getObject(item.similarTo!) : undefined;
           bodies.push(object.body);

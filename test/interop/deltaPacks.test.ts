@@ -227,3 +227,33 @@ describe('histories written through the API', () => {
   }, 60_000);
 });
 
+describe('pushes of packs with chains deeper than 50', () => {
+  it('are stored (deep entries whole), read back, and cloned with chains of at most 50', async () => {
+    const source = join(work.path, 'deep-source');
+    git(['init', '-q', '--initial-branch=main', source]);
+    const lines = Array.from({ length: 300 }, (_, index) => `line ${index} of a file edited in every commit`);
+    for (let round = 0; round < 120; round++) {
+      lines[(round * 7) % lines.length] = `line edited in round ${round}`;
+      writeFileSync(join(source, 'edited.txt'), lines.join('\n'));
+      git(['add', 'edited.txt'], { cwd: source });
+      git(['-c', 'user.email=deep@example.com', '-c', 'user.name=Deep', 'commit', '-qm', `round ${round}`], { cwd: source });
+    }
+    git(['repack', '-adf', '-q', '--depth=200', '--window=250'], { cwd: source });
+    expect(Math.max(...deltaDepths(packOf(join(source, '.git')).path))).toBeGreaterThan(50);
+
+    const created = await server.call('POST', '/api/v1/projects', { title: 'Deep chains' });
+    expect(created.status).toBe(201);
+    const url = treehouseUrl().replace(projectId, created.body.project.id as string);
+    await gitAsyncOk(['push', '-q', url, 'main:refs/heads/deep'], { cwd: source });
+
+    const read = await server.call('GET', `/api/v1/projects/${created.body.project.id}/file?path=edited.txt&branch=deep`);
+    expect(read.status).toBe(200);
+    expect(read.body.content).toBe(lines.join('\n'));
+    const dir = join(work.path, 'deep-clone.git');
+    await gitAsyncOk(['-c', 'transfer.fsckObjects=true', 'clone', '-q', '--bare', url, dir]);
+    await gitAsyncOk(['fsck', '--strict', '--no-progress'], { cwd: dir });
+    expect(git(['rev-list', '--objects', 'deep'], { cwd: dir })).toBe(git(['rev-list', '--objects', 'main'], { cwd: source }));
+    expect(Math.max(...deltaDepths(packOf(dir).path))).toBeLessThanOrEqual(50);
+  }, 120_000);
+});
+
