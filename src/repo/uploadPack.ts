@@ -165,8 +165,15 @@ function packCapabilities(capabilities: ReadonlySet<string>): PackCapabilities {
 async function* packStream(repo: Repo, plan: PackPlan, capabilities: PackCapabilities, sidebandBytes: number, progress: boolean): AsyncGenerator<Buffer> {
   const writer = new PackWriter(plan.objects.length);
   const slicer = new Slicer();
-  const indexOf = new Map<string, number>();
-  plan.objects.forEach(({ oid }, index) => indexOf.set(oidToHex(oid), index));
+  // Built at the first delta: a pack of whole objects (a tree written through the API) never needs it.
+  let indexByHex: Map<string, number> | null = null;
+  const indexOf = (hex: string): number | undefined => {
+    if (!indexByHex) {
+      indexByHex = new Map();
+      plan.objects.forEach(({ oid }, index) => indexByHex!.set(oidToHex(oid), index));
+    }
+    return indexByHex.get(hex);
+  };
   // Where each object was written (-1: not yet), for OFS_DELTA distances and to skip bases written early.
   const offsets = new Float64Array(plan.objects.length).fill(-1);
   const entries: PackEntries = { writer, plan, capabilities, indexOf, offsets };
@@ -206,7 +213,8 @@ interface PackEntries {
   writer: PackWriter;
   plan: PackPlan;
   capabilities: PackCapabilities;
-  indexOf: Map<string, number>;
+  /** The index in the plan of an object (by hex id), if the pack sends it. */
+  indexOf: (hex: string) => number | undefined;
   offsets: Float64Array;
 }
 
@@ -217,14 +225,14 @@ interface PackEntries {
 function writeWithBases(tx: ProjectReadTx, entries: PackEntries, index: number): Buffer[] {
   // Most objects are whole or have their base written already: one read of the form serves both.
   const own = tx.peekDeflated(entries.plan.objects[index].oid);
-  const baseIndex = own?.delta ? entries.indexOf.get(oidToHex(own.delta.base)) : undefined;
+  const baseIndex = own?.delta ? entries.indexOf(oidToHex(own.delta.base)) : undefined;
   if (baseIndex === undefined || entries.offsets[baseIndex] >= 0) return [writeEntry(tx, entries, index, own)];
   const chain = [index];
   // Chains are acyclic (a form only names forms kept before it) and short; the bound is a guard.
   while (chain.length <= DELTA_DEPTH_MAX) {
     const form = tx.peekDeflated(entries.plan.objects[chain[chain.length - 1]].oid);
     if (!form?.delta) break;
-    const base = entries.indexOf.get(oidToHex(form.delta.base));
+    const base = entries.indexOf(oidToHex(form.delta.base));
     if (base === undefined || entries.offsets[base] >= 0 || chain.includes(base)) break;
     chain.push(base);
   }
@@ -252,7 +260,7 @@ function writeEntry(tx: ProjectReadTx, entries: PackEntries, index: number, know
   // The add* methods copy the bytes before the next read can reuse them.
   if (form?.delta) {
     const baseHex = oidToHex(form.delta.base);
-    const base = indexOf.get(baseHex);
+    const base = indexOf(baseHex);
     if (base !== undefined && offsets[base] >= 0) {
       chunk = capabilities.ofsDelta
         ? writer.addDeflatedOfsDelta(offsets[base], form.delta.bytes, form.deflated)
