@@ -5,9 +5,10 @@
  * out (clones, fetches) with git's deltas, and nothing was compressed or searched to get them: git's
  * pack reuse (pack-objects.c, reuse of existing deltas) does the same.
  */
+import type { Oid } from '../git/oid.js';
 import type { PackObject } from '../git/pack.js';
 import { parentsFirst } from '../git/packOrder.js';
-import type { ProjectWriteTx } from '../store/types.js';
+import type { DeltaForm, ProjectWriteTx } from '../store/types.js';
 
 /** Longest delta chain kept or sent: git's default pack.depth. */
 export const DELTA_DEPTH_MAX = 50;
@@ -34,12 +35,19 @@ export function keepPackedForm(tx: ProjectWriteTx, object: PackObject): boolean 
     tx.putDeflated(object.oid, packed.deflated);
     return true;
   }
-  const base = tx.peekDeflated(packed.base);
+  const delta = deltaFormOf(tx, packed.base, packed.dataBytes);
   // The base has no form yet: false, so a caller storing in several writes can try again later.
-  if (!base) return false;
-  const depth = (base.delta?.depth ?? 0) + 1;
-  if (depth <= DELTA_DEPTH_MAX) tx.putDeflatedDelta(object.oid, { base: packed.base, bytes: packed.dataBytes, depth }, packed.deflated);
+  if (delta === undefined) return false;
+  if (delta) tx.putDeflatedDelta(object.oid, delta, packed.deflated);
   return true;
+}
+
+/** A received delta as a form: undefined when its base has no form yet, null when the chain would be too deep. */
+function deltaFormOf(tx: ProjectWriteTx, base: Oid, bytes: number): DeltaForm | null | undefined {
+  const baseForm = tx.peekDeflated(base);
+  if (!baseForm) return undefined;
+  const depth = (baseForm.delta?.depth ?? 0) + 1;
+  return depth > DELTA_DEPTH_MAX ? null : { base, bytes, depth };
 }
 
 /**
@@ -70,9 +78,6 @@ function storeAsForm(tx: ProjectWriteTx, object: PackObject): boolean {
   const packed = object.packed;
   if (!packed) return false;
   if (!packed.base) return tx.putObjectAsForm(object.oid, object.type, object.body.length, { deflated: packed.deflated });
-  const base = tx.peekDeflated(packed.base);
-  if (!base) return false;
-  const depth = (base.delta?.depth ?? 0) + 1;
-  if (depth > DELTA_DEPTH_MAX) return false;
-  return tx.putObjectAsForm(object.oid, object.type, object.body.length, { deflated: packed.deflated, delta: { base: packed.base, bytes: packed.dataBytes, depth } });
+  const delta = deltaFormOf(tx, packed.base, packed.dataBytes);
+  return delta ? tx.putObjectAsForm(object.oid, object.type, object.body.length, { deflated: packed.deflated, delta }) : false;
 }

@@ -40,6 +40,8 @@ const SIDEBAND_CHUNK_BYTES = 65_515;
 const WRITE_CHUNK_BYTES = 1 << 20;
 /** Objects larger than this get no delta made while the client waits (git's --thin has no such limit). */
 const THIN_DELTA_BYTES_MAX = 1024 * 1024;
+/** Bytes of objects one pack makes thin deltas for; the rest go out as stored (a client chooses how much a fetch asks). */
+const THIN_DELTA_PACK_BYTES_MAX = 64 * 1024 * 1024;
 /** Objects the deflate cache has not reached yet are compressed fast, while the client waits. */
 const INLINE_DEFLATE_LEVEL = 1;
 
@@ -176,7 +178,7 @@ async function* packStream(repo: Repo, plan: PackPlan, capabilities: PackCapabil
   };
   // Where each object was written (-1: not yet), for OFS_DELTA distances and to skip bases written early.
   const offsets = new Float64Array(plan.objects.length).fill(-1);
-  const entries: PackEntries = { writer, plan, capabilities, indexOf, offsets };
+  const entries: PackEntries = { writer, plan, capabilities, indexOf, offsets, thinBytesLeft: THIN_DELTA_PACK_BYTES_MAX };
   let pending: Buffer[] = [];
   let pendingBytes = 0;
   // Large writes: one socket write per megabyte or so, not one per object.
@@ -210,6 +212,8 @@ async function* packStream(repo: Repo, plan: PackPlan, capabilities: PackCapabil
 }
 
 interface PackEntries {
+  /** What is left of THIN_DELTA_PACK_BYTES_MAX. */
+  thinBytesLeft: number;
   writer: PackWriter;
   plan: PackPlan;
   capabilities: PackCapabilities;
@@ -227,7 +231,7 @@ function writeWithBases(tx: ProjectReadTx, entries: PackEntries, index: number):
   const own = tx.peekDeflated(entries.plan.objects[index].oid);
   const baseIndex = own?.delta ? entries.indexOf(oidToHex(own.delta.base)) : undefined;
   if (baseIndex === undefined || entries.offsets[baseIndex] >= 0) return [writeEntry(tx, entries, index, own)];
-  const chain = [index];
+  const chain = [index, baseIndex];
   // Chains are acyclic (a form only names forms kept before it) and short; the bound is a guard.
   while (chain.length <= DELTA_DEPTH_MAX) {
     const form = tx.peekDeflated(entries.plan.objects[chain[chain.length - 1]].oid);
@@ -242,8 +246,10 @@ function writeWithBases(tx: ProjectReadTx, entries: PackEntries, index: number):
 }
 
 /** A delta from `base` to `oid` worth sending (git's try_delta rule), or null. */
-function thinDelta(tx: ProjectReadTx, oid: Oid, base: Oid): Buffer | null {
-  if ((tx.objectSize(oid) ?? Infinity) > THIN_DELTA_BYTES_MAX) return null;
+function thinDelta(tx: ProjectReadTx, entries: PackEntries, oid: Oid, base: Oid): Buffer | null {
+  const size = tx.objectSize(oid) ?? Infinity;
+  if (size > THIN_DELTA_BYTES_MAX || size > entries.thinBytesLeft) return null;
+  entries.thinBytesLeft -= size;
   const target = tx.getObject(oid);
   const source = tx.getObject(base);
   if (!target || !source || target.body.length < DELTA_TARGET_BYTES_MIN || source.body.length === 0) return null;
@@ -272,7 +278,7 @@ function writeEntry(tx: ProjectReadTx, entries: PackEntries, index: number, know
   const thinBase = capabilities.thin ? plan.thinBases.get(index) : undefined;
   if (!chunk && thinBase) {
     // git's --thin: a delta against the version at the same path that the client holds, made now.
-    const delta = thinDelta(tx, oid, thinBase);
+    const delta = thinDelta(tx, entries, oid, thinBase);
     if (delta) chunk = writer.addDeflatedRefDelta(thinBase, delta.length, deflateSync(delta));
     form = tx.peekDeflated(oid);
   }

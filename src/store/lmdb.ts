@@ -85,6 +85,21 @@ const REBUILT_CACHE_ENTRY_BYTES_MAX = 8 * 1024 * 1024;
 /** A chain longer than this is a corrupt store, not a long history. */
 const REBUILD_CHAIN_MAX = PACKED_DEPTH_MAX + 1;
 
+/** A pack-ready form as the `packed` database keeps it (see the layout at the top). */
+function packedValue(typeCode: number, inflatedBytes: number, deflated: Buffer, delta: DeltaForm | null): Buffer {
+  const header = delta ? PACKED_DELTA_HEADER_BYTES : PACKED_HEADER_BYTES;
+  const value = Buffer.allocUnsafe(header + deflated.length);
+  value[0] = delta ? typeCode | DELTA_FLAG : typeCode;
+  value.writeUInt32BE(inflatedBytes, 1);
+  if (delta) {
+    value.writeUInt32BE(delta.bytes, PACKED_HEADER_BYTES);
+    value[PACKED_HEADER_BYTES + 4] = delta.depth;
+    delta.base.copy(value, PACKED_HEADER_BYTES + 5);
+  }
+  deflated.copy(value, header);
+  return value;
+}
+
 /** Inflates a stream whose inflated size is known: one output buffer of that size, not zlib's 16 KB chunks. */
 function inflateKnown(stream: Buffer, bytes: number): Buffer {
   return inflateSync(stream, { chunkSize: Math.max(64, bytes), maxOutputLength: Math.max(1, bytes) });
@@ -531,7 +546,7 @@ class LmdbProjectTx implements ProjectWriteTx {
       }
       const value = packed.getBinaryFast(current);
       if (!value) {
-        // A base kept raw (its form went missing is impossible: forms are never removed alone).
+        // Forms are never removed alone, so a base without one is kept raw.
         const raw = objects.getBinary(current);
         if (!raw) throw new Error(`object ${current.subarray(PROJECT_PREFIX_BYTES).toString('hex')} is missing: a delta's base (corrupt store)`);
         body = valueBody(raw);
@@ -596,32 +611,16 @@ class LmdbProjectTx implements ProjectWriteTx {
     const key = this.objectKey(oid);
     const raw = this.store.dbs.objects.getBinaryFast(key);
     if (!raw) return;
-    const value = Buffer.allocUnsafe(PACKED_HEADER_BYTES + deflated.length);
-    value[0] = valueTypeCode(raw);
-    value.writeUInt32BE(valueBodyLength(raw), 1);
-    deflated.copy(value, PACKED_HEADER_BYTES);
-    putIfAbsent(this.store.dbs.deflated, key, value);
+    putIfAbsent(this.store.dbs.deflated, key, packedValue(valueTypeCode(raw), valueBodyLength(raw), deflated, null));
   }
 
   putDeflatedDelta(oid: Oid, delta: DeltaForm, deflated: Buffer): boolean {
     this.parent.assertWritable();
     const key = this.objectKey(oid);
-    const { objects, deflated: packed } = this.store.dbs;
-    if (oid.equals(delta.base) || packed.doesExist(key)) return false;
-    const base = packed.getBinaryFast(this.objectKey(delta.base));
-    if (!base) return false;
-    const baseDepth = (base[0] & DELTA_FLAG) === 0 ? 0 : base[PACKED_HEADER_BYTES + 4];
-    if (delta.depth !== baseDepth + 1 || delta.depth > PACKED_DEPTH_MAX) return false;
-    const raw = objects.getBinaryFast(key);
+    if (this.store.dbs.deflated.doesExist(key) || !this.deltaFits(oid, delta)) return false;
+    const raw = this.store.dbs.objects.getBinaryFast(key);
     if (!raw) return false;
-    const value = Buffer.allocUnsafe(PACKED_DELTA_HEADER_BYTES + deflated.length);
-    value[0] = valueTypeCode(raw) | DELTA_FLAG;
-    value.writeUInt32BE(valueBodyLength(raw), 1);
-    value.writeUInt32BE(delta.bytes, PACKED_HEADER_BYTES);
-    value[PACKED_HEADER_BYTES + 4] = delta.depth;
-    delta.base.copy(value, PACKED_HEADER_BYTES + 5);
-    deflated.copy(value, PACKED_DELTA_HEADER_BYTES);
-    return putIfAbsent(packed, key, value);
+    return putIfAbsent(this.store.dbs.deflated, key, packedValue(valueTypeCode(raw), valueBodyLength(raw), deflated, delta));
   }
 
   putObjectAsForm(oid: Oid, type: ObjectType, inflatedBytes: number, form: { deflated: Buffer; delta?: DeltaForm }): boolean {
@@ -630,27 +629,17 @@ class LmdbProjectTx implements ProjectWriteTx {
     const key = this.objectKey(oid);
     const { objects, deflated: packed } = this.store.dbs;
     if (objects.doesExist(key) || packed.doesExist(key)) return true;
-    let value: Buffer;
-    if (form.delta) {
-      const { delta } = form;
-      if (delta.base.equals(oid)) return false;
-      const base = packed.getBinaryFast(this.objectKey(delta.base));
-      if (!base) return false;
-      const baseDepth = (base[0] & DELTA_FLAG) === 0 ? 0 : base[PACKED_HEADER_BYTES + 4];
-      if (delta.depth !== baseDepth + 1 || delta.depth > PACKED_DEPTH_MAX) return false;
-      value = Buffer.allocUnsafe(PACKED_DELTA_HEADER_BYTES + form.deflated.length);
-      value[0] = TYPE_CODES[type] | DELTA_FLAG;
-      value.writeUInt32BE(delta.bytes, PACKED_HEADER_BYTES);
-      value[PACKED_HEADER_BYTES + 4] = delta.depth;
-      delta.base.copy(value, PACKED_HEADER_BYTES + 5);
-      form.deflated.copy(value, PACKED_DELTA_HEADER_BYTES);
-    } else {
-      value = Buffer.allocUnsafe(PACKED_HEADER_BYTES + form.deflated.length);
-      value[0] = TYPE_CODES[type];
-      form.deflated.copy(value, PACKED_HEADER_BYTES);
-    }
-    value.writeUInt32BE(inflatedBytes, 1);
-    return putIfAbsent(packed, key, value);
+    if (form.delta && !this.deltaFits(oid, form.delta)) return false;
+    return putIfAbsent(packed, key, packedValue(TYPE_CODES[type], inflatedBytes, form.deflated, form.delta ?? null));
+  }
+
+  /** A delta form may name only another object with a form of its own, at 1 + that form's depth. */
+  private deltaFits(oid: Oid, delta: DeltaForm): boolean {
+    if (delta.base.equals(oid) || delta.depth > PACKED_DEPTH_MAX) return false;
+    const base = this.store.dbs.deflated.getBinaryFast(this.objectKey(delta.base));
+    if (!base) return false;
+    const baseDepth = (base[0] & DELTA_FLAG) === 0 ? 0 : base[PACKED_HEADER_BYTES + 4];
+    return delta.depth === baseDepth + 1;
   }
 
   getCommitInfo(oid: Oid): CommitInfo | undefined {
