@@ -13,7 +13,8 @@
  * - one loop that creates a project seeded from the http-backend copy (the whole history) and
  *   deletes it again;
  * - WRITERS API clients writing a file and committing, on a small project of their own.
- * LAG_CPU_PROFILE_DIR=DIR writes a CPU profile of the server there (node --cpu-prof).
+ * LAG_CPU_PROFILE_DIR=DIR writes a CPU profile of the server there (node --cpu-prof); LAG_NODE_ARGS
+ * adds node flags to the server (e.g. `--trace-gc`) and LAG_SERVER_OUTPUT=FILE keeps what it printed.
  * Reported: the probe's round trips (what any other client waited) and the server's own event-loop
  * delay windows from /healthz (Node's histogram, 10-second windows that ended during the load).
  */
@@ -95,7 +96,7 @@ export async function runLagBench(options: {
   const profileDir = process.env.LAG_CPU_PROFILE_DIR;
   const server = await startServerProcess(
     { TREEHOUSE_DATA_DIR: dataDir, TREEHOUSE_RATE_PER_SECOND: '0', TREEHOUSE_ALLOW_PRIVATE_GIT_HOSTS: '1' },
-    profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : [],
+    [...(profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : []), ...(process.env.LAG_NODE_ARGS?.split(' ').filter(Boolean) ?? [])],
   );
   const upstreamRoot = join(workDir, 'upstream');
   mkdirSync(upstreamRoot);
@@ -189,6 +190,7 @@ export async function runLagBench(options: {
       server: during.length === 0 ? null : { windows: during.length, p99Ms: Math.max(...during.map((w) => w.p99)), maxMs: Math.max(...during.map((w) => w.max)) },
     };
   } finally {
+    if (process.env.LAG_SERVER_OUTPUT) writeFileSync(process.env.LAG_SERVER_OUTPUT, server.output());
     server.child.kill('SIGTERM');
     await server.exited;
     await upstream.close();

@@ -115,6 +115,66 @@ export function decodeTree(body: Buffer, shareBody = false): TreeEntry[] {
   return entries;
 }
 
+/** What a tree entry names, by its mode: a file (regular, executable or symlink), a tree, a submodule commit. */
+export const ENTRY_FILE = 0;
+export const ENTRY_TREE = 1;
+export const ENTRY_GITLINK = 2;
+
+/** The kind of the mode written at body[start, end), or -1 for a mode git does not know. */
+function entryKind(body: Buffer, start: number, end: number): number {
+  const length = end - start;
+  if (length === 5) return body.toString('latin1', start, end) === MODE_TREE ? ENTRY_TREE : -1;
+  if (length !== 6) return -1;
+  const mode = body.toString('latin1', start, end);
+  if (mode === MODE_GITLINK) return ENTRY_GITLINK;
+  return KNOWN_MODES.has(mode) ? ENTRY_FILE : -1;
+}
+
+/**
+ * The entries of a tree body one at a time, as offsets into it: walks over very large trees
+ * (pack planning) read ids in place instead of building an entry object, a name and an id per
+ * entry. Throws TreeFormatError where decodeTree would.
+ */
+export class TreeCursor {
+  kind = ENTRY_FILE;
+  nameStart = 0;
+  nameEnd = 0;
+  /** Where the entry's 20-byte id starts in `body`. */
+  oidStart = 0;
+  private offset = 0;
+
+  constructor(readonly body: Buffer) {}
+
+  /** Moves to the next entry; false after the last. */
+  next(): boolean {
+    const body = this.body;
+    if (this.offset >= body.length) return false;
+    const space = body.indexOf(SPACE, this.offset);
+    if (space < 0) throw new TreeFormatError('truncated tree entry mode');
+    const nul = body.indexOf(NUL, space + 1);
+    if (nul < 0) throw new TreeFormatError('truncated tree entry name');
+    if (nul + 1 + OID_BYTES > body.length) throw new TreeFormatError('truncated tree entry id');
+    const kind = entryKind(body, this.offset, space);
+    if (kind < 0) throw new TreeFormatError(`unknown tree entry mode ${JSON.stringify(body.toString('latin1', this.offset, space))}`);
+    this.kind = kind;
+    this.nameStart = space + 1;
+    this.nameEnd = nul;
+    this.oidStart = nul + 1;
+    this.offset = nul + 1 + OID_BYTES;
+    return true;
+  }
+
+  /** The current entry's name, decoded as decodeTree does. */
+  name(): string {
+    return decodePath(this.body, this.nameStart, this.nameEnd);
+  }
+
+  /** The current entry's id, as a copy. */
+  oid(): Oid {
+    return Buffer.from(this.body.subarray(this.oidStart, this.oidStart + OID_BYTES));
+  }
+}
+
 /** Raw entries with the name bytes untouched, for fsck-like checks of received trees. */
 export interface RawTreeEntry {
   modeText: string;

@@ -22,7 +22,8 @@
 import { oidToHex, type Oid } from '../git/oid.js';
 import { BRANCH_REF_PREFIX } from '../git/refname.js';
 import { INFINITE_DEPTH } from '../git/smartProtocol.js';
-import { decodeTree, MODE_GITLINK, MODE_TREE, type TreeEntry } from '../git/tree.js';
+import { OidList, OidTable } from '../git/oidTable.js';
+import { decodeTree, ENTRY_FILE, ENTRY_GITLINK, ENTRY_TREE, MODE_GITLINK, MODE_TREE, TreeCursor } from '../git/tree.js';
 import type { ObjectType } from '../git/oid.js';
 import type { ProjectReadTx } from '../store/types.js';
 import { MAIN_BRANCH } from './repo.js';
@@ -30,9 +31,9 @@ import { whole, type Steps } from './slices.js';
 
 export interface PackPlan {
   /** Objects to send, commits first, then trees and blobs in walk order. */
-  objects: Array<{ oid: Oid; type: ObjectType }>;
-  /** Hex ids of trees and blobs the client is known to hold: what a thin pack's deltas may name. */
-  clientHas: ReadonlySet<string>;
+  objects: OidList;
+  /** Trees and blobs the client is known to hold: what a thin pack's deltas may name. */
+  clientHas: OidTable;
   /**
    * For a fetch into a clone: per object (by index), the tree or blob at the same path in a commit
    * the client holds, a delta base to try when the object has none in the pack (git's --thin).
@@ -264,10 +265,11 @@ export function* planPackSteps(tx: ProjectReadTx, input: PackInput): Steps<PackP
   const unshallowParents = shallow.unshallow.flatMap((oid) => tx.getCommitInfo(oid)?.parents ?? []);
   const uninteresting = yield* reachableSteps(tx, [...commonHaves(tx, input.haves), ...shallow.unshallow], shallow.grafted);
   const { commits, edges } = yield* commitsToSend(tx, [...input.wants, ...unshallowParents], uninteresting, shallow.grafted);
-  const excluded = new Set<string>();
+  const excluded = new OidTable();
   for (const edge of [...edges, ...shallow.unshallow]) yield* markTree(tx, tx.getCommitInfo(edge)!.tree, excluded);
-  const objects: PackPlan['objects'] = commits.map((oid) => ({ oid, type: 'commit' as const }));
-  const added = new Set<string>();
+  const objects = new OidList();
+  for (const commit of commits) objects.push(commit, 'commit');
+  const added = new OidTable(commits.length);
   // Paths are followed only for a fetch into a clone, where they find thin bases.
   const paths: string[] | null = edges.length > 0 ? commits.map(() => '') : null;
   for (const commit of commits) yield* addTree(tx, tx.getCommitInfo(commit)!.tree, excluded, added, objects, paths);
@@ -275,8 +277,9 @@ export function* planPackSteps(tx: ProjectReadTx, input: PackInput): Steps<PackP
   if (paths && objects.length <= THIN_BASE_OBJECTS_MAX) {
     const held = yield* pathsOf(tx, tx.getCommitInfo(edges[0])!.tree);
     paths.forEach((path, index) => {
-      const base = objects[index].type === 'commit' ? undefined : held.get(path);
-      if (base && base.type === objects[index].type && !base.oid.equals(objects[index].oid)) thinBases.set(index, base.oid);
+      const type = objects.type(index);
+      const base = type === 'commit' ? undefined : held.get(path);
+      if (base && base.type === type && !base.oid.equals(objects.oidView(index))) thinBases.set(index, base.oid);
     });
   }
   return { objects, clientHas: excluded, thinBases };
@@ -313,65 +316,55 @@ function* commitsToSend(tx: ProjectReadTx, starts: Oid[], uninteresting: Set<str
 }
 
 /** Marks every tree and blob reachable from `tree` as held by the client (an explicit stack: trees may be thousands deep). */
-function* markTree(tx: ProjectReadTx, tree: Oid, excluded: Set<string>): Steps<void> {
+function* markTree(tx: ProjectReadTx, tree: Oid, excluded: OidTable): Steps<void> {
   const pending: Oid[] = [tree];
   while (pending.length > 0) {
     const oid = pending.pop()!;
-    const key = oidToHex(oid);
-    if (excluded.has(key)) continue;
-    excluded.add(key);
+    if (!excluded.add(oid)) continue;
     yield;
     const object = tx.getObject(oid);
     if (!object) continue;
-    for (const entry of decodeTree(object.body)) {
-      if (entry.mode === MODE_TREE) pending.push(entry.oid);
-      else if (entry.mode !== MODE_GITLINK) excluded.add(oidToHex(entry.oid));
+    const cursor = new TreeCursor(object.body);
+    while (cursor.next()) {
+      if (cursor.kind === ENTRY_TREE) pending.push(cursor.oid());
+      else if (cursor.kind === ENTRY_FILE) excluded.add(cursor.body, cursor.oidStart);
     }
   }
 }
 
 /**
  * Appends the trees and blobs reachable from `tree` that are neither excluded nor added yet, each
- * tree before its entries in tree order (a depth-first walk, kept on an explicit stack).
+ * tree before its entries in tree order (a depth-first walk, kept on an explicit stack). Ids are
+ * read in place from each tree's body; only `paths`, when asked for, builds strings.
  */
-function* addTree(
-  tx: ProjectReadTx,
-  tree: Oid,
-  excluded: Set<string>,
-  added: Set<string>,
-  out: PackPlan['objects'],
-  paths: string[] | null,
-): Steps<void> {
-  const open = (oid: Oid, path: string): TreeEntry[] | null => {
-    const key = oidToHex(oid);
-    if (excluded.has(key) || added.has(key)) return null;
-    added.add(key);
-    out.push({ oid, type: 'tree' });
+function* addTree(tx: ProjectReadTx, tree: Oid, excluded: OidTable, added: OidTable, out: OidList, paths: string[] | null): Steps<void> {
+  const open = (oid: Uint8Array, offset: number, path: string): TreeCursor | null => {
+    if (excluded.has(oid, offset) || !added.add(oid, offset)) return null;
+    const index = out.push(oid, 'tree', offset);
     paths?.push(path);
-    const object = tx.getObject(oid);
-    if (!object) throw new Error(`tree ${key} is missing`);
-    return decodeTree(object.body);
+    const object = tx.getObject(out.oidView(index));
+    if (!object) throw new Error(`tree ${oidToHex(out.oid(index))} is missing`);
+    return new TreeCursor(object.body);
   };
-  const root = open(tree, '');
+  const root = open(tree, 0, '');
   if (!root) return;
-  const stack: Array<{ entries: TreeEntry[]; next: number; dir: string }> = [{ entries: root, next: 0, dir: '' }];
+  const stack: Array<{ cursor: TreeCursor; dir: string }> = [{ cursor: root, dir: '' }];
   while (stack.length > 0) {
     const top = stack[stack.length - 1];
-    if (top.next >= top.entries.length) {
+    const cursor = top.cursor;
+    if (!cursor.next()) {
       stack.pop();
       continue;
     }
-    const entry = top.entries[top.next++];
-    const path = paths ? (top.dir === '' ? entry.name : `${top.dir}/${entry.name}`) : '';
-    if (entry.mode === MODE_TREE) {
-      const entries = open(entry.oid, path);
-      if (entries) stack.push({ entries, next: 0, dir: path });
+    if (cursor.kind === ENTRY_GITLINK) continue;
+    const path = paths ? (top.dir === '' ? cursor.name() : `${top.dir}/${cursor.name()}`) : '';
+    if (cursor.kind === ENTRY_TREE) {
+      const child = open(cursor.body, cursor.oidStart, path);
+      if (child) stack.push({ cursor: child, dir: path });
       yield;
-    } else if (entry.mode !== MODE_GITLINK) {
-      const blobKey = oidToHex(entry.oid);
-      if (excluded.has(blobKey) || added.has(blobKey)) continue;
-      added.add(blobKey);
-      out.push({ oid: entry.oid, type: 'blob' });
+    } else {
+      if (excluded.has(cursor.body, cursor.oidStart) || !added.add(cursor.body, cursor.oidStart)) continue;
+      out.push(cursor.body, 'blob', cursor.oidStart);
       paths?.push(path);
     }
   }

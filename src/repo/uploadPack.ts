@@ -7,6 +7,7 @@
 import { deflateSync } from 'node:zlib';
 import { createDelta } from '../git/delta.js';
 import { OID_BYTES, oidToHex, type Oid } from '../git/oid.js';
+import { OidTable } from '../git/oidTable.js';
 import { DELTA_TARGET_BYTES_MIN } from '../git/packForm.js';
 import { PackWriter, type PackChunk } from '../git/pack.js';
 import { encodeDelim, encodeFlush, encodePktLine, encodeSideband, SIDEBAND_DATA, SIDEBAND_PROGRESS } from '../git/pktline.js';
@@ -168,13 +169,14 @@ async function* packStream(repo: Repo, plan: PackPlan, capabilities: PackCapabil
   const writer = new PackWriter(plan.objects.length);
   const slicer = new Slicer();
   // Built at the first delta: a pack of whole objects (a tree written through the API) never needs it.
-  let indexByHex: Map<string, number> | null = null;
-  const indexOf = (hex: string): number | undefined => {
-    if (!indexByHex) {
-      indexByHex = new Map();
-      plan.objects.forEach(({ oid }, index) => indexByHex!.set(oidToHex(oid), index));
+  let indexById: OidTable | null = null;
+  const indexOf = (oid: Oid): number | undefined => {
+    if (!indexById) {
+      indexById = new OidTable(plan.objects.length);
+      for (let index = 0; index < plan.objects.length; index++) indexById.add(plan.objects.oidView(index), 0, index);
     }
-    return indexByHex.get(hex);
+    const index = indexById.get(oid);
+    return index < 0 ? undefined : index;
   };
   // Where each object was written (-1: not yet), for OFS_DELTA distances and to skip bases written early.
   const offsets = new Float64Array(plan.objects.length).fill(-1);
@@ -217,8 +219,8 @@ interface PackEntries {
   writer: PackWriter;
   plan: PackPlan;
   capabilities: PackCapabilities;
-  /** The index in the plan of an object (by hex id), if the pack sends it. */
-  indexOf: (hex: string) => number | undefined;
+  /** The index in the plan of an object, if the pack sends it. */
+  indexOf: (oid: Oid) => number | undefined;
   offsets: Float64Array;
 }
 
@@ -228,15 +230,15 @@ interface PackEntries {
  */
 function writeWithBases(tx: ProjectReadTx, entries: PackEntries, index: number): Buffer[] {
   // Most objects are whole or have their base written already: one read of the form serves both.
-  const own = tx.peekDeflated(entries.plan.objects[index].oid);
-  const baseIndex = own?.delta ? entries.indexOf(oidToHex(own.delta.base)) : undefined;
+  const own = tx.peekDeflated(entries.plan.objects.oidView(index));
+  const baseIndex = own?.delta ? entries.indexOf(own.delta.base) : undefined;
   if (baseIndex === undefined || entries.offsets[baseIndex] >= 0) return [writeEntry(tx, entries, index, own)];
   const chain = [index, baseIndex];
   // Chains are acyclic (a form only names forms kept before it) and short; the bound is a guard.
   while (chain.length <= DELTA_DEPTH_MAX) {
-    const form = tx.peekDeflated(entries.plan.objects[chain[chain.length - 1]].oid);
+    const form = tx.peekDeflated(entries.plan.objects.oidView(chain[chain.length - 1]));
     if (!form?.delta) break;
-    const base = entries.indexOf(oidToHex(form.delta.base));
+    const base = entries.indexOf(form.delta.base);
     if (base === undefined || entries.offsets[base] >= 0 || chain.includes(base)) break;
     chain.push(base);
   }
@@ -259,19 +261,18 @@ function thinDelta(tx: ProjectReadTx, entries: PackEntries, oid: Oid, base: Oid)
 /** One pack entry: the stored form when the client can take it, else the body deflated now. */
 function writeEntry(tx: ProjectReadTx, entries: PackEntries, index: number, known?: DeflatedObject): Buffer {
   const { writer, plan, capabilities, indexOf, offsets } = entries;
-  const oid = plan.objects[index].oid;
+  const oid = plan.objects.oidView(index);
   // `known`: the form as read just before, with no read since.
   let form = known ?? tx.peekDeflated(oid);
   let chunk: PackChunk | null = null;
   // The add* methods copy the bytes before the next read can reuse them.
   if (form?.delta) {
-    const baseHex = oidToHex(form.delta.base);
-    const base = indexOf(baseHex);
+    const base = indexOf(form.delta.base);
     if (base !== undefined && offsets[base] >= 0) {
       chunk = capabilities.ofsDelta
         ? writer.addDeflatedOfsDelta(offsets[base], form.delta.bytes, form.deflated)
         : writer.addDeflatedRefDelta(form.delta.base, form.delta.bytes, form.deflated);
-    } else if (base === undefined && capabilities.thin && plan.clientHas.has(baseHex)) {
+    } else if (base === undefined && capabilities.thin && plan.clientHas.has(form.delta.base)) {
       chunk = writer.addDeflatedRefDelta(form.delta.base, form.delta.bytes, form.deflated);
     }
   }

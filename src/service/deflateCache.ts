@@ -19,6 +19,8 @@ import { startModuleWorker } from './moduleWorker.js';
 const DEFLATE_LEVEL = 6;
 /** Objects per round trip to the worker and per write transaction of results. */
 const BATCH_OBJECTS = 512;
+/** How long one batch's reads may hold the event loop (bodies and bases are rebuilt from forms). */
+const READ_SLICE_MS = 4;
 
 const WORKER_SOURCE = `
 parentPort.on('message', async ({ id, bodies, bases, level }) => {
@@ -99,8 +101,15 @@ export class DeflateCache {
       // An object whose base is in this batch waits for the next one, when the base has its form.
       const inBatch = new Set(batch.map((item) => `${item.project}/${oidToHex(item.oid)}`));
       const later: Pending[] = [];
+      const readEnd = performance.now() + READ_SLICE_MS;
       this.store.read((tx) => {
-        for (const item of batch) {
+        for (let at = 0; at < batch.length; at++) {
+          // Reading rebuilds bodies (and bases) from their forms: the rest waits for the next turn.
+          if (at > 0 && performance.now() > readEnd) {
+            later.push(...batch.slice(at));
+            break;
+          }
+          const item = batch[at];
           if (item.similarTo && inBatch.has(`${item.project}/${oidToHex(item.similarTo)}`)) {
             later.push(item);
             continue;

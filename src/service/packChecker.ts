@@ -20,8 +20,8 @@ import type { PackObject } from '../git/pack.js';
 import { checkReceivedPack, type Gap, type PackCheckResult, type PackLimits, type StoreLookups } from '../git/packCheck.js';
 import { startModuleWorker } from './moduleWorker.js';
 
-/** Packs up to this size are checked inline (about 15 ms of work at most). */
-export const PACK_INLINE_BYTES_MAX = 256 * 1024;
+/** Packs up to this size are checked inline. */
+export const PACK_INLINE_BYTES_MAX = 16 * 1024;
 
 /** The worker's code (src/service/moduleWorker.ts runs it; `load()` imports src/git/packCheck.ts). */
 const WORKER_SOURCE = `

@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { afterAll, describe, expect, it } from 'vitest';
 import { hashObject, oidFromHex, oidToHex } from '../../src/git/oid.js';
-import { compareTreeNames, decodeTree, encodeTree, encodeTreeSorted, type TreeEntry } from '../../src/git/tree.js';
+import { compareTreeNames, decodeTree, encodeTree, encodeTreeSorted, ENTRY_FILE, ENTRY_GITLINK, ENTRY_TREE, TreeCursor, TreeFormatError, type TreeEntry } from '../../src/git/tree.js';
 import { git, initBareRepo, scratchDir } from '../support/git.js';
 
 const scratch = scratchDir();
@@ -77,5 +77,37 @@ describe('encodeTreeSorted', () => {
       }),
       { numRuns: 500 },
     );
+  });
+});
+
+describe('TreeCursor', () => {
+  const entries: TreeEntry[] = [
+    { name: 'a.txt', mode: '100644', oid: Buffer.alloc(20, 1) },
+    { name: 'bin', mode: '100755', oid: Buffer.alloc(20, 2) },
+    { name: 'dir', mode: '40000', oid: Buffer.alloc(20, 3) },
+    { name: 'link', mode: '120000', oid: Buffer.alloc(20, 4) },
+    { name: 'sub', mode: '160000', oid: Buffer.alloc(20, 5) },
+    { name: 'é', mode: '100644', oid: Buffer.alloc(20, 6) },
+  ];
+
+  it('reads the entries decodeTree reads, in place', () => {
+    const body = encodeTree(entries);
+    const cursor = new TreeCursor(body);
+    const seen: Array<{ name: string; kind: number; oid: string }> = [];
+    while (cursor.next()) seen.push({ name: cursor.name(), kind: cursor.kind, oid: oidToHex(cursor.oid()) });
+    const kindOf = (mode: string) => (mode === '40000' ? ENTRY_TREE : mode === '160000' ? ENTRY_GITLINK : ENTRY_FILE);
+    expect(seen).toEqual(decodeTree(body).map((entry) => ({ name: entry.name, kind: kindOf(entry.mode), oid: oidToHex(entry.oid) })));
+    expect(cursor.next()).toBe(false);
+  });
+
+  it('refuses what decodeTree refuses: truncation and unknown modes', () => {
+    const body = encodeTree(entries);
+    const walk = (bytes: Buffer) => {
+      const cursor = new TreeCursor(bytes);
+      while (cursor.next());
+    };
+    expect(() => walk(body.subarray(0, body.length - 3))).toThrow(TreeFormatError);
+    expect(() => walk(Buffer.concat([Buffer.from('100600 x\0'), Buffer.alloc(20)]))).toThrow(TreeFormatError);
+    expect(() => walk(Buffer.from('100644 name-without-end'))).toThrow(TreeFormatError);
   });
 });

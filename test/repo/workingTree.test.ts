@@ -340,8 +340,8 @@ describe('deep trees', () => {
       planPack(store.project(repo.project), { wants: [Buffer.from(committed.oid, 'hex')], haves: [Buffer.from(parent, 'hex')] }),
     );
     // The new commit, one new tree per level plus the root, and the new blob.
-    expect(plan.objects.filter((object) => object.type === 'tree')).toHaveLength(depth + 1);
-    expect(plan.objects.filter((object) => object.type === 'blob')).toHaveLength(1);
+    expect([...plan.objects].filter((object) => object.type === 'tree')).toHaveLength(depth + 1);
+    expect([...plan.objects].filter((object) => object.type === 'blob')).toHaveLength(1);
 
     // Both sides change the bottom directory: the merge walks all the way down and back.
     await createBranch(repo, { name: 'side' });
