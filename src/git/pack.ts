@@ -87,20 +87,29 @@ export class PackFormatError extends Error {
 
 /** Type and size header of an entry. */
 export function encodeEntryHeader(typeCode: number, size: number): Buffer {
+  const header = Buffer.allocUnsafe(ENTRY_HEADER_BYTES_MAX);
+  return header.subarray(0, writeEntryHeader(header, 0, typeCode, size));
+}
+
+/** The longest entry header: a type and a size below 2^53 (4 + 7 * 7 bits). */
+const ENTRY_HEADER_BYTES_MAX = 8;
+
+/** Writes an entry header at `offset` in `out`; returns its length. */
+function writeEntryHeader(out: Buffer, offset: number, typeCode: number, size: number): number {
   if (!TYPES_BY_CODE.has(typeCode) && typeCode !== OBJ_OFS_DELTA && typeCode !== OBJ_REF_DELTA) {
     throw new PackFormatError(`invalid pack entry type ${typeCode}`);
   }
   if (!Number.isSafeInteger(size) || size < 0) throw new PackFormatError(`invalid pack entry size ${size}`);
-  const bytes: number[] = [];
+  let at = offset;
   let rest = Math.floor(size / 2 ** ENTRY_FIRST_SIZE_BITS);
   let byte = (typeCode << ENTRY_TYPE_SHIFT) | (size & ENTRY_FIRST_SIZE_MASK);
   while (rest > 0) {
-    bytes.push(byte | VARINT_CONTINUE);
+    out[at++] = byte | VARINT_CONTINUE;
     byte = rest % 2 ** VARINT_PAYLOAD_BITS;
     rest = Math.floor(rest / 2 ** VARINT_PAYLOAD_BITS);
   }
-  bytes.push(byte);
-  return Buffer.from(bytes);
+  out[at++] = byte;
+  return at - offset;
 }
 
 /** The "offset encoding" of an OFS_DELTA's distance back to its base. */
@@ -261,11 +270,16 @@ export class PackWriter {
     if (this.state !== 'writing') throw new PackFormatError('pack entry written before start() or after finish()');
     if (this.written >= this.objectCount) throw new PackFormatError(`pack announced only ${this.objectCount} objects`);
     const offset = this.position;
-    const header = encodeEntryHeader(typeCode, size);
-    const parts = baseReference ? [header, baseReference, deflated] : [header, deflated];
+    // One allocation per entry: header, base reference and stream copied into place.
+    const referenceBytes = baseReference ? baseReference.length : 0;
+    const entry = Buffer.allocUnsafe(ENTRY_HEADER_BYTES_MAX + referenceBytes + deflated.length);
+    let at = writeEntryHeader(entry, 0, typeCode, size);
+    if (baseReference) at += baseReference.copy(entry, at);
+    entry.set(deflated, at);
+    at += deflated.length;
     this.written++;
     this.entryOffsets.push(offset);
-    return { offset, bytes: this.emit(Buffer.concat(parts)) };
+    return { offset, bytes: this.emit(entry.subarray(0, at)) };
   }
 
   private emit(bytes: Buffer): Buffer {

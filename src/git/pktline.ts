@@ -262,6 +262,42 @@ export class PktLineReader {
 }
 
 /**
+ * encodeSideband over data given in pieces (`totalBytes` in all), as one buffer: the pieces are
+ * copied once, straight into their packets.
+ */
+export function encodeSidebandPieces(channel: SidebandChannel, pieces: readonly Uint8Array[], totalBytes: number, dataBytesMax: number = SIDEBAND_64K_DATA_BYTES_MAX): Buffer {
+  if (!Number.isInteger(dataBytesMax) || dataBytesMax < 1 || dataBytesMax > SIDEBAND_64K_DATA_BYTES_MAX) {
+    throw new PktLineError(`side-band packet data limit must be 1..${SIDEBAND_64K_DATA_BYTES_MAX}`);
+  }
+  const framing = PKT_LENGTH_BYTES + SIDEBAND_CHANNEL_BYTES;
+  const packets = Math.ceil(totalBytes / dataBytesMax);
+  const out = Buffer.allocUnsafe(totalBytes + packets * framing);
+  let at = 0;
+  let dataDone = 0;
+  let packetLeft = 0;
+  for (const piece of pieces) {
+    let from = 0;
+    while (from < piece.length) {
+      if (packetLeft === 0) {
+        const dataBytes = Math.min(dataBytesMax, totalBytes - dataDone);
+        out.write((framing + dataBytes).toString(16).padStart(PKT_LENGTH_BYTES, '0'), at, PKT_LENGTH_BYTES, 'latin1');
+        out[at + PKT_LENGTH_BYTES] = channel;
+        at += framing;
+        packetLeft = dataBytes;
+      }
+      const take = Math.min(packetLeft, piece.length - from);
+      out.set(piece.subarray(from, from + take), at);
+      at += take;
+      from += take;
+      dataDone += take;
+      packetLeft -= take;
+    }
+  }
+  if (at !== out.length) throw new PktLineError(`side-band pieces hold ${at} bytes with framing, not ${out.length}`);
+  return out;
+}
+
+/**
  * Frames `data` for one side-band channel, splitting it into as many packets as needed.
  * `dataBytesMax` defaults to side-band-64k; pass SIDEBAND_DATA_BYTES_MAX for old side-band.
  */

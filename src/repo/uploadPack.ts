@@ -10,7 +10,7 @@ import { OID_BYTES, oidToHex, type Oid } from '../git/oid.js';
 import { OidTable } from '../git/oidTable.js';
 import { DELTA_TARGET_BYTES_MIN } from '../git/packForm.js';
 import { PackWriter, type PackChunk } from '../git/pack.js';
-import { encodeDelim, encodeFlush, encodePktLine, encodeSideband, SIDEBAND_DATA, SIDEBAND_PROGRESS } from '../git/pktline.js';
+import { encodeDelim, encodeFlush, encodePktLine, encodeSideband, encodeSidebandPieces, SIDEBAND_DATA, SIDEBAND_PROGRESS } from '../git/pktline.js';
 import { branchRef } from '../git/refname.js';
 import {
   deepens,
@@ -186,10 +186,11 @@ async function* packStream(repo: Repo, plan: PackPlan, capabilities: PackCapabil
   // Large writes: one socket write per megabyte or so, not one per object.
   function* flush(force: boolean): Generator<Buffer> {
     if (pendingBytes === 0 || (!force && pendingBytes < WRITE_CHUNK_BYTES)) return;
-    const bytes = Buffer.concat(pending, pendingBytes);
+    const pieces = pending;
+    const bytes = pendingBytes;
     pending = [];
     pendingBytes = 0;
-    yield sidebandBytes === 0 ? bytes : Buffer.concat(encodeSideband(SIDEBAND_DATA, bytes, sidebandBytes));
+    yield sidebandBytes === 0 ? Buffer.concat(pieces, bytes) : encodeSidebandPieces(SIDEBAND_DATA, pieces, bytes, sidebandBytes);
   }
   const add = (bytes: Buffer) => {
     pending.push(bytes);

@@ -4,8 +4,11 @@
  * A directory starts as the bytes of its stored tree and its size annex. While its names stay the
  * same (a file gets new content or a new mode of the same length, a subdirectory a new tree id) it
  * is patched in place, so a write of one file into a directory of twenty never decodes the other
- * nineteen entries, and hashing it needs no sort or re-encoding. Adding, removing or retyping an entry
- * decodes it into a map once; from then on it is encoded like any tree.
+ * nineteen entries, and hashing it needs no sort or re-encoding. Adding or removing an entry splices
+ * the bytes at its place in git order (found by binary search: stored trees are in git order, our
+ * encoder writes them so and received trees pass fsck's order check), so a write into a directory
+ * of thousands of files builds no object per entry. Retyping an entry (a file becoming a directory,
+ * a mode of another length) decodes it into a map once; from then on it is encoded like any tree.
  */
 import type { Oid } from '../git/oid.js';
 import { OID_BYTES } from '../git/oid.js';
@@ -34,6 +37,7 @@ const ANNEX_UNKNOWN = 0xffffffff;
 const ANNEX_BYTES_PER_ENTRY = 4;
 const SPACE = 0x20;
 const NUL = 0;
+const SLASH = 0x2f;
 const MODES: readonly TreeMode[] = ['100644', '100755', '120000', MODE_TREE, MODE_GITLINK];
 const MODE_BYTES = MODES.map((mode) => Buffer.from(mode, 'latin1'));
 
@@ -116,6 +120,10 @@ export class WorkingDir {
         this.setSizeAt(index, entry.size);
         return;
       }
+      if (index < 0) {
+        this.insertRaw(entry);
+        return;
+      }
       this.decode();
     }
     this.map!.set(entry.name, { name: entry.name, mode: entry.mode, oid: entry.oid, size: entry.size });
@@ -123,7 +131,11 @@ export class WorkingDir {
 
   delete(name: string): void {
     this.tree = null;
-    if (this.raw) this.decode();
+    if (this.raw) {
+      const index = this.indexOf(name);
+      if (index >= 0) this.removeRaw(index);
+      return;
+    }
     this.map!.delete(name);
   }
 
@@ -165,14 +177,99 @@ export class WorkingDir {
   }
 
   private indexOf(name: string): number {
-    const raw = this.raw!;
     const wanted = encodePath(name);
-    for (let index = 0; index < raw.starts.length; index++) {
-      const nameStart = raw.spaces[index] + 1;
-      const nameEnd = raw.nuls[index];
-      if (nameEnd - nameStart === wanted.length && raw.body.compare(wanted, 0, wanted.length, nameStart, nameEnd) === 0) return index;
-    }
+    // A name is there once at most, as a file or as a directory: each sorts at its own place.
+    const asFile = this.lowerBound(wanted, false);
+    if (asFile < this.raw!.starts.length && this.compareAt(asFile, wanted, false) === 0) return asFile;
+    const asTree = this.lowerBound(wanted, true);
+    if (asTree < this.raw!.starts.length && this.compareAt(asTree, wanted, true) === 0) return asTree;
     return -1;
+  }
+
+  /** The first entry that does not sort before `name` (a directory when `isTree`). */
+  private lowerBound(name: Buffer, isTree: boolean): number {
+    let low = 0;
+    let high = this.raw!.starts.length;
+    while (low < high) {
+      const middle = (low + high) >>> 1;
+      if (this.compareAt(middle, name, isTree) < 0) low = middle + 1;
+      else high = middle;
+    }
+    return low;
+  }
+
+  /** compareTreeNames of entry `index` against `name`, on the bytes in place. */
+  private compareAt(index: number, name: Buffer, isTree: boolean): number {
+    const raw = this.raw!;
+    const start = raw.spaces[index] + 1;
+    const length = raw.nuls[index] - start;
+    const common = Math.min(length, name.length);
+    const prefix = raw.body.compare(name, 0, common, start, start + common);
+    if (prefix !== 0) return prefix;
+    const ownNext = length > common ? raw.body[start + common] : this.isTreeAt(index) ? SLASH : 0;
+    const otherNext = name.length > common ? name[common] : isTree ? SLASH : 0;
+    return ownNext - otherNext;
+  }
+
+  /** Splices a new entry into the tree bytes at its place in git order. */
+  private insertRaw(entry: WorkingEntry): void {
+    const raw = this.raw!;
+    const nameBytes = encodePath(entry.name);
+    const isTree = entry.mode === MODE_TREE;
+    const at = this.lowerBound(nameBytes, isTree);
+    const offset = at < raw.starts.length ? raw.starts[at] : raw.body.length;
+    const added = entry.mode.length + 1 + nameBytes.length + 1 + OID_BYTES;
+    const body = Buffer.allocUnsafe(raw.body.length + added);
+    raw.body.copy(body, 0, 0, offset);
+    let cursor = offset + body.write(entry.mode, offset, 'latin1');
+    body[cursor] = SPACE;
+    const space = cursor++;
+    cursor += nameBytes.copy(body, cursor);
+    body[cursor] = NUL;
+    const nul = cursor++;
+    if (entry.oid) entry.oid.copy(body, cursor);
+    else body.fill(0, cursor, cursor + OID_BYTES);
+    raw.body.copy(body, offset + added, offset);
+    raw.body = body;
+    for (let index = at; index < raw.starts.length; index++) {
+      raw.starts[index] += added;
+      raw.spaces[index] += added;
+      raw.nuls[index] += added;
+    }
+    raw.starts.splice(at, 0, offset);
+    raw.spaces.splice(at, 0, space);
+    raw.nuls.splice(at, 0, nul);
+    raw.pending = new Set([...raw.pending].map((index) => (index >= at ? index + 1 : index)));
+    if (!entry.oid) raw.pending.add(at);
+    if (raw.annex) {
+      const annex = Buffer.allocUnsafe(raw.annex.length + ANNEX_BYTES_PER_ENTRY);
+      raw.annex.copy(annex, 0, 0, at * ANNEX_BYTES_PER_ENTRY);
+      raw.annex.copy(annex, (at + 1) * ANNEX_BYTES_PER_ENTRY, at * ANNEX_BYTES_PER_ENTRY);
+      raw.annex = annex;
+      annex.writeUInt32BE(ANNEX_UNKNOWN, at * ANNEX_BYTES_PER_ENTRY);
+    }
+    this.setSizeAt(at, entry.size);
+  }
+
+  /** Cuts entry `index` out of the tree bytes. */
+  private removeRaw(at: number): void {
+    const raw = this.raw!;
+    const offset = raw.starts[at];
+    const end = raw.nuls[at] + 1 + OID_BYTES;
+    const removed = end - offset;
+    raw.body = Buffer.concat([raw.body.subarray(0, offset), raw.body.subarray(end)]);
+    raw.starts.splice(at, 1);
+    raw.spaces.splice(at, 1);
+    raw.nuls.splice(at, 1);
+    for (let index = at; index < raw.starts.length; index++) {
+      raw.starts[index] -= removed;
+      raw.spaces[index] -= removed;
+      raw.nuls[index] -= removed;
+    }
+    raw.pending = new Set([...raw.pending].filter((index) => index !== at).map((index) => (index > at ? index - 1 : index)));
+    if (raw.annex) {
+      raw.annex = Buffer.concat([raw.annex.subarray(0, at * ANNEX_BYTES_PER_ENTRY), raw.annex.subarray((at + 1) * ANNEX_BYTES_PER_ENTRY)]);
+    }
   }
 
   private isTreeAt(index: number): boolean {

@@ -10,6 +10,7 @@ import {
   encodePktText,
   encodeResponseEnd,
   encodeSideband,
+  encodeSidebandPieces,
   parsePktLines,
   PKT_LINE_BYTES_MAX,
   PKT_PAYLOAD_BYTES_MAX,
@@ -151,6 +152,20 @@ describe('side-band-64k', () => {
     });
     expect(decoded.every((d) => d.channel === SIDEBAND_DATA)).toBe(true);
     expect(Buffer.concat(decoded.map((d) => d.data)).equals(data)).toBe(true);
+  });
+
+  it('frames data given in pieces exactly as encodeSideband frames the joined data', () => {
+    const data = Buffer.alloc(SIDEBAND_64K_DATA_BYTES_MAX * 2 + 10);
+    for (let i = 0; i < data.length; i++) data[i] = (i * 7) % 253;
+    // Pieces of uneven sizes, some crossing packet boundaries, one empty.
+    const cuts = [0, 1, 500, 500, 65_515, 70_000, 131_030, 131_040, data.length];
+    const pieces = cuts.slice(1).map((end, i) => data.subarray(cuts[i], end));
+    for (const max of [SIDEBAND_64K_DATA_BYTES_MAX, 995, 1]) {
+      const framed = encodeSidebandPieces(SIDEBAND_DATA, pieces, data.length, max);
+      expect(framed.equals(Buffer.concat(encodeSideband(SIDEBAND_DATA, data, max)))).toBe(true);
+    }
+    expect(encodeSidebandPieces(SIDEBAND_DATA, [], 0).length).toBe(0);
+    expect(() => encodeSidebandPieces(SIDEBAND_DATA, pieces, data.length + 1)).toThrow(PktLineError);
   });
 
   it('frames progress and error channels, and the old 1000-byte side-band', () => {

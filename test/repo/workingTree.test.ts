@@ -196,6 +196,44 @@ describe('history', () => {
     }
   });
 
+  it('adds and removes names in a stored directory in place, one request at a time, in git order: git agrees', async () => {
+    // Names whose order depends on git's rule that a directory sorts as if followed by '/'.
+    const tricky = ['a', 'x0', 'a-b', 'x/1', 'a.b', 'x-y', 'a0', 'x.y', 'b/c', 'b.c', 'é', 'Z', '_', 'ab/y', 'z z', 'dir/deep/f'];
+    const repo = await newTestRepo(opened.store, [text('m.txt', 'middle')]);
+    await commit(repo, { branch: 'main', message: 'base', people: testPeople });
+    const expected = new Map<string, string>([['m.txt', 'middle']]);
+    // Each write and delete is its own request: the directory is read from its stored tree each time.
+    for (const [i, name] of tricky.entries()) {
+      await writeFiles(repo, { branch: 'main', files: [{ path: name, content: `${i}` }] });
+      expected.set(name, `${i}`);
+      if (i % 4 === 3) {
+        await commit(repo, { branch: 'main', message: `step ${i}`, people: testPeople });
+      }
+    }
+    for (const name of ['a.b', 'Z', 'b/c', 'm.txt']) {
+      await deleteFile(repo, { branch: 'main', path: name });
+      expected.delete(name);
+    }
+    // A name that is new after a delete in the same directory, and an edit in place beside them.
+    await writeFiles(repo, { branch: 'main', files: [{ path: 'a1', content: 'new' }, { path: 'a', content: 'edited' }] });
+    expected.set('a1', 'new');
+    expected.set('a', 'edited');
+    await commit(repo, { branch: 'main', message: 'final', people: testPeople });
+    expect(paths(repo)).toEqual([...expected.keys()].sort((x, y) => compareTreeNames(Buffer.from(x), false, Buffer.from(y), false)));
+
+    const bare = scratchDir();
+    try {
+      initBareRepo(bare.path);
+      exportToBareRepo(repo, bare.path);
+      git(['fsck', '--strict', '--no-dangling'], { cwd: bare.path });
+      const listed = git(['ls-tree', '-r', '--name-only', '-z', 'main'], { cwd: bare.path }).split('\0').filter(Boolean);
+      expect(new Set(listed)).toEqual(new Set(expected.keys()));
+      for (const [name, content] of expected) expect(git(['show', `main:${name}`], { cwd: bare.path })).toBe(content);
+    } finally {
+      bare.remove();
+    }
+  });
+
   it('shows every commit in log as show does: merges, other authors, multi-line messages', async () => {
     const repo = await newTestRepo(opened.store, [text('a.txt', 'a')]);
     await createBranch(repo, { name: 'side' });
