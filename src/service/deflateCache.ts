@@ -19,6 +19,8 @@ import { startModuleWorker } from './moduleWorker.js';
 const DEFLATE_LEVEL = 6;
 /** Objects per round trip to the worker and per write transaction of results. */
 const BATCH_OBJECTS = 512;
+/** The worker's scheduling priority below the request thread's (src/service/moduleWorker.ts): its work can wait. */
+const BACKGROUND_NICE = 10;
 /** How long one batch's reads may hold the event loop (bodies and bases are rebuilt from forms). */
 const READ_SLICE_MS = 4;
 
@@ -160,7 +162,7 @@ export class DeflateCache {
   }
 
   private packForms(bodies: Buffer[], bases: Array<Buffer | null>): Promise<Form[]> {
-    const worker = (this.worker ??= startModuleWorker('../git/packForm', WORKER_SOURCE));
+    const worker = (this.worker ??= startModuleWorker('../git/packForm', WORKER_SOURCE, { nice: BACKGROUND_NICE }));
     const id = ++this.batchId;
     return new Promise((resolve, reject) => {
       const onMessage = (message: { id: number; out: Form[] }) => {

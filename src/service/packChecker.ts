@@ -23,6 +23,9 @@ import { startModuleWorker } from './moduleWorker.js';
 /** Packs up to this size are checked inline. */
 export const PACK_INLINE_BYTES_MAX = 16 * 1024;
 
+/** The worker's priority below the request thread's (src/service/moduleWorker.ts): a push waits on it, but every request waits on the event loop. */
+const CHECK_NICE = 5;
+
 /** The worker's code (src/service/moduleWorker.ts runs it; `load()` imports src/git/packCheck.ts). */
 const WORKER_SOURCE = `
 parentPort.on('message', async ({ id, pack, limits, clientShallow, port, signal }) => {
@@ -175,7 +178,7 @@ export class PackChecker {
   }
 
   private spawn(): Worker {
-    const worker = startModuleWorker('../git/packCheck', WORKER_SOURCE);
+    const worker = startModuleWorker('../git/packCheck', WORKER_SOURCE, { nice: CHECK_NICE });
     worker.on('message', (answer: WorkerAnswer) => this.settle(answer));
     const fail = (error: Error) => {
       if (this.worker === worker) this.worker = null;
