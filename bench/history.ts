@@ -162,7 +162,7 @@ function measureStore(dataDir: string): StoreBytes {
     const root = env.getStats() as any;
     const pageSize = root.pageSize as number;
     const usedBytesByDb: Record<string, number> = {};
-    for (const name of ['objects', 'packed', 'commits', 'refs', 'worktrees', 'records']) {
+    for (const name of ['objects', 'packed', 'shelves', 'commits', 'refs', 'worktrees', 'records']) {
       const db = env.openDB({ name, keyEncoding: 'binary', encoding: 'binary' });
       usedBytesByDb[name] = pages(db.getStats()) * pageSize;
     }

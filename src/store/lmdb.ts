@@ -25,6 +25,7 @@
  * A locked path is a msgpack string, or its bytes (msgpack bin) when they are not UTF-8: msgpack
  * would write the escapes of src/git/pathBytes.ts as U+FFFD and lose the name.
  */
+import { randomBytes } from 'node:crypto';
 import { inflateSync } from 'node:zlib';
 import { open, type Database, type RootDatabase } from 'lmdb';
 import { applyDelta } from '../git/delta.js';
@@ -62,7 +63,9 @@ function putIfAbsent(db: Database<Buffer, Buffer>, key: Buffer, value: Buffer): 
 }
 const VERSION_RECORD_PREFIX = 'project-version/';
 const STORE_FORMAT_RECORD = 'store-format';
-const STORE_FORMAT = 2;
+const STORE_FORMAT = 3;
+/** Formats this build reads and upgrades by writing the new format record (format 3 added shelves). */
+const STORE_FORMATS_UPGRADED = new Set([2]);
 /** Type byte and inflated size (u32 BE) before the zlib stream in the packed cache. */
 const PACKED_HEADER_BYTES = 5;
 /** In a pack-ready form's type byte: the stream is a delta. */
@@ -82,6 +85,24 @@ const VALUE_SCRATCH_BYTES = 1024 * 1024;
 const REBUILT_CACHE_BYTES = 64 * 1024 * 1024;
 /** A rebuilt body larger than this is not cached (it would push out everything else). */
 const REBUILT_CACHE_ENTRY_BYTES_MAX = 8 * 1024 * 1024;
+/**
+ * Pack-ready forms are kept in shelves: a write transaction's forms of one project, concatenated
+ * into one value of the `shelves` database (at most SHELF_BYTES_MAX), with a SHELF_POINTER value in
+ * `packed` per form (the shelf's id, the form's offset and length). LMDB keeps a B-tree page per
+ * 4 KB with random keys about two thirds full, plus a node header per value: a history's 43,000
+ * forms of 200 bytes each took 16 MB of pages for 8.6 MB of forms. A shelf is written once, whole,
+ * on pages of its own. A transaction that puts fewer than SHELF_ENTRIES_MIN forms for a project
+ * (an API write) keeps them as values of their own, and so does a form larger than
+ * SHELF_VALUE_BYTES_MAX (its own overflow pages waste little).
+ */
+const SHELF_POINTER = 0;
+const SHELF_ID_BYTES = 8;
+const SHELF_POINTER_BYTES = 1 + SHELF_ID_BYTES + 4 + 4;
+const SHELF_BYTES_MAX = 256 * 1024;
+const SHELF_ENTRIES_MIN = 16;
+const SHELF_VALUE_BYTES_MAX = 16 * 1024;
+/** Shelves kept in memory for reads: a clone or a walk reads forms in about the order they were stored. */
+const SHELF_CACHE_BYTES = 16 * 1024 * 1024;
 /** A chain longer than this is a corrupt store, not a long history. */
 const REBUILD_CHAIN_MAX = PACKED_DEPTH_MAX + 1;
 
@@ -105,12 +126,22 @@ function inflateKnown(stream: Buffer, bytes: number): Buffer {
   return inflateSync(stream, { chunkSize: Math.max(64, bytes), maxOutputLength: Math.max(1, bytes) });
 }
 
-/** Bodies rebuilt from pack-ready forms, least recently used first. Ids name contents, so an entry never goes stale. */
-class RebuiltCache {
-  private readonly entries = new Map<string, StoredObject>();
+/**
+ * Values by key, least recently used first, bounded in bytes: bodies rebuilt from pack-ready forms,
+ * and shelves. Both are named by what they hold (an object id, a random shelf id never reused), so an
+ * entry never goes stale.
+ */
+class LruCache<K, V> {
+  private readonly entries = new Map<K, V>();
   private bytes = 0;
 
-  get(key: string): StoredObject | undefined {
+  constructor(
+    private readonly bytesMax: number,
+    private readonly entryBytesMax: number,
+    private readonly sizeOf: (value: V) => number,
+  ) {}
+
+  get(key: K): V | undefined {
     const hit = this.entries.get(key);
     if (hit) {
       this.entries.delete(key);
@@ -119,15 +150,56 @@ class RebuiltCache {
     return hit;
   }
 
-  set(key: string, object: StoredObject): void {
-    if (object.body.length > REBUILT_CACHE_ENTRY_BYTES_MAX || this.entries.has(key)) return;
-    this.entries.set(key, object);
-    this.bytes += object.body.length;
-    for (const [oldest, evicted] of this.entries) {
-      if (this.bytes <= REBUILT_CACHE_BYTES) break;
-      this.entries.delete(oldest);
-      this.bytes -= evicted.body.length;
+  /** Adds or replaces (a cache key may stand for part of a longer name). */
+  set(key: K, value: V): void {
+    if (this.sizeOf(value) > this.entryBytesMax) return;
+    const replaced = this.entries.get(key);
+    if (replaced !== undefined) {
+      this.entries.delete(key);
+      this.bytes -= this.sizeOf(replaced);
     }
+    this.entries.set(key, value);
+    this.bytes += this.sizeOf(value);
+    for (const [oldest, evicted] of this.entries) {
+      if (this.bytes <= this.bytesMax) break;
+      this.entries.delete(oldest);
+      this.bytes -= this.sizeOf(evicted);
+    }
+  }
+}
+
+/** A shelf read lately, with what names it (the cache's key holds only part of the id). */
+interface CachedShelf {
+  project: number;
+  id: Buffer;
+  bytes: Buffer;
+}
+
+/**
+ * The pack-ready forms one write transaction puts for one project, gathered into a shelf: the
+ * `packed` database gets a pointer per form at once (so the key exists for every check), the
+ * bytes stay here until the shelf is full or the transaction ends.
+ */
+class ShelfBuilder {
+  readonly id = randomBytes(SHELF_ID_BYTES);
+  readonly keys: Buffer[] = [];
+  readonly values: Buffer[] = [];
+  /** Each value by its offset in the shelf, for reads inside the same transaction. */
+  readonly byOffset = new Map<number, Buffer>();
+  bytes = 0;
+
+  /** Adds a form; returns its pointer value. */
+  add(key: Buffer, value: Buffer): Buffer {
+    const pointer = Buffer.allocUnsafe(SHELF_POINTER_BYTES);
+    pointer[0] = SHELF_POINTER;
+    this.id.copy(pointer, 1);
+    pointer.writeUInt32BE(this.bytes, 1 + SHELF_ID_BYTES);
+    pointer.writeUInt32BE(value.length, 1 + SHELF_ID_BYTES + 4);
+    this.keys.push(key);
+    this.values.push(value);
+    this.byOffset.set(this.bytes, value);
+    this.bytes += value.length;
+    return pointer;
   }
 }
 
@@ -230,12 +302,15 @@ export class LmdbStore implements Store {
   private readonly worktrees: Database<StoredWorkingTree, Buffer>;
   private readonly records: Database<unknown, string>;
   private readonly deflated: Database<Buffer, Buffer>;
+  private readonly shelves: Database<Buffer, Buffer>;
   private readonly objectListeners: Array<(project: number, stored: NewObject[]) => void> = [];
   private readonly writeListeners: Array<(durationMs: number, committed: boolean) => void> = [];
   /** Objects stored by the write transaction under way, per project, announced after it commits. */
   private storedInTransaction: Map<number, NewObject[]> | null = null;
-  /** @internal Bodies rebuilt from pack-ready forms (see RebuiltCache). */
-  readonly rebuilt = new RebuiltCache();
+  /** @internal Bodies rebuilt from pack-ready forms (see LruCache). */
+  readonly rebuilt = new LruCache<string, StoredObject>(REBUILT_CACHE_BYTES, REBUILT_CACHE_ENTRY_BYTES_MAX, (object) => object.body.length);
+  /** @internal Shelves read lately (copies), by project prefix and shelf id. */
+  readonly shelfCache = new LruCache<number, CachedShelf>(SHELF_CACHE_BYTES, SHELF_BYTES_MAX * 2, (shelf) => shelf.bytes.length);
   /** See VALUE_SCRATCH_BYTES; one per store, since write transactions never overlap. */
   private readonly valueScratch = Buffer.allocUnsafeSlow(VALUE_SCRATCH_BYTES);
   private closed = false;
@@ -260,19 +335,21 @@ export class LmdbStore implements Store {
     this.records = this.env.openDB({ name: 'records', encoding: 'msgpack' });
     // A cache: type and size ride along, so a pack reads one small value and never the raw object.
     this.deflated = this.env.openDB({ name: 'packed', keyEncoding: 'binary', encoding: 'binary' });
+    this.shelves = this.env.openDB({ name: 'shelves', keyEncoding: 'binary', encoding: 'binary' });
     this.checkFormat(options.path);
   }
 
   /**
-   * Format 2 keeps one record per working tree (its tree id and locks); format 1 kept a node per
-   * directory. A format-1 store has working-tree keys and no format record; it is refused with a
+   * Format 3 may keep pack-ready forms in shelves, which format 2 could not read; a format-2 store
+   * is read as it is and marked format 3. Format 2 keeps one record per working tree (its tree id
+   * and locks); format 1 kept a node per directory. A format-1 store has working-tree keys and no format record; it is refused with a
    * clear message rather than read wrongly (no released build wrote it).
    */
   private checkFormat(path: string): void {
     const format = this.records.get(STORE_FORMAT_RECORD);
     if (format === STORE_FORMAT) return;
     const empty = format === undefined && this.worktrees.getKeysCount({ limit: 1 }) === 0;
-    if (!empty) {
+    if (!empty && !STORE_FORMATS_UPGRADED.has(format as number)) {
       void this.env.close();
       throw new Error(`${path} holds a Treehouse store of format ${String(format ?? 1)}; this build reads format ${STORE_FORMAT}. Start with an empty data directory.`);
     }
@@ -340,7 +417,10 @@ export class LmdbStore implements Store {
       result = (await this.env.childTransaction(() => {
         this.storedInTransaction = stored;
         try {
-          return action(new LmdbTx(this, true));
+          const tx = new LmdbTx(this, true);
+          const result = action(tx);
+          tx.closeShelves();
+          return result;
         } finally {
           this.storedInTransaction = null;
         }
@@ -393,7 +473,7 @@ export class LmdbStore implements Store {
 
   /** @internal the databases, for the transaction objects below. */
   get dbs() {
-    return { objects: this.objects, commits: this.commits, refs: this.refs, worktrees: this.worktrees, records: this.records, deflated: this.deflated };
+    return { objects: this.objects, commits: this.commits, refs: this.refs, worktrees: this.worktrees, records: this.records, deflated: this.deflated, shelves: this.shelves };
   }
 }
 
@@ -436,9 +516,9 @@ class LmdbTx implements StoreWriteTx {
   dropProjectKeys(project: number, keysMax: number): number {
     this.assertWritable();
     const prefix = projectPrefix(project);
-    const { objects, commits, refs, worktrees, deflated } = this.store.dbs;
+    const { objects, commits, refs, worktrees, deflated, shelves } = this.store.dbs;
     let removed = 0;
-    for (const db of [objects, commits, refs, worktrees, deflated] as Array<Database<unknown, Buffer>>) {
+    for (const db of [objects, commits, refs, worktrees, deflated, shelves] as Array<Database<unknown, Buffer>>) {
       for (const key of db.getKeys({ start: prefix, end: prefixEnd(prefix), limit: keysMax - removed })) {
         db.removeSync(key);
         removed++;
@@ -451,6 +531,45 @@ class LmdbTx implements StoreWriteTx {
 
   assertWritable(): void {
     if (!this.writable) throw new Error('write outside a write transaction');
+  }
+
+  /** Open shelves of this transaction, by project. */
+  private readonly openShelves = new Map<number, ShelfBuilder>();
+
+  /** Puts a pack-ready form under `key` unless the key exists; false when it existed. */
+  putForm(project: number, key: Buffer, value: Buffer): boolean {
+    const { deflated } = this.store.dbs;
+    if (value.length > SHELF_VALUE_BYTES_MAX) return putIfAbsent(deflated, key, value);
+    let shelf = this.openShelves.get(project);
+    if (!shelf) this.openShelves.set(project, (shelf = new ShelfBuilder()));
+    if (deflated.doesExist(key)) return false;
+    putIfAbsent(deflated, key, shelf.add(key, value));
+    if (shelf.bytes >= SHELF_BYTES_MAX) {
+      this.closeShelf(project, shelf);
+      this.openShelves.delete(project);
+    }
+    return true;
+  }
+
+  /** A form in a shelf this transaction has not written yet, if `id` names one. */
+  openShelfValue(project: number, id: Buffer, offset: number): Buffer | undefined {
+    const shelf = this.openShelves.get(project);
+    return shelf && shelf.id.equals(id) ? shelf.byOffset.get(offset) : undefined;
+  }
+
+  /** Writes every open shelf; the transaction's last step. */
+  closeShelves(): void {
+    for (const [project, shelf] of this.openShelves) this.closeShelf(project, shelf);
+    this.openShelves.clear();
+  }
+
+  private closeShelf(project: number, shelf: ShelfBuilder): void {
+    const { deflated, shelves } = this.store.dbs;
+    if (shelf.keys.length < SHELF_ENTRIES_MIN) {
+      shelf.keys.forEach((key, index) => deflated.putSync(key, shelf.values[index]));
+      return;
+    }
+    shelves.putSync(Buffer.concat([projectPrefix(project), shelf.id]), Buffer.concat(shelf.values, shelf.bytes));
   }
 }
 
@@ -470,6 +589,31 @@ class LmdbProjectTx implements ProjectWriteTx {
     this.prefix.copy(key, 0);
     oid.copy(key, PROJECT_PREFIX_BYTES);
     return key;
+  }
+
+  /**
+   * The pack-ready form under `key`, wherever it is kept (a value of its own, or in a shelf). A view
+   * valid until the next read of this store.
+   */
+  private readPacked(key: Buffer): Buffer | undefined {
+    const value = this.store.dbs.deflated.getBinaryFast(key);
+    if (!value || value[0] !== SHELF_POINTER) return value;
+    const offset = value.readUInt32BE(1 + SHELF_ID_BYTES);
+    const length = value.readUInt32BE(1 + SHELF_ID_BYTES + 4);
+    // 48 of the id's 64 random bits, with the project, find the cached shelf; the whole id confirms it.
+    const cacheKey = this.project * 2 ** 20 + (value.readUIntBE(1, 6) % 2 ** 32);
+    const cached = this.store.shelfCache.get(cacheKey);
+    if (cached && cached.project === this.project && value.compare(cached.id, 0, SHELF_ID_BYTES, 1, 1 + SHELF_ID_BYTES) === 0) {
+      return cached.bytes.subarray(offset, offset + length);
+    }
+    // Copy the pointer's id out before another read reuses lmdb-js's buffer.
+    const id = Buffer.from(value.subarray(1, 1 + SHELF_ID_BYTES));
+    const open = this.parent.openShelfValue(this.project, id, offset);
+    if (open) return open;
+    const bytes = this.store.dbs.shelves.getBinary(Buffer.concat([this.prefix, id]));
+    if (!bytes) throw new Error(`shelf ${id.toString('hex')} of ${key.subarray(PROJECT_PREFIX_BYTES).toString('hex')} is missing (corrupt store)`);
+    this.store.shelfCache.set(cacheKey, { project: this.project, id, bytes });
+    return bytes.subarray(offset, offset + length);
   }
 
   private stringKey(text: string): Buffer {
@@ -517,7 +661,7 @@ class LmdbProjectTx implements ProjectWriteTx {
     const key = this.objectKey(oid);
     const value = this.store.dbs.objects.getBinaryFast(key);
     if (value) return valueBodyLength(value);
-    return this.store.dbs.deflated.getBinaryFast(key)?.readUInt32BE(1);
+    return this.readPacked(key)?.readUInt32BE(1);
   }
 
   /**
@@ -526,8 +670,8 @@ class LmdbProjectTx implements ProjectWriteTx {
    * change the body, so a cached one is copied.
    */
   private rebuild(key: Buffer, copy: boolean): StoredObject | undefined {
-    const { deflated: packed, objects } = this.store.dbs;
-    const first = packed.getBinaryFast(key);
+    const { objects } = this.store.dbs;
+    const first = this.readPacked(key);
     if (!first) return undefined;
     const type = TYPE_NAMES[first[0] & ~DELTA_FLAG];
     const cacheKey = key.toString('latin1');
@@ -544,7 +688,7 @@ class LmdbProjectTx implements ProjectWriteTx {
         body = hit.body;
         break;
       }
-      const value = packed.getBinaryFast(current);
+      const value = this.readPacked(current);
       if (!value) {
         // Forms are never removed alone, so a base without one is kept raw.
         const raw = objects.getBinary(current);
@@ -594,7 +738,7 @@ class LmdbProjectTx implements ProjectWriteTx {
   }
 
   peekDeflated(oid: Oid): DeflatedObject | undefined {
-    const value = this.store.dbs.deflated.getBinaryFast(this.objectKey(oid));
+    const value = this.readPacked(this.objectKey(oid));
     if (!value) return undefined;
     const inflatedBytes = value.readUInt32BE(1);
     if ((value[0] & DELTA_FLAG) === 0) return { type: TYPE_NAMES[value[0]], inflatedBytes, deflated: value.subarray(PACKED_HEADER_BYTES) };
@@ -611,7 +755,7 @@ class LmdbProjectTx implements ProjectWriteTx {
     const key = this.objectKey(oid);
     const raw = this.store.dbs.objects.getBinaryFast(key);
     if (!raw) return;
-    putIfAbsent(this.store.dbs.deflated, key, packedValue(valueTypeCode(raw), valueBodyLength(raw), deflated, null));
+    this.parent.putForm(this.project, key, packedValue(valueTypeCode(raw), valueBodyLength(raw), deflated, null));
   }
 
   putDeflatedDelta(oid: Oid, delta: DeltaForm, deflated: Buffer): boolean {
@@ -620,7 +764,7 @@ class LmdbProjectTx implements ProjectWriteTx {
     if (this.store.dbs.deflated.doesExist(key) || !this.deltaFits(oid, delta)) return false;
     const raw = this.store.dbs.objects.getBinaryFast(key);
     if (!raw) return false;
-    return putIfAbsent(this.store.dbs.deflated, key, packedValue(valueTypeCode(raw), valueBodyLength(raw), deflated, delta));
+    return this.parent.putForm(this.project, key, packedValue(valueTypeCode(raw), valueBodyLength(raw), deflated, delta));
   }
 
   putObjectAsForm(oid: Oid, type: ObjectType, inflatedBytes: number, form: { deflated: Buffer; delta?: DeltaForm }): boolean {
@@ -630,13 +774,13 @@ class LmdbProjectTx implements ProjectWriteTx {
     const { objects, deflated: packed } = this.store.dbs;
     if (objects.doesExist(key) || packed.doesExist(key)) return true;
     if (form.delta && !this.deltaFits(oid, form.delta)) return false;
-    return putIfAbsent(packed, key, packedValue(TYPE_CODES[type], inflatedBytes, form.deflated, form.delta ?? null));
+    return this.parent.putForm(this.project, key, packedValue(TYPE_CODES[type], inflatedBytes, form.deflated, form.delta ?? null));
   }
 
   /** A delta form may name only another object with a form of its own, at 1 + that form's depth. */
   private deltaFits(oid: Oid, delta: DeltaForm): boolean {
     if (delta.base.equals(oid) || delta.depth > PACKED_DEPTH_MAX) return false;
-    const base = this.store.dbs.deflated.getBinaryFast(this.objectKey(delta.base));
+    const base = this.readPacked(this.objectKey(delta.base));
     if (!base) return false;
     const baseDepth = (base[0] & DELTA_FLAG) === 0 ? 0 : base[PACKED_HEADER_BYTES + 4];
     return delta.depth === baseDepth + 1;

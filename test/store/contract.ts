@@ -6,6 +6,7 @@
  * suite can close a store and open it again to check that acknowledged writes survive. Tests share
  * that storage and keep out of each other's way by using their own project numbers and record keys.
  */
+import { randomBytes } from 'node:crypto';
 import { deflateSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createDelta } from '../../src/git/delta.js';
@@ -542,6 +543,56 @@ export function storeContract(backendName: string, openStore: () => Store): void
           expect(p.hasObject(hashObject('blob', Buffer.from('orphan body, long enough')))).toBe(false);
           // Another project holds none of them.
           expect(tx.project(freshProject()).getObject(oids[2])).toBeUndefined();
+        });
+      });
+    });
+
+    describe('many pack-ready forms in one write (a seed, a push)', () => {
+      it('read back inside the write and after it, across several hundred KB, and an aborted write leaves none', async () => {
+        const project = freshProject();
+        // Incompressible bodies (about 2 KB deflated each, 600 KB in all), and a delta chain among them.
+        const bodies = Array.from({ length: 300 }, (_, index) => Buffer.concat([Buffer.from(`body ${index}\n`), randomBytes(2000)]));
+        const oids = bodies.map((body) => hashObject('blob', body));
+        const edited = Buffer.concat([bodies[0], Buffer.from('one more line\n')]);
+        const editedOid = hashObject('blob', edited);
+        const seen = await store.write((tx) => {
+          const p = tx.project(project);
+          bodies.forEach((body, index) => expect(p.putObjectAsForm(oids[index], 'blob', body.length, { deflated: deflateSync(body) })).toBe(true));
+          const delta = createDelta(bodies[0], edited);
+          expect(p.putObjectAsForm(editedOid, 'blob', edited.length, { deflated: deflateSync(delta), delta: { base: oids[0], bytes: delta.length, depth: 1 } })).toBe(true);
+          // A second put of a form is refused, as for a form kept on its own.
+          expect(p.putObjectAsForm(oids[7], 'blob', bodies[7].length, { deflated: deflateSync(bodies[7]) })).toBe(true);
+          expect(p.peekDeflated(oids[7])?.inflatedBytes).toBe(bodies[7].length);
+          return [p.getObject(oids[0])?.body, p.getObject(oids[299])?.body, p.getObject(editedOid)?.body];
+        });
+        expect(seen).toEqual([bodies[0], bodies[299], edited]);
+        store.read((tx) => {
+          const p = tx.project(project);
+          bodies.forEach((body, index) => {
+            expect(p.getObject(oids[index])?.body.equals(body)).toBe(true);
+            expect(p.objectSize(oids[index])).toBe(body.length);
+            expect(Buffer.from(p.peekDeflated(oids[index])!.deflated)).toEqual(deflateSync(body));
+          });
+          expect(p.getObject(editedOid)?.body).toEqual(edited);
+          expect(p.peekDeflated(editedOid)?.delta?.depth).toBe(1);
+        });
+
+        const lost = Array.from({ length: 60 }, (_, index) => Buffer.from(`lost ${index} `.repeat(50)));
+        await expect(
+          store.write((tx) => {
+            const p = tx.project(project);
+            for (const body of lost) p.putObjectAsForm(hashObject('blob', body), 'blob', body.length, { deflated: deflateSync(body) });
+            throw new Error('abort');
+          }),
+        ).rejects.toThrow('abort');
+        store.read((tx) => {
+          for (const body of lost) expect(tx.project(project).hasObject(hashObject('blob', body))).toBe(false);
+        });
+        // The forms go with their project.
+        while ((await store.write((tx) => tx.dropProjectKeys(project, 1000))) > 0);
+        store.read((tx) => {
+          expect(tx.project(project).hasObject(oids[0])).toBe(false);
+          expect(tx.project(project).findObjectsByPrefix('', 10)).toEqual([]);
         });
       });
     });

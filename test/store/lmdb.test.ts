@@ -1,7 +1,9 @@
 import { existsSync, mkdirSync } from 'node:fs';
+import { deflateSync } from 'node:zlib';
 import { join } from 'node:path';
 import { open } from 'lmdb';
 import { afterAll, describe, expect, it } from 'vitest';
+import { hashObject } from '../../src/git/oid.js';
 import { LmdbStore } from '../../src/store/lmdb.js';
 import { scratchDir } from '../support/git.js';
 import { storeContract } from './contract.js';
@@ -39,17 +41,38 @@ describe('LmdbStore', () => {
       const worktrees = old.openDB({ name: 'worktrees', keyEncoding: 'binary', encoding: 'msgpack' });
       await worktrees.put(Buffer.from('\0\0\0\x01main\0src', 'latin1'), { t: null, n: [] });
       await old.close();
-      expect(() => new LmdbStore({ path: parent.path })).toThrow(/store of format 1; this build reads format 2/);
+      expect(() => new LmdbStore({ path: parent.path })).toThrow(/store of format 1; this build reads format 3/);
       expect(() => new LmdbStore({ path: parent.path })).toThrow(/format 1/);
       // A new store records its format, so it opens again.
       const fresh = scratchDir('treehouse-format-new-');
       try {
         await new LmdbStore({ path: fresh.path }).close();
         const again = new LmdbStore({ path: fresh.path });
-        expect(again.read((tx) => tx.getRecord('store-format'))).toBe(2);
+        expect(again.read((tx) => tx.getRecord('store-format'))).toBe(3);
         await again.close();
       } finally {
         fresh.remove();
+      }
+    } finally {
+      parent.remove();
+    }
+  });
+
+  it('opens a format-2 store (forms as values of their own), reads its forms and marks it format 3', async () => {
+    const parent = scratchDir('treehouse-format2-');
+    try {
+      const first = new LmdbStore({ path: parent.path });
+      const body = Buffer.from('a body kept as a form alone\n'.repeat(4));
+      const oid = hashObject('blob', body);
+      await first.write((tx) => tx.project(1).putObjectAsForm(oid, 'blob', body.length, { deflated: deflateSync(body) }));
+      await first.write((tx) => tx.putRecord('store-format', 2));
+      await first.close();
+      const reopened = new LmdbStore({ path: parent.path });
+      try {
+        expect(reopened.read((tx) => tx.getRecord('store-format'))).toBe(3);
+        expect(reopened.read((tx) => tx.project(1).getObject(oid))?.body.equals(body)).toBe(true);
+      } finally {
+        await reopened.close();
       }
     } finally {
       parent.remove();
