@@ -131,7 +131,9 @@ export async function runCloneBench(files: number, reps: number, workRoot = join
   const ours = await buildOurs(join(base, 'ours'), tree);
   const gitRepo = buildGit(join(base, 'git'), tree);
   const port = await freePort();
-  const server = spawn(process.execPath, ['--import', 'tsx', join(import.meta.dirname, '..', 'src', 'server.ts')], {
+  // CLONE_NODE_ARGS: node flags for the server (e.g. --cpu-prof --cpu-prof-dir=DIR).
+  const nodeArgs = process.env.CLONE_NODE_ARGS?.split(' ').filter(Boolean) ?? [];
+  const server = spawn(process.execPath, [...nodeArgs, '--import', 'tsx', join(import.meta.dirname, '..', 'src', 'server.ts')], {
     env: { ...process.env, PORT: String(port), TREEHOUSE_DATA_DIR: join(base, 'ours', 'data'), TREEHOUSE_LOG_LEVEL: 'warn' },
     stdio: ['ignore', 'pipe', 'inherit'],
   });

@@ -86,22 +86,26 @@ const REBUILT_CACHE_BYTES = 64 * 1024 * 1024;
 /** A rebuilt body larger than this is not cached (it would push out everything else). */
 const REBUILT_CACHE_ENTRY_BYTES_MAX = 8 * 1024 * 1024;
 /**
- * Pack-ready forms are kept in shelves: a write transaction's forms of one project, concatenated
- * into one value of the `shelves` database (at most SHELF_BYTES_MAX), with a SHELF_POINTER value in
- * `packed` per form (the shelf's id, the form's offset and length). LMDB keeps a B-tree page per
- * 4 KB with random keys about two thirds full, plus a node header per value: a history's 43,000
- * forms of 200 bytes each took 16 MB of pages for 8.6 MB of forms. A shelf is written once, whole,
- * on pages of its own. A transaction that puts fewer than SHELF_ENTRIES_MIN forms for a project
- * (an API write) keeps them as values of their own, and so does a form larger than
- * SHELF_VALUE_BYTES_MAX (its own overflow pages waste little).
+ * Objects stored as their pack entries alone (putObjectAsForm: a seed's or a push's trees and
+ * blobs) are kept in shelves: a write transaction's forms of one project, in the order they came
+ * (a pack's order, so a clone or a walk reads them in about that order again), concatenated into
+ * one value of the `shelves` database of at most SHELF_BYTES_MAX, with a SHELF_POINTER value in
+ * `packed` per form (the shelf's id, the form's offset and length). LMDB keeps a 4 KB B-tree page
+ * of random keys about two thirds full, plus a node header per value: a history's 43,000 forms of
+ * 200 bytes each took 16 MB of pages for 8.6 MB of forms; a shelf is written once, whole, on pages
+ * of its own. A transaction that puts fewer than SHELF_ENTRIES_MIN forms for a project keeps them
+ * as values of their own, and so does a form larger than SHELF_VALUE_BYTES_MAX (its own overflow
+ * pages waste little). The deflate cache's forms (putDeflated*) stay values of their own: it may
+ * fill them in any order (a restart catches up in id order), and a shelf of unrelated objects
+ * would make every read of a walk load another shelf.
  */
 const SHELF_POINTER = 0;
 const SHELF_ID_BYTES = 8;
 const SHELF_POINTER_BYTES = 1 + SHELF_ID_BYTES + 4 + 4;
-const SHELF_BYTES_MAX = 256 * 1024;
+const SHELF_BYTES_MAX = 64 * 1024;
 const SHELF_ENTRIES_MIN = 16;
 const SHELF_VALUE_BYTES_MAX = 16 * 1024;
-/** Shelves kept in memory for reads: a clone or a walk reads forms in about the order they were stored. */
+/** Shelves kept in memory for reads (copies; lmdb-js copies a value on every read anyway). */
 const SHELF_CACHE_BYTES = 16 * 1024 * 1024;
 /** A chain longer than this is a corrupt store, not a long history. */
 const REBUILD_CHAIN_MAX = PACKED_DEPTH_MAX + 1;
@@ -310,7 +314,7 @@ export class LmdbStore implements Store {
   /** @internal Bodies rebuilt from pack-ready forms (see LruCache). */
   readonly rebuilt = new LruCache<string, StoredObject>(REBUILT_CACHE_BYTES, REBUILT_CACHE_ENTRY_BYTES_MAX, (object) => object.body.length);
   /** @internal Shelves read lately (copies), by project prefix and shelf id. */
-  readonly shelfCache = new LruCache<number, CachedShelf>(SHELF_CACHE_BYTES, SHELF_BYTES_MAX * 2, (shelf) => shelf.bytes.length);
+  readonly shelfCache = new LruCache<number, CachedShelf>(SHELF_CACHE_BYTES, SHELF_BYTES_MAX + SHELF_VALUE_BYTES_MAX, (shelf) => shelf.bytes.length);
   /** See VALUE_SCRATCH_BYTES; one per store, since write transactions never overlap. */
   private readonly valueScratch = Buffer.allocUnsafeSlow(VALUE_SCRATCH_BYTES);
   private closed = false;
@@ -755,7 +759,7 @@ class LmdbProjectTx implements ProjectWriteTx {
     const key = this.objectKey(oid);
     const raw = this.store.dbs.objects.getBinaryFast(key);
     if (!raw) return;
-    this.parent.putForm(this.project, key, packedValue(valueTypeCode(raw), valueBodyLength(raw), deflated, null));
+    putIfAbsent(this.store.dbs.deflated, key, packedValue(valueTypeCode(raw), valueBodyLength(raw), deflated, null));
   }
 
   putDeflatedDelta(oid: Oid, delta: DeltaForm, deflated: Buffer): boolean {
@@ -764,7 +768,7 @@ class LmdbProjectTx implements ProjectWriteTx {
     if (this.store.dbs.deflated.doesExist(key) || !this.deltaFits(oid, delta)) return false;
     const raw = this.store.dbs.objects.getBinaryFast(key);
     if (!raw) return false;
-    return this.parent.putForm(this.project, key, packedValue(valueTypeCode(raw), valueBodyLength(raw), deflated, delta));
+    return putIfAbsent(this.store.dbs.deflated, key, packedValue(valueTypeCode(raw), valueBodyLength(raw), deflated, delta));
   }
 
   putObjectAsForm(oid: Oid, type: ObjectType, inflatedBytes: number, form: { deflated: Buffer; delta?: DeltaForm }): boolean {
