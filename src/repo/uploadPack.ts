@@ -8,7 +8,7 @@ import { deflateSync } from 'node:zlib';
 import { createDelta } from '../git/delta.js';
 import { OID_BYTES, oidToHex, type Oid } from '../git/oid.js';
 import { OidTable } from '../git/oidTable.js';
-import { DELTA_TARGET_BYTES_MIN } from '../git/packForm.js';
+import { DELTA_TARGET_BYTES_MIN, type PackForm } from '../git/packForm.js';
 import { PackWriter, type PackChunk } from '../git/pack.js';
 import { encodeDelim, encodeFlush, encodePktLine, encodeSideband, encodeSidebandPieces, SIDEBAND_DATA, SIDEBAND_PROGRESS } from '../git/pktline.js';
 import { branchRef } from '../git/refname.js';
@@ -39,12 +39,23 @@ const PROGRESS_EVERY_OBJECTS = 10_000;
 const SIDEBAND_CHUNK_BYTES = 65_515;
 /** Pack bytes gathered per socket write. */
 const WRITE_CHUNK_BYTES = 1 << 20;
-/** Objects larger than this get no delta made while the client waits (git's --thin has no such limit). */
+/** Objects larger than this get their thin delta made off the event loop (UploadPackOptions.makeForm), or none. */
 const THIN_DELTA_BYTES_MAX = 1024 * 1024;
+/** Objects larger than this get no thin delta at all (a delta search holds both bodies in memory). */
+const THIN_DELTA_OFF_LOOP_BYTES_MAX = 64 * 1024 * 1024;
 /** Bytes of objects one pack makes thin deltas for; the rest go out as stored (a client chooses how much a fetch asks). */
 const THIN_DELTA_PACK_BYTES_MAX = 64 * 1024 * 1024;
 /** Objects the deflate cache has not reached yet are compressed fast, while the client waits. */
 const INLINE_DEFLATE_LEVEL = 1;
+
+/**
+ * What the service lends upload-pack: `makeForm` makes a pack-ready form of `body` against `base`
+ * (a delta when git's try_delta rule keeps it, else the body deflated) on a worker thread, for the
+ * thin deltas of objects too large to diff on the event loop.
+ */
+export interface UploadPackOptions {
+  makeForm?: (body: Buffer, base: Buffer) => Promise<PackForm>;
+}
 
 function headOf(tx: ProjectReadTx): { oid: Oid; target: string } | null {
   const oid = tx.getRef(branchRef(MAIN_BRANCH));
@@ -71,7 +82,7 @@ export function lsRefs(repo: Repo, command: V2Command): Buffer[] {
 }
 
 /** Response to a v0 upload-pack request (stateless: every request carries the whole state). */
-export async function* uploadPackV0(repo: Repo, request: FetchRequest): AsyncGenerator<Buffer> {
+export async function* uploadPackV0(repo: Repo, request: FetchRequest, options: UploadPackOptions = {}): AsyncGenerator<Buffer> {
   const sideband = request.capabilities.has('side-band-64k') || request.capabilities.has('side-band');
   const sidebandBytes = request.capabilities.has('side-band-64k') ? SIDEBAND_CHUNK_BYTES : 995;
   const progress = sideband && !request.capabilities.has('no-progress');
@@ -92,12 +103,12 @@ export async function* uploadPackV0(repo: Repo, request: FetchRequest): AsyncGen
     return;
   }
   yield encodePktLine(common.length > 0 ? `ACK ${oidToHex(common[common.length - 1])}\n` : 'NAK\n');
-  yield* packStream(repo, plan!, packCapabilities(request.capabilities), sideband ? sidebandBytes : 0, progress);
+  yield* packStream(repo, plan!, packCapabilities(request.capabilities), sideband ? sidebandBytes : 0, progress, options);
   if (sideband) yield encodeFlush();
 }
 
 /** Response to a v2 fetch command (upload-pack.c upload_pack_v2). */
-export async function* fetchV2(repo: Repo, command: V2Command): AsyncGenerator<Buffer> {
+export async function* fetchV2(repo: Repo, command: V2Command, options: UploadPackOptions = {}): AsyncGenerator<Buffer> {
   const request = parseV2FetchArgs(command.args);
   if (request.wants.length === 0) throw new ProtocolError('fetch without any want');
   const progress = !request.capabilities.has('no-progress');
@@ -123,7 +134,7 @@ export async function* fetchV2(repo: Repo, command: V2Command): AsyncGenerator<B
     yield encodeDelim();
   }
   yield encodePktLine('packfile\n');
-  yield* packStream(repo, plan!, packCapabilities(request.capabilities), SIDEBAND_CHUNK_BYTES, progress);
+  yield* packStream(repo, plan!, packCapabilities(request.capabilities), SIDEBAND_CHUNK_BYTES, progress, options);
   yield encodeFlush();
 }
 
@@ -165,7 +176,14 @@ function packCapabilities(capabilities: ReadonlySet<string>): PackCapabilities {
  * git's write_one does; OFS_DELTA when the client takes it) or, in a thin pack, held by the client.
  * A delta whose base the client will not have goes out whole, rebuilt and deflated here.
  */
-async function* packStream(repo: Repo, plan: PackPlan, capabilities: PackCapabilities, sidebandBytes: number, progress: boolean): AsyncGenerator<Buffer> {
+async function* packStream(
+  repo: Repo,
+  plan: PackPlan,
+  capabilities: PackCapabilities,
+  sidebandBytes: number,
+  progress: boolean,
+  options: UploadPackOptions,
+): AsyncGenerator<Buffer> {
   const writer = new PackWriter(plan.objects.length);
   const slicer = new Slicer();
   // Built at the first delta: a pack of whole objects (a tree written through the API) never needs it.
@@ -180,7 +198,8 @@ async function* packStream(repo: Repo, plan: PackPlan, capabilities: PackCapabil
   };
   // Where each object was written (-1: not yet), for OFS_DELTA distances and to skip bases written early.
   const offsets = new Float64Array(plan.objects.length).fill(-1);
-  const entries: PackEntries = { writer, plan, capabilities, indexOf, offsets, thinBytesLeft: THIN_DELTA_PACK_BYTES_MAX };
+  const entries: PackEntries = { writer, plan, capabilities, indexOf, offsets, thinBytesLeft: THIN_DELTA_PACK_BYTES_MAX, madeOffLoop: new Map() };
+  if (capabilities.thin && options.makeForm && plan.thinBases.size > 0) await makeLargeThinDeltas(repo, entries, options.makeForm);
   let pending: Buffer[] = [];
   let pendingBytes = 0;
   // Large writes: one socket write per megabyte or so, not one per object.
@@ -217,6 +236,8 @@ async function* packStream(repo: Repo, plan: PackPlan, capabilities: PackCapabil
 interface PackEntries {
   /** What is left of THIN_DELTA_PACK_BYTES_MAX. */
   thinBytesLeft: number;
+  /** Thin deltas of large objects (by index in the plan), made on a worker before the pack started. */
+  madeOffLoop: Map<number, PackForm>;
   writer: PackWriter;
   plan: PackPlan;
   capabilities: PackCapabilities;
@@ -259,6 +280,35 @@ function thinDelta(tx: ProjectReadTx, entries: PackEntries, oid: Oid, base: Oid)
   return createDelta(source.body, target.body, Math.floor(target.body.length / 2) - OID_BYTES);
 }
 
+/**
+ * git's --thin for objects over THIN_DELTA_BYTES_MAX (a large file edited between the client's
+ * commit and the one it fetches): each delta is made on a worker, one at a time, before the pack
+ * starts, for the objects whose stored form the client cannot take as it is.
+ */
+async function makeLargeThinDeltas(repo: Repo, entries: PackEntries, makeForm: NonNullable<UploadPackOptions['makeForm']>): Promise<void> {
+  for (const [index, base] of entries.plan.thinBases) {
+    const bodies = repo.store.read((store) => {
+      const tx = store.project(repo.project);
+      const oid = entries.plan.objects.oidView(index);
+      const size = tx.objectSize(oid) ?? Infinity;
+      if (size <= THIN_DELTA_BYTES_MAX || size > THIN_DELTA_OFF_LOOP_BYTES_MAX || size > entries.thinBytesLeft) return null;
+      const form = tx.peekDeflated(oid);
+      if (form?.delta && (entries.indexOf(form.delta.base) !== undefined || entries.plan.clientHas.has(form.delta.base))) return null;
+      entries.thinBytesLeft -= size;
+      const target = tx.getObject(oid);
+      const source = tx.getObject(base);
+      return target && source ? { target: target.body, source: source.body } : null;
+    });
+    if (!bodies) continue;
+    try {
+      const made = await makeForm(bodies.target, bodies.source);
+      if (made.deltaBytes !== null) entries.madeOffLoop.set(index, made);
+    } catch {
+      // No worker (it failed, or the service is stopping): the object goes out as stored.
+    }
+  }
+}
+
 /** One pack entry: the stored form when the client can take it, else the body deflated now. */
 function writeEntry(tx: ProjectReadTx, entries: PackEntries, index: number, known?: DeflatedObject): Buffer {
   const { writer, plan, capabilities, indexOf, offsets } = entries;
@@ -278,6 +328,8 @@ function writeEntry(tx: ProjectReadTx, entries: PackEntries, index: number, know
     }
   }
   const thinBase = capabilities.thin ? plan.thinBases.get(index) : undefined;
+  const made = chunk ? undefined : entries.madeOffLoop.get(index);
+  if (made && thinBase) chunk = writer.addDeflatedRefDelta(thinBase, made.deltaBytes!, made.deflated);
   if (!chunk && thinBase) {
     // git's --thin: a delta against the version at the same path that the client holds, made now.
     const delta = thinDelta(tx, entries, oid, thinBase);

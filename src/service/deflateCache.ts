@@ -10,7 +10,7 @@
  */
 import type { Worker } from 'node:worker_threads';
 import { oidToHex, type Oid } from '../git/oid.js';
-import { DELTA_TARGET_BYTES_MIN } from '../git/packForm.js';
+import { DELTA_TARGET_BYTES_MIN, type PackForm } from '../git/packForm.js';
 import { DELTA_DEPTH_MAX } from '../repo/packedForms.js';
 import type { Store } from '../store/types.js';
 import { startModuleWorker } from './moduleWorker.js';
@@ -161,18 +161,45 @@ export class DeflateCache {
     }
   }
 
+  /** A pack-ready form of `body` against `base`, made on the worker (upload-pack's thin deltas of large objects). */
+  async formOffLoop(body: Buffer, base: Buffer): Promise<PackForm> {
+    if (this.stopped) throw new Error('the deflate cache is stopped');
+    const [form] = await this.packForms([body], [base]);
+    return { deflated: Buffer.from(form.deflated.buffer, form.deflated.byteOffset, form.deflated.byteLength), deltaBytes: form.deltaBytes };
+  }
+
   private packForms(bodies: Buffer[], bases: Array<Buffer | null>): Promise<Form[]> {
     const worker = (this.worker ??= startModuleWorker('../git/packForm', WORKER_SOURCE, { nice: BACKGROUND_NICE }));
     const id = ++this.batchId;
     return new Promise((resolve, reject) => {
+      const done = () => {
+        worker.off('message', onMessage);
+        worker.off('error', onError);
+        worker.off('exit', onExit);
+      };
       const onMessage = (message: { id: number; out: Form[] }) => {
         if (message.id !== id) return;
-        worker.off('message', onMessage);
-        worker.off('error', reject);
+        done();
         resolve(message.out);
       };
+      // The next batch starts a new worker.
+      const forget = () => {
+        if (this.worker === worker) this.worker = null;
+      };
+      const onError = (error: Error) => {
+        done();
+        forget();
+        reject(error);
+      };
+      // Stopped (or crashed) with this batch unanswered.
+      const onExit = () => {
+        done();
+        forget();
+        reject(new Error('the deflate worker exited'));
+      };
       worker.on('message', onMessage);
-      worker.once('error', reject);
+      worker.on('error', onError);
+      worker.on('exit', onExit);
       worker.postMessage({ id, bodies, bases, level: DEFLATE_LEVEL });
     });
   }

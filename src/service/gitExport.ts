@@ -6,8 +6,9 @@
  */
 import type { FetchRequest, Service, V2Command } from '../git/smartProtocol.js';
 import { receivePack, type ReceivePackInput, type ReceivePackResult } from '../repo/receivePack.js';
-import { advertise, fetchV2, lsRefs, uploadPackV0 } from '../repo/uploadPack.js';
+import { advertise, fetchV2, lsRefs, uploadPackV0, type UploadPackOptions } from '../repo/uploadPack.js';
 import type { Config } from './config.js';
+import type { DeflateCache } from './deflateCache.js';
 import type { PackChecker } from './packChecker.js';
 import type { ProjectRecord, Projects } from './projects.js';
 import type { Workspace } from './workspace.js';
@@ -22,7 +23,11 @@ export class GitExport {
     private readonly workspace: Workspace,
     private readonly packChecker: PackChecker,
     private readonly config: Config,
+    private readonly deflateCache: DeflateCache,
   ) {}
+
+  /** Large thin deltas are made on the deflate cache's worker. */
+  private readonly uploadOptions: UploadPackOptions = { makeForm: (body, base) => this.deflateCache.formOffLoop(body, base) };
 
   advertise(record: ProjectRecord, service: Service, version: 0 | 2): Buffer[] {
     return advertise(this.projects.repo(record), service, version);
@@ -33,11 +38,11 @@ export class GitExport {
   }
 
   fetchV2(record: ProjectRecord, command: V2Command): AsyncGenerator<Buffer> {
-    return fetchV2(this.projects.repo(record), command);
+    return fetchV2(this.projects.repo(record), command, this.uploadOptions);
   }
 
   uploadPackV0(record: ProjectRecord, request: FetchRequest): AsyncGenerator<Buffer> {
-    return uploadPackV0(this.projects.repo(record), request);
+    return uploadPackV0(this.projects.repo(record), request, this.uploadOptions);
   }
 
   async receivePack(record: ProjectRecord, push: PushInput): Promise<ReceivePackResult> {

@@ -74,7 +74,7 @@ export function openTreehouse(config: Config, store: Store): Treehouse {
           syncAttempts: () => remoteSync.attempts,
         });
   const packChecker = new PackChecker();
-  const git = new GitExport(projects, workspace, packChecker, config);
+  const git = new GitExport(projects, workspace, packChecker, config, deflateCache);
   workspace.onBranchChanged((record, branch) => remoteSync.branchChanged(record, branch));
   return {
     config,

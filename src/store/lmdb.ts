@@ -1,5 +1,5 @@
 /**
- * The LMDB backend: one environment holding every project, in five named databases.
+ * The LMDB backend: one environment holding every project, in seven named databases.
  *
  * | database  | key                                  | value                                          |
  * |-----------|--------------------------------------|------------------------------------------------|
@@ -8,7 +8,8 @@
  * | refs      | project u32 BE + ref name (UTF-8)    | 20-byte id                                     |
  * | worktrees | project u32 BE + branch + NUL        | msgpack {t: tree id, l: locked paths (below)}  |
  * | records   | string                               | msgpack (teams, keys, projects, counters)      |
- * | packed    | project u32 BE + 20-byte id          | pack-ready form: whole or delta (see below)    |
+ * | packed    | project u32 BE + 20-byte id          | pack-ready form: whole or delta (see below), or a pointer into a shelf |
+ * | shelves   | project u32 BE + 8-byte random id    | pack-ready forms, concatenated (see SHELF_POINTER) |
  *
  * Object bodies are stored raw: hashing them is the only work on the write path. Their deflated form
  * is filled in after the write, off the request path (src/service/deflateCache.ts), so a clone
