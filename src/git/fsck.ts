@@ -184,41 +184,42 @@ const HFS_IGNORED_CODE_POINTS = new Set([
  * which then stops the scan, as git does.
  */
 function nextUtf8(name: Uint8Array, cursor: { at: number }): number {
-  const s = (i: number) => (cursor.at + i < name.length ? name[cursor.at + i] : NUL);
-  const b0 = s(0);
+  // No closures here: this runs for every byte of every name a push or seed brings.
+  const at = cursor.at;
+  const b0 = byteAt(name, at);
   let code: number;
   let length: number;
   if (b0 < NON_ASCII_BIT) {
     code = b0;
     length = 1;
   } else if ((b0 & 0xe0) === 0xc0) {
-    if ((s(1) & 0xc0) !== 0x80 || (b0 & 0xfe) === 0xc0) return stop(name, cursor);
-    code = ((b0 & 0x1f) << 6) | (s(1) & 0x3f);
+    if ((byteAt(name, at + 1) & 0xc0) !== 0x80 || (b0 & 0xfe) === 0xc0) return stop(name, cursor);
+    code = ((b0 & 0x1f) << 6) | (byteAt(name, at + 1) & 0x3f);
     length = 2;
   } else if ((b0 & 0xf0) === 0xe0) {
     if (
-      (s(1) & 0xc0) !== 0x80 ||
-      (s(2) & 0xc0) !== 0x80 ||
-      (b0 === 0xe0 && (s(1) & 0xe0) === 0x80) || // overlong
-      (b0 === 0xed && (s(1) & 0xe0) === 0xa0) || // surrogate
-      (b0 === 0xef && s(1) === 0xbf && (s(2) & 0xfe) === 0xbe) // U+FFFE, U+FFFF
+      (byteAt(name, at + 1) & 0xc0) !== 0x80 ||
+      (byteAt(name, at + 2) & 0xc0) !== 0x80 ||
+      (b0 === 0xe0 && (byteAt(name, at + 1) & 0xe0) === 0x80) || // overlong
+      (b0 === 0xed && (byteAt(name, at + 1) & 0xe0) === 0xa0) || // surrogate
+      (b0 === 0xef && byteAt(name, at + 1) === 0xbf && (byteAt(name, at + 2) & 0xfe) === 0xbe) // U+FFFE, U+FFFF
     ) {
       return stop(name, cursor);
     }
-    code = ((b0 & 0x0f) << 12) | ((s(1) & 0x3f) << 6) | (s(2) & 0x3f);
+    code = ((b0 & 0x0f) << 12) | ((byteAt(name, at + 1) & 0x3f) << 6) | (byteAt(name, at + 2) & 0x3f);
     length = 3;
   } else if ((b0 & 0xf8) === 0xf0) {
     if (
-      (s(1) & 0xc0) !== 0x80 ||
-      (s(2) & 0xc0) !== 0x80 ||
-      (s(3) & 0xc0) !== 0x80 ||
-      (b0 === 0xf0 && (s(1) & 0xf0) === 0x80) || // overlong
-      (b0 === 0xf4 && s(1) > 0x8f) ||
+      (byteAt(name, at + 1) & 0xc0) !== 0x80 ||
+      (byteAt(name, at + 2) & 0xc0) !== 0x80 ||
+      (byteAt(name, at + 3) & 0xc0) !== 0x80 ||
+      (b0 === 0xf0 && (byteAt(name, at + 1) & 0xf0) === 0x80) || // overlong
+      (b0 === 0xf4 && byteAt(name, at + 1) > 0x8f) ||
       b0 > 0xf4 // past U+10FFFF
     ) {
       return stop(name, cursor);
     }
-    code = ((b0 & 0x07) << 18) | ((s(1) & 0x3f) << 12) | ((s(2) & 0x3f) << 6) | (s(3) & 0x3f);
+    code = ((b0 & 0x07) << 18) | ((byteAt(name, at + 1) & 0x3f) << 12) | ((byteAt(name, at + 2) & 0x3f) << 6) | (byteAt(name, at + 3) & 0x3f);
     length = 4;
   } else {
     return stop(name, cursor);
@@ -282,19 +283,18 @@ function onlySpacesAndPeriods(name: Uint8Array, from: number): boolean {
  */
 export function isNtfsDotGit(name: Uint8Array): boolean {
   let i = 0;
-  const next = () => byteAt(name, i++);
-  const first = next();
+  const first = byteAt(name, i++);
   if (first === DOT) {
-    if (toLowerAscii(next()) !== 0x67 || toLowerAscii(next()) !== 0x69 || toLowerAscii(next()) !== 0x74) return false;
+    if (toLowerAscii(byteAt(name, i++)) !== 0x67 || toLowerAscii(byteAt(name, i++)) !== 0x69 || toLowerAscii(byteAt(name, i++)) !== 0x74) return false;
   } else if (toLowerAscii(first) === 0x67) {
-    if (toLowerAscii(next()) !== 0x69 || toLowerAscii(next()) !== 0x74 || next() !== TILDE || next() !== DIGIT_ONE) {
+    if (toLowerAscii(byteAt(name, i++)) !== 0x69 || toLowerAscii(byteAt(name, i++)) !== 0x74 || byteAt(name, i++) !== TILDE || byteAt(name, i++) !== DIGIT_ONE) {
       return false;
     }
   } else {
     return false;
   }
   for (;;) {
-    const c = next();
+    const c = byteAt(name, i++);
     if (c === NUL || c === SLASH || c === BACKSLASH || c === COLON) return true;
     if (c !== DOT && c !== SPACE) return false;
   }
