@@ -26,7 +26,10 @@ export async function startTestServer(
   options: { limits?: Partial<Limits>; env?: Record<string, string>; /** Reuse (and keep) this data directory. */ dataDir?: string } = {},
 ): Promise<TestServer> {
   const dir = options.dataDir ? { path: options.dataDir, remove: () => {} } : scratchDir('treehouse-http-');
-  const config = loadConfig({ TREEHOUSE_DATA_DIR: dir.path, PORT: '0', ...options.env });
+  // A long keep-alive: the server runs in the test's process, so a test that blocks the loop with
+  // synchronous git for seconds stops both sides' idle timers, and a client reusing a pooled
+  // connection could race the server closing it (ECONNRESET). Tests of the timeout set their own.
+  const config = loadConfig({ TREEHOUSE_DATA_DIR: dir.path, PORT: '0', TREEHOUSE_KEEP_ALIVE_TIMEOUT_MS: '60000', ...options.env });
   config.limits = { ...config.limits, ...options.limits };
   const th = openTreehouse(config, openStore(config));
   // A reused data directory already has team default: give this server a key of its own.
