@@ -340,6 +340,8 @@ export interface PackObject {
   deltaDepth: number;
   /** The entry as the pack holds it, so a receiver can keep its zlib stream (and its delta) as is. */
   packed?: PackedEntry;
+  /** The body's length, set where `body` is rebuilt only when first read (src/service/packChecker.ts). */
+  bodyBytes?: number;
 }
 
 /** An entry's zlib stream as its pack holds it, what it inflates to, and the delta's base. */

@@ -77,7 +77,9 @@ export function storeReceivedObjects(tx: ProjectWriteTx, objects: readonly PackO
 function storeAsForm(tx: ProjectWriteTx, object: PackObject): boolean {
   const packed = object.packed;
   if (!packed) return false;
-  if (!packed.base) return tx.putObjectAsForm(object.oid, object.type, object.body.length, { deflated: packed.deflated });
+  // The length alone: a received blob's body may be rebuilt only when something reads it.
+  const bodyBytes = object.bodyBytes ?? object.body.length;
+  if (!packed.base) return tx.putObjectAsForm(object.oid, object.type, bodyBytes, { deflated: packed.deflated });
   const delta = deltaFormOf(tx, packed.base, packed.dataBytes);
-  return delta ? tx.putObjectAsForm(object.oid, object.type, object.body.length, { deflated: packed.deflated, delta }) : false;
+  return delta ? tx.putObjectAsForm(object.oid, object.type, bodyBytes, { deflated: packed.deflated, delta }) : false;
 }

@@ -15,7 +15,9 @@
  * to the requests the worker no longer blocks.
  */
 import { MessageChannel, type Worker } from 'node:worker_threads';
-import type { ObjectType } from '../git/oid.js';
+import { inflateSync } from 'node:zlib';
+import { applyDelta } from '../git/delta.js';
+import { oidToHex, type ObjectType } from '../git/oid.js';
 import type { PackObject } from '../git/pack.js';
 import { checkReceivedPack, type Gap, type PackCheckResult, type PackLimits, type StoreLookups } from '../git/packCheck.js';
 import { startModuleWorker } from './moduleWorker.js';
@@ -52,8 +54,16 @@ parentPort.on('message', async ({ id, pack, limits, clientShallow, port, signal 
     if (!result.ok) return parentPort.postMessage({ id, ok: false, message: result.message });
     // Every body in one buffer, moved to the other thread rather than copied.
     const objects = result.objects;
+    // A blob that carries its pack entry goes without its body: the receiver stores the entry and
+    // rebuilds the body from the pack only if it needs it (omitted[i], sizes[i]).
+    const omitted = new Uint8Array(objects.length);
+    const sizes = new Float64Array(objects.length);
     let total = 0;
-    for (const object of objects) total += object.body.length;
+    objects.forEach((object, i) => {
+      sizes[i] = object.body.length;
+      if (object.type === 'blob' && object.packed) omitted[i] = 1;
+      else total += object.body.length;
+    });
     const bodies = new Uint8Array(total);
     const oids = new Uint8Array(objects.length * 20);
     const ends = new Float64Array(objects.length);
@@ -66,8 +76,10 @@ parentPort.on('message', async ({ id, pack, limits, clientShallow, port, signal 
     const deltas = new Uint8Array(objects.length);
     let at = 0;
     objects.forEach((object, i) => {
-      bodies.set(object.body, at);
-      at += object.body.length;
+      if (!omitted[i]) {
+        bodies.set(object.body, at);
+        at += object.body.length;
+      }
       ends[i] = at;
       oids.set(object.oid, i * 20);
       offsets[i] = object.offset;
@@ -86,8 +98,8 @@ parentPort.on('message', async ({ id, pack, limits, clientShallow, port, signal 
     });
     const gaps = [...result.gaps];
     parentPort.postMessage(
-      { id, ok: true, types, oids, bodies, ends, offsets, depths, spans, bases, deltas, gaps },
-      [bodies.buffer, oids.buffer, ends.buffer, offsets.buffer, depths.buffer, spans.buffer, bases.buffer, deltas.buffer],
+      { id, ok: true, types, oids, bodies, ends, offsets, depths, spans, bases, deltas, omitted, sizes, gaps },
+      [bodies.buffer, oids.buffer, ends.buffer, offsets.buffer, depths.buffer, spans.buffer, bases.buffer, deltas.buffer, omitted.buffer, sizes.buffer],
     );
   } catch (error) {
     port.close();
@@ -110,12 +122,18 @@ interface WorkerAnswer {
   spans?: Float64Array;
   bases?: Uint8Array;
   deltas?: Uint8Array;
+  /** Per object: 1 when its body was left out (a blob carrying its pack entry). */
+  omitted?: Uint8Array;
+  /** Per object: the body's length. */
+  sizes?: Float64Array;
   gaps?: Array<[string, Gap]>;
 }
 
 interface Job {
   /** The pack as this thread has it: received entries are kept as views into it. */
   pack: Buffer;
+  /** The store's answers, for the bases of a thin pack's blobs rebuilt here. */
+  lookups: StoreLookups;
   resolve(result: PackCheckResult): void;
   reject(error: Error): void;
   done(): void;
@@ -165,7 +183,7 @@ export class PackChecker {
     const copy = new Uint8Array(pack);
     return new Promise<PackCheckResult>((resolve, reject) => {
       if (this.jobs.size === 0) worker.ref();
-      this.jobs.set(id, { pack, resolve, reject, done: () => port1.close() });
+      this.jobs.set(id, { pack, lookups, resolve, reject, done: () => port1.close() });
       worker.postMessage({ id, pack: copy, limits, clientShallow: [...clientShallow], port: port2, signal }, [copy.buffer, port2]);
     });
   }
@@ -201,22 +219,64 @@ export class PackChecker {
     if (this.jobs.size === 0) this.worker?.unref();
     if (answer.crash !== undefined) return job.reject(new Error(`pack check failed in its worker: ${answer.crash}`));
     if (!answer.ok) return job.resolve({ ok: false, message: answer.message ?? 'pack refused' });
-    job.resolve({ ok: true, objects: objectsOf(answer, job.pack), gaps: new Map(answer.gaps) });
+    job.resolve({ ok: true, objects: objectsOf(answer, job.pack, job.lookups), gaps: new Map(answer.gaps) });
   }
 }
 
-/** PackObjects over the one transferred buffer of bodies and the pack itself (views, no copies). */
-function objectsOf(answer: WorkerAnswer, pack: Buffer): PackObject[] {
-  const { types, oids, bodies, ends, offsets, depths, spans, bases, deltas } = answer as Required<WorkerAnswer>;
+/**
+ * PackObjects over the one transferred buffer of bodies and the pack itself (views, no copies).
+ * A blob sent without its body gets it on first use, rebuilt from its entry in the pack (and its
+ * delta base: another received object, or for a thin pack the store's copy); storing a received
+ * pack needs only its length (`bodyBytes`) unless its entry cannot be kept as a form.
+ */
+function objectsOf(answer: WorkerAnswer, pack: Buffer, lookups: StoreLookups): PackObject[] {
+  const { types, oids, bodies, ends, offsets, depths, spans, bases, deltas, omitted, sizes } = answer as Required<WorkerAnswer>;
   const all = Buffer.from(bodies.buffer, bodies.byteOffset, bodies.byteLength);
   const ids = Buffer.from(oids.buffer, oids.byteOffset, oids.byteLength);
   const baseIds = Buffer.from(bases.buffer, bases.byteOffset, bases.byteLength);
   const objects: PackObject[] = [];
+  const rebuilt = new Map<number, Buffer>();
+  let indexByHex: Map<string, number> | null = null;
+  // Iterative: a chain in a received pack may be thousands deep.
+  const rebuild = (index: number): Buffer => {
+    indexByHex ??= new Map(objects.map((object, at) => [oidToHex(object.oid), at]));
+    const chain: number[] = [];
+    let base: Buffer | null = null;
+    for (let at = index; ; ) {
+      const known = omitted[at] ? rebuilt.get(at) : objects[at].body;
+      if (known) {
+        base = known;
+        break;
+      }
+      chain.push(at);
+      const baseId = objects[at].packed!.base;
+      if (!baseId) break;
+      const baseIndex = indexByHex.get(oidToHex(baseId));
+      if (baseIndex === undefined) {
+        const external = lookups.object(baseId);
+        if (!external) throw new Error(`the base ${oidToHex(baseId)} of a received delta is gone`);
+        base = external.body;
+        break;
+      }
+      at = baseIndex;
+    }
+    for (let k = chain.length - 1; k >= 0; k--) {
+      const packed = objects[chain[k]].packed!;
+      const data = inflateSync(packed.deflated, { maxOutputLength: Math.max(1, packed.dataBytes) });
+      base = packed.base ? applyDelta(base!, data) : data;
+      rebuilt.set(chain[k], base);
+    }
+    return base!;
+  };
   let start = 0;
   for (let i = 0; i < types.length; i++) {
     const object: PackObject = { type: types[i], body: all.subarray(start, ends[i]), oid: ids.subarray(i * 20, i * 20 + 20), offset: offsets[i], deltaDepth: depths[i] };
     if (spans[i * 3] >= 0) {
       object.packed = { deflated: pack.subarray(spans[i * 3], spans[i * 3 + 1]), dataBytes: spans[i * 3 + 2], base: deltas[i] ? baseIds.subarray(i * 20, i * 20 + 20) : null };
+    }
+    if (omitted[i]) {
+      object.bodyBytes = sizes[i];
+      Object.defineProperty(object, 'body', { get: () => rebuild(i), enumerable: true });
     }
     objects.push(object);
     start = ends[i];
