@@ -293,7 +293,7 @@ async function makeLargeThinDeltas(repo: Repo, entries: PackEntries, makeForm: N
       const size = tx.objectSize(oid) ?? Infinity;
       if (size <= THIN_DELTA_BYTES_MAX || size > THIN_DELTA_OFF_LOOP_BYTES_MAX || size > entries.thinBytesLeft) return null;
       const form = tx.peekDeflated(oid);
-      if (form?.delta && (entries.indexOf(form.delta.base) !== undefined || entries.plan.clientHas.has(form.delta.base))) return null;
+      if (form?.delta && storedDeltaGoesOut(entries, form.delta.base)) return null;
       entries.thinBytesLeft -= size;
       const target = tx.getObject(oid);
       const source = tx.getObject(base);
@@ -307,6 +307,11 @@ async function makeLargeThinDeltas(repo: Repo, entries: PackEntries, makeForm: N
       // No worker (it failed, or the service is stopping): the object goes out as stored.
     }
   }
+}
+
+/** Whether writeEntry sends a stored delta on `base` as it is: the base is in this pack, or (thin) the client holds it. */
+function storedDeltaGoesOut(entries: PackEntries, base: Oid): boolean {
+  return entries.indexOf(base) !== undefined || (entries.capabilities.thin && entries.plan.clientHas.has(base));
 }
 
 /** One pack entry: the stored form when the client can take it, else the body deflated now. */

@@ -541,19 +541,20 @@ class LmdbTx implements StoreWriteTx {
   /** Open shelves of this transaction, by project. */
   private readonly openShelves = new Map<number, ShelfBuilder>();
 
-  /** Puts a pack-ready form under `key` unless the key exists; false when it existed. */
-  putForm(project: number, key: Buffer, value: Buffer): boolean {
+  /** Puts a pack-ready form under `key`, which the caller has found absent from `packed`. */
+  putForm(project: number, key: Buffer, value: Buffer): void {
     const { deflated } = this.store.dbs;
-    if (value.length > SHELF_VALUE_BYTES_MAX) return putIfAbsent(deflated, key, value);
+    if (value.length > SHELF_VALUE_BYTES_MAX) {
+      deflated.putSync(key, value);
+      return;
+    }
     let shelf = this.openShelves.get(project);
     if (!shelf) this.openShelves.set(project, (shelf = new ShelfBuilder()));
-    if (deflated.doesExist(key)) return false;
-    putIfAbsent(deflated, key, shelf.add(key, value));
+    deflated.putSync(key, shelf.add(key, value));
     if (shelf.bytes >= SHELF_BYTES_MAX) {
       this.closeShelf(project, shelf);
       this.openShelves.delete(project);
     }
-    return true;
   }
 
   /** A form in a shelf this transaction has not written yet, if `id` names one. */
@@ -779,7 +780,8 @@ class LmdbProjectTx implements ProjectWriteTx {
     const { objects, deflated: packed } = this.store.dbs;
     if (objects.doesExist(key) || packed.doesExist(key)) return true;
     if (form.delta && !this.deltaFits(oid, form.delta)) return false;
-    return this.parent.putForm(this.project, key, packedValue(TYPE_CODES[type], inflatedBytes, form.deflated, form.delta ?? null));
+    this.parent.putForm(this.project, key, packedValue(TYPE_CODES[type], inflatedBytes, form.deflated, form.delta ?? null));
+    return true;
   }
 
   /** A delta form may name only another object with a form of its own, at 1 + that form's depth. */
