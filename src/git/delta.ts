@@ -37,6 +37,9 @@ const VARINT_PAYLOAD_MASK = 0x7f;
 /** Sizes beyond 2^53 cannot be held exactly; ten 7-bit groups already pass that. */
 const VARINT_BYTES_MAX = 8;
 
+/** Runs shorter than this are copied in a loop rather than through a typed-array view. */
+const SHORT_COPY_BYTES = 64;
+
 /** Default limit on the size of an object rebuilt from a delta. */
 export const DELTA_RESULT_BYTES_MAX_DEFAULT = 512 * 1024 * 1024;
 
@@ -83,49 +86,70 @@ export function readDeltaHeader(delta: Uint8Array): { baseBytes: number; resultB
  * the one the delta names, a copy reaches outside the base, an instruction would write past the
  * declared result size or stops short of it, the delta is truncated, or the reserved opcode appears.
  */
-export function applyDelta(base: Uint8Array, delta: Uint8Array, resultBytesMax = DELTA_RESULT_BYTES_MAX_DEFAULT): Buffer {
+/**
+ * Rebuilds the object `delta` makes of `base`. `allocate` gives the result's buffer (a parser that
+ * rebuilds thousands of objects carves them from large slabs: one external allocation per object
+ * made V8 collect garbage far more often).
+ */
+export function applyDelta(
+  base: Uint8Array,
+  delta: Uint8Array,
+  resultBytesMax = DELTA_RESULT_BYTES_MAX_DEFAULT,
+  allocate: (bytes: number) => Buffer = Buffer.allocUnsafe,
+): Buffer {
   const { baseBytes, resultBytes, instructionsOffset } = readDeltaHeader(delta);
   if (baseBytes !== base.length) {
     throw new DeltaError(`delta expects a base of ${baseBytes} bytes, the base has ${base.length}`);
   }
   if (resultBytes > resultBytesMax) throw new DeltaError(`delta result of ${resultBytes} bytes is over ${resultBytesMax}`);
-  const out = Buffer.allocUnsafe(resultBytes);
+  const out = allocate(resultBytes);
+  const end = delta.length;
+  const baseBytesTotal = base.length;
   let written = 0;
   let at = instructionsOffset;
-  while (at < delta.length) {
+  while (at < end) {
     const instruction = delta[at++];
+    let from: Uint8Array;
+    let start: number;
+    let bytes: number;
     if (instruction & COPY_INSTRUCTION) {
+      // Operand bytes in the order of their flag bits: offset bytes 0-3, then size bytes 0-2.
+      let operands = 0;
+      for (let flag = 1; flag < COPY_INSTRUCTION; flag <<= 1) if (instruction & flag) operands++;
+      if (at + operands > end) throw new DeltaError('delta truncated inside a copy instruction');
       let copyOffset = 0;
+      if (instruction & COPY_OFFSET_BYTE_FLAGS[0]) copyOffset = delta[at++];
+      if (instruction & COPY_OFFSET_BYTE_FLAGS[1]) copyOffset |= delta[at++] << BITS_PER_BYTE;
+      if (instruction & COPY_OFFSET_BYTE_FLAGS[2]) copyOffset |= delta[at++] << (2 * BITS_PER_BYTE);
+      if (instruction & COPY_OFFSET_BYTE_FLAGS[3]) copyOffset = (copyOffset | (delta[at++] << (3 * BITS_PER_BYTE))) >>> 0;
       let copyBytes = 0;
-      for (let i = 0; i < COPY_OFFSET_BYTE_FLAGS.length; i++) {
-        if (instruction & COPY_OFFSET_BYTE_FLAGS[i]) {
-          if (at >= delta.length) throw new DeltaError('delta truncated inside a copy instruction');
-          copyOffset += delta[at++] * 2 ** (BITS_PER_BYTE * i);
-        }
-      }
-      for (let i = 0; i < COPY_SIZE_BYTE_FLAGS.length; i++) {
-        if (instruction & COPY_SIZE_BYTE_FLAGS[i]) {
-          if (at >= delta.length) throw new DeltaError('delta truncated inside a copy instruction');
-          copyBytes += delta[at++] * 2 ** (BITS_PER_BYTE * i);
-        }
-      }
+      if (instruction & COPY_SIZE_BYTE_FLAGS[0]) copyBytes = delta[at++];
+      if (instruction & COPY_SIZE_BYTE_FLAGS[1]) copyBytes |= delta[at++] << BITS_PER_BYTE;
+      if (instruction & COPY_SIZE_BYTE_FLAGS[2]) copyBytes |= delta[at++] << (2 * BITS_PER_BYTE);
       if (copyBytes === 0) copyBytes = DELTA_COPY_SIZE_ZERO_MEANS;
-      if (copyOffset + copyBytes > base.length) {
-        throw new DeltaError(`delta copies ${copyBytes} bytes at ${copyOffset}, outside a base of ${base.length}`);
+      if (copyOffset + copyBytes > baseBytesTotal) {
+        throw new DeltaError(`delta copies ${copyBytes} bytes at ${copyOffset}, outside a base of ${baseBytesTotal}`);
       }
-      if (written + copyBytes > resultBytes) throw new DeltaError('delta writes past its declared result size');
-      out.set(base.subarray(copyOffset, copyOffset + copyBytes), written);
-      written += copyBytes;
+      from = base;
+      start = copyOffset;
+      bytes = copyBytes;
     } else if (instruction !== RESERVED_INSTRUCTION) {
-      const insertBytes = instruction;
-      if (at + insertBytes > delta.length) throw new DeltaError('delta truncated inside inserted data');
-      if (written + insertBytes > resultBytes) throw new DeltaError('delta writes past its declared result size');
-      out.set(delta.subarray(at, at + insertBytes), written);
-      written += insertBytes;
-      at += insertBytes;
+      if (at + instruction > end) throw new DeltaError('delta truncated inside inserted data');
+      from = delta;
+      start = at;
+      bytes = instruction;
+      at += instruction;
     } else {
       throw new DeltaError('delta uses the reserved instruction 0x00');
     }
+    if (written + bytes > resultBytes) throw new DeltaError('delta writes past its declared result size');
+    // A short run is copied byte by byte: a view for set() costs more than the bytes themselves.
+    if (bytes < SHORT_COPY_BYTES) {
+      for (let i = 0; i < bytes; i++) out[written + i] = from[start + i];
+    } else {
+      out.set(from.subarray(start, start + bytes), written);
+    }
+    written += bytes;
   }
   if (written !== resultBytes) throw new DeltaError(`delta produced ${written} bytes, declared ${resultBytes}`);
   return out;

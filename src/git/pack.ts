@@ -17,6 +17,8 @@
 import { createHash } from 'node:crypto';
 import { deflateSync, inflateSync, type ZlibOptions } from 'node:zlib';
 import { applyDelta, DeltaError, readDeltaHeader } from './delta.js';
+import { OidTable } from './oidTable.js';
+import { SlabAllocator } from './slab.js';
 import { hashObject, OID_BYTES, oidToHex, type ObjectType, type Oid } from './oid.js';
 
 /** "PACK" */
@@ -328,6 +330,13 @@ export interface ParsePackOptions {
   /** Limit on all inflated bytes together (objects and deltas). */
   totalBytesMax?: number;
   deltaDepthMax?: number;
+  /**
+   * Blob bodies are not kept once hashed and used as bases: each such blob gets `bodyBytes` and a
+   * body rebuilt from its entry when first read (rebuildBodiesOnRead). A check that reads trees,
+   * commits and a few special blobs then holds the pack's trees and commits, not every version of
+   * every file (a 3,000-commit history rebuilds 140 MB of blobs from a pack of 8 MB).
+   */
+  dropBlobBodies?: boolean;
 }
 
 export interface PackObject {
@@ -392,7 +401,11 @@ interface Resolved {
   body: Buffer;
   oid: Oid;
   depth: number;
+  /** The body's length once the body was dropped (a blob no delta needs any more); -1 while kept. */
+  bodyBytes: number;
 }
+
+const DROPPED_BODY = Buffer.alloc(0);
 
 const oidKey = (oid: Buffer): string => oid.toString('latin1');
 
@@ -411,14 +424,20 @@ export function parsePack(pack: Buffer, options: ParsePackOptions = {}): ParsedP
   if (!actual.equals(checksum)) throw new PackFormatError('pack checksum mismatch (corrupt or truncated pack)');
   const budget = { inflatedBytes: 0 };
   const entries = readEntries(pack, count, bodyEnd, limits, budget);
-  const { resolved, externalBases } = resolveEntries(entries, limits, budget, options.resolveExternal);
+  const dropBlobBodies = options.dropBlobBodies ?? false;
+  const { resolved, externalBases } = resolveEntries(entries, limits, budget, options.resolveExternal, dropBlobBodies);
   const objects = entries.map((entry, index): PackObject => {
     const object = resolved[index];
     if (!object) throw new PackFormatError('internal: unresolved entry survived resolution');
     const base = entry.typeCode === OBJ_OFS_DELTA ? resolved[entry.baseIndex]!.oid : entry.typeCode === OBJ_REF_DELTA ? Buffer.from(entry.baseKey, 'latin1') : null;
     const packed: PackedEntry = { deflated: pack.subarray(entry.dataStart, entry.dataEnd), dataBytes: entry.dataBytes, base };
-    return { type: object.type, body: object.body, oid: object.oid, offset: entry.offset, deltaDepth: object.depth, packed };
+    const parsed: PackObject = { type: object.type, body: object.body, oid: object.oid, offset: entry.offset, deltaDepth: object.depth, packed };
+    if (object.bodyBytes >= 0) parsed.bodyBytes = object.bodyBytes;
+    return parsed;
   });
+  if (dropBlobBodies) {
+    rebuildBodiesOnRead(objects, (index) => resolved[index]!.bodyBytes >= 0, (oid) => options.resolveExternal?.(oid)?.body);
+  }
   return { version, objects, checksum: Buffer.from(checksum), externalBases };
 }
 
@@ -551,8 +570,10 @@ function resolveEntries(
   limits: Limits,
   budget: { inflatedBytes: number },
   resolveExternal: ParsePackOptions['resolveExternal'],
+  dropBlobBodies: boolean,
 ): { resolved: Array<Resolved | undefined>; externalBases: Oid[] } {
   const resolved: Array<Resolved | undefined> = new Array(entries.length);
+  const slabs = new SlabAllocator();
   const childrenByIndex = new Map<number, number[]>();
   const childrenByKey = new Map<string, number[]>();
   const addChild = <K>(map: Map<K, number[]>, key: K, child: number) => {
@@ -567,7 +588,7 @@ function resolveEntries(
     else {
       const type = TYPES_BY_CODE.get(entry.typeCode) as ObjectType;
       const body = entry.data as Buffer;
-      resolved[index] = { type, body, oid: hashObject(type, body), depth: 0 };
+      resolved[index] = { type, body, oid: hashObject(type, body), depth: 0, bodyBytes: -1 };
       entry.data = null;
       return;
     }
@@ -585,10 +606,15 @@ function resolveEntries(
       childrenByKey.delete(key);
       for (const child of children) {
         if (resolved[child]) continue;
-        const object = applyEntryDelta(entries[child], item.object, limits, budget);
+        const object = applyEntryDelta(entries[child], item.object, limits, budget, slabs);
         resolved[child] = object;
         unresolved--;
         stack.push({ index: child, object });
+      }
+      // Every delta on this object has been applied: a blob's body is needed no more.
+      if (dropBlobBodies && item.index >= 0 && item.object.type === 'blob') {
+        item.object.bodyBytes = item.object.body.length;
+        item.object.body = DROPPED_BODY;
       }
     }
   };
@@ -607,7 +633,7 @@ function resolveEntries(
         throw new PackFormatError(`external base ${oidToHex(oid)} does not hash to its id`);
       }
       externalBases.push(oid);
-      visit(-1, { type: external.type, body: external.body, oid, depth: 0 });
+      visit(-1, { type: external.type, body: external.body, oid, depth: 0, bodyBytes: -1 });
     }
   }
   if (unresolved > 0) {
@@ -620,7 +646,7 @@ function resolveEntries(
   return { resolved, externalBases };
 }
 
-function applyEntryDelta(entry: RawEntry, base: Resolved, limits: Limits, budget: { inflatedBytes: number }): Resolved {
+function applyEntryDelta(entry: RawEntry, base: Resolved, limits: Limits, budget: { inflatedBytes: number }, slabs: SlabAllocator): Resolved {
   const depth = base.depth + 1;
   if (depth > limits.deltaDepthMax) {
     throw new PackFormatError(`delta chain at ${entry.offset} is deeper than the limit of ${limits.deltaDepthMax}`);
@@ -636,11 +662,55 @@ function applyEntryDelta(entry: RawEntry, base: Resolved, limits: Limits, budget
     if (budget.inflatedBytes > limits.totalBytesMax) {
       throw new PackFormatError(`pack inflates to more than the limit of ${limits.totalBytesMax} bytes`);
     }
-    body = applyDelta(base.body, delta, limits.objectBytesMax);
+    body = applyDelta(base.body, delta, limits.objectBytesMax, slabs.allocate);
   } catch (error) {
     if (error instanceof DeltaError) throw new PackFormatError(`delta at ${entry.offset}: ${error.message}`);
     throw error;
   }
   entry.data = null;
-  return { type: base.type, body, oid: hashObject(base.type, body), depth };
+  return { type: base.type, body, oid: hashObject(base.type, body), depth, bodyBytes: -1 };
+}
+
+/**
+ * Gives each object whose body was left out (`omitted(index)`; its `bodyBytes` set) a body rebuilt
+ * from its pack entry when first read: the base's body (another of `objects`, or `external`'s, for
+ * a thin pack), then the chain's deltas. Every body rebuilt on the way is kept, so a walk over
+ * many versions pays one delta each. Iterative: a chain in a received pack may be thousands deep.
+ */
+export function rebuildBodiesOnRead(objects: PackObject[], omitted: (index: number) => boolean, external: (oid: Oid) => Buffer | undefined): void {
+  const rebuilt = new Map<number, Buffer>();
+  let indexOf: OidTable | null = null;
+  const rebuild = (index: number): Buffer => {
+    if (!indexOf) {
+      indexOf = new OidTable(objects.length);
+      objects.forEach((object, at) => indexOf!.add(object.oid, 0, at));
+    }
+    const chain: number[] = [];
+    let base: Buffer | undefined;
+    for (let at = index; ; ) {
+      base = omitted(at) ? rebuilt.get(at) : objects[at].body;
+      if (base) break;
+      chain.push(at);
+      const baseId = objects[at].packed?.base;
+      if (!objects[at].packed) throw new Error(`internal: object ${oidToHex(objects[at].oid)} has neither a body nor a pack entry`);
+      if (!baseId) break;
+      const baseIndex = indexOf.get(baseId);
+      if (baseIndex < 0) {
+        base = external(baseId);
+        if (!base) throw new Error(`the base ${oidToHex(baseId)} of a received delta is gone`);
+        break;
+      }
+      at = baseIndex;
+    }
+    for (let k = chain.length - 1; k >= 0; k--) {
+      const packed = objects[chain[k]].packed!;
+      const data = inflateSync(packed.deflated, { maxOutputLength: Math.max(1, packed.dataBytes) });
+      base = packed.base ? applyDelta(base!, data) : data;
+      rebuilt.set(chain[k], base);
+    }
+    return base!;
+  };
+  objects.forEach((object, index) => {
+    if (omitted(index)) Object.defineProperty(object, 'body', { get: () => rebuild(index), enumerable: true, configurable: true });
+  });
 }

@@ -122,13 +122,25 @@ export const ENTRY_GITLINK = 2;
 
 /** The kind of the mode written at body[start, end), or -1 for a mode git does not know. */
 function entryKind(body: Buffer, start: number, end: number): number {
-  const length = end - start;
-  if (length === 5) return body.toString('latin1', start, end) === MODE_TREE ? ENTRY_TREE : -1;
-  if (length !== 6) return -1;
-  const mode = body.toString('latin1', start, end);
-  if (mode === MODE_GITLINK) return ENTRY_GITLINK;
-  return KNOWN_MODES.has(mode) ? ENTRY_FILE : -1;
+  // Compared as bytes: a string per entry was most of what a walk over large trees allocated.
+  for (let kind = 0; kind < MODE_KINDS.length; kind++) {
+    const mode = MODE_KINDS[kind][0];
+    if (mode.length !== end - start) continue;
+    let same = true;
+    for (let i = 0; i < mode.length && same; i++) same = body[start + i] === mode[i];
+    if (same) return MODE_KINDS[kind][1];
+  }
+  return -1;
 }
+
+/** Every mode a tree entry may have, as bytes, with its kind: files first, the most common. */
+const MODE_KINDS: ReadonlyArray<readonly [Buffer, number]> = [
+  [Buffer.from(MODE_FILE, 'latin1'), ENTRY_FILE],
+  [Buffer.from(MODE_TREE, 'latin1'), ENTRY_TREE],
+  [Buffer.from(MODE_EXECUTABLE, 'latin1'), ENTRY_FILE],
+  [Buffer.from(MODE_SYMLINK, 'latin1'), ENTRY_FILE],
+  [Buffer.from(MODE_GITLINK, 'latin1'), ENTRY_GITLINK],
+];
 
 /**
  * The entries of a tree body one at a time, as offsets into it: walks over very large trees

@@ -8,6 +8,7 @@
  * 4 here too, and so does a directory "a/b/cde/f".
  */
 import { OID_BYTES, oidToHex, type Oid } from './oid.js';
+import { OidTable } from './oidTable.js';
 
 /** git's core.maxTreeDepth default: the most components a path may have. */
 export const TREE_DEPTH_MAX = 4096;
@@ -25,8 +26,10 @@ export function pathDepth(path: string): number {
 }
 
 interface Frame {
-  key: string;
-  subtrees: Oid[];
+  oid: Oid;
+  /** The tree's body, and where the ids of its subtrees start in it. */
+  body: Buffer;
+  subtrees: number[];
   next: number;
   /** Components of the deepest path inside this tree, counted from it (0 for an empty tree). */
   height: number;
@@ -36,15 +39,15 @@ interface Frame {
  * The height of a tree: the components of the deepest path in it (a tree holding only files has
  * height 1, the empty tree 0). `readTree` gives a tree's body, or undefined when it is not there (it
  * then counts as empty: connectivity is checked elsewhere). Stops early and returns `limit + 1` as
- * soon as a path deeper than `limit` is found. `memo` keeps the heights of finished subtrees (hex
- * ids) across calls, so trees shared by many commits are read once.
+ * soon as a path deeper than `limit` is found. `memo` keeps the heights of finished subtrees
+ * across calls, so trees shared by many commits are read once.
  */
-export function treeHeight(root: Oid, readTree: (oid: Oid) => Buffer | undefined, limit = Infinity, memo = new Map<string, number>()): number {
-  const known = memo.get(oidToHex(root));
-  if (known !== undefined) return known;
+export function treeHeight(root: Oid, readTree: (oid: Oid) => Buffer | undefined, limit = Infinity, memo = new OidTable()): number {
+  const known = memo.get(root);
+  if (known >= 0) return known;
   const open = (oid: Oid): Frame => {
     const body = readTree(oid);
-    return { key: oidToHex(oid), ...(body ? scan(body) : { subtrees: [], height: 0 }), next: 0 };
+    return { oid, body: body ?? EMPTY, subtrees: body ? subtreeOffsets(body) : [], next: 0, height: body && body.length > 0 ? 1 : 0 };
   };
   const stack: Frame[] = [open(root)];
   if (stack[0].height > limit) return limit + 1;
@@ -53,42 +56,42 @@ export function treeHeight(root: Oid, readTree: (oid: Oid) => Buffer | undefined
     // The entries of the tree at stack level L lie at depth L; a subtree of height h adds h.
     const level = stack.length;
     if (top.next < top.subtrees.length) {
-      const child = top.subtrees[top.next++];
-      const childHeight = memo.get(oidToHex(child));
-      if (childHeight !== undefined) {
+      const at = top.subtrees[top.next++];
+      const childHeight = memo.get(top.body, at);
+      if (childHeight >= 0) {
         top.height = Math.max(top.height, 1 + childHeight);
         if (level + childHeight > limit) return limit + 1;
         continue;
       }
-      const frame = open(child);
+      const frame = open(top.body.subarray(at, at + OID_BYTES));
       if (level + frame.height > limit) return limit + 1;
       stack.push(frame);
       continue;
     }
     stack.pop();
-    memo.set(top.key, top.height);
+    memo.add(top.oid, 0, top.height);
     if (stack.length > 0) {
       const parent = stack[stack.length - 1];
       parent.height = Math.max(parent.height, 1 + top.height);
     }
   }
-  return memo.get(oidToHex(root))!;
+  return memo.get(root);
 }
 
-/** A tree body's subtree ids, and 1 when it has any entry (else 0). */
-function scan(body: Buffer): { subtrees: Oid[]; height: number } {
-  const subtrees: Oid[] = [];
+const EMPTY = Buffer.alloc(0);
+
+/** Where the ids of a tree body's subtrees start in it. */
+function subtreeOffsets(body: Buffer): number[] {
+  const subtrees: number[] = [];
   let offset = 0;
   while (offset < body.length) {
     const space = body.indexOf(SPACE, offset);
     const nul = space < 0 ? -1 : body.indexOf(NUL, space + 1);
     if (nul < 0 || nul + 1 + OID_BYTES > body.length) break;
-    if (space - offset === TREE_MODE.length && body.compare(TREE_MODE, 0, TREE_MODE.length, offset, space) === 0) {
-      subtrees.push(body.subarray(nul + 1, nul + 1 + OID_BYTES));
-    }
+    if (space - offset === TREE_MODE.length && body.compare(TREE_MODE, 0, TREE_MODE.length, offset, space) === 0) subtrees.push(nul + 1);
     offset = nul + 1 + OID_BYTES;
   }
-  return { subtrees, height: body.length > 0 ? 1 : 0 };
+  return subtrees;
 }
 
 /**
@@ -96,7 +99,7 @@ function scan(body: Buffer): { subtrees: Oid[]; height: number } {
  * deeper than TREE_DEPTH_MAX. Shared subtrees are measured once.
  */
 export function commitTreesDepthProblem(commits: ReadonlyArray<{ commit: Oid; tree: Oid }>, readTree: (oid: Oid) => Buffer | undefined): string | null {
-  const memo = new Map<string, number>();
+  const memo = new OidTable();
   for (const { commit, tree } of commits) {
     if (treeHeight(tree, readTree, TREE_DEPTH_MAX, memo) > TREE_DEPTH_MAX) {
       return `the tree of commit ${oidToHex(commit)} has paths deeper than ${TREE_DEPTH_MAX} components (git's core.maxTreeDepth)`;

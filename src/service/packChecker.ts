@@ -15,10 +15,8 @@
  * to the requests the worker no longer blocks.
  */
 import { MessageChannel, type Worker } from 'node:worker_threads';
-import { inflateSync } from 'node:zlib';
-import { applyDelta } from '../git/delta.js';
-import { oidToHex, type ObjectType } from '../git/oid.js';
-import type { PackObject } from '../git/pack.js';
+import type { ObjectType } from '../git/oid.js';
+import { rebuildBodiesOnRead, type PackObject } from '../git/pack.js';
 import { checkReceivedPack, type Gap, type PackCheckResult, type PackLimits, type StoreLookups } from '../git/packCheck.js';
 import { startModuleWorker } from './moduleWorker.js';
 
@@ -30,7 +28,8 @@ const CHECK_NICE = 5;
 
 /** The worker's code (src/service/moduleWorker.ts runs it; `load()` imports src/git/packCheck.ts). */
 const WORKER_SOURCE = `
-parentPort.on('message', async ({ id, pack, limits, clientShallow, port, signal }) => {
+parentPort.on('message', async ({ id, pack, limits, clientShallow, port, signal, warm }) => {
+  if (warm) return void load();
   try {
     const { checkReceivedPack } = await load();
     const flag = new Int32Array(signal);
@@ -60,7 +59,8 @@ parentPort.on('message', async ({ id, pack, limits, clientShallow, port, signal 
     const sizes = new Float64Array(objects.length);
     let total = 0;
     objects.forEach((object, i) => {
-      sizes[i] = object.body.length;
+      // A body the parse dropped (bodyBytes set) is not read here: reading it would rebuild it.
+      sizes[i] = object.bodyBytes ?? object.body.length;
       if (object.type === 'blob' && object.packed) omitted[i] = 1;
       else total += object.body.length;
     });
@@ -188,6 +188,17 @@ export class PackChecker {
     });
   }
 
+  /**
+   * Starts the worker and has it load its modules now, so the first large push does not wait for
+   * them (under tsx, compiling the check's modules takes 150-250 ms). The idle worker stays
+   * unreferenced.
+   */
+  warm(): void {
+    if (this.closed || this.worker) return;
+    this.worker = this.spawn();
+    this.worker.postMessage({ warm: true });
+  }
+
   async close(): Promise<void> {
     this.closed = true;
     const worker = this.worker;
@@ -235,51 +246,16 @@ function objectsOf(answer: WorkerAnswer, pack: Buffer, lookups: StoreLookups): P
   const ids = Buffer.from(oids.buffer, oids.byteOffset, oids.byteLength);
   const baseIds = Buffer.from(bases.buffer, bases.byteOffset, bases.byteLength);
   const objects: PackObject[] = [];
-  const rebuilt = new Map<number, Buffer>();
-  let indexByHex: Map<string, number> | null = null;
-  // Iterative: a chain in a received pack may be thousands deep.
-  const rebuild = (index: number): Buffer => {
-    indexByHex ??= new Map(objects.map((object, at) => [oidToHex(object.oid), at]));
-    const chain: number[] = [];
-    let base: Buffer | null = null;
-    for (let at = index; ; ) {
-      const known = omitted[at] ? rebuilt.get(at) : objects[at].body;
-      if (known) {
-        base = known;
-        break;
-      }
-      chain.push(at);
-      const baseId = objects[at].packed!.base;
-      if (!baseId) break;
-      const baseIndex = indexByHex.get(oidToHex(baseId));
-      if (baseIndex === undefined) {
-        const external = lookups.object(baseId);
-        if (!external) throw new Error(`the base ${oidToHex(baseId)} of a received delta is gone`);
-        base = external.body;
-        break;
-      }
-      at = baseIndex;
-    }
-    for (let k = chain.length - 1; k >= 0; k--) {
-      const packed = objects[chain[k]].packed!;
-      const data = inflateSync(packed.deflated, { maxOutputLength: Math.max(1, packed.dataBytes) });
-      base = packed.base ? applyDelta(base!, data) : data;
-      rebuilt.set(chain[k], base);
-    }
-    return base!;
-  };
   let start = 0;
   for (let i = 0; i < types.length; i++) {
     const object: PackObject = { type: types[i], body: all.subarray(start, ends[i]), oid: ids.subarray(i * 20, i * 20 + 20), offset: offsets[i], deltaDepth: depths[i] };
     if (spans[i * 3] >= 0) {
       object.packed = { deflated: pack.subarray(spans[i * 3], spans[i * 3 + 1]), dataBytes: spans[i * 3 + 2], base: deltas[i] ? baseIds.subarray(i * 20, i * 20 + 20) : null };
     }
-    if (omitted[i]) {
-      object.bodyBytes = sizes[i];
-      Object.defineProperty(object, 'body', { get: () => rebuild(i), enumerable: true });
-    }
+    if (omitted[i]) object.bodyBytes = sizes[i];
     objects.push(object);
     start = ends[i];
   }
+  rebuildBodiesOnRead(objects, (index) => omitted[index] === 1, (oid) => lookups.object(oid)?.body);
   return objects;
 }

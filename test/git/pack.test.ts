@@ -210,6 +210,45 @@ describe('parsePack on valid hand-made packs', () => {
   });
 });
 
+describe('parsePack with dropBlobBodies', () => {
+  it('keeps trees and commits, and rebuilds each blob from the pack on read, equal to a full parse, in any order', () => {
+    const { pack, oids } = writeSamplePack();
+    const full = parsePack(pack);
+    for (const order of [[0, 1, 2, 3], [3, 2, 1, 0], [2, 0, 3, 1]]) {
+      const dropped = parsePack(pack, { dropBlobBodies: true });
+      expect(dropped.objects.map((object) => object.oid)).toEqual(oids);
+      for (const object of dropped.objects) {
+        const kept = object.type !== 'blob';
+        expect(Object.getOwnPropertyDescriptor(object, 'body')?.get === undefined).toBe(kept);
+        expect(object.bodyBytes === undefined).toBe(kept);
+      }
+      for (const index of order) {
+        const object = dropped.objects[index];
+        expect(object.bodyBytes).toBe(full.objects[index].body.length);
+        expect(object.body.equals(full.objects[index].body)).toBe(true);
+        // Rebuilt once, then the same buffer.
+        expect(object.body).toBe(object.body);
+      }
+    }
+  });
+
+  it('rebuilds a thin delta from the external base it was resolved against', () => {
+    const base = lines('external base', 80);
+    const target = Buffer.concat([base, Buffer.from('and one more line\n')]);
+    const baseOid = hashObject('blob', base);
+    let asked = 0;
+    const resolveExternal = (oid: Oid) => {
+      asked++;
+      return oid.equals(baseOid) ? { type: 'blob' as const, body: base } : undefined;
+    };
+    const parsed = parsePack(packOf([refDeltaEntry(baseOid, createDelta(base, target))], 1), { resolveExternal, dropBlobBodies: true });
+    expect(parsed.objects[0].oid).toEqual(hashObject('blob', target));
+    expect(asked).toBe(1);
+    expect(parsed.objects[0].body.equals(target)).toBe(true);
+    expect(asked).toBe(2);
+  });
+});
+
 describe('parsePack refuses malformed packs', () => {
   const base = lines('base', 40);
   const target = Buffer.concat([base.subarray(0, 300), Buffer.from('changed'), base.subarray(300)]);

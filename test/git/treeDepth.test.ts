@@ -1,3 +1,4 @@
+import { OidTable } from '../../src/git/oidTable.js';
 import { describe, expect, it } from 'vitest';
 import { hashObject, oidToHex, type Oid } from '../../src/git/oid.js';
 import { encodeTree } from '../../src/git/tree.js';
@@ -70,7 +71,7 @@ describe('treeHeight', () => {
       { name: 'x', mode: '40000', oid: shared },
       { name: 'y', mode: '40000', oid: shared },
     ]);
-    const memo = new Map<string, number>();
+    const memo = new OidTable();
     expect(treeHeight(root, read, Infinity, memo)).toBe(52);
     expect(reads.filter((hex) => hex === oidToHex(shared))).toHaveLength(1);
     reads.length = 0;
