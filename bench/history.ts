@@ -133,7 +133,7 @@ async function stopOurs(ours: Ours): Promise<void> {
  */
 async function deflateCatchUp(dataDir: string): Promise<number> {
   const started = performance.now();
-  const env = open({ path: dataDir, noSubdir: false, readOnly: true, maxDbs: 8 } as Parameters<typeof open>[0]);
+  const env = open({ path: dataDir, noSubdir: false, readOnly: true, maxDbs: 16 } as Parameters<typeof open>[0]);
   try {
     const objects = env.openDB({ name: 'objects', keyEncoding: 'binary', encoding: 'binary' });
     const packed = env.openDB({ name: 'packed', keyEncoding: 'binary', encoding: 'binary' });
@@ -156,13 +156,13 @@ function ourRemote(ours: Ours, projectId: string): string {
 /** data.mdb's size on disk and LMDB's own count of pages in use, per database (read-only, server stopped). */
 function measureStore(dataDir: string): StoreBytes {
   const file = join(dataDir, 'data.mdb');
-  const env = open({ path: dataDir, noSubdir: false, readOnly: true, maxDbs: 8 } as Parameters<typeof open>[0]);
+  const env = open({ path: dataDir, noSubdir: false, readOnly: true, maxDbs: 16 } as Parameters<typeof open>[0]);
   try {
     const pages = (stats: any) => (stats.treeBranchPageCount ?? 0) + (stats.treeLeafPageCount ?? 0) + (stats.overflowPages ?? 0);
     const root = env.getStats() as any;
     const pageSize = root.pageSize as number;
     const usedBytesByDb: Record<string, number> = {};
-    for (const name of ['objects', 'packed', 'shelves', 'commits', 'refs', 'worktrees', 'records']) {
+    for (const name of ['objects', 'packed', 'shelves', 'commits', 'introduced', 'refs', 'worktrees', 'records']) {
       const db = env.openDB({ name, keyEncoding: 'binary', encoding: 'binary' });
       usedBytesByDb[name] = pages(db.getStats()) * pageSize;
     }

@@ -10,7 +10,7 @@
  */
 import { OID_BYTES, type ObjectType, type Oid } from './oid.js';
 
-const INITIAL_SLOTS = 1024;
+const INITIAL_SLOTS = 64;
 
 export class OidTable {
   private slots: number;

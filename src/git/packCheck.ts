@@ -10,6 +10,7 @@ import { decodeCommit } from './commit.js';
 import { FsckError, assertFsckClean, assertSpecialBlobsClean } from './fsck.js';
 import { OID_BYTES, oidToHex, type Oid } from './oid.js';
 import { PackFormatError, parsePack, type ExternalObject, type PackObject, type ParsePackOptions } from './pack.js';
+import { introducedObjects } from './introducedObjects.js';
 import { OidTable } from './oidTable.js';
 import { ENTRY_GITLINK, TreeCursor } from './tree.js';
 import { commitTreesDepthProblem } from './treeDepth.js';
@@ -32,7 +33,19 @@ export interface Gap {
   shallow: boolean;
 }
 
-export type PackCheckResult = { ok: true; objects: PackObject[]; gaps: Map<string, Gap> } | { ok: false; message: string };
+export type PackCheckResult =
+  | {
+      ok: true;
+      objects: PackObject[];
+      gaps: Map<string, Gap>;
+      /**
+       * For each received commit without a gap (by index in `objects`): its introducedObjects()
+       * list. Made when asked, so a receiver can store the objects meanwhile (the checker's thread
+       * makes them after it has answered with the check).
+       */
+      commitObjects: () => Promise<Map<number, Buffer>>;
+    }
+  | { ok: false; message: string };
 
 /**
  * `clientShallow`: hex ids of the push's `shallow` lines (a push from a shallow clone).
@@ -58,7 +71,8 @@ export function checkReceivedPack(pack: Buffer, limits: PackLimits, lookups: Sto
       },
     );
     if (tooDeep) return { ok: false, message: tooDeep };
-    return { ok: true, objects, gaps: historyGaps(objects, (oid) => lookups.has(oid), clientShallow) };
+    const gaps = historyGaps(objects, (oid) => lookups.has(oid), clientShallow);
+    return { ok: true, objects, gaps, commitObjects: async () => receivedCommitObjects(objects, gaps, read) };
   } catch (error) {
     if (error instanceof PackFormatError || error instanceof FsckError) return { ok: false, message: error.message };
     throw error;
@@ -154,4 +168,34 @@ function openFrame(object: PackObject, index: number): Frame {
   const cursor = new TreeCursor(object.body);
   while (cursor.next()) if (cursor.kind !== ENTRY_GITLINK) offsets.push(cursor.oidStart);
   return { index, ids: object.body, offsets, next: 0 };
+}
+
+/**
+ * The introducedObjects() list of every received commit whose history is complete, so a clone is
+ * planned without reading trees (src/repo/packObjects.ts). Trees come from the pack, or from the
+ * store for a parent's unchanged directories. The lists are an index, not a check: a commit whose
+ * list cannot be made (a parent's tree that is not there) simply gets none.
+ */
+export function receivedCommitObjects(objects: PackObject[], gaps: Map<string, Gap>, read: (oid: Oid) => ExternalObject | undefined): Map<number, Buffer> {
+  const lists = new Map<number, Buffer>();
+  const readTree = (oid: Oid): Buffer | undefined => {
+    const found = read(oid);
+    return found?.type === 'tree' ? found.body : undefined;
+  };
+  const treeOf = (oid: Oid): Oid | null => {
+    const found = read(oid);
+    return found?.type === 'commit' ? decodeCommit(found.body).tree : null;
+  };
+  objects.forEach((object, index) => {
+    if (object.type !== 'commit' || gaps.has(oidToHex(object.oid))) return;
+    const commit = decodeCommit(object.body);
+    const parentTree = commit.parents.length > 0 ? treeOf(commit.parents[0]) : null;
+    if (commit.parents.length > 0 && !parentTree) return;
+    try {
+      lists.set(index, introducedObjects(commit.tree, parentTree, readTree));
+    } catch {
+      // A tree that is not there: the commit is planned by walking its tree instead.
+    }
+  });
+  return lists;
 }

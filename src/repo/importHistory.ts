@@ -38,14 +38,16 @@ export interface PreparedHistory {
   /** Names of the root tree's entries and package.json's bytes, for framework detection. */
   rootNames: string[];
   packageJson: Buffer | undefined;
+  /** Commits' introducedObjects() lists by hex id, stored once the commits they index are. */
+  commitObjects: Promise<Map<string, Buffer>>;
 }
 
 /**
  * Checks fetched objects and orders those reachable from `tip` for storing. Throws HistoryImportError.
  * `checked`: the objects already passed src/git/packCheck.ts (fsck, .gitmodules, tree depth), so
- * those checks are not run twice.
+ * those checks are not run twice; `commitObjects`: the check's commit object lists, by hex id.
  */
-export function prepareHistory(fetched: PackObject[], tip: Oid, options: { checked?: boolean } = {}): PreparedHistory {
+export function prepareHistory(fetched: PackObject[], tip: Oid, options: { checked?: boolean; commitObjects?: Promise<Map<string, Buffer>> } = {}): PreparedHistory {
   // Ids stay bytes (an OidTable of indexes into `fetched`, tree entries read in place): a
   // 3,000-commit seed names some 40,000 objects many times over, on the event loop.
   const indexOf = new OidTable(fetched.length);
@@ -113,6 +115,7 @@ export function prepareHistory(fetched: PackObject[], tip: Oid, options: { check
     objects: [...trees, ...commits],
     rootNames: rootEntries.map((entry) => entry.name),
     packageJson: packageEntry ? need(packageEntry.oid, 'blob').body : undefined,
+    commitObjects: options.commitObjects ?? Promise.resolve(new Map()),
   };
 }
 
@@ -192,6 +195,24 @@ export async function storeHistoryObjects(repo: Pick<Repo, 'store' | 'project'>,
       const tx = store.project(repo.project);
       for (const object of formsInBaseOrder(late)) keepPackedForm(tx, object);
     });
+  }
+  await indexHistoryCommits(repo, commits, history.commitObjects);
+}
+
+/** The stored commits' object lists (an index for clones): lost, not fatal, when they fail. */
+async function indexHistoryCommits(repo: Pick<Repo, 'store' | 'project'>, commits: PackObject[], lists: Promise<Map<string, Buffer>>): Promise<void> {
+  try {
+    const listed = await lists;
+    if (listed.size === 0) return;
+    await repo.store.write((store) => {
+      const tx = store.project(repo.project);
+      for (const commit of commits) {
+        const list = listed.get(oidToHex(commit.oid));
+        if (list) tx.putCommitObjects(commit.oid, list);
+      }
+    });
+  } catch {
+    // A commit without a list is planned by walking its tree.
   }
 }
 

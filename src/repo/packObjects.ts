@@ -22,7 +22,9 @@
 import { oidToHex, type Oid } from '../git/oid.js';
 import { BRANCH_REF_PREFIX } from '../git/refname.js';
 import { INFINITE_DEPTH } from '../git/smartProtocol.js';
+import { OBJECT_RECORD_BYTES } from '../git/introducedObjects.js';
 import { OidList, OidTable } from '../git/oidTable.js';
+import { OBJ_TREE } from '../git/pack.js';
 import { decodeTree, ENTRY_FILE, ENTRY_GITLINK, ENTRY_TREE, MODE_GITLINK, MODE_TREE, TreeCursor } from '../git/tree.js';
 import type { ObjectType } from '../git/oid.js';
 import type { ProjectReadTx } from '../store/types.js';
@@ -272,7 +274,14 @@ export function* planPackSteps(tx: ProjectReadTx, input: PackInput): Steps<PackP
   const added = new OidTable(commits.length);
   // Paths are followed only for a fetch into a clone, where they find thin bases.
   const paths: string[] | null = edges.length > 0 ? commits.map(() => '') : null;
-  for (const commit of commits) yield* addTree(tx, tx.getCommitInfo(commit)!.tree, excluded, added, objects, paths);
+  // With every ancestor sent (a clone: no haves, nothing cut), a commit's indexed object list
+  // stands for the walk of its tree (src/git/introducedObjects.ts): no tree is read.
+  const wholeHistory = edges.length === 0 && shallow.grafted.size === 0 && shallow.unshallow.length === 0;
+  for (const commit of commits) {
+    const list = wholeHistory ? tx.getCommitObjects(commit) : undefined;
+    if (list) yield* addListed(list, added, objects);
+    else yield* addTree(tx, tx.getCommitInfo(commit)!.tree, excluded, added, objects, paths);
+  }
   const thinBases = new Map<number, Oid>();
   if (paths && objects.length <= THIN_BASE_OBJECTS_MAX) {
     const held = yield* pathsOf(tx, tx.getCommitInfo(edges[0])!.tree);
@@ -367,6 +376,15 @@ function* addTree(tx: ProjectReadTx, tree: Oid, excluded: OidTable, added: OidTa
       out.push(cursor.body, 'blob', cursor.oidStart);
       paths?.push(path);
     }
+  }
+}
+
+/** Records of a commit's object list not added yet, in the list's order. */
+function* addListed(list: Buffer, added: OidTable, out: OidList): Steps<void> {
+  for (let at = 0; at < list.length; at += OBJECT_RECORD_BYTES) {
+    if (!added.add(list, at + 1)) continue;
+    out.push(list, list[at] === OBJ_TREE ? 'tree' : 'blob', at + 1);
+    if (list[at] === OBJ_TREE) yield;
   }
 }
 

@@ -76,6 +76,7 @@ export async function receivePack(repo: Repo, input: ReceivePackInput): Promise<
   const clientShallow = new Set((input.shallow ?? []).map(oidToHex));
   let objects: PackObject[] = [];
   let gaps = new Map<string, Gap>();
+  let commitObjects: Promise<Map<number, Buffer>> = Promise.resolve(new Map());
   if (input.pack && input.pack.length > 0) {
     // Each answer comes from a read of its own, copied out of it: the check may run on another thread.
     const lookups: StoreLookups = {
@@ -87,11 +88,12 @@ export async function receivePack(repo: Repo, input: ReceivePackInput): Promise<
     if (!checked.ok) return refuseAll('unpacker error', checked.message, `the pack was refused and nothing was stored: ${checked.message}`);
     objects = checked.objects;
     gaps = checked.gaps;
+    // Made (on the checker's thread) while this thread stores the objects.
+    commitObjects = checked.commitObjects();
   }
   try {
-    return await repo.store.write((store) => {
+    const result = await repo.store.write((store) => {
       const tx = store.project(repo.project);
-      // Parents before children, so every commit's generation number is computed from indexed parents.
       // Parents before children, so every commit's generation number is computed from indexed parents.
       storeReceivedObjects(tx, objects.filter((object) => !gaps.has(oidToHex(object.oid))));
       const results: RefResult[] = [];
@@ -118,9 +120,29 @@ export async function receivePack(repo: Repo, input: ReceivePackInput): Promise<
       }
       return { unpackError: null, results, updatedBranches, hints };
     });
+    await indexCommitObjects(repo, objects, commitObjects);
+    return result;
   } catch (error) {
     if (error instanceof AtomicFailure) return { unpackError: null, results: error.results, updatedBranches: [], hints: error.hints };
     throw error;
+  }
+}
+
+/**
+ * Stores the received commits' object lists (an index for clones, src/repo/packObjects.ts) once the
+ * commits are stored. A failure here loses only the index: a commit without a list is planned by
+ * walking its tree, so the push it belongs to is answered as it went.
+ */
+async function indexCommitObjects(repo: Repo, objects: PackObject[], lists: Promise<Map<number, Buffer>>): Promise<void> {
+  try {
+    const listed = await lists;
+    if (listed.size === 0) return;
+    await repo.store.write((store) => {
+      const tx = store.project(repo.project);
+      for (const [index, list] of listed) tx.putCommitObjects(objects[index].oid, list);
+    });
+  } catch {
+    // Only an index: see above.
   }
 }
 

@@ -93,6 +93,7 @@ export function projectReads(repo: Repo): ProjectReadTx {
     objectSize: (oid: Oid) => read((tx) => tx.objectSize(oid)),
     findObjectsByPrefix: (hexPrefix: string, limit: number) => read((tx) => tx.findObjectsByPrefix(hexPrefix, limit)),
     getCommitInfo: (oid: Oid) => read((tx) => tx.getCommitInfo(oid)),
+    getCommitObjects: (commit: Oid) => read((tx) => tx.getCommitObjects(commit)),
     getRef: (name: string) => read((tx) => tx.getRef(name)),
     listRefs: (prefix: string) => read((tx) => tx.listRefs(prefix)),
     getObjectWithAnnex: (oid: Oid) => read((tx) => tx.getObjectWithAnnex(oid)),

@@ -10,6 +10,7 @@ import { endpointFromUrl, fetchRef, RemoteError } from './gitClient.js';
 import { remoteRequestError } from './remoteSync.js';
 import { TreehouseError } from '../errors.js';
 import type { StoreLookups } from '../git/packCheck.js';
+import { oidToHex } from '../git/oid.js';
 import type { PackChecker } from './packChecker.js';
 
 /** A seed's store is empty: nothing the pack names can come from it. */
@@ -33,14 +34,18 @@ export async function fetchGitSeed(config: Config, source: GitSeedSource, packCh
     const endpoint = endpointFromUrl(source.url, { token: source.token ?? null });
     // Parsed, delta-resolved and checked like a pushed pack (src/git/packCheck.ts), on the pack
     // checker's thread: the seed has no store to lean on yet, so every base must be in the pack.
+    let commitObjects: Promise<Map<string, Buffer>> = Promise.resolve(new Map());
     const readPack = async (pack: Buffer) => {
       const checked = await packChecker.check(pack, {}, NO_STORE);
       if (!checked.ok) throw new HistoryImportError(`The fetched pack was refused: ${checked.message}`);
+      // Made on the checker's thread while the history is prepared and stored.
+      commitObjects = checked.commitObjects().then((lists) => new Map([...lists].map(([index, list]) => [oidToHex(checked.objects[index].oid), list])));
+      commitObjects.catch(() => {});
       return checked.objects;
     };
     const options = { allowPrivateHosts: config.allowPrivateGitHosts, packBytesMax: config.limits.requestBodyBytesMax, signal: AbortSignal.timeout(GIT_SEED_TIME_MS_MAX) };
     const fetched = await fetchRef(endpoint, source.ref, options, readPack);
-    return prepareHistory(fetched.objects, fetched.tip, { checked: true });
+    return prepareHistory(fetched.objects, fetched.tip, { checked: true, commitObjects });
   } catch (error) {
     if (error instanceof HistoryImportError) {
       throw new TreehouseError('invalid_request', error.message, { issues: [{ path: 'source.url', message: error.message }] });

@@ -49,8 +49,10 @@ parentPort.on('message', async ({ id, pack, limits, clientShallow, port, signal,
     };
     const packBytes = Buffer.from(pack.buffer, pack.byteOffset, pack.byteLength);
     const result = checkReceivedPack(packBytes, limits, lookups, new Set(clientShallow));
-    port.close();
-    if (!result.ok) return parentPort.postMessage({ id, ok: false, message: result.message });
+    if (!result.ok) {
+      port.close();
+      return parentPort.postMessage({ id, ok: false, message: result.message });
+    }
     // Every body in one buffer, moved to the other thread rather than copied.
     const objects = result.objects;
     // A blob that carries its pack entry goes without its body: the receiver stores the entry and
@@ -101,6 +103,20 @@ parentPort.on('message', async ({ id, pack, limits, clientShallow, port, signal,
       { id, ok: true, types, oids, bodies, ends, offsets, depths, spans, bases, deltas, omitted, sizes, gaps },
       [bodies.buffer, oids.buffer, ends.buffer, offsets.buffer, depths.buffer, spans.buffer, bases.buffer, deltas.buffer, omitted.buffer, sizes.buffer],
     );
+    // Then the commits' object lists, while the receiver stores the objects: all in one buffer,
+    // (object index, end) per commit. The store may still be asked for a parent's trees.
+    const listed = [...(await result.commitObjects())];
+    port.close();
+    const lists = new Uint8Array(listed.reduce((sum, [, list]) => sum + list.length, 0));
+    const listIndexes = new Float64Array(listed.length * 2);
+    let listAt = 0;
+    listed.forEach(([index, list], i) => {
+      lists.set(list, listAt);
+      listAt += list.length;
+      listIndexes[i * 2] = index;
+      listIndexes[i * 2 + 1] = listAt;
+    });
+    parentPort.postMessage({ id, lists, listIndexes }, [lists.buffer, listIndexes.buffer]);
   } catch (error) {
     port.close();
     parentPort.postMessage({ id, crash: String((error && error.stack) || error) });
@@ -127,11 +143,17 @@ interface WorkerAnswer {
   /** Per object: the body's length. */
   sizes?: Float64Array;
   gaps?: Array<[string, Gap]>;
+  /** The commits' object lists, concatenated; per listed commit its object index and the end of its list. */
+  lists?: Uint8Array;
+  listIndexes?: Float64Array;
 }
 
 interface Job {
   /** The pack as this thread has it: received entries are kept as views into it. */
   pack: Buffer;
+  /** Settled by the worker's second answer, the commits' object lists (after an ok check). */
+  lists: Promise<Map<number, Buffer>>;
+  settleLists(lists: Map<number, Buffer> | Error): void;
   /** The store's answers, for the bases of a thin pack's blobs rebuilt here. */
   lookups: StoreLookups;
   resolve(result: PackCheckResult): void;
@@ -181,9 +203,15 @@ export class PackChecker {
       Atomics.notify(flag, 0);
     });
     const copy = new Uint8Array(pack);
+    let settleLists: (lists: Map<number, Buffer> | Error) => void = () => {};
+    const lists = new Promise<Map<number, Buffer>>((resolve, reject) => {
+      settleLists = (value) => (value instanceof Error ? reject(value) : resolve(value));
+    });
+    // Nobody may ask for the lists (a refused pack, a failed store): their failure is theirs to see.
+    lists.catch(() => {});
     return new Promise<PackCheckResult>((resolve, reject) => {
       if (this.jobs.size === 0) worker.ref();
-      this.jobs.set(id, { pack, lookups, resolve, reject, done: () => port1.close() });
+      this.jobs.set(id, { pack, lookups, lists, settleLists, resolve, reject, done: () => port1.close() });
       worker.postMessage({ id, pack: copy, limits, clientShallow: [...clientShallow], port: port2, signal }, [copy.buffer, port2]);
     });
   }
@@ -215,6 +243,7 @@ export class PackChecker {
         this.jobs.delete(id);
         job.done();
         job.reject(error);
+        job.settleLists(error);
       }
     };
     worker.on('error', fail);
@@ -222,15 +251,30 @@ export class PackChecker {
     return worker;
   }
 
+  /** A job's answers: the check, then (when it passed) the commits' object lists, which end the job. */
   private settle(answer: WorkerAnswer): void {
     const job = this.jobs.get(answer.id);
     if (!job) return;
-    this.jobs.delete(answer.id);
-    job.done();
-    if (this.jobs.size === 0) this.worker?.unref();
-    if (answer.crash !== undefined) return job.reject(new Error(`pack check failed in its worker: ${answer.crash}`));
-    if (!answer.ok) return job.resolve({ ok: false, message: answer.message ?? 'pack refused' });
-    job.resolve({ ok: true, objects: objectsOf(answer, job.pack, job.lookups), gaps: new Map(answer.gaps) });
+    const finish = () => {
+      this.jobs.delete(answer.id);
+      job.done();
+      if (this.jobs.size === 0) this.worker?.unref();
+    };
+    if (answer.lists) {
+      finish();
+      return job.settleLists(commitObjectsOf(answer));
+    }
+    if (answer.crash !== undefined) {
+      finish();
+      const error = new Error(`pack check failed in its worker: ${answer.crash}`);
+      job.settleLists(error);
+      return job.reject(error);
+    }
+    if (!answer.ok) {
+      finish();
+      return job.resolve({ ok: false, message: answer.message ?? 'pack refused' });
+    }
+    job.resolve({ ok: true, objects: objectsOf(answer, job.pack, job.lookups), gaps: new Map(answer.gaps), commitObjects: () => job.lists });
   }
 }
 
@@ -258,4 +302,16 @@ function objectsOf(answer: WorkerAnswer, pack: Buffer, lookups: StoreLookups): P
   }
   rebuildBodiesOnRead(objects, (index) => omitted[index] === 1, (oid) => lookups.object(oid)?.body);
   return objects;
+}
+
+function commitObjectsOf(answer: WorkerAnswer): Map<number, Buffer> {
+  const { lists, listIndexes } = answer as Required<WorkerAnswer>;
+  const all = Buffer.from(lists.buffer, lists.byteOffset, lists.byteLength);
+  const out = new Map<number, Buffer>();
+  let start = 0;
+  for (let i = 0; i < listIndexes.length; i += 2) {
+    out.set(listIndexes[i], all.subarray(start, listIndexes[i + 1]));
+    start = listIndexes[i + 1];
+  }
+  return out;
 }

@@ -30,6 +30,7 @@ import { randomBytes } from 'node:crypto';
 import { inflateSync } from 'node:zlib';
 import { open, type Database, type RootDatabase } from 'lmdb';
 import { applyDelta } from '../git/delta.js';
+import { OBJECT_RECORD_BYTES } from '../git/introducedObjects.js';
 import { hashObject, type ObjectType, type Oid, OID_BYTES } from '../git/oid.js';
 import { decodePath, encodePath, isUtf8Path } from '../git/pathBytes.js';
 import {
@@ -308,6 +309,7 @@ export class LmdbStore implements Store {
   private readonly records: Database<unknown, string>;
   private readonly deflated: Database<Buffer, Buffer>;
   private readonly shelves: Database<Buffer, Buffer>;
+  private readonly introduced: Database<Buffer, Buffer>;
   private readonly objectListeners: Array<(project: number, stored: NewObject[]) => void> = [];
   private readonly writeListeners: Array<(durationMs: number, committed: boolean) => void> = [];
   /** Objects stored by the write transaction under way, per project, announced after it commits. */
@@ -325,7 +327,7 @@ export class LmdbStore implements Store {
       path: options.path,
       // lmdb-js takes a path with an extension ("treehouse.d") for a single file unless told otherwise.
       noSubdir: false,
-      maxDbs: 8,
+      maxDbs: 16,
       mapSize: options.mapSizeBytes ?? 2 * 1024 ** 3,
       // Durability: see write().
       overlappingSync: true,
@@ -341,6 +343,8 @@ export class LmdbStore implements Store {
     // A cache: type and size ride along, so a pack reads one small value and never the raw object.
     this.deflated = this.env.openDB({ name: 'packed', keyEncoding: 'binary', encoding: 'binary' });
     this.shelves = this.env.openDB({ name: 'shelves', keyEncoding: 'binary', encoding: 'binary' });
+    // An index: what each commit brings over its first parent (src/git/introducedObjects.ts).
+    this.introduced = this.env.openDB({ name: 'introduced', keyEncoding: 'binary', encoding: 'binary' });
     this.checkFormat(options.path);
   }
 
@@ -478,7 +482,7 @@ export class LmdbStore implements Store {
 
   /** @internal the databases, for the transaction objects below. */
   get dbs() {
-    return { objects: this.objects, commits: this.commits, refs: this.refs, worktrees: this.worktrees, records: this.records, deflated: this.deflated, shelves: this.shelves };
+    return { objects: this.objects, commits: this.commits, refs: this.refs, worktrees: this.worktrees, records: this.records, deflated: this.deflated, shelves: this.shelves, introduced: this.introduced };
   }
 }
 
@@ -521,9 +525,9 @@ class LmdbTx implements StoreWriteTx {
   dropProjectKeys(project: number, keysMax: number): number {
     this.assertWritable();
     const prefix = projectPrefix(project);
-    const { objects, commits, refs, worktrees, deflated, shelves } = this.store.dbs;
+    const { objects, commits, refs, worktrees, deflated, shelves, introduced } = this.store.dbs;
     let removed = 0;
-    for (const db of [objects, commits, refs, worktrees, deflated, shelves] as Array<Database<unknown, Buffer>>) {
+    for (const db of [objects, commits, refs, worktrees, deflated, shelves, introduced] as Array<Database<unknown, Buffer>>) {
       for (const key of db.getKeys({ start: prefix, end: prefixEnd(prefix), limit: keysMax - removed })) {
         db.removeSync(key);
         removed++;
@@ -791,6 +795,17 @@ class LmdbProjectTx implements ProjectWriteTx {
     if (!base) return false;
     const baseDepth = (base[0] & DELTA_FLAG) === 0 ? 0 : base[PACKED_HEADER_BYTES + 4];
     return delta.depth === baseDepth + 1;
+  }
+
+  getCommitObjects(commit: Oid): Buffer | undefined {
+    return this.store.dbs.introduced.getBinary(this.objectKey(commit));
+  }
+
+  putCommitObjects(commit: Oid, records: Buffer): void {
+    this.parent.assertWritable();
+    if (records.length % OBJECT_RECORD_BYTES !== 0) throw new Error(`a commit's object list of ${records.length} bytes is not whole records`);
+    if (!this.store.dbs.commits.doesExist(this.objectKey(commit))) throw new Error(`commit ${commit.toString('hex')} is not stored`);
+    this.store.dbs.introduced.putSync(this.objectKey(commit), records);
   }
 
   getCommitInfo(oid: Oid): CommitInfo | undefined {

@@ -79,6 +79,11 @@ export interface ProjectReadTx {
   /** Every stored object whose id starts with the given hex digits, at most `limit` of them. */
   findObjectsByPrefix(hexPrefix: string, limit: number): Oid[];
   getCommitInfo(oid: Oid): CommitInfo | undefined;
+  /**
+   * The trees and blobs `commit` brings over its first parent, as src/git/introducedObjects.ts
+   * lists them, when they were indexed (received packs and seeds index their commits).
+   */
+  getCommitObjects(commit: Oid): Buffer | undefined;
   getRef(name: string): Oid | undefined;
   /** Refs whose name starts with `prefix`, sorted by name. */
   listRefs(prefix: string): Array<{ name: string; oid: Oid }>;
@@ -110,6 +115,8 @@ export interface ProjectWriteTx extends ProjectReadTx {
    * A mismatch throws RefChangedError and leaves the ref as it was.
    */
   casRef(name: string, expected: Oid | null, next: Oid | null): void;
+  /** Indexes a stored commit's introducedObjects() list (which the caller vouches for); replaces any earlier one. */
+  putCommitObjects(commit: Oid, records: Buffer): void;
   putWorkingTree(branch: string, state: WorkingTreeState): void;
   deleteWorkingTree(branch: string): void;
   bumpVersion(): number;

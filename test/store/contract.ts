@@ -223,6 +223,29 @@ export function storeContract(backendName: string, openStore: () => Store): void
         });
       });
 
+      it("keeps a commit's object list per project, replaces it, and refuses one for an unstored commit or of broken records", async () => {
+        const [project, other] = [freshProject(), freshProject()];
+        const commit = commitBody(EMPTY_TREE_OID, [], 1_000, 'listed\n');
+        const records = Buffer.concat([Buffer.from([2]), EMPTY_TREE_OID, Buffer.from([3]), EMPTY_BLOB_OID]);
+        const oid = await store.write((tx) => {
+          const p = tx.project(project);
+          const id = p.putObject('commit', commit);
+          expect(p.getCommitObjects(id)).toBeUndefined();
+          p.putCommitObjects(id, records);
+          expect(p.getCommitObjects(id)).toEqual(records);
+          return id;
+        });
+        store.read((tx) => {
+          expect(tx.project(project).getCommitObjects(oid)).toEqual(records);
+          expect(tx.project(other).getCommitObjects(oid)).toBeUndefined();
+        });
+        await store.write((tx) => tx.project(project).putCommitObjects(oid, records.subarray(0, 21)));
+        expect(store.read((tx) => tx.project(project).getCommitObjects(oid))).toEqual(records.subarray(0, 21));
+        await expect(store.write((tx) => tx.project(other).putCommitObjects(oid, records))).rejects.toThrow(/not stored/);
+        await expect(store.write((tx) => tx.project(project).putCommitObjects(oid, records.subarray(0, 20)))).rejects.toThrow(/whole records/);
+        expect(store.read((tx) => tx.project(project).getCommitObjects(oid))).toEqual(records.subarray(0, 21));
+      });
+
       it('keeps large committer times and many parents exactly', async () => {
         const project = freshProject();
         const parents = Array.from({ length: 17 }, (_, i) => hashObject('commit', Buffer.from(`absent ${i}`)));
@@ -639,6 +662,7 @@ export function storeContract(backendName: string, openStore: () => Store): void
           const own = p.putObject('blob', Buffer.from(`content of ${tag}`));
           const tree = p.putObject('tree', encodeTree([{ name: 'f', mode: '100644', oid: blob }]));
           const commit = p.putObject('commit', commitBody(tree, [], 1_000, `${tag}\n`));
+          p.putCommitObjects(commit, Buffer.concat([Buffer.from([2]), tree]));
           p.casRef('refs/heads/main', null, commit);
           p.putWorkingTree('main', { tree, locks: ['f'] });
           p.bumpVersion();
@@ -662,6 +686,7 @@ export function storeContract(backendName: string, openStore: () => Store): void
           for (const oid of Object.values(gone)) expect(p.hasObject(oid)).toBe(false);
           expect(p.findObjectsByPrefix('', 100)).toEqual([]);
           expect(p.getCommitInfo(gone.commit)).toBeUndefined();
+          expect(p.getCommitObjects(gone.commit)).toBeUndefined();
           expect(p.listRefs('')).toEqual([]);
           expect(p.getWorkingTree('main')).toBeUndefined();
           expect(p.getVersion()).toBe(0);
@@ -670,6 +695,7 @@ export function storeContract(backendName: string, openStore: () => Store): void
             expect(q.findObjectsByPrefix('', 100).length).toBe(4);
             expect(q.hasObject(kept.blob)).toBe(true);
             expect(q.getCommitInfo(q.getRef('refs/heads/main')!)).toBeDefined();
+            expect(q.getCommitObjects(q.getRef('refs/heads/main')!)).toHaveLength(21);
             expect(q.getWorkingTree('main')?.locks).toEqual(['f']);
             expect(q.getVersion()).toBe(1);
             // Records belong to the caller, not to the project; dropProjectKeys leaves them.
