@@ -5,7 +5,7 @@
  * out (clones, fetches) with git's deltas, and nothing was compressed or searched to get them: git's
  * pack reuse (pack-objects.c, reuse of existing deltas) does the same.
  */
-import type { Oid } from '../git/oid.js';
+import { oidToHex, type Oid } from '../git/oid.js';
 import type { PackObject } from '../git/pack.js';
 import { parentsFirst } from '../git/packOrder.js';
 import type { DeltaForm, ProjectWriteTx } from '../store/types.js';
@@ -62,8 +62,10 @@ function deltaFormOf(tx: ProjectWriteTx, base: Oid, bytes: number): DeltaForm | 
 export function storeReceivedObjects(tx: ProjectWriteTx, objects: readonly PackObject[]): PackObject[] {
   const late: PackObject[] = [];
   const contents = objects.filter((object) => object.type === 'tree' || object.type === 'blob');
+  // The depth of each form stored here, so a delta on it needs no read of its base's form.
+  const depths = new Map<string, number>();
   for (const object of [...formsInBaseOrder(contents), ...contents.filter((object) => !object.packed)]) {
-    if (storeAsForm(tx, object)) continue;
+    if (storeAsForm(tx, object, depths)) continue;
     tx.putObjectWithId(object.oid, object.type, object.body);
     if (!keepPackedForm(tx, object)) late.push(object);
   }
@@ -73,13 +75,24 @@ export function storeReceivedObjects(tx: ProjectWriteTx, objects: readonly PackO
   return late;
 }
 
-/** A tree or blob stored as its pack entry alone; false when the entry cannot be kept as its form. */
-function storeAsForm(tx: ProjectWriteTx, object: PackObject): boolean {
+/**
+ * A tree or blob stored as its pack entry alone; false when the entry cannot be kept as its form.
+ * `depths` has the forms stored so far by hex id (and gets this one's), so a base stored in the
+ * same call is not read back.
+ */
+function storeAsForm(tx: ProjectWriteTx, object: PackObject, depths: Map<string, number>): boolean {
   const packed = object.packed;
   if (!packed) return false;
   // The length alone: a received blob's body may be rebuilt only when something reads it.
   const bodyBytes = object.bodyBytes ?? object.body.length;
-  if (!packed.base) return tx.putObjectAsForm(object.oid, object.type, bodyBytes, { deflated: packed.deflated });
-  const delta = deltaFormOf(tx, packed.base, packed.dataBytes);
-  return delta ? tx.putObjectAsForm(object.oid, object.type, bodyBytes, { deflated: packed.deflated, delta }) : false;
+  if (!packed.base) {
+    if (!tx.putObjectAsForm(object.oid, object.type, bodyBytes, { deflated: packed.deflated })) return false;
+    depths.set(oidToHex(object.oid), 0);
+    return true;
+  }
+  const baseDepth = depths.get(oidToHex(packed.base));
+  const delta = baseDepth === undefined ? deltaFormOf(tx, packed.base, packed.dataBytes) : baseDepth < DELTA_DEPTH_MAX ? { base: packed.base, bytes: packed.dataBytes, depth: baseDepth + 1 } : null;
+  if (!delta || !tx.putObjectAsForm(object.oid, object.type, bodyBytes, { deflated: packed.deflated, delta })) return false;
+  depths.set(oidToHex(object.oid), delta.depth);
+  return true;
 }

@@ -480,9 +480,15 @@ export class LmdbStore implements Store {
     return value;
   }
 
-  /** @internal the databases, for the transaction objects below. */
-  get dbs() {
+  private databases: ReturnType<LmdbStore['allDatabases']> | null = null;
+
+  private allDatabases() {
     return { objects: this.objects, commits: this.commits, refs: this.refs, worktrees: this.worktrees, records: this.records, deflated: this.deflated, shelves: this.shelves, introduced: this.introduced };
+  }
+
+  /** @internal the databases, for the transaction objects below (one object, not one per access: reads use it several times each). */
+  get dbs() {
+    return (this.databases ??= this.allDatabases());
   }
 }
 
