@@ -158,6 +158,24 @@ async function prepare(repo: Repo, request: FetchRequest, sendsPack: (common: Oi
   }
 }
 
+/**
+ * A push to another repository (src/service/gitClient.ts, linked-repository sync) uses the same
+ * planner and pack stream as a fetch from us: planned in slices, objects in their stored forms
+ * (git's deltas included), raw pack bytes. `haves`: the receiver's ref tips that we hold.
+ */
+export function planPushPack(repo: Repo, wants: Oid[], haves: Oid[]): Promise<PackPlan> {
+  return inSlices(planPackSteps(projectReads(repo), { wants, haves: repo.store.read((store) => commonHaves(store.project(repo.project), haves)) }));
+}
+
+/**
+ * The pack of planPushPack's plan for a receiver that advertised `capabilities`: OFS_DELTA when it
+ * takes `ofs-delta`, and thin (deltas against objects it holds) unless it says `no-thin`, as git's
+ * send-pack decides (receive-pack completes a thin pack from its own objects).
+ */
+export function pushPackStream(repo: Repo, plan: PackPlan, capabilities: { has(name: string): boolean }): AsyncGenerator<Buffer> {
+  return packStream(repo, plan, { ofsDelta: capabilities.has('ofs-delta'), thin: !capabilities.has('no-thin') }, 0, false, {});
+}
+
 /** What the client said it can take: OFS_DELTA entries, and deltas against objects it holds (a thin pack). */
 interface PackCapabilities {
   ofsDelta: boolean;

@@ -12,8 +12,8 @@ import https from 'node:https';
 import type { LookupFunction } from 'node:net';
 import { Readable } from 'node:stream';
 import { createGunzip } from 'node:zlib';
-import { oidToHex, type Oid } from '../git/oid.js';
-import { PackFormatError, PackWriter, parsePack, type PackObject } from '../git/pack.js';
+import type { Oid } from '../git/oid.js';
+import { PackFormatError, parsePack, type PackObject } from '../git/pack.js';
 import { PktLineError } from '../git/pktline.js';
 import { branchRef, BRANCH_REF_PREFIX } from '../git/refname.js';
 import {
@@ -32,7 +32,7 @@ import {
 } from '../git/smartClient.js';
 import { AGENT, ProtocolError, type Service } from '../git/smartProtocol.js';
 import { isAncestor } from '../repo/ancestry.js';
-import { planPack, type PackPlan } from '../repo/packObjects.js';
+import { planPushPack, pushPackStream } from '../repo/uploadPack.js';
 import type { Repo } from '../repo/repo.js';
 import { parseRemoteUrl, resolveRemoteHost, RemoteUrlError, type ResolvedAddress } from './ssrf.js';
 
@@ -115,7 +115,7 @@ function networkError(error: unknown, options: GitClientOptions): RemoteError {
 async function exchange(
   endpoint: RemoteEndpoint,
   path: string,
-  init: { method: 'GET' | 'POST'; headers: Record<string, string>; body?: Buffer | Iterable<Buffer> },
+  init: { method: 'GET' | 'POST'; headers: Record<string, string>; body?: Buffer | Iterable<Buffer> | AsyncIterable<Buffer> },
   options: GitClientOptions,
 ): Promise<HttpAnswer> {
   const target = new URL(endpoint.url + path);
@@ -232,7 +232,7 @@ async function infoRefs(endpoint: RemoteEndpoint, service: Service, askV2: boole
   return speaking(async () => parseInfoRefs(body, service));
 }
 
-async function post(endpoint: RemoteEndpoint, service: Service, body: Buffer | Iterable<Buffer>, v2: boolean, options: GitClientOptions): Promise<HttpAnswer> {
+async function post(endpoint: RemoteEndpoint, service: Service, body: Buffer | Iterable<Buffer> | AsyncIterable<Buffer>, v2: boolean, options: GitClientOptions): Promise<HttpAnswer> {
   const headers: Record<string, string> = {
     'content-type': `application/x-${service}-request`,
     accept: `application/x-${service}-result`,
@@ -386,18 +386,20 @@ export async function pushBranch(endpoint: RemoteEndpoint, repo: Repo, branch: s
       .filter((ref) => ref.name.startsWith(BRANCH_REF_PREFIX) || ref.name.startsWith('refs/tags/'))
       .map((ref) => ref.oid)
       .slice(0, PUSH_HAVES_MAX);
-    const plan = planPack(tx, { wants: [head], haves });
-    return { kind: 'push' as const, head, plan };
+    return { kind: 'push' as const, head, haves };
   });
   if (decision.kind === 'gone') return { status: 'gone' };
   if (decision.kind === 'current') return { status: 'pushed', oid: decision.head, objects: 0 };
   if (decision.kind === 'diverged') return { status: 'diverged', oid: decision.head, remoteOid: decision.remote };
 
   const capabilities = await speaking(async () => receiveCapabilities(advertisement.capabilities));
+  // Planned and streamed as a fetch from us is (src/repo/uploadPack.ts): the event loop is given
+  // turns, and objects go out in their stored forms, deltas included.
+  const plan = await planPushPack(repo, [decision.head], decision.haves);
   const commands = encodePushCommands([{ old: remote, new: decision.head, ref: refName }], capabilities);
-  const body = (function* () {
+  const body = (async function* () {
     yield commands;
-    yield* packChunks(repo, decision.plan);
+    yield* pushPackStream(repo, plan, advertisement.capabilities);
   })();
   const answer = await post(endpoint, 'git-receive-pack', body, false, options);
   const report = await speaking(async () => parseReportStatus(await readAll(answer.body, SMALL_ANSWER_BYTES_MAX, options), capabilities.includes('side-band-64k')));
@@ -409,17 +411,6 @@ export async function pushBranch(endpoint: RemoteEndpoint, repo: Repo, branch: s
     const raced = /stale info|fetch first|non-fast-forward|cannot lock|failed to lock|failed to update|but expected/i.test(result.reason);
     throw new RemoteError(`The remote refused the update of ${refName}: ${result.reason}`, 'rejected', raced);
   }
-  return { status: 'pushed', oid: decision.head, objects: decision.plan.objects.length };
+  return { status: 'pushed', oid: decision.head, objects: plan.objects.length };
 }
 
-/** The planned objects as a pack, one chunk per object, reading each from the store as it goes. */
-function* packChunks(repo: Repo, plan: PackPlan): Generator<Buffer> {
-  const writer = new PackWriter(plan.objects.length);
-  yield writer.start();
-  for (const { oid } of plan.objects) {
-    const object = repo.store.read((store) => store.project(repo.project).getObject(oid));
-    if (!object) throw new Error(`object ${oidToHex(oid)} vanished while packing`);
-    yield writer.addObject(object.type, object.body).bytes;
-  }
-  yield writer.finish();
-}

@@ -3,7 +3,7 @@
  * same-named upstream branch from a durable queue; a diverged upstream is never forced; the queue
  * survives a restart; credentials are used and never shown.
  */
-import { writeFileSync } from 'node:fs';
+import { readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { git, gitAsyncOk, initBareRepo, scratchDir } from '../support/git.js';
@@ -106,6 +106,41 @@ describe('linked repositories', () => {
     expect(git(['log', '--format=%H', 'feature/x'], { cwd: join(root, name) }).trim().split('\n')).toEqual(
       (await server.call('GET', `/api/v1/projects/${id}/git/log?branch=feature/x`)).body.commits.map((c: { oid: string }) => c.oid),
     );
+  });
+
+  it('pushes the stored deltas, thin against what the upstream holds, as git would, and the upstream stays fsck-clean', async () => {
+    const name = newUpstream();
+    // Packs are kept as sent (not unpacked into loose objects), so what arrived can be read back.
+    git(['config', 'receive.unpackLimit', '1'], { cwd: join(root, name) });
+    const version = (round: number) => Array.from({ length: 400 }, (_, line) => `line ${line} of a long file${line === round * 7 ? ` edited in round ${round}` : ''}`).join('\n') + '\n';
+    const created = await server.call('POST', '/api/v1/projects', { title: 'Deltas', source: { kind: 'files', files: [{ path: 'long.txt', content: version(0) }] } });
+    const id = created.body.project.id;
+    for (let round = 1; round <= 4; round++) await writeAndCommit(server, id, { 'long.txt': version(round) });
+    // The deflate cache makes each version a delta against the one it replaced.
+    await server.th.deflateCache.idle();
+    expect((await server.call('PUT', `/api/v1/projects/${id}/git/remote`, { url: `${backend.url}/${name}` })).status).toBe(200);
+    await waitForSync(server, id, syncedAt(await mainHead(server, id)));
+    const packs = () => readdirSync(join(root, name, 'objects', 'pack')).filter((file) => file.endsWith('.idx')).map((file) => join(root, name, 'objects', 'pack', file));
+    // verify-pack -v: "<id> <type> <size> <size-in-pack> <offset> <depth> <base>" for a delta.
+    const deltasIn = (idx: string) => git(['verify-pack', '-v', idx]).split('\n').filter((line) => /^[0-9a-f]{40} blob .* [0-9a-f]{40}$/.test(line));
+    expect(packs()).toHaveLength(1);
+    expect(deltasIn(packs()[0]).length).toBeGreaterThanOrEqual(3);
+    git(['fsck', '--strict'], { cwd: join(root, name) });
+
+    // One more edit: a thin pack whose one blob is a delta on the version the upstream has.
+    const before = new Set(packs());
+    await server.th.deflateCache.idle();
+    const head = await writeAndCommit(server, id, { 'long.txt': version(5) });
+    await server.th.deflateCache.idle();
+    await server.call('POST', `/api/v1/projects/${id}/git/remote/sync`);
+    await waitForSync(server, id, syncedAt(head));
+    const added = packs().filter((idx) => !before.has(idx));
+    expect(added).toHaveLength(1);
+    // index-pack --fix-thin completes a thin pack with the bases it named: the new blob is a delta on one.
+    const blob = git(['rev-parse', `${head}:long.txt`], { cwd: join(root, name) }).trim();
+    expect(deltasIn(added[0]).some((line) => line.startsWith(blob))).toBe(true);
+    expect(upstreamRef(name, 'refs/heads/main')).toBe(head);
+    git(['fsck', '--strict'], { cwd: join(root, name) });
   });
 
   it('forgets the queued pushes and sync state of a deleted project with it', async () => {
