@@ -15,8 +15,6 @@ async function main(): Promise<void> {
   const app = buildApp(th, { logLevel: process.env.TREEHOUSE_LOG_LEVEL ?? 'info' });
   await app.listen({ port: config.port, host: config.host });
   th.start();
-  // A served instance expects pushes and seeds: their checker's thread is made ready now.
-  th.packChecker.warm();
   const metricsServer = th.metrics && config.metricsPort !== null ? await listenMetrics(th.metrics, config.host, config.metricsPort) : null;
   if (firstKey) process.stdout.write(`API key for team default: ${firstKey}\n`);
   const address = app.server.address();

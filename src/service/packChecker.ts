@@ -28,8 +28,7 @@ const CHECK_NICE = 5;
 
 /** The worker's code (src/service/moduleWorker.ts runs it; `load()` imports src/git/packCheck.ts). */
 const WORKER_SOURCE = `
-parentPort.on('message', async ({ id, pack, limits, clientShallow, port, signal, warm }) => {
-  if (warm) return void load();
+parentPort.on('message', async ({ id, pack, limits, clientShallow, port, signal }) => {
   try {
     const { checkReceivedPack } = await load();
     const flag = new Int32Array(signal);
@@ -214,17 +213,6 @@ export class PackChecker {
       this.jobs.set(id, { pack, lookups, lists, settleLists, resolve, reject, done: () => port1.close() });
       worker.postMessage({ id, pack: copy, limits, clientShallow: [...clientShallow], port: port2, signal }, [copy.buffer, port2]);
     });
-  }
-
-  /**
-   * Starts the worker and has it load its modules now, so the first large push does not wait for
-   * them (under tsx, compiling the check's modules takes 150-250 ms). The idle worker stays
-   * unreferenced.
-   */
-  warm(): void {
-    if (this.closed || this.worker) return;
-    this.worker = this.spawn();
-    this.worker.postMessage({ warm: true });
   }
 
   async close(): Promise<void> {

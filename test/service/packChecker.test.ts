@@ -119,23 +119,6 @@ describe('PackChecker on its worker thread', () => {
     expect(checked.objects.map((object) => object.bodyBytes)).toEqual(versions.map((body) => body.length));
   });
 
-  it('checks on a worker warmed before the first pack, and warming twice starts one worker', async () => {
-    const warmed = new PackChecker({ inlineBytesMax: 0 });
-    try {
-      warmed.warm();
-      const worker = (warmed as unknown as { worker: unknown }).worker;
-      expect(worker).not.toBeNull();
-      warmed.warm();
-      expect((warmed as unknown as { worker: unknown }).worker).toBe(worker);
-      const { pack, ids } = thinPack();
-      const result = await warmed.check(pack, {}, lookups);
-      expect(result.ok && result.objects.map((object) => object.oid.toString('hex'))).toEqual(ids);
-      expect((warmed as unknown as { worker: unknown }).worker).toBe(worker);
-    } finally {
-      await warmed.close();
-    }
-  });
-
   it('runs concurrent checks one after another on the one worker', async () => {
     const { pack, ids } = thinPack();
     const results = await Promise.all(Array.from({ length: 5 }, () => checker.check(pack, {}, lookups)));
