@@ -25,7 +25,7 @@ import { openArchive, type ArchiveFormat } from '../src/repo/archive.js';
 import { blame } from '../src/repo/blame.js';
 import { commit } from '../src/repo/commit.js';
 import { compare } from '../src/repo/compare.js';
-import { exportToBareRepo } from '../src/repo/exportToBareRepo.js';
+import { exportToBareRepo } from '../src/repo/wire/exportToBareRepo.js';
 import { initProject } from '../src/repo/initProject.js';
 import { DEFAULT_REPO_LIMITS, type Repo } from '../src/repo/repo.js';
 import { search } from '../src/repo/search.js';

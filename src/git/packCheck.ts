@@ -172,7 +172,7 @@ function openFrame(object: PackObject, index: number): Frame {
 
 /**
  * The introducedObjects() list of every received commit whose history is complete, so a clone is
- * planned without reading trees (src/repo/packObjects.ts). Trees come from the pack, or from the
+ * planned without reading trees (src/repo/wire/packObjects.ts). Trees come from the pack, or from the
  * store for a parent's unchanged directories. The lists are an index, not a check: a commit whose
  * list cannot be made (a parent's tree that is not there) simply gets none.
  */

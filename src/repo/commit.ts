@@ -2,7 +2,7 @@
 import { TreehouseError } from '../errors.js';
 import { oidToHex } from '../git/oid.js';
 import { branchHead, commitTree, resolveCommit, type Repo } from './repo.js';
-import { WorkingTree } from './workingTree.js';
+import { WorkingTree } from './worktree/workingTree.js';
 import { writeCommit, type CommitAuthors } from './writeCommit.js';
 
 export const DEFAULT_COMMIT_MESSAGE = 'Update files';

@@ -13,7 +13,7 @@
 import { oidToHex } from '../git/oid.js';
 import { isBinary } from './merge/mergeContent.js';
 import { mergeBases } from './merge/mergeBase.js';
-import { commitGraph } from './mergeBranches.js';
+import { commitGraph } from './merge/mergeBranches.js';
 import { buildPatch, HISTOGRAM_DIFF, type FilePatch, type PatchHunk } from './diff/patch.js';
 import { detectRenames, type BlobAccess } from './diff/renames.js';
 import { treeChanges, type FileVersion, type TreeChange } from './diff/treeChanges.js';

@@ -3,7 +3,7 @@ import { TreehouseError } from '../errors.js';
 import { oidToHex } from '../git/oid.js';
 import { BRANCH_REF_PREFIX, branchNameProblem, branchRef } from '../git/refname.js';
 import { commitTree, MAIN_BRANCH, resolveCommit, type Repo } from './repo.js';
-import { resetWorkingTree } from './moveWorkingTree.js';
+import { resetWorkingTree } from './worktree/moveWorkingTree.js';
 import type { ProjectReadTx } from '../store/types.js';
 
 export async function createBranch(repo: Repo, input: { name: string; from?: string }): Promise<{ name: string; oid: string }> {

@@ -2,7 +2,7 @@
 import { TreehouseError } from '../errors.js';
 import { branchHead, type Repo } from './repo.js';
 import { requireValidPath } from './paths.js';
-import { WorkingTree } from './workingTree.js';
+import { WorkingTree } from './worktree/workingTree.js';
 
 export async function deleteFile(repo: Repo, input: { branch: string; path: string }): Promise<{ path: string }> {
   requireValidPath(input.path, 'path');

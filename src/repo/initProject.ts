@@ -3,13 +3,13 @@
  * tree at that commit. Seeds that bring their own history (git) use importHistory instead.
  */
 import { encodeTree, MODE_FILE, type FileMode } from '../git/tree.js';
-import { specialFileProblem } from './specialFiles.js';
+import { specialFileProblem } from './worktree/specialFiles.js';
 import { oidToHex, type Oid } from '../git/oid.js';
 import type { ProjectWriteTx } from '../store/types.js';
 import { TreehouseError } from '../errors.js';
 import { MAIN_BRANCH, type Repo } from './repo.js';
-import { resetWorkingTree } from './moveWorkingTree.js';
-import { WorkingTree } from './workingTree.js';
+import { resetWorkingTree } from './worktree/moveWorkingTree.js';
+import { WorkingTree } from './worktree/workingTree.js';
 import { writeCommit, type CommitAuthors } from './writeCommit.js';
 
 export interface SeedFile {

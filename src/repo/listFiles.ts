@@ -5,7 +5,7 @@ import { encodePath, isUtf8Path } from '../git/pathBytes.js';
 import { MODE_GITLINK, MODE_SYMLINK } from '../git/tree.js';
 import { encodeContent } from './fileContent.js';
 import { branchHead, type Repo } from './repo.js';
-import { WorkingTree } from './workingTree.js';
+import { WorkingTree } from './worktree/workingTree.js';
 
 export interface FileListing {
   path: string;

@@ -6,8 +6,8 @@ import { pathDepth, TREE_DEPTH_MAX, treeHeight } from '../git/treeDepth.js';
 import type { ProjectReadTx } from '../store/types.js';
 import { branchHead, type Repo } from './repo.js';
 import { requireValidPath } from './paths.js';
-import { specialFileProblem } from './specialFiles.js';
-import { WorkingTree } from './workingTree.js';
+import { specialFileProblem } from './worktree/specialFiles.js';
+import { WorkingTree } from './worktree/workingTree.js';
 
 export async function moveFile(repo: Repo, input: { branch: string; from: string; to: string }): Promise<{ from: string; to: string }> {
   requireValidPath(input.from, 'from');

@@ -5,7 +5,7 @@ import { MODE_GITLINK } from '../git/tree.js';
 import { encodeContent } from './fileContent.js';
 import { requireValidPath } from './paths.js';
 import { branchHead, type Repo } from './repo.js';
-import { WorkingTree } from './workingTree.js';
+import { WorkingTree } from './worktree/workingTree.js';
 
 export interface FileRead {
   path: string;

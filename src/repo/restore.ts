@@ -4,7 +4,7 @@
  */
 import { oidToHex } from '../git/oid.js';
 import { branchHead, commitTree, resolveCommit, type Repo } from './repo.js';
-import { requireCleanWorkingTree, requireUnlockedChanges, resetWorkingTree } from './moveWorkingTree.js';
+import { requireCleanWorkingTree, requireUnlockedChanges, resetWorkingTree } from './worktree/moveWorkingTree.js';
 import { writeCommit, type CommitAuthors } from './writeCommit.js';
 
 export interface RestoreResult {

@@ -7,10 +7,10 @@ import { TreehouseError } from '../errors.js';
 import { pathProblem } from '../git/path.js';
 import type { Oid } from '../git/oid.js';
 import { MODE_FILE, MODE_GITLINK } from '../git/tree.js';
-import { specialFileProblem } from './specialFiles.js';
+import { specialFileProblem } from './worktree/specialFiles.js';
 import { decodeContent, type ContentEncoding } from './fileContent.js';
 import { branchHead, type Repo } from './repo.js';
-import { WorkingTree } from './workingTree.js';
+import { WorkingTree } from './worktree/workingTree.js';
 
 export interface FileWrite {
   path: string;

@@ -11,7 +11,7 @@
 import type { Worker } from 'node:worker_threads';
 import { oidToHex, type Oid } from '../git/oid.js';
 import { DELTA_TARGET_BYTES_MIN, type PackForm } from '../git/packForm.js';
-import { DELTA_DEPTH_MAX } from '../repo/packedForms.js';
+import { DELTA_DEPTH_MAX } from '../repo/wire/packedForms.js';
 import type { Store } from '../store/types.js';
 import { startModuleWorker } from './moduleWorker.js';
 

@@ -32,7 +32,7 @@ import {
 } from '../git/smartClient.js';
 import { AGENT, ProtocolError, type Service } from '../git/smartProtocol.js';
 import { isAncestor } from '../repo/ancestry.js';
-import { planPushPack, pushPackStream } from '../repo/uploadPack.js';
+import { planPushPack, pushPackStream } from '../repo/wire/uploadPack.js';
 import type { Repo } from '../repo/repo.js';
 import { parseRemoteUrl, resolveRemoteHost, RemoteUrlError, type ResolvedAddress } from './ssrf.js';
 
@@ -393,7 +393,7 @@ export async function pushBranch(endpoint: RemoteEndpoint, repo: Repo, branch: s
   if (decision.kind === 'diverged') return { status: 'diverged', oid: decision.head, remoteOid: decision.remote };
 
   const capabilities = await speaking(async () => receiveCapabilities(advertisement.capabilities));
-  // Planned and streamed as a fetch from us is (src/repo/uploadPack.ts): the event loop is given
+  // Planned and streamed as a fetch from us is (src/repo/wire/uploadPack.ts): the event loop is given
   // turns, and objects go out in their stored forms, deltas included.
   const plan = await planPushPack(repo, [decision.head], decision.haves);
   const commands = encodePushCommands([{ old: remote, new: decision.head, ref: refName }], capabilities);

@@ -5,8 +5,8 @@
  * linked-repository sync) happens however the branch moved.
  */
 import type { FetchRequest, Service, V2Command } from '../git/smartProtocol.js';
-import { receivePack, type ReceivePackInput, type ReceivePackResult } from '../repo/receivePack.js';
-import { advertise, fetchV2, lsRefs, uploadPackV0, type UploadPackOptions } from '../repo/uploadPack.js';
+import { receivePack, type ReceivePackInput, type ReceivePackResult } from '../repo/wire/receivePack.js';
+import { advertise, fetchV2, lsRefs, uploadPackV0, type UploadPackOptions } from '../repo/wire/uploadPack.js';
 import type { Config } from './config.js';
 import type { DeflateCache } from './deflateCache.js';
 import type { PackChecker } from './packChecker.js';

@@ -3,7 +3,7 @@
  * and checked before the project exists, so every failure (a refused or unreachable host, bad
  * credentials, an unknown ref, a broken pack) is a 400 and nothing is created.
  */
-import { HistoryImportError, prepareHistory, type PreparedHistory } from '../repo/importHistory.js';
+import { HistoryImportError, prepareHistory, type PreparedHistory } from '../repo/wire/importHistory.js';
 import type { SeedFile } from '../repo/initProject.js';
 import type { Config } from './config.js';
 import { endpointFromUrl, fetchRef, RemoteError } from './gitClient.js';

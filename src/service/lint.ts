@@ -16,7 +16,7 @@ import { encodePath } from '../git/pathBytes.js';
 import { MODE_EXECUTABLE, MODE_FILE } from '../git/tree.js';
 import { readBlobs } from '../repo/readBlobs.js';
 import type { Repo } from '../repo/repo.js';
-import { workingTreeFiles, type WorkingTreeFile } from '../repo/workingTreeFiles.js';
+import { workingTreeFiles, type WorkingTreeFile } from '../repo/worktree/workingTreeFiles.js';
 import { checkFile, FORMAT_BYTES_MAX, type FileReport, type FileToCheck } from './lint/checkFile.js';
 import { checksFor, isSkippedPath, type FileChecks } from './lint/fileKinds.js';
 import { InlineFormatter, WorkerPoolFormatter, defaultPoolSize, type Formatter } from './lint/formatter.js';

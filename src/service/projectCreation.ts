@@ -8,7 +8,7 @@
  *   a write at a time under a number reserved for the project, and the project appears only in the
  *   transaction that points main at them (a failure drops what was stored).
  */
-import { startMainAt, storeHistoryObjects } from '../repo/importHistory.js';
+import { startMainAt, storeHistoryObjects } from '../repo/wire/importHistory.js';
 import { seedMainBranch, type SeedFile } from '../repo/initProject.js';
 import type { ContentEncoding } from '../repo/fileContent.js';
 import type { StoreWriteTx } from '../store/types.js';

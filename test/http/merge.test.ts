@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { exportToBareRepo } from '../../src/repo/exportToBareRepo.js';
+import { exportToBareRepo } from '../../src/repo/wire/exportToBareRepo.js';
 import { git, initBareRepo, scratchDir } from '../support/git.js';
 import { startTestServer, type TestServer } from '../support/server.js';
 

@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { OBJECT_RECORD_BYTES } from '../../src/git/introducedObjects.js';
 import { oidFromHex, type Oid } from '../../src/git/oid.js';
-import { planPack } from '../../src/repo/packObjects.js';
+import { planPack } from '../../src/repo/wire/packObjects.js';
 import type { ProjectReadTx } from '../../src/store/types.js';
 import { git, gitAsyncOk, scratchDir } from '../support/git.js';
 import { createClonedProject, fastImport, pushBranches, remoteUrl, type ClonedProject } from '../support/history.js';

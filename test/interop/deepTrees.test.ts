@@ -8,11 +8,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { encodeCommit } from '../../src/git/commit.js';
 import { oidFromHex, oidToHex } from '../../src/git/oid.js';
 import { encodeTree } from '../../src/git/tree.js';
-import { resetWorkingTree } from '../../src/repo/moveWorkingTree.js';
+import { resetWorkingTree } from '../../src/repo/worktree/moveWorkingTree.js';
 import { git, gitAsync, gitAsyncOk, initBareRepo, scratchDir } from '../support/git.js';
 import { startGitHttpBackend, type GitHttpBackend } from '../support/httpBackend.js';
 import { startTestServer, type TestServer } from '../support/server.js';
-import { WorkingTree } from '../../src/repo/workingTree.js';
+import { WorkingTree } from '../../src/repo/worktree/workingTree.js';
 
 const work = scratchDir('treehouse-deep-');
 const reposRoot = join(work.path, 'repos');

@@ -1,7 +1,7 @@
 /**
  * Pushes at the edge of their limits: the cap on ref updates per push (with the git CLI), and a
  * large pack, whose parsing and checking must leave the server answering other requests. That new
- * branches cost one branch listing per push is checked in test/repo/receivePack.test.ts.
+ * branches cost one branch listing per push is checked in test/repo/wire/receivePack.test.ts.
  */
 import { randomBytes } from 'node:crypto';
 import { writeFileSync } from 'node:fs';

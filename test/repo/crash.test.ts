@@ -8,7 +8,7 @@
 import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { exportToBareRepo } from '../../src/repo/exportToBareRepo.js';
+import { exportToBareRepo } from '../../src/repo/wire/exportToBareRepo.js';
 import { listFiles } from '../../src/repo/listFiles.js';
 import { log } from '../../src/repo/log.js';
 import { DEFAULT_REPO_LIMITS, type Repo } from '../../src/repo/repo.js';

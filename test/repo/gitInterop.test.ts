@@ -9,7 +9,7 @@ import { oidToHex, oidFromHex } from '../../src/git/oid.js';
 import { decodeTree, type FileMode } from '../../src/git/tree.js';
 import { commit } from '../../src/repo/commit.js';
 import { deleteFile } from '../../src/repo/deleteFile.js';
-import { exportToBareRepo } from '../../src/repo/exportToBareRepo.js';
+import { exportToBareRepo } from '../../src/repo/wire/exportToBareRepo.js';
 import { listFiles } from '../../src/repo/listFiles.js';
 import { log } from '../../src/repo/log.js';
 import { moveFile } from '../../src/repo/moveFile.js';

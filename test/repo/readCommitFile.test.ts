@@ -2,7 +2,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { commit } from '../../src/repo/commit.js';
 import { readBlobs } from '../../src/repo/readBlobs.js';
 import { readCommitFile } from '../../src/repo/readCommitFile.js';
-import { workingTreeFiles } from '../../src/repo/workingTreeFiles.js';
+import { workingTreeFiles } from '../../src/repo/worktree/workingTreeFiles.js';
 import { writeFiles } from '../../src/repo/writeFiles.js';
 import { newTestRepo, openTestStore, testPeople, text } from '../support/store.js';
 

@@ -19,17 +19,17 @@
  * The walk reads the commit index for history and decodes trees only for the commits it sends;
  * a subtree whose id the client already has is skipped whole.
  */
-import { oidToHex, type Oid } from '../git/oid.js';
-import { BRANCH_REF_PREFIX } from '../git/refname.js';
-import { INFINITE_DEPTH } from '../git/smartProtocol.js';
-import { OBJECT_RECORD_BYTES } from '../git/introducedObjects.js';
-import { OidList, OidTable } from '../git/oidTable.js';
-import { OBJ_TREE } from '../git/pack.js';
-import { decodeTree, ENTRY_FILE, ENTRY_GITLINK, ENTRY_TREE, MODE_GITLINK, MODE_TREE, TreeCursor } from '../git/tree.js';
-import type { ObjectType } from '../git/oid.js';
-import type { ProjectReadTx } from '../store/types.js';
-import { MAIN_BRANCH } from './repo.js';
-import { whole, type Steps } from './slices.js';
+import { oidToHex, type Oid } from '../../git/oid.js';
+import { BRANCH_REF_PREFIX } from '../../git/refname.js';
+import { INFINITE_DEPTH } from '../../git/smartProtocol.js';
+import { OBJECT_RECORD_BYTES } from '../../git/introducedObjects.js';
+import { OidList, OidTable } from '../../git/oidTable.js';
+import { OBJ_TREE } from '../../git/pack.js';
+import { decodeTree, ENTRY_FILE, ENTRY_GITLINK, ENTRY_TREE, MODE_GITLINK, MODE_TREE, TreeCursor } from '../../git/tree.js';
+import type { ObjectType } from '../../git/oid.js';
+import type { ProjectReadTx } from '../../store/types.js';
+import { MAIN_BRANCH } from '../repo.js';
+import { whole, type Steps } from '../slices.js';
 
 export interface PackPlan {
   /** Objects to send, commits first, then trees and blobs in walk order. */

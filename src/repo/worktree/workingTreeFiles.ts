@@ -1,6 +1,6 @@
 /** Every file of a branch's working tree with its blob id and mode, without contents (for lint). */
-import type { TreeMode } from '../git/tree.js';
-import { branchHead, type Repo } from './repo.js';
+import type { TreeMode } from '../../git/tree.js';
+import { branchHead, type Repo } from '../repo.js';
 import { WorkingTree } from './workingTree.js';
 
 export interface WorkingTreeFile {

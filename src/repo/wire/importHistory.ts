@@ -5,19 +5,19 @@
  * ids the upstream gave them. Commits are stored parents first, so each one's generation number is
  * computed from parents already indexed.
  */
-import { decodeCommit } from '../git/commit.js';
-import { FsckError, assertFsckClean, assertSpecialBlobsClean } from '../git/fsck.js';
-import { OID_BYTES, oidToHex, type Oid } from '../git/oid.js';
-import { OidTable } from '../git/oidTable.js';
-import type { PackObject } from '../git/pack.js';
-import { branchRef } from '../git/refname.js';
-import { decodeTag } from '../git/tag.js';
-import { decodeTree, ENTRY_GITLINK, ENTRY_TREE, MODE_GITLINK, MODE_TREE, TreeCursor } from '../git/tree.js';
-import { commitTreesDepthProblem } from '../git/treeDepth.js';
-import type { ProjectWriteTx } from '../store/types.js';
-import { resetWorkingTree } from './moveWorkingTree.js';
+import { decodeCommit } from '../../git/commit.js';
+import { FsckError, assertFsckClean, assertSpecialBlobsClean } from '../../git/fsck.js';
+import { OID_BYTES, oidToHex, type Oid } from '../../git/oid.js';
+import { OidTable } from '../../git/oidTable.js';
+import type { PackObject } from '../../git/pack.js';
+import { branchRef } from '../../git/refname.js';
+import { decodeTag } from '../../git/tag.js';
+import { decodeTree, ENTRY_GITLINK, ENTRY_TREE, MODE_GITLINK, MODE_TREE, TreeCursor } from '../../git/tree.js';
+import { commitTreesDepthProblem } from '../../git/treeDepth.js';
+import type { ProjectWriteTx } from '../../store/types.js';
+import { resetWorkingTree } from '../worktree/moveWorkingTree.js';
 import { formsInBaseOrder, keepPackedForm, storeReceivedObjects } from './packedForms.js';
-import { MAIN_BRANCH, type Repo } from './repo.js';
+import { MAIN_BRANCH, type Repo } from '../repo.js';
 
 /** Bytes of objects stored per write by storeHistoryObjects: a few milliseconds of work each. */
 const HISTORY_WRITE_BYTES = 4 * 1024 * 1024;
@@ -169,7 +169,7 @@ function commitsParentsFirst(tip: Oid, need: (oid: Oid, why: string) => PackObje
  */
 export async function storeHistoryObjects(repo: Pick<Repo, 'store' | 'project'>, history: PreparedHistory): Promise<void> {
   // Trees and blobs bases first, so each is stored as the fetched pack's entry in the write that
-  // stores its base or a later one (src/repo/packedForms.ts); commits after them, parents first.
+  // stores its base or a later one (src/repo/wire/packedForms.ts); commits after them, parents first.
   const commits = history.objects.filter((object) => object.type === 'commit');
   const contents = history.objects.filter((object) => object.type !== 'commit');
   const ordered = [...formsInBaseOrder(contents), ...contents.filter((object) => !object.packed), ...commits];

@@ -11,16 +11,16 @@
  * and none of its objects is stored, so everything in the store keeps a complete history. Every
  * refusal comes with a hint the client shows as a "remote:" line.
  */
-import { oidToHex, type Oid } from '../git/oid.js';
-import type { ExternalObject, PackObject } from '../git/pack.js';
+import { oidToHex, type Oid } from '../../git/oid.js';
+import type { ExternalObject, PackObject } from '../../git/pack.js';
 import { storeReceivedObjects } from './packedForms.js';
-import { checkReceivedPack, type Gap, type PackCheckResult, type PackLimits, type StoreLookups } from '../git/packCheck.js';
-import { BRANCH_REF_PREFIX, branchNameProblem } from '../git/refname.js';
-import type { RefResult, RefUpdateCommand } from '../git/smartProtocol.js';
-import type { ProjectWriteTx } from '../store/types.js';
-import { isAncestor } from './ancestry.js';
-import { lockedChanges, resetWorkingTree, uncommittedPaths } from './moveWorkingTree.js';
-import { MAIN_BRANCH, type Repo } from './repo.js';
+import { checkReceivedPack, type Gap, type PackCheckResult, type PackLimits, type StoreLookups } from '../../git/packCheck.js';
+import { BRANCH_REF_PREFIX, branchNameProblem } from '../../git/refname.js';
+import type { RefResult, RefUpdateCommand } from '../../git/smartProtocol.js';
+import type { ProjectWriteTx } from '../../store/types.js';
+import { isAncestor } from '../ancestry.js';
+import { lockedChanges, resetWorkingTree, uncommittedPaths } from '../worktree/moveWorkingTree.js';
+import { MAIN_BRANCH, type Repo } from '../repo.js';
 
 export interface ReceivePackInput {
   commands: RefUpdateCommand[];
@@ -129,7 +129,7 @@ export async function receivePack(repo: Repo, input: ReceivePackInput): Promise<
 }
 
 /**
- * Stores the received commits' object lists (an index for clones, src/repo/packObjects.ts) once the
+ * Stores the received commits' object lists (an index for clones, src/repo/wire/packObjects.ts) once the
  * commits are stored. A failure here loses only the index: a commit without a list is planned by
  * walking its tree, so the push it belongs to is answered as it went.
  */

@@ -5,10 +5,10 @@
  * out (clones, fetches) with git's deltas, and nothing was compressed or searched to get them: git's
  * pack reuse (pack-objects.c, reuse of existing deltas) does the same.
  */
-import { oidToHex, type Oid } from '../git/oid.js';
-import type { PackObject } from '../git/pack.js';
-import { parentsFirst } from '../git/packOrder.js';
-import type { DeltaForm, ProjectWriteTx } from '../store/types.js';
+import { oidToHex, type Oid } from '../../git/oid.js';
+import type { PackObject } from '../../git/pack.js';
+import { parentsFirst } from '../../git/packOrder.js';
+import type { DeltaForm, ProjectWriteTx } from '../../store/types.js';
 
 /** Longest delta chain kept or sent: git's default pack.depth. */
 export const DELTA_DEPTH_MAX = 50;

@@ -4,11 +4,11 @@
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import { encodeLooseObject, looseObjectPath } from '../git/loose.js';
-import { oidToHex, type Oid } from '../git/oid.js';
-import { decodeTree } from '../git/tree.js';
-import type { ProjectReadTx } from '../store/types.js';
-import type { Repo } from './repo.js';
+import { encodeLooseObject, looseObjectPath } from '../../git/loose.js';
+import { oidToHex, type Oid } from '../../git/oid.js';
+import { decodeTree } from '../../git/tree.js';
+import type { ProjectReadTx } from '../../store/types.js';
+import type { Repo } from '../repo.js';
 
 export function exportToBareRepo(repo: Repo, gitDir: string): { objects: number; refs: number } {
   return repo.store.read((store) => {

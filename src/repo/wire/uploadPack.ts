@@ -5,13 +5,13 @@
  * copied; an object without one is deflated as it is sent.
  */
 import { deflateSync } from 'node:zlib';
-import { createDelta } from '../git/delta.js';
-import { OID_BYTES, oidToHex, type Oid } from '../git/oid.js';
-import { OidTable } from '../git/oidTable.js';
-import { DELTA_TARGET_BYTES_MIN, type PackForm } from '../git/packForm.js';
-import { PackWriter, type PackChunk } from '../git/pack.js';
-import { encodeDelim, encodeFlush, encodePktLine, encodeSideband, encodeSidebandPieces, SIDEBAND_DATA, SIDEBAND_PROGRESS } from '../git/pktline.js';
-import { branchRef } from '../git/refname.js';
+import { createDelta } from '../../git/delta.js';
+import { OID_BYTES, oidToHex, type Oid } from '../../git/oid.js';
+import { OidTable } from '../../git/oidTable.js';
+import { DELTA_TARGET_BYTES_MIN, type PackForm } from '../../git/packForm.js';
+import { PackWriter, type PackChunk } from '../../git/pack.js';
+import { encodeDelim, encodeFlush, encodePktLine, encodeSideband, encodeSidebandPieces, SIDEBAND_DATA, SIDEBAND_PROGRESS } from '../../git/pktline.js';
+import { branchRef } from '../../git/refname.js';
 import {
   deepens,
   encodeLsRefs,
@@ -26,12 +26,12 @@ import {
   type FetchRequest,
   type Service,
   type V2Command,
-} from '../git/smartProtocol.js';
-import type { DeflatedObject, ProjectReadTx } from '../store/types.js';
+} from '../../git/smartProtocol.js';
+import type { DeflatedObject, ProjectReadTx } from '../../store/types.js';
 import { advertisedTips, checkWants, commonHaves, planPackSteps, planShallow, UploadRequestError, type PackPlan, type ShallowPlan } from './packObjects.js';
 import { DELTA_DEPTH_MAX } from './packedForms.js';
-import { MAIN_BRANCH, type Repo } from './repo.js';
-import { inSlices, projectReads, Slicer } from './slices.js';
+import { MAIN_BRANCH, type Repo } from '../repo.js';
+import { inSlices, projectReads, Slicer } from '../slices.js';
 
 /** Objects per progress message on side-band 2. */
 const PROGRESS_EVERY_OBJECTS = 10_000;

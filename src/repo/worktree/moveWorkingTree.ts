@@ -3,9 +3,9 @@
  * Refused when the working tree has uncommitted changes (unless forced) or when a locked file would
  * change or go away; locks on files that stay as they are survive the move.
  */
-import { TreehouseError } from '../errors.js';
-import type { Oid } from '../git/oid.js';
-import type { ProjectReadTx, ProjectWriteTx } from '../store/types.js';
+import { TreehouseError } from '../../errors.js';
+import type { Oid } from '../../git/oid.js';
+import type { ProjectReadTx, ProjectWriteTx } from '../../store/types.js';
 import { changedPaths, type TreeSource } from './treeDiff.js';
 import { WorkingTree } from './workingTree.js';
 

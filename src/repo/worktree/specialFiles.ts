@@ -6,11 +6,11 @@
  * rules apply to what the API writes, moves, seeds and merges (pushes and git seeds are checked
  * object by object in src/git/fsck.ts).
  */
-import { fsckSpecialObject, isFsckFailure, specialFileOf } from '../git/fsck.js';
-import type { ObjectType } from '../git/oid.js';
-import { basename } from '../git/path.js';
-import { encodePath } from '../git/pathBytes.js';
-import { MODE_SYMLINK, type TreeMode } from '../git/tree.js';
+import { fsckSpecialObject, isFsckFailure, specialFileOf } from '../../git/fsck.js';
+import type { ObjectType } from '../../git/oid.js';
+import { basename } from '../../git/path.js';
+import { encodePath } from '../../git/pathBytes.js';
+import { MODE_SYMLINK, type TreeMode } from '../../git/tree.js';
 
 /**
  * Why an entry of this mode and content cannot stand at `path`, or null. `object` is the blob (or

@@ -7,14 +7,14 @@
  * with the target and source branch names). Files git moves aside in a conflict ("<path>~<branch>")
  * are listed as the additions they are.
  */
-import { oidToHex, type Oid } from '../git/oid.js';
-import { MODE_GITLINK, MODE_TREE, type TreeEntry } from '../git/tree.js';
-import { encodeContent } from './fileContent.js';
-import type { ConflictKind, ConflictSide, MergeObjects } from './merge/mergeTrees.js';
+import { oidToHex, type Oid } from '../../git/oid.js';
+import { MODE_GITLINK, MODE_TREE, type TreeEntry } from '../../git/tree.js';
+import { encodeContent } from '../fileContent.js';
+import type { ConflictKind, ConflictSide, MergeObjects } from './mergeTrees.js';
 import { mergeObjects, planMerge } from './mergeBranches.js';
-import type { Repo } from './repo.js';
-import { readProject } from './slices.js';
-import { compareKeys } from './diff/treeChanges.js';
+import type { Repo } from '../repo.js';
+import { readProject } from '../slices.js';
+import { compareKeys } from '../diff/treeChanges.js';
 
 export interface PreviewConflict {
   kind: ConflictKind;

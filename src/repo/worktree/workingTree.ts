@@ -10,15 +10,15 @@
  * whatever the tree's size. Trees of states that never get committed stay stored, unreachable, like
  * the blobs of overwritten writes (see the README).
  *
- * Directories (src/repo/workingDir.ts) are read as they are reached and kept for the life of the
+ * Directories (src/repo/worktree/workingDir.ts) are read as they are reached and kept for the life of the
  * object, so a batch of thousands of files hashes each changed directory once.
  */
-import { basename, dirname, isWithin, joinPath } from '../git/path.js';
-import { MODE_TREE, type FileMode, type TreeMode } from '../git/tree.js';
-import type { Oid } from '../git/oid.js';
-import { OID_BYTES } from '../git/oid.js';
-import { pathDepth } from '../git/treeDepth.js';
-import type { ProjectReadTx, ProjectWriteTx, WorkingTreeState } from '../store/types.js';
+import { basename, dirname, isWithin, joinPath } from '../../git/path.js';
+import { MODE_TREE, type FileMode, type TreeMode } from '../../git/tree.js';
+import type { Oid } from '../../git/oid.js';
+import { OID_BYTES } from '../../git/oid.js';
+import { pathDepth } from '../../git/treeDepth.js';
+import type { ProjectReadTx, ProjectWriteTx, WorkingTreeState } from '../../store/types.js';
 import { scanStoredTree, SIZE_UNKNOWN, WorkingDir, type WorkingEntry } from './workingDir.js';
 
 

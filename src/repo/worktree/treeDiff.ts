@@ -2,10 +2,10 @@
  * Paths whose file differs between two trees (added, removed, or changed in id or mode), skipping
  * subtrees whose ids are equal, so the cost follows the size of the difference.
  */
-import type { Oid } from '../git/oid.js';
-import { joinPath } from '../git/path.js';
-import { decodeTree, MODE_TREE, type TreeEntry } from '../git/tree.js';
-import type { ProjectReadTx } from '../store/types.js';
+import type { Oid } from '../../git/oid.js';
+import { joinPath } from '../../git/path.js';
+import { decodeTree, MODE_TREE, type TreeEntry } from '../../git/tree.js';
+import type { ProjectReadTx } from '../../store/types.js';
 
 /** Reads trees that may not be stored yet (a merge's staged objects). */
 export interface TreeSource {

@@ -1,5 +1,5 @@
 /**
- * One directory of a working tree (src/repo/workingTree.ts), as cheap to change as the change is small.
+ * One directory of a working tree (src/repo/worktree/workingTree.ts), as cheap to change as the change is small.
  *
  * A directory starts as the bytes of its stored tree and its size annex. While its names stay the
  * same (a file gets new content or a new mode of the same length, a subdirectory a new tree id) it
@@ -10,10 +10,10 @@
  * of thousands of files builds no object per entry. Retyping an entry (a file becoming a directory,
  * a mode of another length) decodes it into a map once; from then on it is encoded like any tree.
  */
-import type { Oid } from '../git/oid.js';
-import { OID_BYTES } from '../git/oid.js';
-import { decodePath, encodePath } from '../git/pathBytes.js';
-import { encodeTreeSorted, MODE_GITLINK, MODE_TREE, TreeFormatError, type TreeEntry, type TreeMode } from '../git/tree.js';
+import type { Oid } from '../../git/oid.js';
+import { OID_BYTES } from '../../git/oid.js';
+import { decodePath, encodePath } from '../../git/pathBytes.js';
+import { encodeTreeSorted, MODE_GITLINK, MODE_TREE, TreeFormatError, type TreeEntry, type TreeMode } from '../../git/tree.js';
 
 /**
  * One entry. For a file `oid` is its blob; for a directory it is the tree the subdirectory holds,

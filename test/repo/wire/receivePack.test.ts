@@ -4,11 +4,11 @@
  * new branch: 8,000 new branches froze the server for 97 s).
  */
 import { afterAll, describe, expect, it } from 'vitest';
-import { branchRef } from '../../src/git/refname.js';
-import { receivePack } from '../../src/repo/receivePack.js';
-import type { Repo } from '../../src/repo/repo.js';
-import type { ProjectReadTx, Store, StoreReadTx } from '../../src/store/types.js';
-import { newTestRepo, openTestStore } from '../support/store.js';
+import { branchRef } from '../../../src/git/refname.js';
+import { receivePack } from '../../../src/repo/wire/receivePack.js';
+import type { Repo } from '../../../src/repo/repo.js';
+import type { ProjectReadTx, Store, StoreReadTx } from '../../../src/store/types.js';
+import { newTestRepo, openTestStore } from '../../support/store.js';
 
 const opened = openTestStore();
 afterAll(() => opened.close());

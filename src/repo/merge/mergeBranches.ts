@@ -6,19 +6,19 @@
  * conflicts are reported. A dirty target working tree, or a locked file the result would change,
  * refuses the merge before anything is written.
  */
-import { TreehouseError } from '../errors.js';
-import { oidToHex, type Oid } from '../git/oid.js';
-import { branchRef } from '../git/refname.js';
-import { decodeTree, encodeTree, MODE_GITLINK, MODE_TREE } from '../git/tree.js';
-import { TREE_DEPTH_MAX } from '../git/treeDepth.js';
-import type { ProjectReadTx, ProjectWriteTx } from '../store/types.js';
-import { isAncestor } from './ancestry.js';
-import { computeMerge, type CommitGraph } from './merge/mergeBase.js';
-import type { MergeObjects, StagedObjects, TreeMergeOutcome } from './merge/mergeTrees.js';
-import { requireCleanWorkingTree, requireUnlockedChanges, resetWorkingTree } from './moveWorkingTree.js';
-import { branchHead, commitTree, type Repo } from './repo.js';
-import { specialFileProblem } from './specialFiles.js';
-import { writeCommit, type CommitAuthors } from './writeCommit.js';
+import { TreehouseError } from '../../errors.js';
+import { oidToHex, type Oid } from '../../git/oid.js';
+import { branchRef } from '../../git/refname.js';
+import { decodeTree, encodeTree, MODE_GITLINK, MODE_TREE } from '../../git/tree.js';
+import { TREE_DEPTH_MAX } from '../../git/treeDepth.js';
+import type { ProjectReadTx, ProjectWriteTx } from '../../store/types.js';
+import { isAncestor } from '../ancestry.js';
+import { computeMerge, type CommitGraph } from './mergeBase.js';
+import type { MergeObjects, StagedObjects, TreeMergeOutcome } from './mergeTrees.js';
+import { requireCleanWorkingTree, requireUnlockedChanges, resetWorkingTree } from '../worktree/moveWorkingTree.js';
+import { branchHead, commitTree, type Repo } from '../repo.js';
+import { specialFileProblem } from '../worktree/specialFiles.js';
+import { writeCommit, type CommitAuthors } from '../writeCommit.js';
 
 export interface MergeResult {
   oid: string;
