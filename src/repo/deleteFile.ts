@@ -4,9 +4,10 @@ import { branchHead, type Repo } from './repo.js';
 import { requireValidPath } from './paths.js';
 import { WorkingTree } from './worktree/workingTree.js';
 
-export async function deleteFile(repo: Repo, input: { branch: string; path: string }): Promise<{ path: string }> {
+/** `version`: the project's version after the change. */
+export async function deleteFile(repo: Repo, input: { branch: string; path: string }): Promise<{ path: string; version: number }> {
   requireValidPath(input.path, 'path');
-  await repo.store.write((store) => {
+  const version = await repo.store.write((store) => {
     const tx = store.project(repo.project);
     branchHead(tx, input.branch);
     const tree = new WorkingTree(tx, input.branch);
@@ -16,7 +17,7 @@ export async function deleteFile(repo: Repo, input: { branch: string; path: stri
     if (locked.length > 0) throw new TreehouseError('file_locked', `Locked: ${locked.join(', ')}.`, { paths: locked });
     tree.remove(input.path);
     tree.save();
-    tx.bumpVersion();
+    return tx.bumpVersion();
   });
-  return { path: input.path };
+  return { path: input.path, version };
 }

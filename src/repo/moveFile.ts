@@ -9,7 +9,7 @@ import { requireValidPath } from './paths.js';
 import { specialFileProblem } from './worktree/specialFiles.js';
 import { WorkingTree } from './worktree/workingTree.js';
 
-export async function moveFile(repo: Repo, input: { branch: string; from: string; to: string }): Promise<{ from: string; to: string }> {
+export async function moveFile(repo: Repo, input: { branch: string; from: string; to: string }): Promise<{ from: string; to: string; version: number }> {
   requireValidPath(input.from, 'from');
   requireValidPath(input.to, 'to');
   if (input.from === input.to || isWithin(input.to, input.from)) {
@@ -17,7 +17,7 @@ export async function moveFile(repo: Repo, input: { branch: string; from: string
       issues: [{ path: 'to', message: 'must not be "from" or lie inside it' }],
     });
   }
-  await repo.store.write((store) => {
+  const version = await repo.store.write((store) => {
     const tx = store.project(repo.project);
     branchHead(tx, input.branch);
     const tree = new WorkingTree(tx, input.branch);
@@ -44,9 +44,9 @@ export async function moveFile(repo: Repo, input: { branch: string; from: string
     tree.remove(input.from);
     tree.setEntry(input.to, source.entry!);
     tree.save();
-    tx.bumpVersion();
+    return tx.bumpVersion();
   });
-  return { from: input.from, to: input.to };
+  return { from: input.from, to: input.to, version };
 }
 
 

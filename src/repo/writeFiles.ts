@@ -31,10 +31,11 @@ interface PreparedWrite {
   locked: boolean | undefined;
 }
 
-export async function writeFiles(repo: Repo, input: WriteFilesInput): Promise<{ written: number }> {
+/** `version`: the project's version after the write. */
+export async function writeFiles(repo: Repo, input: WriteFilesInput): Promise<{ written: number; version: number }> {
   const deletes = input.deletes ?? [];
   const prepared = prepare(repo, input.files, deletes);
-  await repo.store.write((store) => {
+  const version = await repo.store.write((store) => {
     const tx = store.project(repo.project);
     branchHead(tx, input.branch);
     const tree = new WorkingTree(tx, input.branch);
@@ -71,9 +72,9 @@ export async function writeFiles(repo: Repo, input: WriteFilesInput): Promise<{ 
       throw new TreehouseError('path_conflict', `A file and a directory would share a path: ${conflicts.join(', ')}.`, { paths: conflicts });
     }
     tree.save();
-    tx.bumpVersion();
+    return tx.bumpVersion();
   });
-  return { written: prepared.length };
+  return { written: prepared.length, version };
 }
 
 function throwIfLocked(paths: string[]): void {

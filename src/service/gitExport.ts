@@ -4,6 +4,8 @@
  * for its key. A push runs through here so that what follows a branch change (framework detection,
  * linked-repository sync) happens however the branch moved.
  */
+import { oidToHex } from '../git/oid.js';
+import { BRANCH_REF_PREFIX } from '../git/refname.js';
 import type { FetchRequest, Service, V2Command } from '../git/smartProtocol.js';
 import { receivePack, type ReceivePackInput, type ReceivePackResult } from '../repo/wire/receivePack.js';
 import { advertise, fetchV2, lsRefs, uploadPackV0, type UploadPackOptions } from '../repo/wire/uploadPack.js';
@@ -51,7 +53,19 @@ export class GitExport {
       refUpdatesMax: this.config.limits.pushRefsMax,
       checkPack: (pack, limits, lookups, clientShallow) => this.packChecker.check(pack, limits, lookups, clientShallow),
     });
-    for (const branch of result.updatedBranches) await this.workspace.branchChanged(record, branch);
+    // Each ref the push moved, as the event its kind of move is (src/service/events.ts).
+    const refs = new Map(push.commands.map((command) => [command.ref, command]));
+    for (const { ref, ok } of result.results) {
+      const command = refs.get(ref);
+      if (!ok || !command) continue;
+      const branch = ref.slice(BRANCH_REF_PREFIX.length);
+      if (command.new === null) this.projects.events.emit('branch.deleted', record, { branch, oid: oidToHex(command.old!) });
+      else if (command.old === null) this.projects.events.emit('branch.created', record, { branch, oid: oidToHex(command.new) });
+      if (command.new !== null) {
+        await this.workspace.branchChanged(record, branch);
+        if (command.old !== null && !command.old.equals(command.new)) this.projects.announceCommit(record, branch, oidToHex(command.new), 'push');
+      }
+    }
     return result;
   }
 }

@@ -82,7 +82,10 @@ export class ProjectCreation {
         : undefined;
       record = await this.projects.create(principal, { ...common, files, seedHistory });
     }
-    if (remote) this.remoteSync.kick();
+    if (remote) {
+      this.remoteSync.announceLinked(record);
+      this.remoteSync.kick();
+    }
     return record;
   }
 

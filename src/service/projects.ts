@@ -4,12 +4,13 @@
  */
 import { TreehouseError } from '../errors.js';
 import { seedMainBranch, type SeedFile } from '../repo/initProject.js';
-import { DEFAULT_REPO_LIMITS, type Repo } from '../repo/repo.js';
+import { DEFAULT_REPO_LIMITS, MAIN_BRANCH, type Repo } from '../repo/repo.js';
 import type { CommitAuthors } from '../repo/writeCommit.js';
 import type { Store, StoreReadTx, StoreWriteTx } from '../store/types.js';
 import type { Principal } from './accounts.js';
 import type { Config } from './config.js';
 import { detectFramework, type Framework } from './framework.js';
+import { EventBus, type CommitSource } from './events.js';
 import { newId } from './ids.js';
 import type { Sealer } from './secrets.js';
 
@@ -79,11 +80,20 @@ export class Projects {
   /** Run inside the transaction that deletes a project, so records kept by others go with it. */
   private readonly deleteHooks: Array<(tx: StoreWriteTx, record: ProjectRecord) => void> = [];
 
+  /** Every change of a project is announced here once it is committed (src/service/events.ts). */
+  readonly events = new EventBus();
+
   constructor(
     readonly store: Store,
     private readonly config: Config,
     private readonly sealer: Sealer,
   ) {}
+
+  /** Announces a commit that `branch` now points at, with its parents from the commit index (commits never change). */
+  announceCommit(record: ProjectRecord, branch: string, oid: string, source: CommitSource): void {
+    const parents = this.store.read((tx) => tx.project(record.seq).getCommitInfo(Buffer.from(oid, 'hex'))?.parents ?? []);
+    this.events.emit('commit.created', record, { branch, oid, parent_oids: parents.map((parent) => parent.toString('hex')), source });
+  }
 
   onDelete(hook: (tx: StoreWriteTx, record: ProjectRecord) => void): void {
     this.deleteHooks.push(hook);
@@ -140,7 +150,7 @@ export class Projects {
   async create(principal: Principal, input: CreateProjectInput): Promise<ProjectRecord> {
     if (input.handle !== undefined) requireHandle(input.handle);
     const detected = input.framework === undefined ? detectFrameworkOf(input.files) : input.framework;
-    return this.store.write((tx) => {
+    const { record, main } = await this.store.write((tx) => {
       const handle = input.handle ?? uniqueHandle(tx, input.title);
       if (tx.getRecord(handleKey(handle))) throw new TreehouseError('handle_taken', `Handle ${handle} is in use.`);
       const seq = input.seq ?? nextSeq(tx);
@@ -168,8 +178,11 @@ export class Projects {
       this.putProject(tx, record);
       tx.putRecord(handleKey(handle), record.id);
       tx.putRecord(teamIndexKey(record), record.id);
-      return record;
+      return { record, main: tx.project(seq).getRef(`refs/heads/${MAIN_BRANCH}`) };
     });
+    this.events.emit('project.created', record, {});
+    if (main) this.announceCommit(record, MAIN_BRANCH, main.toString('hex'), 'seed');
+    return record;
   }
 
   async update(
@@ -218,6 +231,7 @@ export class Projects {
       tx.putRecord(unownedKey(record.seq), new Date().toISOString());
       for (const hook of this.deleteHooks) hook(tx, record);
     });
+    this.events.emit('project.deleted', record, {});
     await this.dropUnowned(record.seq);
   }
 
@@ -251,10 +265,14 @@ export class Projects {
     if (record.framework_chosen) return;
     const framework = detectFramework(rootNames, packageJson);
     if (framework === record.framework) return;
-    await this.store.write((tx) => {
+    const changed = await this.store.write((tx) => {
       const current = tx.getRecord<ProjectRecord>(projectKey(record.id));
-      if (current && !current.framework_chosen) this.putProject(tx, { ...current, framework });
+      if (!current || current.framework_chosen || current.framework === framework) return null;
+      const next = { ...current, framework };
+      this.putProject(tx, next);
+      return next;
     });
+    if (changed) this.events.emit('project.updated', changed, { framework });
   }
 
   hasCommerceCredentials(record: ProjectRecord): boolean {
@@ -276,16 +294,32 @@ export class Projects {
     apply: (tx: StoreWriteTx, record: ProjectRecord) => ProjectRecord,
   ): Promise<ProjectRecord> {
     this.get(principal, id);
-    return this.store.write((tx) => {
+    const { before, after } = await this.store.write((tx) => {
       const record = tx.getRecord<ProjectRecord>(projectKey(id));
       if (!record || record.team_id !== principal.teamId) throw new TreehouseError('not_found', 'Project not found.');
       const next = apply(tx, record);
-      if (next === record) return record;
+      if (next === record) return { before: record, after: record };
       next.updated_at = new Date().toISOString();
       this.putProject(tx, next);
       tx.project(record.seq).bumpVersion();
-      return next;
+      return { before: record, after: next };
     });
+    if (after !== before) this.announceChange(before, after);
+    return after;
+  }
+
+  /** project.published / project.unpublished, and project.updated with the public fields that changed. */
+  private announceChange(before: ProjectRecord, after: ProjectRecord): void {
+    if (before.published !== after.published) this.events.emit(after.published ? 'project.published' : 'project.unpublished', after, {});
+    const changed: Record<string, unknown> = {};
+    if (before.title !== after.title) changed.title = after.title;
+    if (before.handle !== after.handle) changed.handle = after.handle;
+    if (before.framework !== after.framework) changed.framework = after.framework;
+    if (JSON.stringify(before.git_remote) !== JSON.stringify(after.git_remote)) {
+      // The link as the API shows it: never its credentials.
+      changed.git_remote = after.git_remote && { url: after.git_remote.url, linked_at: after.git_remote.linked_at };
+    }
+    if (Object.keys(changed).length > 0) this.events.emit('project.updated', after, changed);
   }
 
   private putProject(tx: StoreWriteTx, record: ProjectRecord): void {

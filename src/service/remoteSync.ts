@@ -162,11 +162,18 @@ export class RemoteSync {
     this.enqueueAllInTx(tx, record);
   }
 
+  /** Announces the state a creation's link queued (linkInTx), once the project is created. */
+  announceLinked(record: ProjectRecord): void {
+    const state = this.store.read((tx) => tx.getRecord<SyncState>(stateKey(record.id)));
+    if (state) this.announce(record, MAIN_BRANCH, state);
+  }
+
   async link(principal: Principal, id: string, input: LinkInput): Promise<RemoteView> {
     this.projects.get(principal, id);
     const remote = await this.prepareLink(input, 'url');
     const record = await this.projects.setRemote(principal, id, remote);
-    await this.store.write((tx) => this.enqueueAllInTx(tx, record));
+    const queued = await this.store.write((tx) => this.enqueueAllInTx(tx, record));
+    if (queued) this.announce(record, queued.branch, queued.state);
     this.wake();
     return this.view(record)!;
   }
@@ -182,7 +189,8 @@ export class RemoteSync {
   async requestSync(principal: Principal, id: string): Promise<RemoteView> {
     const record = this.projects.get(principal, id);
     if (!record.git_remote) throw notLinked();
-    await this.store.write((tx) => this.enqueueAllInTx(tx, record));
+    const queued = await this.store.write((tx) => this.enqueueAllInTx(tx, record));
+    if (queued) this.announce(record, queued.branch, queued.state);
     this.wake();
     return this.view(record)!;
   }
@@ -225,26 +233,32 @@ export class RemoteSync {
     // The caller's record was read before its change; the link may have changed since.
     const record = this.projectOf({ project_id: given.id, team_id: given.team_id });
     if (!record?.git_remote) return false;
-    return this.store.write((tx) => {
+    const queued = await this.store.write((tx) => {
       const head = tx.project(record.seq).getRef(`${BRANCH_REF_PREFIX}${branch}`);
-      if (!head) return false;
-      this.enqueueInTx(tx, record, [{ branch, oid: head }]);
-      return true;
+      return head ? this.enqueueInTx(tx, record, [{ branch, oid: head }]) : null;
     });
+    if (queued) this.announce(record, queued.branch, queued.state);
+    return queued !== null;
   }
 
-  private enqueueAllInTx(tx: StoreWriteTx, record: ProjectRecord): void {
+  /** sync.status on the event bus, after the state was committed. */
+  private announce(record: ProjectRecord, branch: string, state: SyncState): void {
+    this.projects.events.emit('sync.status', record, { branch, status: state.status, oid: state.oid, error: state.error });
+  }
+
+  private enqueueAllInTx(tx: StoreWriteTx, record: ProjectRecord): { branch: string; state: SyncState } | null {
     const branches = tx
       .project(record.seq)
       .listRefs(BRANCH_REF_PREFIX)
       .map((ref) => ({ branch: ref.name.slice(BRANCH_REF_PREFIX.length), oid: ref.oid }));
     // Main first, so the state names main's head when several branches are queued.
     branches.sort((a, b) => Number(b.branch === MAIN_BRANCH) - Number(a.branch === MAIN_BRANCH));
-    this.enqueueInTx(tx, record, branches);
+    return this.enqueueInTx(tx, record, branches);
   }
 
-  private enqueueInTx(tx: StoreWriteTx, record: ProjectRecord, branches: Array<{ branch: string; oid: Oid }>): void {
-    if (branches.length === 0) return;
+  /** Queues pushes of `branches`; the state written (named after the first branch), or null when there were none. */
+  private enqueueInTx(tx: StoreWriteTx, record: ProjectRecord, branches: Array<{ branch: string; oid: Oid }>): { branch: string; state: SyncState } | null {
+    if (branches.length === 0) return null;
     const now = new Date();
     for (const { branch, oid } of branches) {
       const entry: QueueEntry = {
@@ -259,7 +273,9 @@ export class RemoteSync {
       };
       tx.putRecord(queueKey(record.id, branch), entry);
     }
-    tx.putRecord<SyncState>(stateKey(record.id), { status: 'pending', oid: oidToHex(branches[0].oid), at: now.toISOString(), error: null });
+    const state: SyncState = { status: 'pending', oid: oidToHex(branches[0].oid), at: now.toISOString(), error: null };
+    tx.putRecord<SyncState>(stateKey(record.id), state);
+    return { branch: branches[0].branch, state };
   }
 
   // -------------------------------------------------------------------------------------------
@@ -368,23 +384,25 @@ export class RemoteSync {
         idleTimeoutMs: this.options.idleTimeoutMs,
       });
       this.attempts.completed++;
-      await this.store.write((tx) => {
+      const written = await this.store.write((tx): SyncState | null => {
         const current = removeIfUnchanged(tx, key, entry);
         // A newer change of this branch is queued: its `pending` stays until that push runs.
-        if (!current) return;
+        if (!current) return null;
+        let state: SyncState | null = null;
         if (outcome.status === 'pushed') {
-          tx.putRecord<SyncState>(stateKey(entry.project_id), { status: 'synced', oid: oidToHex(outcome.oid), at: at(), error: null });
+          state = { status: 'synced', oid: oidToHex(outcome.oid), at: at(), error: null };
         } else if (outcome.status === 'diverged') {
           const error = `The remote branch ${entry.branch} is at ${oidToHex(outcome.remoteOid)}, which is not in this branch's history; nothing was pushed (pushes are never forced).`;
-          tx.putRecord<SyncState>(stateKey(entry.project_id), { status: 'diverged', oid: oidToHex(outcome.oid), at: at(), error });
+          state = { status: 'diverged', oid: oidToHex(outcome.oid), at: at(), error };
         } else {
           // The branch is gone: nothing left to push for it.
-          const state = tx.getRecord<SyncState>(stateKey(entry.project_id));
-          if (state?.status === 'pending' && tx.listRecords(queuePrefix(entry.project_id), { limit: 1 }).length === 0) {
-            tx.putRecord<SyncState>(stateKey(entry.project_id), { ...state, status: 'synced', at: at() });
-          }
+          const before = tx.getRecord<SyncState>(stateKey(entry.project_id));
+          if (before?.status === 'pending' && tx.listRecords(queuePrefix(entry.project_id), { limit: 1 }).length === 0) state = { ...before, status: 'synced', at: at() };
         }
+        if (state) tx.putRecord<SyncState>(stateKey(entry.project_id), state);
+        return state;
       });
+      if (written) this.announce(record, entry.branch, written);
     } catch (error) {
       if (!this.running && error instanceof RemoteError && error.kind === 'aborted') return;
       await this.recordFailure(key, entry, error);
@@ -398,7 +416,7 @@ export class RemoteSync {
     const attempts = entry.attempts + 1;
     const retry = transient && attempts < this.options.attemptsMax;
     const now = new Date();
-    await this.store.write((tx) => {
+    const state = await this.store.write((tx): SyncState => {
       const current = tx.getRecord<QueueEntry>(key);
       const unchanged = current?.ticket === entry.ticket;
       if (unchanged && retry) {
@@ -408,8 +426,12 @@ export class RemoteSync {
       }
       const status: SyncStatus = retry || !unchanged ? 'pending' : 'error';
       const error = retry || !unchanged ? message : attempts >= this.options.attemptsMax && transient ? `${message} (gave up after ${attempts} attempts)` : message;
-      tx.putRecord<SyncState>(stateKey(entry.project_id), { status, oid: entry.oid, at: now.toISOString(), error });
+      const state: SyncState = { status, oid: entry.oid, at: now.toISOString(), error };
+      tx.putRecord<SyncState>(stateKey(entry.project_id), state);
+      return state;
     });
+    const record = this.projectOf(entry);
+    if (record) this.announce(record, entry.branch, state);
   }
 
   private backoffMs(attempts: number): number {

@@ -5,6 +5,7 @@
 import { mkdirSync } from 'node:fs';
 import type { Store } from '../store/types.js';
 import { Accounts } from './accounts.js';
+import type { EventBus } from './events.js';
 import { DeflateCache } from './deflateCache.js';
 import { EventLoopMonitor } from './eventLoopMonitor.js';
 import { GitExport } from './gitExport.js';
@@ -25,6 +26,8 @@ export interface Treehouse {
   store: Store;
   accounts: Accounts;
   projects: Projects;
+  /** Every change of every project, once committed (src/service/events.ts). */
+  events: EventBus;
   workspace: Workspace;
   linter: Linter;
   rateLimiter: RateLimiter;
@@ -75,12 +78,16 @@ export function openTreehouse(config: Config, store: Store): Treehouse {
         });
   const packChecker = new PackChecker();
   const git = new GitExport(projects, workspace, packChecker, config, deflateCache);
-  workspace.onBranchChanged((record, branch) => remoteSync.branchChanged(record, branch));
+  // A branch that moved or appeared is pushed to the linked repository (a seed's is queued by its link).
+  projects.events.on((event) => {
+    if (event.type === 'branch.created' || (event.type === 'commit.created' && event.data.source !== 'seed')) remoteSync.branchChanged(event.project, event.data.branch);
+  });
   return {
     config,
     store,
     accounts,
     projects,
+    events: projects.events,
     workspace,
     linter,
     rateLimiter,

@@ -1,7 +1,8 @@
 /**
  * File and git operations on a project, on behalf of a caller: resolves the project (404 across
- * teams), names the commit's author after the caller's key, and runs what follows a change of main
- * (framework detection) and of any branch (linked-repository sync).
+ * teams), names the commit's author after the caller's key, runs what follows a change of main
+ * (framework detection), and announces each change on the projects' event bus (src/service/events.ts),
+ * where linked-repository sync listens.
  */
 import { openArchive, type ArchiveFormat } from '../repo/archive.js';
 import { blame } from '../repo/blame.js';
@@ -28,9 +29,8 @@ import type { Person } from '../repo/signature.js';
 import { writeFiles, type WriteFilesInput } from '../repo/writeFiles.js';
 import type { CommitAuthors } from '../repo/writeCommit.js';
 import type { Principal } from './accounts.js';
+import type { CommitSource } from './events.js';
 import type { ProjectRecord, Projects } from './projects.js';
-
-export type BranchChangeListener = (record: ProjectRecord, branch: string) => void;
 
 export function peopleFor(principal: Principal, author?: Person): CommitAuthors {
   // Key labels are checked when keys are made; one made before that check is cleaned as git cleans names.
@@ -39,21 +39,13 @@ export function peopleFor(principal: Principal, author?: Person): CommitAuthors 
 }
 
 export class Workspace {
-  private readonly listeners: BranchChangeListener[] = [];
-
   constructor(private readonly projects: Projects) {}
 
-  /** Called after every commit that moves a branch (commit, restore, merge, push). */
-  onBranchChanged(listener: BranchChangeListener): void {
-    this.listeners.push(listener);
-  }
-
+  /** After every change of a branch's head (commit, restore, merge, push): main's framework is detected again. */
   async branchChanged(record: ProjectRecord, branch: string): Promise<void> {
-    if (branch === MAIN_BRANCH) {
-      const snapshot = headSnapshot(this.projects.repo(record), { branch, read: ['package.json'] });
-      await this.projects.refreshFramework(record, snapshot.names, snapshot.contents.get('package.json')?.toString('utf8'));
-    }
-    for (const listener of this.listeners) listener(record, branch);
+    if (branch !== MAIN_BRANCH) return;
+    const snapshot = headSnapshot(this.projects.repo(record), { branch, read: ['package.json'] });
+    await this.projects.refreshFramework(record, snapshot.names, snapshot.contents.get('package.json')?.toString('utf8'));
   }
 
   listFiles(principal: Principal, id: string, input: { branch: string; prefix?: string; content?: boolean }) {
@@ -64,16 +56,26 @@ export class Workspace {
     return readFile(this.repo(principal, id), input);
   }
 
-  writeFiles(principal: Principal, id: string, input: WriteFilesInput) {
-    return writeFiles(this.repo(principal, id), input);
+  async writeFiles(principal: Principal, id: string, input: WriteFilesInput) {
+    const record = this.projects.get(principal, id);
+    const { written, version } = await writeFiles(this.projects.repo(record), input);
+    const paths = [...input.files.map((file) => file.path), ...(input.deletes ?? [])];
+    this.projects.events.emit('files.changed', record, { branch: input.branch, paths, version });
+    return { written };
   }
 
-  moveFile(principal: Principal, id: string, input: { branch: string; from: string; to: string }) {
-    return moveFile(this.repo(principal, id), input);
+  async moveFile(principal: Principal, id: string, input: { branch: string; from: string; to: string }) {
+    const record = this.projects.get(principal, id);
+    const { from, to, version } = await moveFile(this.projects.repo(record), input);
+    this.projects.events.emit('files.changed', record, { branch: input.branch, paths: [from, to], version });
+    return { from, to };
   }
 
-  deleteFile(principal: Principal, id: string, input: { branch: string; path: string }) {
-    return deleteFile(this.repo(principal, id), input);
+  async deleteFile(principal: Principal, id: string, input: { branch: string; path: string }) {
+    const record = this.projects.get(principal, id);
+    const { path, version } = await deleteFile(this.projects.repo(record), input);
+    this.projects.events.emit('files.changed', record, { branch: input.branch, paths: [path], version });
+    return { path };
   }
 
   async log(principal: Principal, id: string, input: { branch: string; limit: number; cursor?: string; path?: string }) {
@@ -108,21 +110,21 @@ export class Workspace {
   async commit(principal: Principal, id: string, input: { branch: string; message?: string; expectedHead?: string; author?: Person }) {
     const record = this.projects.get(principal, id);
     const result = await commit(this.projects.repo(record), { ...input, people: peopleFor(principal, input.author) });
-    if (result.created) await this.branchChanged(record, input.branch);
+    if (result.created) await this.headMoved(record, input.branch, result.oid, 'api');
     return result;
   }
 
   async restore(principal: Principal, id: string, input: { branch: string; oid: string; force?: boolean }) {
     const record = this.projects.get(principal, id);
     const result = await restore(this.projects.repo(record), { ...input, people: peopleFor(principal) });
-    if (result.created) await this.branchChanged(record, input.branch);
+    if (result.created) await this.headMoved(record, input.branch, result.oid, 'restore');
     return result;
   }
 
   async merge(principal: Principal, id: string, input: { source: string; target: string; message?: string }) {
     const record = this.projects.get(principal, id);
     const result = await mergeBranches(this.projects.repo(record), { ...input, people: peopleFor(principal) });
-    if (result.created || result.fastForward) await this.branchChanged(record, input.target);
+    if (result.created || result.fastForward) await this.headMoved(record, input.target, result.oid, 'merge');
     return result;
   }
 
@@ -138,12 +140,24 @@ export class Workspace {
     return listBranches(this.repo(principal, id));
   }
 
-  createBranch(principal: Principal, id: string, input: { name: string; from?: string }) {
-    return createBranch(this.repo(principal, id), input);
+  async createBranch(principal: Principal, id: string, input: { name: string; from?: string }) {
+    const record = this.projects.get(principal, id);
+    const created = await createBranch(this.projects.repo(record), input);
+    this.projects.events.emit('branch.created', record, { branch: created.name, oid: created.oid });
+    return created;
   }
 
-  deleteBranch(principal: Principal, id: string, input: { name: string }) {
-    return deleteBranch(this.repo(principal, id), input);
+  async deleteBranch(principal: Principal, id: string, input: { name: string }) {
+    const record = this.projects.get(principal, id);
+    const { deleted, oid } = await deleteBranch(this.projects.repo(record), input);
+    this.projects.events.emit('branch.deleted', record, { branch: deleted, oid });
+    return { deleted };
+  }
+
+  /** What follows a head that moved to a new commit: framework detection on main, then the event. */
+  private async headMoved(record: ProjectRecord, branch: string, oid: string, source: CommitSource): Promise<void> {
+    await this.branchChanged(record, branch);
+    this.projects.announceCommit(record, branch, oid, source);
   }
 
   private repo(principal: Principal, id: string) {

@@ -323,7 +323,7 @@ function predictWrite(model: Model, op: Extract<Op, { kind: 'write' }>): Predict
   if (conflicted) return fail('path_conflict');
   return {
     apply: (result) => {
-      expect(result).toEqual({ written: op.files.length });
+      expect(result).toEqual({ written: op.files.length, version: expect.any(Number) });
       branch.files = files;
       branch.locks = locks;
     },
