@@ -291,9 +291,11 @@ export interface LoadSummary {
 export async function runHttpLoad(options: { workDir: string; durationMs: number; clients: number; seedFiles: number }): Promise<LoadSummary> {
   const dataDir = join(options.workDir, 'http-load');
   rmSync(dataDir, { recursive: true, force: true });
-  const keys = await prepareDataDir(dataDir, options.clients);
+  // One key more than clients: the checks before and after the load have a rate limit of their own
+  // (sharing a client's, the final listing could find its bucket empty and be answered 429).
+  const [checkKey, ...keys] = await prepareDataDir(dataDir, options.clients + 1);
   const server = await startServer(dataDir, {});
-  const api: Api = { base: server.url, key: keys[0] };
+  const api: Api = { base: server.url, key: checkKey };
   try {
     const project = (await expect(api, 'POST', '/projects', JSON.stringify({ title: 'Bench load' }), 201)).project.id;
     const seed = [...new SourceTree({ files: options.seedFiles }).files()];
