@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { hashObject, type ObjectType, type Oid } from '../../src/git/oid.js';
 import type { PackObject } from '../../src/git/pack.js';
-import { historyGaps } from '../../src/git/packCheck.js';
+import { historyGaps, receivedCommitObjects } from '../../src/git/packCheck.js';
 import { encodeTree, MODE_FILE, MODE_GITLINK } from '../../src/git/tree.js';
 
 function object(type: ObjectType, body: Buffer): PackObject {
@@ -60,5 +60,28 @@ describe('historyGaps', () => {
       parent = next.oid;
     }
     expect(historyGaps([...commits.reverse(), tree, blob], has, new Set()).size).toBe(0);
+  });
+});
+
+describe('receivedCommitObjects', () => {
+  const blob = object('blob', Buffer.from('content\n'));
+  const tree = object('tree', encodeTree([{ name: 'file', mode: MODE_FILE, oid: blob.oid }]));
+  const read = (objects: PackObject[]) => (oid: Oid) => objects.find((found) => found.oid.equals(oid));
+
+  it('lists a root commit whole, and gives no list (without throwing) where a tree or a parent tree is not there or not a tree', () => {
+    const root = commit(tree.oid, [], 'root');
+    const treeless = commit(hashObject('tree', Buffer.from('absent')), [], 'names an absent tree');
+    const onBlob = commit(tree.oid, [blob.oid], 'a parent that is a blob');
+    const onAbsent = commit(tree.oid, [hashObject('commit', Buffer.from('absent'))], 'a parent nobody has');
+    const objects = [root, treeless, onBlob, onAbsent, tree, blob];
+    const lists = receivedCommitObjects(objects, new Map(), read(objects));
+    expect([...lists.keys()]).toEqual([0]);
+    expect(lists.get(0)).toEqual(Buffer.concat([Buffer.from([2]), tree.oid, Buffer.from([3]), blob.oid]));
+  });
+
+  it('gives no list to a commit with a gap', () => {
+    const root = commit(tree.oid, [], 'root');
+    const objects = [root, tree, blob];
+    expect(receivedCommitObjects(objects, new Map([[hex(root.oid), { missing: 'x', shallow: false }]]), read(objects)).size).toBe(0);
   });
 });
