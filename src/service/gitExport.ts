@@ -62,7 +62,7 @@ export class GitExport {
       if (command.new === null) this.projects.events.emit('branch.deleted', record, { branch, oid: oidToHex(command.old!) });
       else if (command.old === null) this.projects.events.emit('branch.created', record, { branch, oid: oidToHex(command.new) });
       if (command.new !== null) {
-        await this.workspace.branchChanged(record, branch);
+        await this.workspace.refreshFrameworkIfMain(record, branch);
         if (command.old !== null && !command.old.equals(command.new)) this.projects.announceCommit(record, branch, oidToHex(command.new), 'push');
       }
     }

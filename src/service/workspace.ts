@@ -42,7 +42,7 @@ export class Workspace {
   constructor(private readonly projects: Projects) {}
 
   /** After every change of a branch's head (commit, restore, merge, push): main's framework is detected again. */
-  async branchChanged(record: ProjectRecord, branch: string): Promise<void> {
+  async refreshFrameworkIfMain(record: ProjectRecord, branch: string): Promise<void> {
     if (branch !== MAIN_BRANCH) return;
     const snapshot = headSnapshot(this.projects.repo(record), { branch, read: ['package.json'] });
     await this.projects.refreshFramework(record, snapshot.names, snapshot.contents.get('package.json')?.toString('utf8'));
@@ -156,7 +156,7 @@ export class Workspace {
 
   /** What follows a head that moved to a new commit: framework detection on main, then the event. */
   private async headMoved(record: ProjectRecord, branch: string, oid: string, source: CommitSource): Promise<void> {
-    await this.branchChanged(record, branch);
+    await this.refreshFrameworkIfMain(record, branch);
     this.projects.announceCommit(record, branch, oid, source);
   }
 
