@@ -175,27 +175,61 @@ function openFrame(object: PackObject, index: number): Frame {
  * planned without reading trees (src/repo/wire/packObjects.ts). Trees come from the pack, or from the
  * store for a parent's unchanged directories. The lists are an index, not a check: a commit whose
  * list cannot be made (a parent's tree that is not there) simply gets none.
+ *
+ * A client chooses the work: many commits may pair the same large trees (a chain that alternates
+ * two of them). Equal (tree, parent tree) pairs are diffed once, and the tree bytes read in all are
+ * bounded by `treeBytesBudget` (by default a few times what the pack's trees take, which a real
+ * history stays well within); past it the remaining commits get no list and are walked when cloned.
  */
-export function receivedCommitObjects(objects: PackObject[], gaps: Map<string, Gap>, read: (oid: Oid) => ExternalObject | undefined): Map<number, Buffer> {
+export function receivedCommitObjects(
+  objects: PackObject[],
+  gaps: Map<string, Gap>,
+  read: (oid: Oid) => ExternalObject | undefined,
+  treeBytesBudget = defaultTreeBytesBudget(objects),
+): Map<number, Buffer> {
   const lists = new Map<number, Buffer>();
+  let budgetLeft = treeBytesBudget;
   const readTree = (oid: Oid): Buffer | undefined => {
     const found = read(oid);
-    return found?.type === 'tree' ? found.body : undefined;
+    if (found?.type !== 'tree') return undefined;
+    budgetLeft -= found.body.length;
+    if (budgetLeft < 0) throw new ListBudgetSpent();
+    return found.body;
   };
   const treeOf = (oid: Oid): Oid | null => {
     const found = read(oid);
     return found?.type === 'commit' ? decodeCommit(found.body).tree : null;
   };
-  objects.forEach((object, index) => {
-    if (object.type !== 'commit' || gaps.has(oidToHex(object.oid))) return;
+  const byPair = new Map<string, Buffer>();
+  for (let index = 0; index < objects.length; index++) {
+    const object = objects[index];
+    if (object.type !== 'commit' || gaps.has(oidToHex(object.oid))) continue;
     const commit = decodeCommit(object.body);
     const parentTree = commit.parents.length > 0 ? treeOf(commit.parents[0]) : null;
-    if (commit.parents.length > 0 && !parentTree) return;
+    if (commit.parents.length > 0 && !parentTree) continue;
+    const pair = `${oidToHex(commit.tree)}${parentTree ? oidToHex(parentTree) : ''}`;
+    const known = byPair.get(pair);
+    if (known) {
+      lists.set(index, known);
+      continue;
+    }
     try {
-      lists.set(index, introducedObjects(commit.tree, parentTree, readTree));
-    } catch {
+      const list = introducedObjects(commit.tree, parentTree, readTree);
+      byPair.set(pair, list);
+      lists.set(index, list);
+    } catch (error) {
+      if (error instanceof ListBudgetSpent) break;
       // A tree that is not there: the commit is planned by walking its tree instead.
     }
-  });
+  }
   return lists;
+}
+
+class ListBudgetSpent extends Error {}
+
+/** Tree bytes the lists of a pack may read: four times its trees, and 16 MB for a small pack on a large stored tree. */
+function defaultTreeBytesBudget(objects: PackObject[]): number {
+  let treeBytes = 0;
+  for (const object of objects) if (object.type === 'tree') treeBytes += object.body.length;
+  return 4 * treeBytes + 16 * 1024 * 1024;
 }

@@ -79,6 +79,30 @@ describe('receivedCommitObjects', () => {
     expect(lists.get(0)).toEqual(Buffer.concat([Buffer.from([2]), tree.oid, Buffer.from([3]), blob.oid]));
   });
 
+  it('diffs a pair of trees once however many commits repeat it, and stops listing past its budget of tree bytes', () => {
+    const files = (tag: string) => Array.from({ length: 200 }, (_, i) => ({ name: `f${i}`, mode: MODE_FILE, oid: hashObject('blob', Buffer.from(`${tag} ${i}`)) }));
+    const left = object('tree', encodeTree(files('left')));
+    const right = object('tree', encodeTree(files('right')));
+    // A hostile chain: 2,000 commits alternating two large trees, each diffed against the other.
+    const chain: PackObject[] = [commit(left.oid, [], 'root')];
+    for (let i = 1; i < 2000; i++) chain.push(commit(i % 2 ? right.oid : left.oid, [chain[i - 1].oid], `commit ${i}`));
+    const objects = [...chain, left, right];
+    let treeReads = 0;
+    const counting = (oid: Oid) => {
+      const found = read(objects)(oid);
+      if (found?.type === 'tree') treeReads++;
+      return found;
+    };
+    const lists = receivedCommitObjects(objects, new Map(), counting);
+    expect(lists.size).toBe(2000);
+    // The root's tree, then each of the two pairs: five tree reads in all, not 4,000.
+    expect(treeReads).toBe(5);
+    expect(lists.get(2)).toBe(lists.get(4));
+    // A budget of about one tree: the root is listed, the rest get none (and are walked when cloned).
+    const small = receivedCommitObjects(objects, new Map(), read(objects), left.body.length + 10);
+    expect([...small.keys()]).toEqual([0]);
+  });
+
   it('gives no list to a commit with a gap', () => {
     const root = commit(tree.oid, [], 'root');
     const objects = [root, tree, blob];
