@@ -55,8 +55,11 @@ export function checkReceivedPack(pack: Buffer, limits: PackLimits, lookups: Sto
     const { objects } = parsePack(pack, { ...limits, resolveExternal: (oid) => lookups.object(oid), dropBlobBodies: true });
     // git fsck finds nothing to say about a blob's content by itself (special blobs are checked below).
     for (const object of objects) if (object.type !== 'blob') assertFsckClean(object.type, object.body, oidToHex(object.oid));
-    const received = new Map(objects.map((object) => [oidToHex(object.oid), object]));
-    const read = (oid: Oid): ExternalObject | undefined => received.get(oidToHex(oid)) ?? lookups.object(oid);
+    const received = indexOfObjects(objects);
+    const read = (oid: Oid): ExternalObject | undefined => {
+      const index = received.get(oid);
+      return index >= 0 ? objects[index] : lookups.object(oid);
+    };
     // fsck_finish(): the .gitmodules and .gitattributes blobs the received trees name, in the pack or stored.
     assertSpecialBlobsClean(
       objects.filter((object) => object.type === 'tree').map((object) => object.body),
@@ -71,7 +74,7 @@ export function checkReceivedPack(pack: Buffer, limits: PackLimits, lookups: Sto
       },
     );
     if (tooDeep) return { ok: false, message: tooDeep };
-    const gaps = historyGaps(objects, (oid) => lookups.has(oid), clientShallow);
+    const gaps = historyGaps(objects, (oid) => lookups.has(oid), clientShallow, received);
     return { ok: true, objects, gaps, commitObjects: async () => receivedCommitObjects(objects, gaps, read) };
   } catch (error) {
     if (error instanceof PackFormatError || error instanceof FsckError) return { ok: false, message: error.message };
@@ -84,11 +87,10 @@ export function checkReceivedPack(pack: Buffer, limits: PackLimits, lookups: Sto
  * under it. Whatever the store holds is complete already (it never stores anything incomplete),
  * so only received objects are walked, depth first without recursion. Ids stay bytes: the received
  * objects are found through an OidTable and tree entries are read in place (a 3,000-commit push
- * names some 40,000 objects several times each).
+ * names some 40,000 objects several times each). `received`: each object's index by its id, when the
+ * caller has one.
  */
-export function historyGaps(objects: PackObject[], has: (oid: Oid) => boolean, clientShallow: ReadonlySet<string>): Map<string, Gap> {
-  const received = new OidTable(objects.length);
-  objects.forEach((object, index) => received.add(object.oid, 0, index));
+export function historyGaps(objects: PackObject[], has: (oid: Oid) => boolean, clientShallow: ReadonlySet<string>, received = indexOfObjects(objects)): Map<string, Gap> {
   const state = new Uint8Array(objects.length);
   const gapOf: Array<Gap | undefined> = new Array(objects.length);
   /** Ids the store was asked about: 1 held, 0 not. */
@@ -139,6 +141,13 @@ export function historyGaps(objects: PackObject[], has: (oid: Oid) => boolean, c
     }
   }
   return gaps;
+}
+
+/** Each object's index by its id. */
+function indexOfObjects(objects: PackObject[]): OidTable {
+  const table = new OidTable(objects.length);
+  objects.forEach((object, index) => table.add(object.oid, 0, index));
+  return table;
 }
 
 const NO_IDS = Buffer.alloc(0);

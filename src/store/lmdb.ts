@@ -1,5 +1,5 @@
 /**
- * The LMDB backend: one environment holding every project, in seven named databases.
+ * The LMDB backend: one environment holding every project, in eight named databases.
  *
  * | database  | key                                  | value                                          |
  * |-----------|--------------------------------------|------------------------------------------------|
@@ -310,6 +310,17 @@ export class LmdbStore implements Store {
   private readonly deflated: Database<Buffer, Buffer>;
   private readonly shelves: Database<Buffer, Buffer>;
   private readonly introduced: Database<Buffer, Buffer>;
+  /** @internal the databases, for the transaction objects below. */
+  readonly dbs: {
+    objects: Database<Buffer, Buffer>;
+    commits: Database<Buffer, Buffer>;
+    refs: Database<Buffer, Buffer>;
+    worktrees: Database<StoredWorkingTree, Buffer>;
+    records: Database<unknown, string>;
+    deflated: Database<Buffer, Buffer>;
+    shelves: Database<Buffer, Buffer>;
+    introduced: Database<Buffer, Buffer>;
+  };
   private readonly objectListeners: Array<(project: number, stored: NewObject[]) => void> = [];
   private readonly writeListeners: Array<(durationMs: number, committed: boolean) => void> = [];
   /** Objects stored by the write transaction under way, per project, announced after it commits. */
@@ -345,6 +356,7 @@ export class LmdbStore implements Store {
     this.shelves = this.env.openDB({ name: 'shelves', keyEncoding: 'binary', encoding: 'binary' });
     // An index: what each commit brings over its first parent (src/git/introducedObjects.ts).
     this.introduced = this.env.openDB({ name: 'introduced', keyEncoding: 'binary', encoding: 'binary' });
+    this.dbs = { objects: this.objects, commits: this.commits, refs: this.refs, worktrees: this.worktrees, records: this.records, deflated: this.deflated, shelves: this.shelves, introduced: this.introduced };
     this.checkFormat(options.path);
   }
 
@@ -480,16 +492,6 @@ export class LmdbStore implements Store {
     return value;
   }
 
-  private databases: ReturnType<LmdbStore['allDatabases']> | null = null;
-
-  private allDatabases() {
-    return { objects: this.objects, commits: this.commits, refs: this.refs, worktrees: this.worktrees, records: this.records, deflated: this.deflated, shelves: this.shelves, introduced: this.introduced };
-  }
-
-  /** @internal the databases, for the transaction objects below (one object, not one per access: reads use it several times each). */
-  get dbs() {
-    return (this.databases ??= this.allDatabases());
-  }
 }
 
 class LmdbTx implements StoreWriteTx {

@@ -5,7 +5,8 @@
  * out (clones, fetches) with git's deltas, and nothing was compressed or searched to get them: git's
  * pack reuse (pack-objects.c, reuse of existing deltas) does the same.
  */
-import { oidToHex, type Oid } from '../../git/oid.js';
+import type { Oid } from '../../git/oid.js';
+import { OidTable } from '../../git/oidTable.js';
 import type { PackObject } from '../../git/pack.js';
 import { parentsFirst } from '../../git/packOrder.js';
 import type { DeltaForm, ProjectWriteTx } from '../../store/types.js';
@@ -63,7 +64,7 @@ export function storeReceivedObjects(tx: ProjectWriteTx, objects: readonly PackO
   const late: PackObject[] = [];
   const contents = objects.filter((object) => object.type === 'tree' || object.type === 'blob');
   // The depth of each form stored here, so a delta on it needs no read of its base's form.
-  const depths = new Map<string, number>();
+  const depths = new OidTable(contents.length);
   for (const object of [...formsInBaseOrder(contents), ...contents.filter((object) => !object.packed)]) {
     if (storeAsForm(tx, object, depths)) continue;
     tx.putObjectWithId(object.oid, object.type, object.body);
@@ -77,22 +78,22 @@ export function storeReceivedObjects(tx: ProjectWriteTx, objects: readonly PackO
 
 /**
  * A tree or blob stored as its pack entry alone; false when the entry cannot be kept as its form.
- * `depths` has the forms stored so far by hex id (and gets this one's), so a base stored in the
- * same call is not read back.
+ * `depths` has the forms stored so far (and gets this one's), so a base stored in the same call is
+ * not read back.
  */
-function storeAsForm(tx: ProjectWriteTx, object: PackObject, depths: Map<string, number>): boolean {
+function storeAsForm(tx: ProjectWriteTx, object: PackObject, depths: OidTable): boolean {
   const packed = object.packed;
   if (!packed) return false;
   // The length alone: a received blob's body may be rebuilt only when something reads it.
   const bodyBytes = object.bodyBytes ?? object.body.length;
   if (!packed.base) {
     if (!tx.putObjectAsForm(object.oid, object.type, bodyBytes, { deflated: packed.deflated })) return false;
-    depths.set(oidToHex(object.oid), 0);
+    depths.add(object.oid, 0, 0);
     return true;
   }
-  const baseDepth = depths.get(oidToHex(packed.base));
-  const delta = baseDepth === undefined ? deltaFormOf(tx, packed.base, packed.dataBytes) : baseDepth < DELTA_DEPTH_MAX ? { base: packed.base, bytes: packed.dataBytes, depth: baseDepth + 1 } : null;
+  const baseDepth = depths.get(packed.base);
+  const delta = baseDepth < 0 ? deltaFormOf(tx, packed.base, packed.dataBytes) : baseDepth < DELTA_DEPTH_MAX ? { base: packed.base, bytes: packed.dataBytes, depth: baseDepth + 1 } : null;
   if (!delta || !tx.putObjectAsForm(object.oid, object.type, bodyBytes, { deflated: packed.deflated, delta })) return false;
-  depths.set(oidToHex(object.oid), delta.depth);
+  depths.add(object.oid, 0, delta.depth);
   return true;
 }
