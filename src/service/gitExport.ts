@@ -32,6 +32,8 @@ export class GitExport {
   private readonly uploadOptions: UploadPackOptions = { makeForm: (body, base) => this.deflateCache.formOffLoop(body, base) };
 
   advertise(record: ProjectRecord, service: Service, version: 0 | 2): Buffer[] {
+    // A push follows its advertisement: its pack's checker loads while the client packs.
+    if (service === 'git-receive-pack') this.packChecker.prepare();
     return advertise(this.projects.repo(record), service, version);
   }
 

@@ -32,6 +32,7 @@ export const GIT_SEED_TIME_MS_MAX = 10 * 60_000;
 export async function fetchGitSeed(config: Config, source: GitSeedSource, packChecker: PackChecker): Promise<PreparedHistory> {
   try {
     const endpoint = endpointFromUrl(source.url, { token: source.token ?? null });
+    packChecker.prepare();
     // Parsed, delta-resolved and checked like a pushed pack (src/git/packCheck.ts), on the pack
     // checker's thread: the seed has no store to lean on yet, so every base must be in the pack.
     let commitObjects: Promise<Map<string, Buffer>> = Promise.resolve(new Map());

@@ -28,7 +28,8 @@ const CHECK_NICE = 5;
 
 /** The worker's code (src/service/moduleWorker.ts runs it; `load()` imports src/git/packCheck.ts). */
 const WORKER_SOURCE = `
-parentPort.on('message', async ({ id, pack, limits, clientShallow, port, signal }) => {
+parentPort.on('message', async ({ warm, id, pack, limits, clientShallow, port, signal }) => {
+  if (warm) return load().catch(() => {});
   try {
     const { checkReceivedPack } = await load();
     const flag = new Int32Array(signal);
@@ -213,6 +214,22 @@ export class PackChecker {
       this.jobs.set(id, { pack, lookups, lists, settleLists, resolve, reject, done: () => port1.close() });
       worker.postMessage({ id, pack: copy, limits, clientShallow: [...clientShallow], port: port2, signal }, [copy.buffer, port2]);
     });
+  }
+
+  /** Whether the worker thread is started. */
+  get started(): boolean {
+    return this.worker !== null;
+  }
+
+  /**
+   * Starts the worker and loads its modules ahead of a large pack (compiling them takes ~0.2 s
+   * under tsx), when one is about to come: a receive-pack advertisement, a seed's fetch. Idle
+   * servers that are only cloned from never start it.
+   */
+  prepare(): void {
+    if (this.closed || this.worker) return;
+    this.worker = this.spawn();
+    this.worker.postMessage({ warm: true });
   }
 
   async close(): Promise<void> {

@@ -167,3 +167,20 @@ describe('rate limits', () => {
     }
   });
 });
+
+describe('the pack checker', () => {
+  it('starts its worker on a receive-pack advertisement, not on an upload-pack one', async () => {
+    const fresh = await startTestServer();
+    try {
+      const created = await fresh.call('POST', '/api/v1/projects', { title: 'Warm', source: { kind: 'files', files: [{ path: 'a.txt', content: 'a\n' }] } });
+      const basic = `Basic ${Buffer.from(`git:${fresh.key}`).toString('base64')}`;
+      const infoRefs = (service: string) => fetch(`${fresh.url}/git/${created.body.project.id}.git/info/refs?service=${service}`, { headers: { authorization: basic } });
+      expect((await infoRefs('git-upload-pack')).status).toBe(200);
+      expect(fresh.th.packChecker.started).toBe(false);
+      expect((await infoRefs('git-receive-pack')).status).toBe(200);
+      expect(fresh.th.packChecker.started).toBe(true);
+    } finally {
+      await fresh.close();
+    }
+  });
+});

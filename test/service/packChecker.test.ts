@@ -124,4 +124,21 @@ describe('PackChecker on its worker thread', () => {
     const results = await Promise.all(Array.from({ length: 5 }, () => checker.check(pack, {}, lookups)));
     for (const result of results) expect(result.ok && result.objects.map((object) => object.oid.toString('hex'))).toEqual(ids);
   });
+
+  it('starts its worker ahead of a pack when asked (prepare), once, and checks on it', async () => {
+    const prepared = new PackChecker({ inlineBytesMax: 0 });
+    try {
+      expect(prepared.started).toBe(false);
+      prepared.prepare();
+      expect(prepared.started).toBe(true);
+      prepared.prepare();
+      const { pack, ids } = thinPack();
+      const result = await prepared.check(pack, {}, lookups);
+      expect(result.ok && result.objects.map((object) => object.oid.toString('hex'))).toEqual(ids);
+    } finally {
+      await prepared.close();
+    }
+    prepared.prepare();
+    expect(prepared.started).toBe(false);
+  });
 });
