@@ -1,7 +1,8 @@
 /** Records a branch's working tree as a commit on top of its head (nothing when the tree is unchanged). */
 import { TreehouseError } from '../errors.js';
 import { oidToHex } from '../git/oid.js';
-import { branchHead, commitTree, resolveCommit, type Repo } from './repo.js';
+import type { ProjectWriteTx } from '../store/types.js';
+import { branchHead, commitTree, inWriteTx, resolveCommit, type Repo } from './repo.js';
 import { WorkingTree } from './worktree/workingTree.js';
 import { writeCommit, type CommitAuthors } from './writeCommit.js';
 
@@ -21,25 +22,26 @@ export interface CommitResult {
 }
 
 export async function commit(repo: Repo, input: CommitInput): Promise<CommitResult> {
-  return repo.store.write((store) => {
-    const tx = store.project(repo.project);
-    const head = branchHead(tx, input.branch);
-    if (input.expectedHead !== undefined && !matchesHead(tx, input.expectedHead, head)) {
-      throw new TreehouseError('ref_changed', `The head of ${input.branch} is ${oidToHex(head)}.`, { head: oidToHex(head) });
-    }
-    const tree = new WorkingTree(tx, input.branch);
-    const treeOid = tree.writeTree();
-    tree.save();
-    if (treeOid.equals(commitTree(tx, head))) return { oid: oidToHex(head), branch: input.branch, created: false };
-    const oid = writeCommit(tx, {
-      branch: input.branch,
-      tree: treeOid,
-      parents: [head],
-      message: input.message ?? DEFAULT_COMMIT_MESSAGE,
-      people: input.people,
-    });
-    return { oid: oidToHex(oid), branch: input.branch, created: true };
+  return inWriteTx(repo, (tx) => commitInTx(tx, input));
+}
+
+export function commitInTx(tx: ProjectWriteTx, input: CommitInput): CommitResult {
+  const head = branchHead(tx, input.branch);
+  if (input.expectedHead !== undefined && !matchesHead(tx, input.expectedHead, head)) {
+    throw new TreehouseError('ref_changed', `The head of ${input.branch} is ${oidToHex(head)}.`, { head: oidToHex(head) });
+  }
+  const tree = new WorkingTree(tx, input.branch);
+  const treeOid = tree.writeTree();
+  tree.save();
+  if (treeOid.equals(commitTree(tx, head))) return { oid: oidToHex(head), branch: input.branch, created: false };
+  const oid = writeCommit(tx, {
+    branch: input.branch,
+    tree: treeOid,
+    parents: [head],
+    message: input.message ?? DEFAULT_COMMIT_MESSAGE,
+    people: input.people,
   });
+  return { oid: oidToHex(oid), branch: input.branch, created: true };
 }
 
 function matchesHead(tx: Parameters<typeof resolveCommit>[0], expected: string, head: Buffer): boolean {

@@ -2,27 +2,33 @@
 import { TreehouseError } from '../errors.js';
 import { oidToHex } from '../git/oid.js';
 import { BRANCH_REF_PREFIX, branchNameProblem, branchRef } from '../git/refname.js';
-import { commitTree, MAIN_BRANCH, resolveCommit, type Repo } from './repo.js';
+import { commitTree, inWriteTx, MAIN_BRANCH, resolveCommit, type Repo } from './repo.js';
 import { resetWorkingTree } from './worktree/moveWorkingTree.js';
-import type { ProjectReadTx } from '../store/types.js';
+import type { ProjectReadTx, ProjectWriteTx } from '../store/types.js';
 
-export async function createBranch(repo: Repo, input: { name: string; from?: string }): Promise<{ name: string; oid: string }> {
+export interface CreateBranchInput {
+  name: string;
+  from?: string;
+}
+
+export async function createBranch(repo: Repo, input: CreateBranchInput): Promise<{ name: string; oid: string }> {
+  return inWriteTx(repo, (tx) => createBranchInTx(tx, input));
+}
+
+export function createBranchInTx(tx: ProjectWriteTx, input: CreateBranchInput): { name: string; oid: string } {
   const problem = branchNameProblem(input.name);
   if (problem) throw new TreehouseError('invalid_request', `Invalid branch name: ${problem}.`, { issues: [{ path: 'name', message: problem }] });
-  return repo.store.write((store) => {
-    const tx = store.project(repo.project);
-    const from = input.from ?? MAIN_BRANCH;
-    const start = tx.getRef(branchRef(from)) ?? resolveCommit(tx, from);
-    if (tx.getRef(branchRef(input.name))) throw new TreehouseError('branch_exists', `Branch ${input.name} already exists.`);
-    const clash = refNameClash(tx, input.name);
-    if (clash) {
-      throw new TreehouseError('branch_exists', `Branch ${input.name} cannot exist beside branch ${clash} (git keeps refs as paths).`);
-    }
-    tx.casRef(branchRef(input.name), null, start);
-    resetWorkingTree(tx, input.name, commitTree(tx, start));
-    tx.bumpVersion();
-    return { name: input.name, oid: oidToHex(start) };
-  });
+  const from = input.from ?? MAIN_BRANCH;
+  const start = tx.getRef(branchRef(from)) ?? resolveCommit(tx, from);
+  if (tx.getRef(branchRef(input.name))) throw new TreehouseError('branch_exists', `Branch ${input.name} already exists.`);
+  const clash = refNameClash(tx, input.name);
+  if (clash) {
+    throw new TreehouseError('branch_exists', `Branch ${input.name} cannot exist beside branch ${clash} (git keeps refs as paths).`);
+  }
+  tx.casRef(branchRef(input.name), null, start);
+  resetWorkingTree(tx, input.name, commitTree(tx, start));
+  tx.bumpVersion();
+  return { name: input.name, oid: oidToHex(start) };
 }
 
 /** A branch that is a path prefix of `name` or has `name` as one ("a" and "a/b" cannot both exist). */

@@ -7,7 +7,7 @@ import { specialFileProblem } from './worktree/specialFiles.js';
 import { oidToHex, type Oid } from '../git/oid.js';
 import type { ProjectWriteTx } from '../store/types.js';
 import { TreehouseError } from '../errors.js';
-import { MAIN_BRANCH, type Repo } from './repo.js';
+import { inWriteTx, MAIN_BRANCH, type Repo } from './repo.js';
 import { resetWorkingTree } from './worktree/moveWorkingTree.js';
 import { WorkingTree } from './worktree/workingTree.js';
 import { writeCommit, type CommitAuthors } from './writeCommit.js';
@@ -20,12 +20,17 @@ export interface SeedFile {
 
 export const INITIAL_COMMIT_MESSAGE = 'Initial commit';
 
-export async function initProject(repo: Repo, input: { files: SeedFile[]; people: CommitAuthors }): Promise<{ oid: string }> {
-  return repo.store.write((store) => ({ oid: oidToHex(seedMainBranch(store.project(repo.project), input)) }));
+export interface InitProjectInput {
+  files: SeedFile[];
+  people: CommitAuthors;
+}
+
+export async function initProject(repo: Repo, input: InitProjectInput): Promise<{ oid: string }> {
+  return inWriteTx(repo, (tx) => ({ oid: oidToHex(initProjectInTx(tx, input)) }));
 }
 
 /** The initial commit inside the caller's transaction, so a project record and its history land together. */
-export function seedMainBranch(tx: ProjectWriteTx, input: { files: SeedFile[]; people: CommitAuthors }): Oid {
+export function initProjectInTx(tx: ProjectWriteTx, input: InitProjectInput): Oid {
   // An empty root node first, so the branch has a working tree to write into.
   const emptyTree = tx.putObject('tree', encodeTree([]));
   resetWorkingTree(tx, MAIN_BRANCH, emptyTree);

@@ -3,50 +3,56 @@ import { TreehouseError } from '../errors.js';
 import type { Oid } from '../git/oid.js';
 import { isWithin } from '../git/path.js';
 import { pathDepth, TREE_DEPTH_MAX, treeHeight } from '../git/treeDepth.js';
-import type { ProjectReadTx } from '../store/types.js';
-import { branchHead, type Repo } from './repo.js';
+import type { ProjectReadTx, ProjectWriteTx } from '../store/types.js';
+import { branchHead, inWriteTx, type Repo } from './repo.js';
 import { requireValidPath } from './paths.js';
 import { specialFileProblem } from './worktree/specialFiles.js';
 import { WorkingTree } from './worktree/workingTree.js';
 
-export async function moveFile(repo: Repo, input: { branch: string; from: string; to: string }): Promise<{ from: string; to: string; version: number }> {
+export interface MoveFileInput {
+  branch: string;
+  from: string;
+  to: string;
+}
+
+export async function moveFile(repo: Repo, input: MoveFileInput): Promise<{ from: string; to: string; version: number }> {
+  return inWriteTx(repo, (tx) => moveFileInTx(tx, input));
+}
+
+export function moveFileInTx(tx: ProjectWriteTx, input: MoveFileInput): { from: string; to: string; version: number } {
   requireValidPath(input.from, 'from');
   requireValidPath(input.to, 'to');
   if (input.from === input.to || isWithin(input.to, input.from)) {
-    throw new TreehouseError('invalid_request', 'A path cannot be moved onto or into itself.', {
-      issues: [{ path: 'to', message: 'must not be "from" or lie inside it' }],
-    });
-  }
-  const version = await repo.store.write((store) => {
-    const tx = store.project(repo.project);
-    branchHead(tx, input.branch);
-    const tree = new WorkingTree(tx, input.branch);
-    const source = tree.lookup(input.from);
-    if (source.kind === 'missing' || source.kind === 'blocked' || input.from === '') {
-      throw new TreehouseError('not_found', `${input.from} not found.`);
-    }
-    const target = tree.lookup(input.to);
-    if (target.kind === 'file' || target.kind === 'directory') {
-      throw new TreehouseError('already_exists', `${input.to} already exists.`, { paths: [input.to] });
-    }
-    if (target.kind === 'blocked') {
-      throw new TreehouseError('path_conflict', `${target.at} is a file, so ${input.to} cannot be created.`, { paths: [target.at] });
-    }
-    if (source.kind === 'directory') requireDepthAfterMove(tx, source.entry!.oid!, input.from, input.to);
-    // A name git checks by content (.gitmodules, .gitattributes) must get content git accepts.
-    const moved = source.entry!;
-    const special = specialFileProblem(input.to, moved.mode, moved.oid ? tx.getObject(moved.oid) : undefined);
-    if (special) throw new TreehouseError('invalid_request', `${input.to} would fail git fsck: ${special}.`, { issues: [{ path: 'to', message: special }] });
-    const locked = tree.lockedUnder(input.from);
-    if (locked.length > 0) throw new TreehouseError('file_locked', `Locked: ${locked.join(', ')}.`, { paths: locked });
-    // The entry moves whole: a file keeps its blob and mode, a directory its tree (every directory
-    // has a current tree id at the start of a transaction).
-    tree.remove(input.from);
-    tree.setEntry(input.to, source.entry!);
-    tree.save();
-    return tx.bumpVersion();
+  throw new TreehouseError('invalid_request', 'A path cannot be moved onto or into itself.', {
+    issues: [{ path: 'to', message: 'must not be "from" or lie inside it' }],
   });
-  return { from: input.from, to: input.to, version };
+  }
+  branchHead(tx, input.branch);
+  const tree = new WorkingTree(tx, input.branch);
+  const source = tree.lookup(input.from);
+  if (source.kind === 'missing' || source.kind === 'blocked' || input.from === '') {
+    throw new TreehouseError('not_found', `${input.from} not found.`);
+  }
+  const target = tree.lookup(input.to);
+  if (target.kind === 'file' || target.kind === 'directory') {
+    throw new TreehouseError('already_exists', `${input.to} already exists.`, { paths: [input.to] });
+  }
+  if (target.kind === 'blocked') {
+    throw new TreehouseError('path_conflict', `${target.at} is a file, so ${input.to} cannot be created.`, { paths: [target.at] });
+  }
+  if (source.kind === 'directory') requireDepthAfterMove(tx, source.entry!.oid!, input.from, input.to);
+  // A name git checks by content (.gitmodules, .gitattributes) must get content git accepts.
+  const moved = source.entry!;
+  const special = specialFileProblem(input.to, moved.mode, moved.oid ? tx.getObject(moved.oid) : undefined);
+  if (special) throw new TreehouseError('invalid_request', `${input.to} would fail git fsck: ${special}.`, { issues: [{ path: 'to', message: special }] });
+  const locked = tree.lockedUnder(input.from);
+  if (locked.length > 0) throw new TreehouseError('file_locked', `Locked: ${locked.join(', ')}.`, { paths: locked });
+  // The entry moves whole: a file keeps its blob and mode, a directory its tree (every directory
+  // has a current tree id at the start of a transaction).
+  tree.remove(input.from);
+  tree.setEntry(input.to, source.entry!);
+  tree.save();
+  return { from: input.from, to: input.to, version: tx.bumpVersion() };
 }
 
 

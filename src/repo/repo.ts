@@ -5,7 +5,7 @@
 import { TreehouseError } from '../errors.js';
 import { isOidHex, isOidHexPrefix, oidFromHex, oidToHex, type Oid } from '../git/oid.js';
 import { branchRef } from '../git/refname.js';
-import type { ProjectReadTx, Store } from '../store/types.js';
+import type { ProjectReadTx, ProjectWriteTx, Store } from '../store/types.js';
 
 export interface RepoLimits {
   /** One file's content, decoded. */
@@ -23,6 +23,15 @@ export interface Repo {
   store: Store;
   project: number;
   limits: RepoLimits;
+}
+
+/**
+ * Runs a verb's transaction-level core (`<verb>InTx`) in a write transaction of its own: the thin
+ * wrapper each write verb is. A caller that must commit something with the change (an idempotency
+ * record, an event) opens the transaction itself and calls the core inside it.
+ */
+export function inWriteTx<T>(repo: Repo, core: (tx: ProjectWriteTx) => T): Promise<T> {
+  return repo.store.write((store) => core(store.project(repo.project)));
 }
 
 export const MAIN_BRANCH = 'main';

@@ -9,7 +9,8 @@ import type { Oid } from '../git/oid.js';
 import { MODE_FILE, MODE_GITLINK } from '../git/tree.js';
 import { specialFileProblem } from './worktree/specialFiles.js';
 import { decodeContent, type ContentEncoding } from './fileContent.js';
-import { branchHead, type Repo } from './repo.js';
+import type { ProjectWriteTx } from '../store/types.js';
+import { branchHead, inWriteTx, type Repo, type RepoLimits } from './repo.js';
 import { WorkingTree } from './worktree/workingTree.js';
 
 export interface FileWrite {
@@ -25,56 +26,64 @@ export interface WriteFilesInput {
   deletes?: string[];
 }
 
-interface PreparedWrite {
+export interface PreparedWrite {
   path: string;
   bytes: Buffer;
   locked: boolean | undefined;
 }
 
+/** A batch checked where no storage is needed (prepareBatch): the contents decoded. */
+export interface PreparedBatch {
+  branch: string;
+  writes: PreparedWrite[];
+  deletes: string[];
+}
+
 /** `version`: the project's version after the write. */
 export async function writeFiles(repo: Repo, input: WriteFilesInput): Promise<{ written: number; version: number }> {
-  const deletes = input.deletes ?? [];
-  const prepared = prepare(repo, input.files, deletes);
-  const version = await repo.store.write((store) => {
-    const tx = store.project(repo.project);
-    branchHead(tx, input.branch);
-    const tree = new WorkingTree(tx, input.branch);
-    const locked: string[] = [];
-    const missing: string[] = [];
-    for (const path of deletes) {
-      const found = tree.lookup(path);
-      if (found.kind === 'missing' || found.kind === 'blocked') missing.push(path);
-      else locked.push(...tree.lockedUnder(path));
-    }
-    if (missing.length > 0) throw new TreehouseError('not_found', `Not found: ${missing.join(', ')}.`, { paths: missing });
-    throwIfLocked(locked);
-    for (const path of deletes) tree.remove(path);
+  const batch = prepareBatch(repo.limits, input);
+  return inWriteTx(repo, (tx) => writeFilesInTx(tx, batch));
+}
 
-    const conflicts: string[] = [];
-    prepared.forEach((write) => {
-      const found = tree.lookup(write.path);
-      // The file's previous version is the likely delta base of the new one (src/service/deflateCache.ts).
-      const blob = tx.putObject('blob', write.bytes, undefined, found.kind === 'file' ? found.entry.oid : null);
-      // A submodule is a directory in a checkout: a file may not replace it (delete it first).
-      if (found.kind === 'directory' || found.kind === 'blocked' || (found.kind === 'file' && found.entry.mode === MODE_GITLINK)) {
-        conflicts.push(write.path);
-        return;
-      }
-      if (found.kind === 'file' && found.entry.locked && write.locked !== false && !found.entry.oid?.equals(blob)) {
-        locked.push(write.path);
-        return;
-      }
-      const keepLock = found.kind === 'file' ? found.entry.locked : false;
-      tree.setFile(write.path, { oid: blob, size: write.bytes.length, locked: write.locked ?? keepLock });
-    });
-    throwIfLocked(locked);
-    if (conflicts.length > 0) {
-      throw new TreehouseError('path_conflict', `A file and a directory would share a path: ${conflicts.join(', ')}.`, { paths: conflicts });
+/** The batch applied in the caller's transaction: all of it, or (throwing) none. */
+export function writeFilesInTx(tx: ProjectWriteTx, batch: PreparedBatch): { written: number; version: number } {
+  const { deletes, writes: prepared, branch } = batch;
+  branchHead(tx, branch);
+  const tree = new WorkingTree(tx, branch);
+  const locked: string[] = [];
+  const missing: string[] = [];
+  for (const path of deletes) {
+    const found = tree.lookup(path);
+    if (found.kind === 'missing' || found.kind === 'blocked') missing.push(path);
+    else locked.push(...tree.lockedUnder(path));
+  }
+  if (missing.length > 0) throw new TreehouseError('not_found', `Not found: ${missing.join(', ')}.`, { paths: missing });
+  throwIfLocked(locked);
+  for (const path of deletes) tree.remove(path);
+
+  const conflicts: string[] = [];
+  prepared.forEach((write) => {
+    const found = tree.lookup(write.path);
+    // The file's previous version is the likely delta base of the new one (src/service/deflateCache.ts).
+    const blob = tx.putObject('blob', write.bytes, undefined, found.kind === 'file' ? found.entry.oid : null);
+    // A submodule is a directory in a checkout: a file may not replace it (delete it first).
+    if (found.kind === 'directory' || found.kind === 'blocked' || (found.kind === 'file' && found.entry.mode === MODE_GITLINK)) {
+      conflicts.push(write.path);
+      return;
     }
-    tree.save();
-    return tx.bumpVersion();
+    if (found.kind === 'file' && found.entry.locked && write.locked !== false && !found.entry.oid?.equals(blob)) {
+      locked.push(write.path);
+      return;
+    }
+    const keepLock = found.kind === 'file' ? found.entry.locked : false;
+    tree.setFile(write.path, { oid: blob, size: write.bytes.length, locked: write.locked ?? keepLock });
   });
-  return { written: prepared.length, version };
+  throwIfLocked(locked);
+  if (conflicts.length > 0) {
+    throw new TreehouseError('path_conflict', `A file and a directory would share a path: ${conflicts.join(', ')}.`, { paths: conflicts });
+  }
+  tree.save();
+  return { written: prepared.length, version: tx.bumpVersion() };
 }
 
 function throwIfLocked(paths: string[]): void {
@@ -82,11 +91,16 @@ function throwIfLocked(paths: string[]): void {
 }
 
 /** Checks that need no storage: count, paths, duplicates, sizes, encodings. */
-function prepare(repo: Repo, files: FileWrite[], deletes: string[]): PreparedWrite[] {
+export function prepareBatch(limits: RepoLimits, input: WriteFilesInput): PreparedBatch {
+  const deletes = input.deletes ?? [];
+  return { branch: input.branch, writes: prepareWrites(limits, input.files, deletes), deletes };
+}
+
+function prepareWrites(limits: RepoLimits, files: FileWrite[], deletes: string[]): PreparedWrite[] {
   const entryCount = files.length + deletes.length;
-  if (entryCount > repo.limits.batchFilesMax) {
-    throw new TreehouseError('payload_too_large', `A batch holds at most ${repo.limits.batchFilesMax} entries.`, {
-      limit: repo.limits.batchFilesMax,
+  if (entryCount > limits.batchFilesMax) {
+    throw new TreehouseError('payload_too_large', `A batch holds at most ${limits.batchFilesMax} entries.`, {
+      limit: limits.batchFilesMax,
     });
   }
   const issues: Array<{ path: string; message: string }> = [];
@@ -104,9 +118,9 @@ function prepare(repo: Repo, files: FileWrite[], deletes: string[]): PreparedWri
   if (issues.length > 0) throw new TreehouseError('invalid_request', 'The batch has invalid paths.', { issues });
   return files.map((file, index) => {
     const bytes = decodeContent(file.content, file.encoding, `files.${index}.content`);
-    if (bytes.length > repo.limits.fileBytesMax) {
-      throw new TreehouseError('payload_too_large', `${file.path} is larger than ${repo.limits.fileBytesMax} bytes.`, {
-        limit: repo.limits.fileBytesMax,
+    if (bytes.length > limits.fileBytesMax) {
+      throw new TreehouseError('payload_too_large', `${file.path} is larger than ${limits.fileBytesMax} bytes.`, {
+        limit: limits.fileBytesMax,
         path: file.path,
       });
     }

@@ -9,7 +9,7 @@
  *   transaction that points main at them (a failure drops what was stored).
  */
 import { startMainAt, storeHistoryObjects } from '../repo/wire/importHistory.js';
-import { seedMainBranch, type SeedFile } from '../repo/initProject.js';
+import { initProjectInTx, type SeedFile } from '../repo/initProject.js';
 import type { ContentEncoding } from '../repo/fileContent.js';
 import type { StoreWriteTx } from '../store/types.js';
 import type { Principal } from './accounts.js';
@@ -76,7 +76,7 @@ export class ProjectCreation {
       const files = await this.seedFiles(source);
       const seedHistory = remote
         ? (tx: StoreWriteTx, created: ProjectRecord) => {
-            seedMainBranch(tx.project(created.seq), { files, people });
+            initProjectInTx(tx.project(created.seq), { files, people });
             link(tx, created);
           }
         : undefined;

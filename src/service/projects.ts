@@ -3,7 +3,7 @@
  * the store. A project of another team is indistinguishable from one that does not exist (404).
  */
 import { TreehouseError } from '../errors.js';
-import { seedMainBranch, type SeedFile } from '../repo/initProject.js';
+import { initProjectInTx, type SeedFile } from '../repo/initProject.js';
 import { DEFAULT_REPO_LIMITS, MAIN_BRANCH, type Repo } from '../repo/repo.js';
 import type { CommitAuthors } from '../repo/writeCommit.js';
 import type { Store, StoreReadTx, StoreWriteTx } from '../store/types.js';
@@ -174,7 +174,7 @@ export class Projects {
         git_remote: null,
       };
       if (input.seedHistory) input.seedHistory(tx, record);
-      else seedMainBranch(tx.project(seq), { files: input.files, people: input.people });
+      else initProjectInTx(tx.project(seq), { files: input.files, people: input.people });
       this.putProject(tx, record);
       tx.putRecord(handleKey(handle), record.id);
       tx.putRecord(teamIndexKey(record), record.id);

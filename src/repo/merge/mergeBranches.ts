@@ -16,7 +16,7 @@ import { isAncestor } from '../ancestry.js';
 import { computeMerge, type CommitGraph } from './mergeBase.js';
 import type { MergeObjects, StagedObjects, TreeMergeOutcome } from './mergeTrees.js';
 import { requireCleanWorkingTree, requireUnlockedChanges, resetWorkingTree } from '../worktree/moveWorkingTree.js';
-import { branchHead, commitTree, type Repo } from '../repo.js';
+import { branchHead, commitTree, inWriteTx, type Repo } from '../repo.js';
 import { specialFileProblem } from '../worktree/specialFiles.js';
 import { writeCommit, type CommitAuthors } from '../writeCommit.js';
 
@@ -28,37 +28,42 @@ export interface MergeResult {
   created: boolean;
 }
 
-export async function mergeBranches(
-  repo: Repo,
-  input: { source: string; target: string; message?: string; people: CommitAuthors },
-): Promise<MergeResult> {
-  return repo.store.write((store) => {
-    const tx = store.project(repo.project);
-    const plan = planMerge(tx, input, mergeObjects(tx));
-    const { targetHead, sourceHead } = plan;
-    if (plan.kind === 'up-to-date') return { oid: oidToHex(targetHead), fastForward: false, upToDate: true, created: false };
-    if (plan.kind === 'fast-forward') {
-      tx.casRef(branchRef(input.target), targetHead, sourceHead);
-      resetWorkingTree(tx, input.target, plan.tree);
-      tx.bumpVersion();
-      return { oid: oidToHex(sourceHead), fastForward: true, created: false };
-    }
-    const { outcome, staged } = plan;
-    if (!outcome.clean) {
-      const conflicts = outcome.conflicts.map(({ path, kind }) => ({ path, kind }));
-      throw new TreehouseError('merge_conflict', `Merging ${input.source} into ${input.target} conflicts in ${conflicts.length} path(s); nothing was changed.`, { conflicts });
-    }
-    staged.flush(outcome.tree);
-    const oid = writeCommit(tx, {
-      branch: input.target,
-      tree: outcome.tree,
-      parents: [targetHead, sourceHead],
-      message: input.message ?? `Merge branch '${input.source}' into ${input.target}`,
-      people: input.people,
-    });
-    resetWorkingTree(tx, input.target, outcome.tree);
-    return { oid: oidToHex(oid), fastForward: false, created: true };
+export interface MergeInput {
+  source: string;
+  target: string;
+  message?: string;
+  people: CommitAuthors;
+}
+
+export async function mergeBranches(repo: Repo, input: MergeInput): Promise<MergeResult> {
+  return inWriteTx(repo, (tx) => mergeBranchesInTx(tx, input));
+}
+
+export function mergeBranchesInTx(tx: ProjectWriteTx, input: MergeInput): MergeResult {
+  const plan = planMerge(tx, input, mergeObjects(tx));
+  const { targetHead, sourceHead } = plan;
+  if (plan.kind === 'up-to-date') return { oid: oidToHex(targetHead), fastForward: false, upToDate: true, created: false };
+  if (plan.kind === 'fast-forward') {
+    tx.casRef(branchRef(input.target), targetHead, sourceHead);
+    resetWorkingTree(tx, input.target, plan.tree);
+    tx.bumpVersion();
+    return { oid: oidToHex(sourceHead), fastForward: true, created: false };
+  }
+  const { outcome, staged } = plan;
+  if (!outcome.clean) {
+    const conflicts = outcome.conflicts.map(({ path, kind }) => ({ path, kind }));
+    throw new TreehouseError('merge_conflict', `Merging ${input.source} into ${input.target} conflicts in ${conflicts.length} path(s); nothing was changed.`, { conflicts });
+  }
+  staged.flush(outcome.tree);
+  const oid = writeCommit(tx, {
+    branch: input.target,
+    tree: outcome.tree,
+    parents: [targetHead, sourceHead],
+    message: input.message ?? `Merge branch '${input.source}' into ${input.target}`,
+    people: input.people,
   });
+  resetWorkingTree(tx, input.target, outcome.tree);
+  return { oid: oidToHex(oid), fastForward: false, created: true };
 }
 
 /** What merging `source` into `target` would do, computed in memory; nothing is written. */

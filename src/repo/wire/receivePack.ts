@@ -20,7 +20,7 @@ import type { RefResult, RefUpdateCommand } from '../../git/smartProtocol.js';
 import type { ProjectWriteTx } from '../../store/types.js';
 import { isAncestor } from '../ancestry.js';
 import { lockedChanges, resetWorkingTree, uncommittedPaths } from '../worktree/moveWorkingTree.js';
-import { MAIN_BRANCH, type Repo } from '../repo.js';
+import { inWriteTx, MAIN_BRANCH, type Repo } from '../repo.js';
 
 export interface ReceivePackInput {
   commands: RefUpdateCommand[];
@@ -36,6 +36,14 @@ export interface ReceivePackInput {
    * src/service/packChecker.ts; without it the pack is checked inline.
    */
   checkPack?: (pack: Buffer, limits: PackLimits, lookups: StoreLookups, clientShallow: ReadonlySet<string>) => Promise<PackCheckResult>;
+}
+
+/** A push whose pack passed its check: the received objects, the history gaps found, the ref commands. */
+export interface CheckedPush {
+  objects: PackObject[];
+  gaps: Map<string, Gap>;
+  commands: RefUpdateCommand[];
+  atomic?: boolean;
 }
 
 export interface ReceivePackResult {
@@ -92,40 +100,44 @@ export async function receivePack(repo: Repo, input: ReceivePackInput): Promise<
     commitObjects = checked.commitObjects();
   }
   try {
-    const result = await repo.store.write((store) => {
-      const tx = store.project(repo.project);
-      // Parents before children, so every commit's generation number is computed from indexed parents.
-      storeReceivedObjects(tx, objects.filter((object) => !gaps.has(oidToHex(object.oid))));
-      const results: RefResult[] = [];
-      const updatedBranches: string[] = [];
-      const hints: string[] = [];
-      // One listing per push, however many branches it creates.
-      const branches = new BranchNames(tx.listRefs(BRANCH_REF_PREFIX).map((ref) => ref.name));
-      for (const command of input.commands) {
-        try {
-          const branch = applyCommand(tx, command, gaps, branches);
-          results.push({ ref: command.ref, ok: true });
-          if (branch) updatedBranches.push(branch);
-        } catch (error) {
-          if (!(error instanceof RefusedUpdate)) throw error;
-          results.push({ ref: command.ref, ok: false, reason: error.message });
-          hints.push(`${command.ref}: ${error.hint}`);
-        }
-      }
-      if (input.atomic && results.some((result) => !result.ok)) {
-        throw new AtomicFailure(
-          results.map((r) => (r.ok ? { ref: r.ref, ok: false, reason: 'atomic push failed' } : r)),
-          [...hints, 'the push was atomic, so no branch moved'],
-        );
-      }
-      return { unpackError: null, results, updatedBranches, hints };
-    });
+    const result = await inWriteTx(repo, (tx) => applyPushInTx(tx, { objects, gaps, commands: input.commands, atomic: input.atomic }));
     await indexCommitObjects(repo, objects, commitObjects);
     return result;
   } catch (error) {
     if (error instanceof AtomicFailure) return { unpackError: null, results: error.results, updatedBranches: [], hints: error.hints };
     throw error;
   }
+}
+
+/** A checked push in the caller's transaction: its objects stored (those of a gap left out), then each ref command applied. */
+export function applyPushInTx(tx: ProjectWriteTx, push: CheckedPush): ReceivePackResult {
+  const { objects, gaps, commands, atomic } = push;
+  // Parents before children, so every commit's generation number is computed from indexed parents.
+  storeReceivedObjects(tx, objects.filter((object) => !gaps.has(oidToHex(object.oid))));
+  const results: RefResult[] = [];
+  const updatedBranches: string[] = [];
+  const hints: string[] = [];
+  // One listing per push, however many branches it creates.
+  const branches = new BranchNames(tx.listRefs(BRANCH_REF_PREFIX).map((ref) => ref.name));
+  for (const command of commands) {
+    try {
+      const branch = applyCommand(tx, command, gaps, branches);
+      results.push({ ref: command.ref, ok: true });
+      if (branch) updatedBranches.push(branch);
+    } catch (error) {
+      if (!(error instanceof RefusedUpdate)) throw error;
+      results.push({ ref: command.ref, ok: false, reason: error.message });
+      hints.push(`${command.ref}: ${error.hint}`);
+    }
+  }
+  // Thrown, so the transaction stores nothing; receivePack answers it.
+  if (atomic && results.some((result) => !result.ok)) {
+    throw new AtomicFailure(
+      results.map((r) => (r.ok ? { ref: r.ref, ok: false, reason: 'atomic push failed' } : r)),
+      [...hints, 'the push was atomic, so no branch moved'],
+    );
+  }
+  return { unpackError: null, results, updatedBranches, hints };
 }
 
 /**
