@@ -429,7 +429,7 @@ export class LmdbStore implements Store {
    * the event loop never waits for the disk; several writes that queue up meanwhile share one commit.
    * The promise resolves after `flushed`, when the commit is durable, so the caller may acknowledge it.
    */
-  async write<T>(action: (tx: StoreWriteTx) => T): Promise<T> {
+  async write<T>(action: (tx: StoreWriteTx) => T, options: { afterCommit?: () => void } = {}): Promise<T> {
     this.assertOpen();
     const stored = new Map<number, NewObject[]>();
     const started = performance.now();
@@ -452,6 +452,8 @@ export class LmdbStore implements Store {
       if (isStorageFull(error)) throw new StorageFullError(String((error as Error).message));
       throw error;
     }
+    // Committed (the next transaction reads it), not yet durable.
+    options.afterCommit?.();
     await this.env.flushed;
     this.noteWriteDone(started, true);
     if (this.objectListeners.length > 0) {
@@ -851,8 +853,8 @@ class LmdbProjectTx implements ProjectWriteTx {
     return oid;
   }
 
-  putObjectWithId(oid: Oid, type: ObjectType, body: Buffer, annex?: Buffer): void {
-    this.storeObject(oid, type, body, annex, null);
+  putObjectWithId(oid: Oid, type: ObjectType, body: Buffer, annex?: Buffer, similarTo?: Oid | null): void {
+    this.storeObject(oid, type, body, annex, similarTo ?? null);
   }
 
   private storeObject(oid: Oid, type: ObjectType, body: Buffer, annex: Buffer | undefined, similarTo: Oid | null): void {

@@ -108,8 +108,8 @@ export interface ProjectWriteTx extends ProjectReadTx {
    * passed on to onObjectsStored listeners as a delta base to try; it is not kept.
    */
   putObject(type: ObjectType, body: Buffer, annex?: Buffer, similarTo?: Oid | null): Oid;
-  /** Stores an object whose id the caller already computed (received packs, imports). */
-  putObjectWithId(oid: Oid, type: ObjectType, body: Buffer, annex?: Buffer): void;
+  /** Stores an object whose id the caller already computed (received packs, imports, replayed writes); `similarTo` as putObject's. */
+  putObjectWithId(oid: Oid, type: ObjectType, body: Buffer, annex?: Buffer, similarTo?: Oid | null): void;
   /**
    * The one way a ref moves: `expected` null means "must not exist", `next` null deletes.
    * A mismatch throws RefChangedError and leaves the ref as it was.

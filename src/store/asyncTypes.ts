@@ -1,0 +1,136 @@
+/**
+ * The asynchronous storage interface (issue 14): what a backend that pays a round trip per call (a
+ * PostgreSQL of several nodes) can implement, and what the layers above move to from the
+ * synchronous interface of src/store/types.ts, which LMDB alone can offer.
+ *
+ * Small interfaces by role, as go-git's storers are: object, commit-index, ref, working-tree and
+ * record reads; the writes of a transaction; and the pack-ready forms as an optional capability.
+ *
+ * - **Reads are asynchronous and batched**: many objects, commit entries or sizes in one call (a
+ *   tree level at a time), so a networked backend pays one round trip per batch. Objects are
+ *   immutable, so any layer may cache what it read; bodies are the caller's copies.
+ * - **Writes are buffered**: puts are recorded in the transaction (read back by its own reads) and
+ *   applied together when the callback resolves; a compare-and-swap of a ref is checked at once
+ *   against what the transaction sees and again when it commits. A callback that throws writes
+ *   nothing. `write` resolves once the commit is durable, so the caller may acknowledge it.
+ * - **Isolation**: a read transaction sees each committed write whole, never part of one (it is
+ *   not one snapshot across its awaits: a ref read twice may have moved); objects are removed only
+ *   with their project. A write transaction is serialisable: what it read
+ *   of refs, working trees, versions and records is what it commits over (a backend may run the
+ *   callback again when another writer changed those meanwhile, so a callback does nothing but
+ *   reads and writes through `tx`).
+ */
+import type { ObjectType, Oid } from '../git/oid.js';
+import type { AnnexedObject, CommitInfo, DeflatedObject, DeltaForm, NewObject, StoredObject, WorkingTreeState } from './types.js';
+
+export interface ObjectReads {
+  getObject(oid: Oid): Promise<StoredObject | undefined>;
+  /** Objects in the order asked, undefined where one is not stored. */
+  getObjects(oids: readonly Oid[]): Promise<Array<StoredObject | undefined>>;
+  /** Objects with the annex their writer kept beside them (null when none), undefined where not stored. */
+  getObjectsWithAnnex(oids: readonly Oid[]): Promise<Array<AnnexedObject | undefined>>;
+  hasObjects(oids: readonly Oid[]): Promise<boolean[]>;
+  /** Body sizes, without reading the bodies. */
+  objectSizes(oids: readonly Oid[]): Promise<Array<number | undefined>>;
+  /** Every stored object whose id starts with the given hex digits, at most `limit` of them. */
+  findObjectsByPrefix(hexPrefix: string, limit: number): Promise<Oid[]>;
+}
+
+export interface CommitIndexReads {
+  /** Parents, tree, time and generation of stored commits, undefined where one is not a stored commit. */
+  getCommitInfos(oids: readonly Oid[]): Promise<Array<CommitInfo | undefined>>;
+  /** The trees and blobs a commit brings over its first parent (src/git/introducedObjects.ts), when indexed. */
+  getCommitObjects(commit: Oid): Promise<Buffer | undefined>;
+}
+
+export interface RefReads {
+  getRef(name: string): Promise<Oid | undefined>;
+  /** Refs whose name starts with `prefix`, sorted by name. */
+  listRefs(prefix: string): Promise<Array<{ name: string; oid: Oid }>>;
+}
+
+export interface WorkingTreeReads {
+  getWorkingTree(branch: string): Promise<WorkingTreeState | undefined>;
+  /** +1 on every change to the project's files, refs or settings. */
+  getVersion(): Promise<number>;
+}
+
+export interface ProjectReads extends ObjectReads, CommitIndexReads, RefReads, WorkingTreeReads {
+  readonly project: number;
+}
+
+export interface ProjectWrites extends ProjectReads {
+  /**
+   * Stores an object (a stored id keeps its first copy) and, for commits, indexes it; returns its
+   * id. `annex`: data derived from the object its reader wants in the same read. `similarTo`: a
+   * stored object this one is likely close to, passed to onObjectsStored listeners; not kept.
+   */
+  putObject(type: ObjectType, body: Buffer, annex?: Buffer, similarTo?: Oid | null): Oid;
+  /** Stores an object whose id the caller computed (received packs, imports). */
+  putObjectWithId(oid: Oid, type: ObjectType, body: Buffer, annex?: Buffer): void;
+  /**
+   * Moves a ref: `expected` null means "must not exist", `next` null deletes. Rejects with
+   * RefChangedError when the ref is not at `expected`, now or when the transaction commits.
+   */
+  casRef(name: string, expected: Oid | null, next: Oid | null): Promise<void>;
+  /** Indexes a commit's introducedObjects() list, replacing an earlier one; the commit must be stored. */
+  putCommitObjects(commit: Oid, records: Buffer): void;
+  putWorkingTree(branch: string, state: WorkingTreeState): void;
+  deleteWorkingTree(branch: string): void;
+  /** Adds one to the project's version and returns the new version. */
+  bumpVersion(): Promise<number>;
+}
+
+/**
+ * Pack-ready forms (src/store/types.ts DeflatedObject), a capability a backend may lack: the layers
+ * above then deflate what they send.
+ */
+export interface PackFormReads {
+  /** Forms in the order asked (copies), undefined where an object has none. */
+  getDeflated(oids: readonly Oid[]): Promise<Array<DeflatedObject | undefined>>;
+}
+
+export interface PackFormWrites extends PackFormReads {
+  /** Keeps the zlib-deflated body of a stored object; a form, once kept, is never replaced. */
+  putDeflated(oid: Oid, deflated: Buffer): void;
+  /** Keeps a form as a delta on a base that has a form, at 1 + its depth; false when nothing was kept. */
+  putDeflatedDelta(oid: Oid, delta: DeltaForm, deflated: Buffer): Promise<boolean>;
+  /** Stores a tree or blob as its form alone (a received pack's entry); false, storing nothing, when the delta does not fit. */
+  putObjectAsForm(oid: Oid, type: ObjectType, inflatedBytes: number, form: { deflated: Buffer; delta?: DeltaForm }): Promise<boolean>;
+}
+
+export interface RecordReads {
+  getRecord<T>(key: string): Promise<T | undefined>;
+  /** Records whose key starts with `prefix`, in key order (reverse: descending). */
+  listRecords<T>(prefix: string, options?: { reverse?: boolean; after?: string; limit?: number }): Promise<Array<{ key: string; value: T }>>;
+}
+
+export interface AsyncStoreReadTx extends RecordReads {
+  project(project: number): ProjectReads & Partial<PackFormReads>;
+}
+
+export interface AsyncStoreWriteTx extends RecordReads {
+  project(project: number): ProjectWrites & Partial<PackFormWrites>;
+  putRecord<T>(key: string, value: T): void;
+  deleteRecord(key: string): void;
+}
+
+export interface AsyncStore {
+  /** Whether transactions offer pack-ready forms (PackFormReads, PackFormWrites). */
+  readonly packForms: boolean;
+  read<T>(action: (tx: AsyncStoreReadTx) => Promise<T>): Promise<T>;
+  /** Runs `action` as one write transaction and resolves once its commit is durable. */
+  write<T>(action: (tx: AsyncStoreWriteTx) => Promise<T>): Promise<T>;
+  /**
+   * Removes at most `keysMax` of a project's stored entries in a transaction of its own and returns
+   * how many it removed: 0 when none are left.
+   */
+  dropProjectKeys(project: number, keysMax: number): Promise<number>;
+  /** Called after each committed write with the objects it stored, per project (the deflate cache). */
+  onObjectsStored(listener: (project: number, stored: NewObject[]) => void): void;
+  /** Called after each write transaction, committed or not, with how long it took (metrics). */
+  onWriteDone(listener: (durationMs: number, committed: boolean) => void): void;
+  /** Bytes the backend's data takes now. */
+  storageUsedBytes(): Promise<number>;
+  close(): Promise<void>;
+}

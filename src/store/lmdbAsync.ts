@@ -1,0 +1,566 @@
+/**
+ * The asynchronous interface (src/store/asyncTypes.ts) over the LMDB store.
+ *
+ * Reads are the synchronous store's, answered at once. A write transaction cannot stay open across
+ * an `await` in lmdb-js (a write transaction is global to the process: every other read and write
+ * would run inside it), so a write callback records its writes in an overlay its own reads consult,
+ * and when it resolves they are replayed, in order, in one synchronous child transaction.
+ *
+ * Serialisable, optimistically: write callbacks start one at a time (a FIFO queue), and the replay
+ * first checks that what its callback read of refs, working trees, versions and records is still
+ * what the store holds; when another writer changed it (an earlier replay in the same batch, or a
+ * writer of the synchronous interface), the callback runs again (at most WRITE_ATTEMPTS_MAX times),
+ * then holding the queue until its replay has committed. Writers of different branches or
+ * projects so share one commit and its fsync, as the synchronous interface's do.
+ */
+import { isDeepStrictEqual } from 'node:util';
+import { inflateSync } from 'node:zlib';
+import { applyDelta } from '../git/delta.js';
+import { hashObject, oidToHex, type ObjectType, type Oid } from '../git/oid.js';
+import type {
+  AsyncStore,
+  AsyncStoreReadTx,
+  AsyncStoreWriteTx,
+  PackFormReads,
+  PackFormWrites,
+  ProjectReads,
+  ProjectWrites,
+} from './asyncTypes.js';
+import { commitInfoFromBody } from './commitIndex.js';
+import type { LmdbStore } from './lmdb.js';
+import {
+  RefChangedError,
+  type AnnexedObject,
+  type CommitInfo,
+  type DeflatedObject,
+  type DeltaForm,
+  type NewObject,
+  type ProjectReadTx,
+  type ProjectWriteTx,
+  type StoredObject,
+  type StoreWriteTx,
+  type WorkingTreeState,
+} from './types.js';
+
+/** Runs of a write callback before a conflict with a synchronous writer is reported. */
+const WRITE_ATTEMPTS_MAX = 8;
+
+/** What a replay found changed since its callback read it: the callback runs again. */
+export class WriteConflict extends Error {
+  override name = 'WriteConflict';
+}
+
+/** A FIFO lock: `acquire` resolves with the function that releases it. */
+class WriterQueue {
+  private tail: Promise<void> = Promise.resolve();
+
+  acquire(): Promise<() => void> {
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    const acquired = this.tail.then(() => release);
+    this.tail = this.tail.then(() => released);
+    return acquired;
+  }
+}
+
+/** `release` callable any number of times, releasing once. */
+function once(release: () => void): () => void {
+  let done = false;
+  return () => {
+    if (done) return;
+    done = true;
+    release();
+  };
+}
+
+const copy = (buffer: Buffer) => Buffer.from(buffer);
+const copyObject = (object: StoredObject | undefined): StoredObject | undefined => object && { type: object.type, body: copy(object.body) };
+const copyForm = (form: DeflatedObject | undefined): DeflatedObject | undefined =>
+  form && { type: form.type, inflatedBytes: form.inflatedBytes, deflated: copy(form.deflated), ...(form.delta ? { delta: { ...form.delta, base: copy(form.delta.base) } } : {}) };
+
+class ReadOnlyProject implements ProjectReads, PackFormReads {
+  constructor(
+    protected readonly store: LmdbStore,
+    readonly project: number,
+  ) {}
+
+  protected base<T>(read: (tx: ProjectReadTx) => T): T {
+    return this.store.read((tx) => read(tx.project(this.project)));
+  }
+
+  async getObject(oid: Oid): Promise<StoredObject | undefined> {
+    return (await this.getObjects([oid]))[0];
+  }
+
+  async getObjects(oids: readonly Oid[]): Promise<Array<StoredObject | undefined>> {
+    return this.base((tx) => oids.map((oid) => tx.getObject(oid)));
+  }
+
+  async getObjectsWithAnnex(oids: readonly Oid[]): Promise<Array<AnnexedObject | undefined>> {
+    return this.base((tx) => oids.map((oid) => tx.getObjectWithAnnex(oid)));
+  }
+
+  async hasObjects(oids: readonly Oid[]): Promise<boolean[]> {
+    return this.base((tx) => oids.map((oid) => tx.hasObject(oid)));
+  }
+
+  async objectSizes(oids: readonly Oid[]): Promise<Array<number | undefined>> {
+    return this.base((tx) => oids.map((oid) => tx.objectSize(oid)));
+  }
+
+  async findObjectsByPrefix(hexPrefix: string, limit: number): Promise<Oid[]> {
+    return this.base((tx) => tx.findObjectsByPrefix(hexPrefix, limit));
+  }
+
+  async getCommitInfos(oids: readonly Oid[]): Promise<Array<CommitInfo | undefined>> {
+    return this.base((tx) => oids.map((oid) => tx.getCommitInfo(oid)));
+  }
+
+  async getCommitObjects(commit: Oid): Promise<Buffer | undefined> {
+    return this.base((tx) => tx.getCommitObjects(commit));
+  }
+
+  async getRef(name: string): Promise<Oid | undefined> {
+    return this.base((tx) => tx.getRef(name));
+  }
+
+  async listRefs(prefix: string): Promise<Array<{ name: string; oid: Oid }>> {
+    return this.base((tx) => tx.listRefs(prefix));
+  }
+
+  async getWorkingTree(branch: string): Promise<WorkingTreeState | undefined> {
+    return this.base((tx) => tx.getWorkingTree(branch));
+  }
+
+  async getVersion(): Promise<number> {
+    return this.base((tx) => tx.getVersion());
+  }
+
+  async getDeflated(oids: readonly Oid[]): Promise<Array<DeflatedObject | undefined>> {
+    // peekDeflated's stream is a view the next read reuses: copied before the next.
+    return this.base((tx) => oids.map((oid) => copyForm(tx.peekDeflated(oid))));
+  }
+}
+
+class ReadTx implements AsyncStoreReadTx {
+  constructor(private readonly store: LmdbStore) {}
+
+  project(project: number): ReadOnlyProject {
+    return new ReadOnlyProject(this.store, project);
+  }
+
+  async getRecord<T>(key: string): Promise<T | undefined> {
+    return this.store.read((tx) => tx.getRecord<T>(key));
+  }
+
+  async listRecords<T>(prefix: string, options?: { reverse?: boolean; after?: string; limit?: number }): Promise<Array<{ key: string; value: T }>> {
+    return this.store.read((tx) => tx.listRecords<T>(prefix, options));
+  }
+}
+
+/**
+ * One write callback's state: the writes to replay (in order), what its reads see of them, and
+ * the checks the replay makes of what it read from the store.
+ */
+class WriteBuffer {
+  readonly replay: Array<(tx: StoreWriteTx) => void> = [];
+  readonly checks: Array<(tx: StoreWriteTx) => boolean> = [];
+  readonly records = new Map<string, { value: unknown } | null>();
+  private readonly projects = new Map<number, ProjectOverlay>();
+
+  overlay(project: number): ProjectOverlay {
+    let overlay = this.projects.get(project);
+    if (!overlay) this.projects.set(project, (overlay = new ProjectOverlay()));
+    return overlay;
+  }
+}
+
+class ProjectOverlay {
+  readonly objects = new Map<string, AnnexedObject>();
+  readonly commitObjects = new Map<string, Buffer>();
+  readonly refs = new Map<string, Oid | null>();
+  readonly workingTrees = new Map<string, WorkingTreeState | null>();
+  readonly forms = new Map<string, DeflatedObject>();
+  /** Whole forms put for objects (putDeflated), whose type and size a read takes from the object. */
+  readonly wholeForms = new Map<string, Buffer>();
+  version: number | undefined;
+}
+
+class WriteProject extends ReadOnlyProject implements ProjectWrites, PackFormWrites {
+  private readonly overlay: ProjectOverlay;
+
+  constructor(
+    store: LmdbStore,
+    project: number,
+    private readonly buffer: WriteBuffer,
+  ) {
+    super(store, project);
+    this.overlay = buffer.overlay(project);
+  }
+
+  /** Replays `write` on the synchronous transaction's project. */
+  private later(write: (tx: ProjectWriteTx) => void): void {
+    this.buffer.replay.push((tx) => write(tx.project(this.project)));
+  }
+
+  /** Replay checks that `read` gives what it gave now. */
+  private observed<T>(value: T, read: (tx: ProjectReadTx) => T): T {
+    this.buffer.checks.push((tx) => isDeepStrictEqual(read(tx.project(this.project)), value));
+    return value;
+  }
+
+  override async getObjects(oids: readonly Oid[]): Promise<Array<StoredObject | undefined>> {
+    const stored = await super.getObjects(oids.filter((oid) => !this.overlay.objects.has(oidToHex(oid))));
+    let next = 0;
+    const out = oids.map((oid) => copyObject(this.overlay.objects.get(oidToHex(oid))) ?? stored[next++]);
+    for (let i = 0; i < out.length; i++) {
+      if (out[i] === undefined && this.overlay.forms.has(oidToHex(oids[i]))) out[i] = await this.rebuild(oids[i]);
+    }
+    return out;
+  }
+
+  /** An object this transaction stored as its form alone (putObjectAsForm), rebuilt as the store will. */
+  private async rebuild(oid: Oid): Promise<StoredObject> {
+    const form = this.overlay.forms.get(oidToHex(oid))!;
+    const inflated = inflateSync(form.deflated);
+    if (!form.delta) return { type: form.type, body: inflated };
+    const [base] = await this.getObjects([form.delta.base]);
+    if (!base) throw new Error(`the delta base ${oidToHex(form.delta.base)} of ${oidToHex(oid)} is missing`);
+    return { type: form.type, body: applyDelta(base.body, inflated) };
+  }
+
+  override async getObjectsWithAnnex(oids: readonly Oid[]): Promise<Array<AnnexedObject | undefined>> {
+    const stored = await super.getObjectsWithAnnex(oids.filter((oid) => !this.overlay.objects.has(oidToHex(oid))));
+    let next = 0;
+    return oids.map((oid) => {
+      const mine = this.overlay.objects.get(oidToHex(oid));
+      return mine ? { type: mine.type, body: copy(mine.body), annex: mine.annex && copy(mine.annex) } : stored[next++];
+    });
+  }
+
+  override async hasObjects(oids: readonly Oid[]): Promise<boolean[]> {
+    const stored = await super.hasObjects(oids);
+    return oids.map((oid, i) => stored[i] || this.overlay.objects.has(oidToHex(oid)) || this.overlay.forms.has(oidToHex(oid)));
+  }
+
+  override async objectSizes(oids: readonly Oid[]): Promise<Array<number | undefined>> {
+    const stored = await super.objectSizes(oids);
+    return oids.map((oid, i) => this.overlay.objects.get(oidToHex(oid))?.body.length ?? stored[i] ?? this.overlay.forms.get(oidToHex(oid))?.inflatedBytes);
+  }
+
+  override async findObjectsByPrefix(hexPrefix: string, limit: number): Promise<Oid[]> {
+    const found = await super.findObjectsByPrefix(hexPrefix, limit);
+    const seen = new Set(found.map(oidToHex));
+    for (const hex of [...this.overlay.objects.keys(), ...this.overlay.forms.keys()].sort()) {
+      if (found.length >= limit) break;
+      if (hex.startsWith(hexPrefix) && !seen.has(hex)) {
+        seen.add(hex);
+        found.push(Buffer.from(hex, 'hex'));
+      }
+    }
+    return found.sort(Buffer.compare);
+  }
+
+  override async getCommitInfos(oids: readonly Oid[]): Promise<Array<CommitInfo | undefined>> {
+    const stored = await super.getCommitInfos(oids);
+    const out: Array<CommitInfo | undefined> = [];
+    for (let i = 0; i < oids.length; i++) {
+      const mine = stored[i] ? undefined : this.overlay.objects.get(oidToHex(oids[i]));
+      out.push(mine?.type === 'commit' ? await this.commitInfoOf(mine.body) : stored[i]);
+    }
+    return out;
+  }
+
+  /** A commit this transaction put, as the index will hold it (a parent not stored counts as generation 1, as the store's). */
+  private async commitInfoOf(body: Buffer): Promise<CommitInfo> {
+    const parsed = commitInfoFromBody(body);
+    const parents = await this.getCommitInfos(parsed.parents);
+    const generation = parents.reduce((most, parent) => Math.max(most, (parent?.generation ?? 1) + 1), 1);
+    return { ...parsed, generation };
+  }
+
+  override async getCommitObjects(commit: Oid): Promise<Buffer | undefined> {
+    const mine = this.overlay.commitObjects.get(oidToHex(commit));
+    return mine ? copy(mine) : super.getCommitObjects(commit);
+  }
+
+  override async getRef(name: string): Promise<Oid | undefined> {
+    if (this.overlay.refs.has(name)) return this.overlay.refs.get(name) ?? undefined;
+    return this.observed(await super.getRef(name), (tx) => tx.getRef(name));
+  }
+
+  override async listRefs(prefix: string): Promise<Array<{ name: string; oid: Oid }>> {
+    const stored = this.observed(await super.listRefs(prefix), (tx) => tx.listRefs(prefix));
+    const refs = new Map(stored.map((ref) => [ref.name, ref.oid]));
+    for (const [name, oid] of this.overlay.refs) {
+      if (!name.startsWith(prefix)) continue;
+      if (oid) refs.set(name, oid);
+      else refs.delete(name);
+    }
+    return [...refs].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([name, oid]) => ({ name, oid }));
+  }
+
+  override async getWorkingTree(branch: string): Promise<WorkingTreeState | undefined> {
+    if (this.overlay.workingTrees.has(branch)) return this.overlay.workingTrees.get(branch) ?? undefined;
+    return this.observed(await super.getWorkingTree(branch), (tx) => tx.getWorkingTree(branch));
+  }
+
+  override async getVersion(): Promise<number> {
+    if (this.overlay.version !== undefined) return this.overlay.version;
+    const version = this.observed(await super.getVersion(), (tx) => tx.getVersion());
+    this.overlay.version = version;
+    return version;
+  }
+
+  override async getDeflated(oids: readonly Oid[]): Promise<Array<DeflatedObject | undefined>> {
+    const stored = await super.getDeflated(oids);
+    const out: Array<DeflatedObject | undefined> = [];
+    for (let i = 0; i < oids.length; i++) {
+      const hex = oidToHex(oids[i]);
+      const whole = stored[i] || this.overlay.forms.has(hex) ? undefined : this.overlay.wholeForms.get(hex);
+      if (whole) {
+        // A form is kept only for a stored object (the store ignores one for an absent object).
+        const [object] = await this.getObjects([oids[i]]);
+        out.push(object && { type: object.type, inflatedBytes: object.body.length, deflated: copy(whole) });
+      } else out.push(stored[i] ?? copyForm(this.overlay.forms.get(hex)));
+    }
+    return out;
+  }
+
+  putObject(type: ObjectType, body: Buffer, annex?: Buffer, similarTo?: Oid | null): Oid {
+    const oid = hashObject(type, body);
+    this.putObjectWithId(oid, type, body, annex, similarTo ?? null);
+    return oid;
+  }
+
+  putObjectWithId(oid: Oid, type: ObjectType, body: Buffer, annex?: Buffer, similarTo: Oid | null = null): void {
+    const hex = oidToHex(oid);
+    // A stored id keeps its first copy, in the overlay as in the store.
+    if (this.overlay.objects.has(hex)) return;
+    const kept: AnnexedObject = { type, body: copy(body), annex: annex ? copy(annex) : null };
+    const id = copy(oid);
+    const hint = similarTo && copy(similarTo);
+    this.overlay.objects.set(hex, kept);
+    this.later((tx) => tx.putObjectWithId(id, type, kept.body, kept.annex ?? undefined, hint));
+  }
+
+  async casRef(name: string, expected: Oid | null, next: Oid | null): Promise<void> {
+    const current = (await this.getRef(name)) ?? null;
+    const matches = expected === null ? current === null : current !== null && current.equals(expected);
+    if (!matches) throw new RefChangedError(name, current);
+    const [was, to] = [expected && copy(expected), next && copy(next)];
+    this.overlay.refs.set(name, to);
+    this.later((tx) => tx.casRef(name, was, to));
+  }
+
+  putCommitObjects(commit: Oid, records: Buffer): void {
+    const [id, list] = [copy(commit), copy(records)];
+    this.overlay.commitObjects.set(oidToHex(id), list);
+    this.later((tx) => tx.putCommitObjects(id, list));
+  }
+
+  putWorkingTree(branch: string, state: WorkingTreeState): void {
+    const kept = { tree: copy(state.tree), locks: [...state.locks] };
+    this.overlay.workingTrees.set(branch, kept);
+    this.later((tx) => tx.putWorkingTree(branch, kept));
+  }
+
+  deleteWorkingTree(branch: string): void {
+    this.overlay.workingTrees.set(branch, null);
+    this.later((tx) => tx.deleteWorkingTree(branch));
+  }
+
+  async bumpVersion(): Promise<number> {
+    const version = (await this.getVersion()) + 1;
+    this.overlay.version = version;
+    this.later((tx) => tx.bumpVersion());
+    return version;
+  }
+
+  putDeflated(oid: Oid, deflated: Buffer): void {
+    const [id, stream] = [copy(oid), copy(deflated)];
+    // Its type and size come from the object when a read asks (wholeForms).
+    if (!this.overlay.forms.has(oidToHex(id))) this.overlay.wholeForms.set(oidToHex(id), stream);
+    this.later((tx) => tx.putDeflated(id, stream));
+  }
+
+  async putDeflatedDelta(oid: Oid, delta: DeltaForm, deflated: Buffer): Promise<boolean> {
+    const hex = oidToHex(oid);
+    const [form] = await this.getDeflated([oid]);
+    const [object] = await this.getObjects([oid]);
+    if (form || !object || !(await this.deltaFits(oid, delta))) return false;
+    const kept = { base: copy(delta.base), bytes: delta.bytes, depth: delta.depth };
+    const stream = copy(deflated);
+    this.overlay.forms.set(hex, { type: object.type, inflatedBytes: object.body.length, delta: kept, deflated: stream });
+    const id = copy(oid);
+    this.later((tx) => {
+      if (!tx.putDeflatedDelta(id, kept, stream)) throw new WriteConflict(`the delta form of ${hex} no longer fits`);
+    });
+    return true;
+  }
+
+  async putObjectAsForm(oid: Oid, type: ObjectType, inflatedBytes: number, form: { deflated: Buffer; delta?: DeltaForm }): Promise<boolean> {
+    if (type === 'commit') throw new Error('a commit is stored whole (putObjectWithId), so it is indexed');
+    const hex = oidToHex(oid);
+    const [stored] = await this.hasObjects([oid]);
+    if (stored) return true;
+    if (form.delta && !(await this.deltaFits(oid, form.delta))) return false;
+    const delta = form.delta && { base: copy(form.delta.base), bytes: form.delta.bytes, depth: form.delta.depth };
+    const kept = { deflated: copy(form.deflated), ...(delta ? { delta } : {}) };
+    this.overlay.forms.set(hex, { type, inflatedBytes, ...kept });
+    const id = copy(oid);
+    this.later((tx) => {
+      if (!tx.putObjectAsForm(id, type, inflatedBytes, kept)) throw new WriteConflict(`the form of ${hex} no longer fits`);
+    });
+    return true;
+  }
+
+  /** As the store's check: the base has a form, and the delta's depth is 1 + the base's. */
+  private async deltaFits(oid: Oid, delta: DeltaForm): Promise<boolean> {
+    if (delta.base.equals(oid)) return false;
+    const [base] = await this.getDeflated([delta.base]);
+    return base !== undefined && delta.depth === (base.delta?.depth ?? 0) + 1;
+  }
+}
+
+class WriteTx implements AsyncStoreWriteTx {
+  constructor(
+    private readonly store: LmdbStore,
+    private readonly buffer: WriteBuffer,
+  ) {}
+
+  private readonly projects = new Map<number, WriteProject>();
+
+  project(project: number): WriteProject {
+    let tx = this.projects.get(project);
+    if (!tx) this.projects.set(project, (tx = new WriteProject(this.store, project, this.buffer)));
+    return tx;
+  }
+
+  async getRecord<T>(key: string): Promise<T | undefined> {
+    const mine = this.buffer.records.get(key);
+    if (mine !== undefined) return mine === null ? undefined : (structuredClone(mine.value) as T);
+    const value = this.store.read((tx) => tx.getRecord<T>(key));
+    this.buffer.checks.push((tx) => isDeepStrictEqual(tx.getRecord(key), value));
+    return value;
+  }
+
+  async listRecords<T>(prefix: string, options: { reverse?: boolean; after?: string; limit?: number } = {}): Promise<Array<{ key: string; value: T }>> {
+    const mine = [...this.buffer.records].filter(([key]) => key.startsWith(prefix));
+    // Enough of the store's to fill `limit` whatever this transaction deleted.
+    const asked = { ...options, limit: options.limit === undefined ? undefined : options.limit + mine.length };
+    const stored = this.store.read((tx) => tx.listRecords<T>(prefix, asked));
+    this.buffer.checks.push((tx) => isDeepStrictEqual(tx.listRecords(prefix, asked), stored));
+    const merged = new Map(stored.map(({ key, value }) => [key, value]));
+    for (const [key, record] of mine) {
+      if (record) merged.set(key, structuredClone(record.value) as T);
+      else merged.delete(key);
+    }
+    const after = options.after;
+    const keys = [...merged.keys()]
+      .filter((key) => after === undefined || (options.reverse ? key < after : key > after))
+      .sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+    if (options.reverse) keys.reverse();
+    return keys.slice(0, options.limit ?? keys.length).map((key) => ({ key, value: merged.get(key)! }));
+  }
+
+  putRecord<T>(key: string, value: T): void {
+    const kept = structuredClone(value);
+    this.buffer.records.set(key, { value: kept });
+    this.buffer.replay.push((tx) => tx.putRecord(key, kept));
+  }
+
+  deleteRecord(key: string): void {
+    this.buffer.records.set(key, null);
+    this.buffer.replay.push((tx) => tx.deleteRecord(key));
+  }
+}
+
+export class LmdbAsyncStore implements AsyncStore {
+  readonly packForms = true;
+  private readonly writers = new WriterQueue();
+  private readonly writeListeners: Array<(durationMs: number, committed: boolean) => void> = [];
+  private closed = false;
+
+  constructor(readonly sync: LmdbStore) {}
+
+  async read<T>(action: (tx: AsyncStoreReadTx) => Promise<T>): Promise<T> {
+    this.assertOpen();
+    return action(new ReadTx(this.sync));
+  }
+
+  /** Every write, committed or not, timed from its callback's start to its commit's durability. */
+  async write<T>(action: (tx: AsyncStoreWriteTx) => Promise<T>): Promise<T> {
+    this.assertOpen();
+    const started = performance.now();
+    let committed = false;
+    try {
+      const result = await this.runWrite(action);
+      committed = true;
+      return result;
+    } finally {
+      const durationMs = performance.now() - started;
+      for (const listener of this.writeListeners) listener(durationMs, committed);
+    }
+  }
+
+  private async runWrite<T>(action: (tx: AsyncStoreWriteTx) => Promise<T>): Promise<T> {
+    // First optimistically: the queue is released once the replay is queued, so writes that
+    // follow share its commit; a replay that finds what its callback read changed runs again
+    // holding the queue until it has committed, so it cannot conflict twice with a writer of ours.
+    let exclusive = false;
+    for (let attempt = 1; ; attempt++) {
+      const release = once(await this.writers.acquire());
+      try {
+        const buffer = new WriteBuffer();
+        const result = await action(new WriteTx(this.sync, buffer));
+        const committed = this.sync.write(
+          (tx) => {
+            for (const check of buffer.checks) if (!check(tx)) throw new WriteConflict('another writer changed what this transaction read');
+            for (const write of buffer.replay) write(tx);
+          },
+          { afterCommit: release },
+        );
+        if (!exclusive) release();
+        await committed;
+        return result;
+      } catch (error) {
+        if (!(error instanceof WriteConflict) || attempt >= WRITE_ATTEMPTS_MAX) throw error;
+        exclusive = true;
+      } finally {
+        release();
+      }
+    }
+  }
+
+  async dropProjectKeys(project: number, keysMax: number): Promise<number> {
+    const release = once(await this.writers.acquire());
+    try {
+      return await this.sync.write((tx) => tx.dropProjectKeys(project, keysMax), { afterCommit: release });
+    } finally {
+      release();
+    }
+  }
+
+  onObjectsStored(listener: (project: number, stored: NewObject[]) => void): void {
+    this.sync.onObjectsStored(listener);
+  }
+
+  onWriteDone(listener: (durationMs: number, committed: boolean) => void): void {
+    this.writeListeners.push(listener);
+  }
+
+  async storageUsedBytes(): Promise<number> {
+    return this.sync.storageUsedBytes();
+  }
+
+  close(): Promise<void> {
+    this.closed = true;
+    return this.sync.close();
+  }
+
+  private assertOpen(): void {
+    if (this.closed) throw new Error('store is closed');
+  }
+}
+

@@ -1,0 +1,37 @@
+/** The asynchronous interface's contract on LMDB (src/store/lmdbAsync.ts), plus what only that adapter does. */
+import { afterAll, describe, expect, it } from 'vitest';
+import { LmdbStore } from '../../src/store/lmdb.js';
+import { LmdbAsyncStore } from '../../src/store/lmdbAsync.js';
+import { scratchDir } from '../support/git.js';
+import { asyncStoreContract } from './asyncContract.js';
+
+const dir = scratchDir('treehouse-async-contract-');
+afterAll(() => dir.remove());
+
+asyncStoreContract('LmdbAsyncStore', () => new LmdbAsyncStore(new LmdbStore({ path: dir.path })), { packForms: true });
+
+describe('LmdbAsyncStore beside writers of the synchronous interface', () => {
+  it('runs a write callback again when a synchronous writer changed what it read, and loses no update', async () => {
+    const scratch = scratchDir('treehouse-async-mixed-');
+    const store = new LmdbAsyncStore(new LmdbStore({ path: scratch.path }));
+    try {
+      await store.write(async (tx) => tx.putRecord('counter', 0));
+      let runs = 0;
+      const writes = Array.from({ length: 60 }, (_, i) =>
+        i % 2 === 0
+          ? store.sync.write((tx) => tx.putRecord('counter', tx.getRecord<number>('counter')! + 1))
+          : store.write(async (tx) => {
+              runs++;
+              tx.putRecord('counter', (await tx.getRecord<number>('counter'))! + 1);
+            }),
+      );
+      await Promise.all(writes);
+      expect(await store.read((tx) => tx.getRecord('counter'))).toBe(60);
+      // Some callbacks read a counter a synchronous write changed before their replay.
+      expect(runs).toBeGreaterThan(30);
+    } finally {
+      await store.close();
+      scratch.remove();
+    }
+  });
+});
