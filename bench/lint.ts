@@ -70,7 +70,7 @@ function option(argv: string[], name: string): string | undefined {
 }
 
 function openRepo(storePath: string): Repo {
-  return { store: new LmdbStore({ path: storePath }), project: PROJECT, limits: { ...DEFAULT_REPO_LIMITS, batchFilesMax: 1_000_000 } };
+  return { store: new LmdbStore({ path: storePath }).async, project: PROJECT, limits: { ...DEFAULT_REPO_LIMITS, batchFilesMax: 1_000_000 } };
 }
 
 function countByRule(result: LintResult): Record<string, number> {

@@ -102,7 +102,7 @@ export async function runMergeBench(
   mkdirSync(dir, { recursive: true });
   const tree = new SourceTree({ files });
   const store = new LmdbStore({ path: join(dir, 'store') });
-  const repo: Repo = { store, project: 1, limits: { ...DEFAULT_REPO_LIMITS, batchFilesMax: files } };
+  const repo: Repo = { store: store.async, project: 1, limits: { ...DEFAULT_REPO_LIMITS, batchFilesMax: files } };
   try {
     await initProject(repo, { files: [], people: PEOPLE });
     const all = tree.paths.map((path, index) => ({ path, content: tree.content(index).toString('utf8') }));
@@ -145,7 +145,7 @@ export async function runMergeBench(
         if ((error as { code?: string }).code !== 'merge_conflict') throw error;
       }
       oursTimes.push(Number(process.hrtime.bigint() - start) / 1e6);
-      const oursTree = merged ? showCommit(repo, { oid: merged, content: false }).tree_oid : null;
+      const oursTree = merged ? (await showCommit(repo, { oid: merged, content: false })).tree_oid : null;
       if (conflicts === 0 && oursTree !== gitRun.tree) treesEqual = false;
     }
     const oursPeakRssBytes = rssReset ? statusBytes(process.pid, 'VmHWM') : undefined;

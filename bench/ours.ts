@@ -68,7 +68,7 @@ export async function runOursScenario(options: OursChildOptions): Promise<Measur
 
 function openRepo(storePath: string, batchFilesMax = DEFAULT_REPO_LIMITS.batchFilesMax): Repo {
   const store = new LmdbStore({ path: storePath });
-  return { store, project: BENCH_PROJECT, limits: { ...DEFAULT_REPO_LIMITS, batchFilesMax } };
+  return { store: store.async, project: BENCH_PROJECT, limits: { ...DEFAULT_REPO_LIMITS, batchFilesMax } };
 }
 
 function bench(quick: boolean, minIterations: number): Bench {
@@ -162,14 +162,14 @@ async function logScenario(tree: SourceTree, options: OursChildOptions): Promise
   const repo = openRepo(options.storePath);
   let round = ROUND_BASE.history + options.roundOffset;
   let added = 0;
-  while (log(repo, { branch: MAIN_BRANCH, limit: LOG_LIMIT }).next_cursor === null) {
+  while ((await log(repo, { branch: MAIN_BRANCH, limit: LOG_LIMIT })).next_cursor === null) {
     await writeFiles(repo, { branch: MAIN_BRANCH, files: asWrites(tree.changeFiles(1, ++round)) });
     await commit(repo, { branch: MAIN_BRANCH, message: `History ${round}`, people: PEOPLE });
     added++;
   }
   const suite = bench(options.quick, 50);
-  suite.add('log-200', () => {
-    const page = log(repo, { branch: MAIN_BRANCH, limit: LOG_LIMIT });
+  suite.add('log-200', async () => {
+    const page = await log(repo, { branch: MAIN_BRANCH, limit: LOG_LIMIT });
     if (page.commits.length !== LOG_LIMIT) throw new Error(`log returned ${page.commits.length} commits`);
   });
   await suite.run();
@@ -187,8 +187,8 @@ async function logScenario(tree: SourceTree, options: OursChildOptions): Promise
 async function listScenario(tree: SourceTree, options: OursChildOptions): Promise<Measurement> {
   const repo = openRepo(options.storePath);
   const suite = bench(options.quick, 5);
-  suite.add('list', () => {
-    const files = listFiles(repo, { branch: MAIN_BRANCH });
+  suite.add('list', async () => {
+    const files = await listFiles(repo, { branch: MAIN_BRANCH });
     if (files.length !== tree.size) throw new Error(`listFiles returned ${files.length} files`);
   });
   await suite.run();

@@ -93,7 +93,7 @@ async function timeOurs(work: () => Promise<unknown>): Promise<OursRun> {
 
 async function drain(format: ArchiveFormat, repo: Repo, ref: string): Promise<number> {
   let bytes = 0;
-  for await (const chunk of openArchive(repo, { ref, format }).stream) bytes += (chunk as Buffer).length;
+  for await (const chunk of (await openArchive(repo, { ref, format })).stream) bytes += (chunk as Buffer).length;
   return bytes;
 }
 
@@ -115,7 +115,7 @@ async function main(): Promise<void> {
   mkdirSync(dir, { recursive: true });
   const tree = new SourceTree({ files });
   const store = new LmdbStore({ path: join(dir, 'store') });
-  const repo: Repo = { store, project: 1, limits: { ...DEFAULT_REPO_LIMITS, batchFilesMax: files } };
+  const repo: Repo = { store: store.async, project: 1, limits: { ...DEFAULT_REPO_LIMITS, batchFilesMax: files } };
   const log = (message: string) => console.error(`[workspace bench] ${message}`);
   try {
     const setupStart = Date.now();

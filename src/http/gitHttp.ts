@@ -120,7 +120,7 @@ function gitRoutes(app: FastifyInstance, th: Treehouse): void {
     const record = authorized(request);
     const service = (request.query as { service?: string }).service as Service;
     if (!SERVICES.has(service)) return reply.code(403).type('text/plain').send('Only the smart protocol is served.\n');
-    const lines = th.git.advertise(record, service, service === 'git-upload-pack' ? protocolVersion(request) : 0);
+    const lines = await th.git.advertise(record, service, service === 'git-upload-pack' ? protocolVersion(request) : 0);
     return reply
       .header('Cache-Control', 'no-cache')
       .type(`application/x-${service}-advertisement`)
@@ -135,7 +135,7 @@ function gitRoutes(app: FastifyInstance, th: Treehouse): void {
       let stream: Iterable<Buffer> | AsyncIterable<Buffer>;
       if (protocolVersion(request) === 2) {
         const command = parseV2Command(packets);
-        if (command.command === 'ls-refs') stream = th.git.lsRefs(record, command);
+        if (command.command === 'ls-refs') stream = await th.git.lsRefs(record, command);
         else if (command.command === 'fetch') stream = th.git.fetchV2(record, command);
         else throw new ProtocolError(`unknown command ${JSON.stringify(command.command)}`);
       } else {

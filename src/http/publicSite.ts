@@ -131,13 +131,13 @@ export function publicSiteRoutes(app: FastifyInstance, th: Treehouse): void {
     const wantContent = (oid: string) => !etagMatches(ifNoneMatch, `"${oid}"`);
     let path = wanted.path;
     if (!wanted.directory && path !== '') {
-      const found = th.site.read(record, path, wantContent);
+      const found = await th.site.read(record, path, wantContent);
       if (found.kind === 'directory') return redirect(reply, `${match[2].slice(match[2].lastIndexOf('/') + 1)}/${query}`);
       if (found.kind === 'file') return serve(reply, path, found.oid, found.body);
       return notFound(reply, record, th.site);
     }
     path = path === '' ? 'index.html' : `${path}/index.html`;
-    const index = th.site.read(record, path, wantContent);
+    const index = await th.site.read(record, path, wantContent);
     if (index.kind === 'file') return serve(reply, path, index.oid, index.body);
     return notFound(reply, record, th.site);
   };
@@ -151,8 +151,8 @@ function serve(reply: FastifyReply, path: string, oid: string, body: Buffer | un
   return reply.code(200).type(contentTypeOf(path)).send(body);
 }
 
-function notFound(reply: FastifyReply, record: ProjectRecord, site: PublicSite) {
-  const page = site.read(record, NOT_FOUND_PAGE);
+async function notFound(reply: FastifyReply, record: ProjectRecord, site: PublicSite) {
+  const page = await site.read(record, NOT_FOUND_PAGE);
   if (page.kind === 'file' && page.body) return reply.code(404).type(contentTypeOf(NOT_FOUND_PAGE)).header('Cache-Control', 'no-cache').send(page.body);
   return plain(reply, 404, 'Not found');
 }

@@ -1,11 +1,12 @@
 /** Reachability over the commit index, cut short by generation numbers. */
 import { oidToHex, type Oid } from '../git/oid.js';
-import type { ProjectReadTx } from '../store/types.js';
+import type { ProjectReads } from '../store/asyncTypes.js';
+import { commitInfo } from './repo.js';
 
 /** True when `ancestor` is `descendant` or reachable from it through parents. */
-export function isAncestor(tx: ProjectReadTx, ancestor: Oid, descendant: Oid): boolean {
+export async function isAncestor(tx: ProjectReads, ancestor: Oid, descendant: Oid): Promise<boolean> {
   if (ancestor.equals(descendant)) return true;
-  const floor = tx.getCommitInfo(ancestor)?.generation;
+  const floor = (await commitInfo(tx, ancestor))?.generation;
   if (floor === undefined) return false;
   const seen = new Set<string>();
   const stack = [descendant];
@@ -15,7 +16,7 @@ export function isAncestor(tx: ProjectReadTx, ancestor: Oid, descendant: Oid): b
     const key = oidToHex(oid);
     if (seen.has(key)) continue;
     seen.add(key);
-    const info = tx.getCommitInfo(oid);
+    const info = await commitInfo(tx, oid);
     // A commit's ancestors all have smaller generations, so nothing at or below the floor can lead there.
     if (!info || info.generation <= floor) continue;
     stack.push(...info.parents);

@@ -7,9 +7,10 @@
  * committer time; a working tree has no commit, so, as for `git archive <tree>`, it is the time of
  * the request and there is no commit id in the archive.
  *
- * The archive is produced as it is read: one tree per directory level and one file at a time are
- * held, never the tree whole (a zip keeps its central directory, some 60 bytes per entry, for the
- * end), with a turn of the event loop between slices of work.
+ * The archive is produced as it is read: trees a batch of siblings per directory level and files a
+ * batch at a time (diff/batchedReads.ts) are held, never the tree whole (a zip keeps its central
+ * directory, some 60 bytes per entry, for the end), with a turn of the event loop between slices
+ * of work.
  */
 import { pipeline, Readable } from 'node:stream';
 import { createGzip } from 'node:zlib';
@@ -17,10 +18,12 @@ import { TreehouseError } from '../errors.js';
 import { oidToHex, type Oid } from '../git/oid.js';
 import { pathProblem } from '../git/path.js';
 import { tarEntry, tarGlobalHeader, tarTrailer } from '../git/tar.js';
-import { decodeTree, MODE_GITLINK, MODE_TREE, type TreeEntry } from '../git/tree.js';
+import { MODE_GITLINK, MODE_TREE } from '../git/tree.js';
 import { ZipWriter } from '../git/zip.js';
-import { resolveRef, type Repo } from './repo.js';
-import { readProject, Slicer } from './slices.js';
+import type { StoredObject } from '../store/types.js';
+import { BLOB_BATCH_MAX, batchEnds, walkTree, type WalkedEntry } from './diff/batchedReads.js';
+import { commitInfo, inReadTx, resolveRef, type Repo } from './repo.js';
+import { projectReads, Slicer } from './slices.js';
 
 export type ArchiveFormat = 'zip' | 'tar.gz' | 'tar';
 
@@ -45,16 +48,16 @@ export interface Archive {
  * as a stream to be read. `prefix` is prepended literally; it must be a project path, optionally
  * ending in "/", so no entry can climb out of where the archive is unpacked.
  */
-export function openArchive(repo: Repo, input: { ref: string; format: ArchiveFormat; prefix?: string }): Archive {
+export async function openArchive(repo: Repo, input: { ref: string; format: ArchiveFormat; prefix?: string }): Promise<Archive> {
   const prefix = input.prefix ?? '';
   if (prefix !== '') {
     const problem = pathProblem(prefix.endsWith('/') ? prefix.slice(0, -1) : prefix);
     if (problem) throw new TreehouseError('invalid_request', `Invalid prefix: ${problem}.`, { issues: [{ path: 'prefix', message: problem }] });
   }
-  const { tree, commit, mtime } = readProject(repo, (tx) => {
-    const ref = resolveRef(tx, input.ref);
+  const { tree, commit, mtime } = await inReadTx(repo, async (tx) => {
+    const ref = await resolveRef(tx, input.ref);
     if (ref.kind === 'worktree') return { tree: ref.tree, commit: null, mtime: Math.floor(Date.now() / 1000) };
-    return { tree: ref.tree, commit: ref.commit, mtime: tx.getCommitInfo(ref.commit)!.commitTime };
+    return { tree: ref.tree, commit: ref.commit, mtime: (await commitInfo(tx, ref.commit))!.commitTime };
   });
   const commitHex = commit ? oidToHex(commit) : null;
   const entries = archiveEntries(repo, tree, Buffer.from(prefix, 'utf8'));
@@ -110,46 +113,64 @@ async function* zipChunks(entries: AsyncIterable<ArchiveEntry>, mtime: number, c
 /**
  * write_archive_entries(): the prefix's own directory when it ends in "/", then the tree depth
  * first in stored (git) order; a directory is queued and written only once a file below it is.
+ * Files are read a batch at a time: the entries up to the next BLOB_BATCH_MAX files, their sizes
+ * in one read, then their blobs in reads bounded by count and bytes.
  */
 async function* archiveEntries(repo: Repo, root: Oid, prefix: Buffer): AsyncGenerator<ArchiveEntry> {
   const slicer = new Slicer();
   if (prefix.length > 0 && prefix[prefix.length - 1] === 0x2f) yield { path: prefix, mode: PREFIX_DIRECTORY_MODE, oid: root, content: Buffer.alloc(0) };
-  const readTree = (oid: Oid): TreeEntry[] =>
-    readProject(repo, (tx) => {
-      const object = tx.getObject(oid);
-      if (!object || object.type !== 'tree') throw new Error(`tree ${oidToHex(oid)} is missing`);
-      return decodeTree(object.body, true);
-    });
-  const readBlob = (oid: Oid): Buffer =>
-    readProject(repo, (tx) => {
-      const object = tx.getObject(oid);
-      if (!object || object.type !== 'blob') throw new Error(`blob ${oidToHex(oid)} is missing`);
-      return object.body;
-    });
-  // One frame per directory level: its entries, where the walk is, and whether it was written.
-  const frames: Array<{ path: Buffer; entries: TreeEntry[]; next: number; oid: Oid; written: boolean }> = [
-    { path: prefix, entries: readTree(root), next: 0, oid: root, written: true },
-  ];
-  while (frames.length > 0) {
-    await slicer.pause();
-    const frame = frames[frames.length - 1];
-    if (frame.next >= frame.entries.length) {
-      frames.pop();
-      continue;
+  const reads = projectReads(repo);
+  const walk = walkTree(reads, root, () => true);
+  // The directories above the walk's position, outermost first, and whether each was written.
+  const directories: Array<{ path: Buffer; oid: Oid; written: boolean }> = [];
+  // What the walk failed on (a tree the store lacks), reported once the entries before it are written.
+  let failure: { error: unknown } | undefined;
+  while (!failure) {
+    // The next entries, up to BLOB_BATCH_MAX files among them.
+    const entries: WalkedEntry[] = [];
+    const oids: Oid[] = [];
+    while (oids.length < BLOB_BATCH_MAX) {
+      if (slicer.due) await slicer.pause();
+      let step: IteratorResult<WalkedEntry, void>;
+      try {
+        step = await walk.next();
+      } catch (error) {
+        failure = { error };
+        break;
+      }
+      if (step.done) break;
+      if (step.value.entry.mode === MODE_GITLINK) continue;
+      entries.push(step.value);
+      if (step.value.entry.mode !== MODE_TREE) oids.push(step.value.entry.oid);
     }
-    const entry = frame.entries[frame.next++];
-    if (entry.mode === MODE_GITLINK) continue;
-    const path = Buffer.concat([frame.path, Buffer.from(entry.name, 'utf8')]);
-    if (entry.mode === MODE_TREE) {
-      frames.push({ path: Buffer.concat([path, Buffer.from('/')]), entries: readTree(entry.oid), next: 0, oid: entry.oid, written: false });
-      continue;
+    if (entries.length === 0) break;
+    const ends = batchEnds(oids.length > 0 ? await reads.objectSizes(oids) : []);
+    let objects: Array<StoredObject | undefined> = [];
+    let file = 0;
+    let batchStart = 0;
+    for (const { path, entry, depth } of entries) {
+      const name = Buffer.concat([prefix, Buffer.from(path, 'utf8')]);
+      directories.length = depth;
+      if (entry.mode === MODE_TREE) {
+        directories.push({ path: Buffer.concat([name, Buffer.from('/')]), oid: entry.oid, written: false });
+        continue;
+      }
+      if (file === batchStart + objects.length) {
+        batchStart = file;
+        objects = await reads.getObjects(oids.slice(file, ends.find((end) => end > file)));
+      }
+      const object = objects[file++ - batchStart];
+      // The queued directories above this file come first, outermost first.
+      for (const above of directories) {
+        if (above.written) continue;
+        above.written = true;
+        yield { path: above.path, mode: DIRECTORY_MODE, oid: above.oid, content: Buffer.alloc(0) };
+      }
+      // A blob the store lacks is reported here, after every entry before it.
+      if (!object || object.type !== 'blob') throw new Error(`blob ${oidToHex(entry.oid)} is missing`);
+      yield { path: name, mode: parseInt(entry.mode, 8), oid: Buffer.from(entry.oid), content: object.body };
+      if (slicer.due) await slicer.pause();
     }
-    // The queued directories above this file come first, outermost first.
-    for (const above of frames) {
-      if (above.written) continue;
-      above.written = true;
-      yield { path: above.path, mode: DIRECTORY_MODE, oid: above.oid, content: Buffer.alloc(0) };
-    }
-    yield { path, mode: parseInt(entry.mode, 8), oid: Buffer.from(entry.oid), content: readBlob(entry.oid) };
   }
+  if (failure) throw failure.error;
 }

@@ -22,14 +22,16 @@ import { decodeCommit } from '../git/commit.js';
 import { oidToHex, type Oid } from '../git/oid.js';
 import { pathProblem } from '../git/path.js';
 import { MODE_GITLINK, MODE_TREE, type TreeMode } from '../git/tree.js';
-import type { ProjectReadTx } from '../store/types.js';
+import type { ProjectReads } from '../store/asyncTypes.js';
+import type { StoredObject } from '../store/types.js';
+import { BLOB_BATCH_MAX, blobReads } from './diff/batchedReads.js';
 import { BLAME_DIFF, trimCommonTail } from './diff/patch.js';
 import { detectRenames } from './diff/renames.js';
 import { treeChanges, type FileVersion } from './diff/treeChanges.js';
 import { diffLines, splitLines } from './merge/lineDiff.js';
 import { PathFilter } from './pathFilter.js';
-import { resolveRef, type Repo } from './repo.js';
-import { blobAccess, readProject, Slicer } from './slices.js';
+import { inReadTx, resolveRef, type Repo } from './repo.js';
+import { projectReads, Slicer } from './slices.js';
 import { messageForClient } from './signature.js';
 import { TreeLookup } from './treeLookup.js';
 
@@ -87,10 +89,10 @@ export async function blame(repo: Repo, input: { path: string; ref: string }): P
   const problem = pathProblem(input.path);
   if (problem) throw new TreehouseError('invalid_request', `Invalid path: ${problem}.`, { issues: [{ path: 'path', message: problem }] });
   const walk = new BlameWalk(repo, input.path);
-  const start = readProject(repo, (tx) => walk.start(tx, input.ref));
+  const start = await inReadTx(repo, (tx) => walk.start(tx, input.ref));
   const slicer = new Slicer();
   while (await walk.step()) await slicer.pause();
-  const result = readProject(repo, (tx) => walk.result(tx, start));
+  const result = await walk.result(start);
   return { path: input.path, ref: input.ref, ...result };
 }
 
@@ -104,28 +106,32 @@ class BlameWalk {
   /** Per final line: the origin it was pinned on and its line there. */
   private blamed: Array<{ origin: Origin; line: number }> = [];
   private readonly blobs;
+  /** The walk pauses between steps, so each of its reads is a read of its own. */
+  private readonly reads: ProjectReads;
 
   constructor(
     private readonly repo: Repo,
     private readonly path: string,
   ) {
-    this.blobs = blobAccess(repo);
+    this.blobs = blobReads(repo);
+    this.reads = projectReads(repo);
   }
 
   /** Resolves the ref and puts every line of the file on its first origin; returns the line count. */
-  start(tx: ProjectReadTx, ref: string): number {
-    const resolved = resolveRef(tx, ref);
+  async start(tx: ProjectReads, ref: string): Promise<number> {
+    const resolved = await resolveRef(tx, ref);
     const node: BlameCommitNode =
       resolved.kind === 'commit'
-        ? this.commitNode(tx, resolved.commit)!
+        ? (await this.commitNodes(tx, [resolved.commit]))[0]!
         : { key: UNCOMMITTED_OID, oid: null, tree: resolved.tree, parents: [resolved.commit], time: Number.POSITIVE_INFINITY };
     this.commits.set(node.key, node);
-    const entry = this.trees.entryAt(tx, node.tree, this.path.split('/'));
+    const entry = await this.trees.entryAt(tx, node.tree, this.path.split('/'));
     if (!entry || entry.mode === MODE_TREE || entry.mode === MODE_GITLINK) {
       throw new TreehouseError('not_found', `File ${JSON.stringify(this.path)} not found at ${JSON.stringify(ref)}.`);
     }
     const origin = this.origin(node, this.path, entry.oid, entry.mode);
-    const lines = splitLines(this.blobs.readBlob(entry.oid)).length;
+    const [content] = await this.blobContents([entry.oid]);
+    const lines = splitLines(content).length;
     origin.suspects = Array.from({ length: lines }, (_, i) => ({ final: i, line: i }));
     this.blamed = new Array(lines);
     this.enqueue(origin);
@@ -142,14 +148,27 @@ class BlameWalk {
     return true;
   }
 
-  result(tx: ProjectReadTx, lineCount: number): { lines: BlameLine[]; commits: Record<string, BlameCommit> } {
+  /** The lines' answers, and the commits they name, read a batch at a time. */
+  async result(lineCount: number): Promise<{ lines: BlameLine[]; commits: Record<string, BlameCommit> }> {
+    const named = new Map<string, Oid>();
+    for (let i = 0; i < lineCount; i++) {
+      const { key, oid } = this.blamed[i].origin.commit;
+      if (oid && !named.has(key)) named.set(key, oid);
+    }
+    const oids = [...named.values()];
+    const objects = new Map<string, StoredObject | undefined>();
+    for (let start = 0; start < oids.length; start += BLOB_BATCH_MAX) {
+      const batch = oids.slice(start, start + BLOB_BATCH_MAX);
+      const found = await this.reads.getObjects(batch);
+      batch.forEach((oid, i) => objects.set(oidToHex(oid), found[i]));
+    }
     const commits: Record<string, BlameCommit> = {};
     const lines: BlameLine[] = [];
     for (let i = 0; i < lineCount; i++) {
       const { origin, line } = this.blamed[i];
       const oid = origin.commit.key;
       lines.push({ line: i + 1, oid, original_line: line + 1, original_path: origin.path });
-      if (!commits[oid]) commits[oid] = origin.commit.oid ? describeCommit(tx, origin.commit.oid) : uncommitted();
+      if (!commits[oid]) commits[oid] = origin.commit.oid ? describeCommit(origin.commit.oid, objects.get(oid)) : uncommitted();
     }
     return { lines, commits };
   }
@@ -158,13 +177,13 @@ class BlameWalk {
 
   /** pass_blame(): find the file in each parent, then let the parents take the lines they had. */
   private async passBlame(origin: Origin): Promise<void> {
-    const parents = readProject(this.repo, (tx) => origin.commit.parents.map((parent) => this.commitNode(tx, parent)));
+    const parents = await this.commitNodes(this.reads, origin.commit.parents);
     const found: Array<Origin | null> = parents.map(() => null);
     for (let pass = 0; pass < 2; pass++) {
       for (let i = 0; i < parents.length; i++) {
         const parent = parents[i];
         if (found[i] || !parent) continue;
-        const candidate = pass === 0 ? readProject(this.repo, (tx) => this.findOrigin(tx, parent, origin)) : await this.findRename(parent, origin);
+        const candidate = pass === 0 ? await this.findOrigin(parent, origin) : await this.findRename(parent, origin);
         if (!candidate) continue;
         if (candidate.blob.equals(origin.blob)) {
           // The same blob: the parent takes every line as it is.
@@ -178,16 +197,16 @@ class BlameWalk {
     }
     for (const parent of found) {
       if (!parent) continue;
-      this.passToParent(origin, parent);
+      await this.passToParent(origin, parent);
       if (origin.suspects.length === 0) return;
     }
   }
 
   /** find_origin(): the same path in the parent, if it holds a file of the same type. */
-  private findOrigin(tx: ProjectReadTx, parent: BlameCommitNode, origin: Origin): Origin | null {
+  private async findOrigin(parent: BlameCommitNode, origin: Origin): Promise<Origin | null> {
     const known = this.origins.get(`${parent.key}\0${origin.path}`);
     if (known) return known;
-    const entry = this.trees.entryAt(tx, parent.tree, origin.path.split('/'));
+    const entry = await this.trees.entryAt(this.reads, parent.tree, origin.path.split('/'));
     if (!entry || entry.mode === MODE_TREE || typeOf(entry.mode) !== typeOf(origin.mode)) return null;
     return this.origin(parent, origin.path, entry.oid, entry.mode);
   }
@@ -209,20 +228,33 @@ class BlameWalk {
   /** Blobs of the last few origins: a walk meets each blob as a parent, then as the next target. */
   private readonly recentBlobs = new Map<string, Buffer>();
 
-  private blob(oid: Oid): Buffer {
-    const key = oidToHex(oid);
-    let content = this.recentBlobs.get(key);
-    if (!content) {
-      content = this.blobs.readBlob(oid);
-      if (this.recentBlobs.size >= RECENT_BLOBS_MAX) this.recentBlobs.delete(this.recentBlobs.keys().next().value!);
-      this.recentBlobs.set(key, content);
+  /** Blobs' contents, those not kept read in one read. */
+  private async blobContents(oids: readonly Oid[]): Promise<Buffer[]> {
+    const keys = oids.map(oidToHex);
+    const unread = new Map<string, Oid>();
+    keys.forEach((key, i) => {
+      if (!this.recentBlobs.has(key)) unread.set(key, oids[i]);
+    });
+    const read = new Map<string, Buffer>();
+    if (unread.size > 0) {
+      const bodies = await this.blobs.readBlobs([...unread.values()]);
+      [...unread.keys()].forEach((key, i) => read.set(key, bodies[i]));
     }
-    return content;
+    return keys.map((key) => {
+      let content = this.recentBlobs.get(key);
+      if (!content) {
+        content = read.get(key)!;
+        if (this.recentBlobs.size >= RECENT_BLOBS_MAX) this.recentBlobs.delete(this.recentBlobs.keys().next().value!);
+        this.recentBlobs.set(key, content);
+      }
+      return content;
+    });
   }
 
   /** pass_blame_to_parent(): the parent takes the suspects the diff leaves unchanged. */
-  private passToParent(target: Origin, parent: Origin): void {
-    const [parentContent, targetContent] = trimCommonTail(this.blob(parent.blob), this.blob(target.blob));
+  private async passToParent(target: Origin, parent: Origin): Promise<void> {
+    const [parentBlob, targetBlob] = await this.blobContents([parent.blob, target.blob]);
+    const [parentContent, targetContent] = trimCommonTail(parentBlob, targetBlob);
     const hunks = diffLines(splitLines(parentContent), splitLines(targetContent), BLAME_DIFF);
     const moved: Array<{ final: number; line: number }> = [];
     const kept: Array<{ final: number; line: number }> = [];
@@ -258,17 +290,19 @@ class BlameWalk {
     return origin;
   }
 
-  /** A commit of the store; null beyond a shallow boundary (git then treats it as missing). */
-  private commitNode(tx: ProjectReadTx, oid: Oid): BlameCommitNode | null {
-    const key = oidToHex(oid);
-    let node = this.commits.get(key);
-    if (!node) {
-      const info = tx.getCommitInfo(oid);
-      if (!info) return null;
-      node = { key, oid, tree: info.tree, parents: info.parents, time: info.commitTime };
-      this.commits.set(key, node);
-    }
-    return node;
+  /**
+   * Commits of the store, those not met yet read in one read; null for one beyond a shallow
+   * boundary (git then treats it as missing).
+   */
+  private async commitNodes(tx: ProjectReads, oids: readonly Oid[]): Promise<Array<BlameCommitNode | null>> {
+    const unread = oids.filter((oid) => !this.commits.has(oidToHex(oid)));
+    const infos = unread.length > 0 ? await tx.getCommitInfos(unread) : [];
+    unread.forEach((oid, i) => {
+      const info = infos[i];
+      const key = oidToHex(oid);
+      if (info && !this.commits.has(key)) this.commits.set(key, { key, oid, tree: info.tree, parents: info.parents, time: info.commitTime });
+    });
+    return oids.map((oid) => this.commits.get(oidToHex(oid)) ?? null);
   }
 
   // A max-heap of origins by commit time, first arrival first among equals (git's prio_queue).
@@ -317,8 +351,7 @@ class BlameWalk {
   }
 }
 
-function describeCommit(tx: ProjectReadTx, oid: Oid): BlameCommit {
-  const object = tx.getObject(oid);
+function describeCommit(oid: Oid, object: StoredObject | undefined): BlameCommit {
   if (!object || object.type !== 'commit') throw new Error(`commit ${oidToHex(oid)} is missing`);
   const commit = decodeCommit(object.body);
   return {

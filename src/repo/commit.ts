@@ -1,8 +1,7 @@
 /** Records a branch's working tree as a commit on top of its head (nothing when the tree is unchanged). */
 import { TreehouseError } from '../errors.js';
 import { oidToHex } from '../git/oid.js';
-import type { ProjectWriteTx } from '../store/types.js';
-import { branchHead, commitTree, inWriteTx, resolveCommit, type Repo } from './repo.js';
+import { branchHead, commitTree, inWriteTx, resolveCommit, type ReadTx, type Repo, type WriteTx } from './repo.js';
 import { WorkingTree } from './worktree/workingTree.js';
 import { writeCommit, type CommitAuthors } from './writeCommit.js';
 
@@ -25,16 +24,16 @@ export async function commit(repo: Repo, input: CommitInput): Promise<CommitResu
   return inWriteTx(repo, (tx) => commitInTx(tx, input));
 }
 
-export function commitInTx(tx: ProjectWriteTx, input: CommitInput): CommitResult {
-  const head = branchHead(tx, input.branch);
-  if (input.expectedHead !== undefined && !matchesHead(tx, input.expectedHead, head)) {
+export async function commitInTx(tx: WriteTx, input: CommitInput): Promise<CommitResult> {
+  const head = await branchHead(tx, input.branch);
+  if (input.expectedHead !== undefined && !(await matchesHead(tx, input.expectedHead, head))) {
     throw new TreehouseError('ref_changed', `The head of ${input.branch} is ${oidToHex(head)}.`, { head: oidToHex(head) });
   }
-  const tree = new WorkingTree(tx, input.branch);
+  const tree = await WorkingTree.open(tx, input.branch);
   const treeOid = tree.writeTree();
   tree.save();
-  if (treeOid.equals(commitTree(tx, head))) return { oid: oidToHex(head), branch: input.branch, created: false };
-  const oid = writeCommit(tx, {
+  if (treeOid.equals(await commitTree(tx, head))) return { oid: oidToHex(head), branch: input.branch, created: false };
+  const oid = await writeCommit(tx, {
     branch: input.branch,
     tree: treeOid,
     parents: [head],
@@ -44,9 +43,9 @@ export function commitInTx(tx: ProjectWriteTx, input: CommitInput): CommitResult
   return { oid: oidToHex(oid), branch: input.branch, created: true };
 }
 
-function matchesHead(tx: Parameters<typeof resolveCommit>[0], expected: string, head: Buffer): boolean {
+async function matchesHead(tx: ReadTx, expected: string, head: Buffer): Promise<boolean> {
   try {
-    return resolveCommit(tx, expected).equals(head);
+    return (await resolveCommit(tx, expected)).equals(head);
   } catch {
     return false;
   }

@@ -1,7 +1,8 @@
 /** A commit as the API shows it (../shared/API.md "Git"). */
 import { CommitFormatError, decodeCommit, parseHeaders, parseSignature, type Commit } from '../git/commit.js';
 import { oidToHex, type Oid } from '../git/oid.js';
-import type { CommitInfo, ProjectReadTx } from '../store/types.js';
+import type { ProjectReads } from '../store/asyncTypes.js';
+import type { CommitInfo } from '../store/types.js';
 import { messageForClient } from './signature.js';
 
 /** Commits made through the API carry the key id in the author's email: KEY_ID@users.treehouse.invalid. */
@@ -15,8 +16,8 @@ export interface CommitView {
   parent_oids: string[];
 }
 
-export function readCommit(tx: ProjectReadTx, oid: Oid): Commit {
-  const object = tx.getObject(oid);
+export async function readCommit(tx: ProjectReads, oid: Oid): Promise<Commit> {
+  const object = await tx.getObject(oid);
   if (!object || object.type !== 'commit') throw new Error(`commit ${oidToHex(oid)} is missing`);
   return decodeCommit(object.body);
 }
@@ -26,13 +27,22 @@ export function commitView(oid: Oid, commit: Commit): CommitView {
 }
 
 /**
- * The view of a commit whose index entry the caller holds (a history walk): parents come from the
- * index, and of the body only the author, committer and message are parsed.
+ * The views of commits whose index entries the caller holds (a page of a history walk), their
+ * bodies read in one batch: parents come from the index, and of each body only the author,
+ * committer and message are parsed.
  */
-export function indexedCommitView(tx: ProjectReadTx, oid: Oid, info: CommitInfo): CommitView {
-  const object = tx.getObject(oid);
-  if (!object || object.type !== 'commit') throw new Error(`commit ${oidToHex(oid)} is missing`);
-  const { headers, message } = parseHeaders(object.body.toString('utf8'));
+export async function indexedCommitViews(tx: ProjectReads, commits: ReadonlyArray<{ oid: Oid; info: CommitInfo }>): Promise<CommitView[]> {
+  if (commits.length === 0) return [];
+  const objects = await tx.getObjects(commits.map((commit) => commit.oid));
+  return commits.map(({ oid, info }, i) => {
+    const object = objects[i];
+    if (!object || object.type !== 'commit') throw new Error(`commit ${oidToHex(oid)} is missing`);
+    return indexedView(oid, object.body, info);
+  });
+}
+
+function indexedView(oid: Oid, body: Buffer, info: CommitInfo): CommitView {
+  const { headers, message } = parseHeaders(body.toString('utf8'));
   let author: string | undefined;
   let committer: string | undefined;
   for (const [key, value] of headers) {

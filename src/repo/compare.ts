@@ -10,16 +10,17 @@
  * addition; a submodule's content is git's "Subproject commit <id>" line; files beyond the limits
  * keep their counts but lose their hunks.
  */
-import { oidToHex } from '../git/oid.js';
+import { oidToHex, type Oid } from '../git/oid.js';
 import { isBinary } from './merge/mergeContent.js';
 import { mergeBases } from './merge/mergeBase.js';
 import { commitGraph } from './merge/mergeBranches.js';
+import { BLOB_BATCH_BYTES, BLOB_BATCH_MAX, blobReads } from './diff/batchedReads.js';
 import { buildPatch, HISTOGRAM_DIFF, type FilePatch, type PatchHunk } from './diff/patch.js';
 import { detectRenames, type BlobAccess } from './diff/renames.js';
 import { treeChanges, type FileVersion, type TreeChange } from './diff/treeChanges.js';
 import { PathFilter } from './pathFilter.js';
-import { resolveRef, type Repo, type ResolvedRef } from './repo.js';
-import { blobAccess, readProject, Slicer } from './slices.js';
+import { inReadTx, resolveRef, type Repo, type ResolvedRef } from './repo.js';
+import { Slicer } from './slices.js';
 
 /** Files that get hunks at most; the rest of a larger comparison is listed without them. */
 export const COMPARE_FILES_WITH_HUNKS_MAX = 3000;
@@ -67,17 +68,24 @@ export interface CompareInput {
 const EMPTY = Buffer.alloc(0);
 const S_IFMT = 0o170000;
 
+/** A file compare lists: its change, and its old version and path when it was renamed. */
+interface Listed {
+  change: TreeChange;
+  old: FileVersion | null;
+  oldPath: string | undefined;
+}
+
 export async function compare(repo: Repo, input: CompareInput): Promise<CompareResult> {
   const filter = PathFilter.parse(input.paths, 'paths');
-  const { base, head, mergeBase } = readProject(repo, (tx) => {
-    const base = resolveRef(tx, input.base);
-    const head = resolveRef(tx, input.head);
-    const bases = mergeBases(commitGraph(tx), base.commit, head.commit);
+  const { base, head, mergeBase } = await inReadTx(repo, async (tx) => {
+    const base = await resolveRef(tx, input.base);
+    const head = await resolveRef(tx, input.head);
+    const bases = await mergeBases(commitGraph(tx), base.commit, head.commit);
     return { base, head, mergeBase: bases.length > 0 ? bases[0] : null };
   });
   const slicer = new Slicer();
   const changes = await treeChanges(repo, base.tree, head.tree, filter, slicer);
-  const blobs = blobAccess(repo);
+  const blobs = blobReads(repo);
 
   // -M: deleted files are rename sources, added ones destinations.
   const sources: Array<{ index: number; path: string; version: FileVersion }> = [];
@@ -96,14 +104,25 @@ export async function compare(repo: Repo, input: CompareInput): Promise<CompareR
 
   const result: CompareResult = { base: refText(base), head: refText(head), merge_base: mergeBase ? oidToHex(mergeBase) : null, files: [], truncated: false };
   let patchBytes = 0;
-  for (let index = 0; index < changes.length; index++) {
-    if (consumed.has(index)) continue;
-    await slicer.pause();
-    const change = changes[index];
+  // The files listed, each with its two versions; their blobs are read a batch at a time.
+  const listed: Listed[] = [];
+  changes.forEach((change, index) => {
+    if (consumed.has(index)) return;
     const renamed = renamedFrom.get(index);
-    const old = renamed ? renamed.change.old : change.old;
-    const file = describe(change, old, renamed?.change.path);
-    const { patch, binary } = diffContents(blobs, old, change.new, input.context);
+    listed.push({ change, old: renamed ? renamed.change.old : change.old, oldPath: renamed?.change.path });
+  });
+  const sizes = new Map<string, number>();
+  let contents: Array<[Buffer, Buffer]> = [];
+  let contentsFirst = 0;
+  for (let i = 0; i < listed.length; i++) {
+    if (slicer.due) await slicer.pause();
+    if (i >= contentsFirst + contents.length) {
+      contents = await readContents(blobs, listed, i, sizes);
+      contentsFirst = i;
+    }
+    const { change, old, oldPath } = listed[i];
+    const file = describe(change, old, oldPath);
+    const { patch, binary } = diffContents(contents[i - contentsFirst], old, change.new, input.context);
     file.binary = binary;
     file.additions = patch.additions;
     file.deletions = patch.deletions;
@@ -153,10 +172,8 @@ function describe(change: TreeChange, old: FileVersion | null, oldPath: string |
 }
 
 /** The patch between two versions (either may be absent), as git diff makes it; binary: no hunks. */
-function diffContents(blobs: BlobAccess, old: FileVersion | null, next: FileVersion | null, context: number): { patch: FilePatch; binary: boolean } {
+function diffContents([before, after]: [Buffer, Buffer], old: FileVersion | null, next: FileVersion | null, context: number): { patch: FilePatch; binary: boolean } {
   const none: FilePatch = { hunks: [], additions: 0, deletions: 0, oldMissingNewline: false, newMissingNewline: false, bytes: 0 };
-  const before = old ? contentOf(blobs, old) : EMPTY;
-  const after = next ? contentOf(blobs, next) : EMPTY;
   // A file is binary as git judges it (a NUL in its first 8000 bytes), whatever else changed.
   if (isBinary(before) || isBinary(after)) return { patch: none, binary: true };
   if (old && next && (parseInt(old.mode, 8) & S_IFMT) !== (parseInt(next.mode, 8) & S_IFMT)) {
@@ -179,8 +196,42 @@ function diffContents(blobs: BlobAccess, old: FileVersion | null, next: FileVers
   return { patch: buildPatch(before, after, context, HISTOGRAM_DIFF), binary: false };
 }
 
-/** A version's bytes as git diffs them: the blob, or "Subproject commit <id>\n" for a submodule. */
-function contentOf(blobs: BlobAccess, version: FileVersion): Buffer {
-  if (version.mode === '160000') return Buffer.from(`Subproject commit ${oidToHex(version.oid)}\n`, 'latin1');
-  return blobs.readBlob(version.oid);
+/** Files whose blobs are read together at most (two blobs each). */
+const FILES_PER_READ_MAX = BLOB_BATCH_MAX / 2;
+
+/**
+ * The contents of the files from `first` on that one read holds: sizes first (those not known yet,
+ * for the next FILES_PER_READ_MAX files, in one read), then the blobs of as many files as fit
+ * BLOB_BATCH_BYTES (at least one), in one read. Each file's contents are [old, new].
+ */
+async function readContents(blobs: Required<BlobAccess>, files: readonly Listed[], first: number, sizes: Map<string, number>): Promise<Array<[Buffer, Buffer]>> {
+  const stored = (version: FileVersion | null): version is FileVersion => version !== null && version.mode !== '160000';
+  const ahead = files.slice(first, first + FILES_PER_READ_MAX);
+  const unknown = new Map<string, Oid>();
+  for (const { old, change } of ahead) {
+    for (const version of [old, change.new]) if (stored(version) && !sizes.has(oidToHex(version.oid))) unknown.set(oidToHex(version.oid), version.oid);
+  }
+  const unknownSizes = unknown.size > 0 ? await blobs.blobSizes([...unknown.values()]) : [];
+  [...unknown.keys()].forEach((key, i) => sizes.set(key, unknownSizes[i]));
+  // A blob that is not stored counts 0 here; reading it reports it.
+  const sizeOf = (version: FileVersion | null) => (stored(version) ? sizes.get(oidToHex(version.oid))! : 0);
+  let count = 0;
+  let bytes = 0;
+  for (const { old, change } of ahead) {
+    const fileBytes = sizeOf(old) + sizeOf(change.new);
+    if (count > 0 && bytes + fileBytes > BLOB_BATCH_BYTES) break;
+    bytes += fileBytes;
+    count++;
+  }
+  const group = ahead.slice(0, count);
+  const oids = group.flatMap(({ old, change }) => [old, change.new].filter(stored).map((version) => version.oid));
+  const bodies = oids.length > 0 ? await blobs.readBlobs(oids) : [];
+  let next = 0;
+  const contentOf = (version: FileVersion | null): Buffer => {
+    if (!version) return EMPTY;
+    // A submodule's content as git diffs it.
+    if (version.mode === '160000') return Buffer.from(`Subproject commit ${oidToHex(version.oid)}\n`, 'latin1');
+    return bodies[next++];
+  };
+  return group.map(({ old, change }) => [contentOf(old), contentOf(change.new)]);
 }

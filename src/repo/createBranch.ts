@@ -2,9 +2,8 @@
 import { TreehouseError } from '../errors.js';
 import { oidToHex } from '../git/oid.js';
 import { BRANCH_REF_PREFIX, branchNameProblem, branchRef } from '../git/refname.js';
-import { commitTree, inWriteTx, MAIN_BRANCH, resolveCommit, type Repo } from './repo.js';
+import { commitTree, inWriteTx, MAIN_BRANCH, resolveCommit, type ReadTx, type Repo, type WriteTx } from './repo.js';
 import { resetWorkingTree } from './worktree/moveWorkingTree.js';
-import type { ProjectReadTx, ProjectWriteTx } from '../store/types.js';
 
 export interface CreateBranchInput {
   name: string;
@@ -15,29 +14,29 @@ export async function createBranch(repo: Repo, input: CreateBranchInput): Promis
   return inWriteTx(repo, (tx) => createBranchInTx(tx, input));
 }
 
-export function createBranchInTx(tx: ProjectWriteTx, input: CreateBranchInput): { name: string; oid: string } {
+export async function createBranchInTx(tx: WriteTx, input: CreateBranchInput): Promise<{ name: string; oid: string }> {
   const problem = branchNameProblem(input.name);
   if (problem) throw new TreehouseError('invalid_request', `Invalid branch name: ${problem}.`, { issues: [{ path: 'name', message: problem }] });
   const from = input.from ?? MAIN_BRANCH;
-  const start = tx.getRef(branchRef(from)) ?? resolveCommit(tx, from);
-  if (tx.getRef(branchRef(input.name))) throw new TreehouseError('branch_exists', `Branch ${input.name} already exists.`);
-  const clash = refNameClash(tx, input.name);
+  const start = (await tx.getRef(branchRef(from))) ?? (await resolveCommit(tx, from));
+  if (await tx.getRef(branchRef(input.name))) throw new TreehouseError('branch_exists', `Branch ${input.name} already exists.`);
+  const clash = await refNameClash(tx, input.name);
   if (clash) {
     throw new TreehouseError('branch_exists', `Branch ${input.name} cannot exist beside branch ${clash} (git keeps refs as paths).`);
   }
-  tx.casRef(branchRef(input.name), null, start);
-  resetWorkingTree(tx, input.name, commitTree(tx, start));
-  tx.bumpVersion();
+  await tx.casRef(branchRef(input.name), null, start);
+  await resetWorkingTree(tx, input.name, await commitTree(tx, start));
+  await tx.bumpVersion();
   return { name: input.name, oid: oidToHex(start) };
 }
 
 /** A branch that is a path prefix of `name` or has `name` as one ("a" and "a/b" cannot both exist). */
-function refNameClash(tx: ProjectReadTx, name: string): string | null {
+async function refNameClash(tx: ReadTx, name: string): Promise<string | null> {
   const components = name.split('/');
   for (let i = 1; i < components.length; i++) {
     const ancestor = components.slice(0, i).join('/');
-    if (tx.getRef(branchRef(ancestor))) return ancestor;
+    if (await tx.getRef(branchRef(ancestor))) return ancestor;
   }
-  const below = tx.listRefs(branchRef(`${name}/`));
+  const below = await tx.listRefs(branchRef(`${name}/`));
   return below.length > 0 ? below[0].name.slice(BRANCH_REF_PREFIX.length) : null;
 }

@@ -1,7 +1,6 @@
 /** Deletes a file or a directory with everything below it from a branch's working tree. */
 import { TreehouseError } from '../errors.js';
-import type { ProjectWriteTx } from '../store/types.js';
-import { branchHead, inWriteTx, type Repo } from './repo.js';
+import { branchHead, inWriteTx, type Repo, type WriteTx } from './repo.js';
 import { requireValidPath } from './paths.js';
 import { WorkingTree } from './worktree/workingTree.js';
 
@@ -10,15 +9,16 @@ export async function deleteFile(repo: Repo, input: { branch: string; path: stri
   return inWriteTx(repo, (tx) => deleteFileInTx(tx, input));
 }
 
-export function deleteFileInTx(tx: ProjectWriteTx, input: { branch: string; path: string }): { path: string; version: number } {
+export async function deleteFileInTx(tx: WriteTx, input: { branch: string; path: string }): Promise<{ path: string; version: number }> {
   requireValidPath(input.path, 'path');
-  branchHead(tx, input.branch);
-  const tree = new WorkingTree(tx, input.branch);
+  await branchHead(tx, input.branch);
+  const tree = await WorkingTree.open(tx, input.branch);
+  await tree.load([input.path]);
   const found = tree.lookup(input.path);
   if (found.kind === 'missing' || found.kind === 'blocked') throw new TreehouseError('not_found', `${input.path} not found.`);
   const locked = tree.lockedUnder(input.path);
   if (locked.length > 0) throw new TreehouseError('file_locked', `Locked: ${locked.join(', ')}.`, { paths: locked });
   tree.remove(input.path);
   tree.save();
-  return { path: input.path, version: tx.bumpVersion() };
+  return { path: input.path, version: await tx.bumpVersion() };
 }

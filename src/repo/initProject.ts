@@ -5,9 +5,8 @@
 import { encodeTree, MODE_FILE, type FileMode } from '../git/tree.js';
 import { specialFileProblem } from './worktree/specialFiles.js';
 import { oidToHex, type Oid } from '../git/oid.js';
-import type { ProjectWriteTx } from '../store/types.js';
 import { TreehouseError } from '../errors.js';
-import { inWriteTx, MAIN_BRANCH, type Repo } from './repo.js';
+import { inWriteTx, MAIN_BRANCH, type Repo, type WriteTx } from './repo.js';
 import { resetWorkingTree } from './worktree/moveWorkingTree.js';
 import { WorkingTree } from './worktree/workingTree.js';
 import { writeCommit, type CommitAuthors } from './writeCommit.js';
@@ -26,20 +25,21 @@ export interface InitProjectInput {
 }
 
 export async function initProject(repo: Repo, input: InitProjectInput): Promise<{ oid: string }> {
-  return inWriteTx(repo, (tx) => ({ oid: oidToHex(initProjectInTx(tx, input)) }));
+  return inWriteTx(repo, async (tx) => ({ oid: oidToHex(await initProjectInTx(tx, input)) }));
 }
 
 /** The initial commit inside the caller's transaction, so a project record and its history land together. */
-export function initProjectInTx(tx: ProjectWriteTx, input: InitProjectInput): Oid {
+export async function initProjectInTx(tx: WriteTx, input: InitProjectInput): Promise<Oid> {
   // An empty root node first, so the branch has a working tree to write into.
   const emptyTree = tx.putObject('tree', encodeTree([]));
-  resetWorkingTree(tx, MAIN_BRANCH, emptyTree);
-  const tree = new WorkingTree(tx, MAIN_BRANCH);
+  await resetWorkingTree(tx, MAIN_BRANCH, emptyTree);
+  const tree = await WorkingTree.open(tx, MAIN_BRANCH);
   const conflicts: string[] = [];
   input.files.forEach((file, index) => {
     const special = specialFileProblem(file.path, file.mode ?? MODE_FILE, { type: 'blob', body: file.bytes });
     if (special) throw new TreehouseError('invalid_request', `${file.path} would fail git fsck: ${special}.`, { issues: [{ path: `source.files.${index}`, message: special }] });
   });
+  await tree.load(input.files.map((file) => file.path));
   for (const file of input.files) {
     const found = tree.lookup(file.path);
     if (found.kind !== 'missing') {

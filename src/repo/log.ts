@@ -17,10 +17,10 @@ import { TreehouseError } from '../errors.js';
 import { isOidHex, oidFromHex, oidToHex, type Oid } from '../git/oid.js';
 import { pathProblem } from '../git/path.js';
 import type { TreeEntry } from '../git/tree.js';
-import type { CommitInfo, ProjectReadTx } from '../store/types.js';
-import { indexedCommitView, type CommitView } from './commitView.js';
-import { branchHead, type Repo } from './repo.js';
-import { readInSlices, readProject } from './slices.js';
+import type { CommitInfo } from '../store/types.js';
+import { indexedCommitViews, type CommitView } from './commitView.js';
+import { branchHead, commitInfo, inReadTx, type ReadTx, type Repo } from './repo.js';
+import { readInSlices } from './slices.js';
 import { sameEntry, TreeLookup } from './treeLookup.js';
 
 export interface LogPage {
@@ -28,26 +28,25 @@ export interface LogPage {
   next_cursor: string | null;
 }
 
-export function log(repo: Repo, input: { branch: string; limit: number; cursor?: string }): LogPage {
-  return repo.store.read((store) => {
-    const tx = store.project(repo.project);
-    const liveHead = branchHead(tx, input.branch);
+export async function log(repo: Repo, input: { branch: string; limit: number; cursor?: string }): Promise<LogPage> {
+  return inReadTx(repo, async (tx) => {
+    const liveHead = await branchHead(tx, input.branch);
     const { head, offset } = input.cursor ? decodeCursor(input.cursor) : { head: liveHead, offset: 0 };
-    if (!tx.getCommitInfo(head)) throw invalidCursor();
-    const walked = walkHistory(tx, head, offset + input.limit + 1);
+    if (!(await commitInfo(tx, head))) throw invalidCursor();
+    const walked = await walkHistory(tx, head, offset + input.limit + 1);
     const page = walked.slice(offset, offset + input.limit);
     const more = walked.length > offset + input.limit;
     return {
-      commits: page.map(({ oid, info }) => indexedCommitView(tx, oid, info)),
+      commits: await indexedCommitViews(tx, page),
       next_cursor: more ? encodeCursor(head, offset + input.limit) : null,
     };
   });
 }
 
 /** The first `count` commits reachable from `head`, in log order. */
-export function walkHistory(tx: ProjectReadTx, head: Oid, count: number): Array<{ oid: Oid; info: CommitInfo }> {
+export async function walkHistory(tx: ReadTx, head: Oid, count: number): Promise<Array<{ oid: Oid; info: CommitInfo }>> {
   const out: Array<{ oid: Oid; info: CommitInfo }> = [];
-  const headInfo = tx.getCommitInfo(head);
+  const headInfo = await commitInfo(tx, head);
   if (!headInfo) return out;
   const seen = new Set<string>([oidToHex(head)]);
   const queue = new CommitQueue();
@@ -55,14 +54,20 @@ export function walkHistory(tx: ProjectReadTx, head: Oid, count: number): Array<
   while (out.length < count && queue.size > 0) {
     const { oid, info } = queue.pop();
     out.push({ oid, info });
-    for (const parent of info.parents) {
+    if (out.length === count) break;
+    const parents = info.parents.filter((parent) => {
       const key = oidToHex(parent);
-      if (seen.has(key)) continue;
+      if (seen.has(key)) return false;
       seen.add(key);
-      const parentInfo = tx.getCommitInfo(parent);
+      return true;
+    });
+    if (parents.length === 0) continue;
+    // The next pop may be any of them, so a commit's new parents are read (in one batch) before it.
+    const infos = await tx.getCommitInfos(parents);
+    parents.forEach((parent, i) => {
       // A parent beyond a shallow boundary is not in the store; the walk stops there.
-      if (parentInfo) queue.push(parent, parentInfo);
-    }
+      if (infos[i]) queue.push(parent, infos[i]);
+    });
   }
   return out;
 }
@@ -72,28 +77,28 @@ export async function logByPath(repo: Repo, input: { branch: string; limit: numb
   const path = input.path.endsWith('/') ? input.path.slice(0, -1) : input.path;
   const problem = pathProblem(path);
   if (problem) throw new TreehouseError('invalid_request', `Invalid path: ${problem}.`, { issues: [{ path: 'path', message: problem }] });
-  const head = readProject(repo, (tx) => {
-    const liveHead = branchHead(tx, input.branch);
+  const head = await inReadTx(repo, async (tx) => {
+    const liveHead = await branchHead(tx, input.branch);
     const pinned = input.cursor ? decodeCursor(input.cursor) : { head: liveHead, offset: 0 };
-    if (!tx.getCommitInfo(pinned.head)) throw invalidCursor();
+    if (!(await commitInfo(tx, pinned.head))) throw invalidCursor();
     return pinned;
   });
   const want = head.offset + input.limit + 1;
   const walk = new PathHistoryWalk(path.split('/'));
   const found: Array<{ oid: Oid; info: CommitInfo }> = [];
   let started = false;
-  await readInSlices(repo, (tx) => {
+  await readInSlices(repo, async (tx) => {
     if (!started) {
-      walk.start(tx, head.head);
+      await walk.start(tx, head.head);
       started = true;
     }
-    const next = walk.step(tx);
+    const next = await walk.step(tx);
     if (next) found.push(next);
     return next !== undefined && found.length < want;
   });
   const page = found.slice(head.offset, head.offset + input.limit);
-  return readProject(repo, (tx) => ({
-    commits: page.map(({ oid, info }) => indexedCommitView(tx, oid, info)),
+  return inReadTx(repo, async (tx) => ({
+    commits: await indexedCommitViews(tx, page),
     next_cursor: found.length > head.offset + input.limit ? encodeCursor(head.head, head.offset + input.limit) : null,
   }));
 }
@@ -109,22 +114,23 @@ class PathHistoryWalk {
 
   constructor(private readonly components: readonly string[]) {}
 
-  start(tx: ProjectReadTx, head: Oid): void {
-    const info = tx.getCommitInfo(head);
+  async start(tx: ReadTx, head: Oid): Promise<void> {
+    const info = await commitInfo(tx, head);
     if (!info) return;
     this.seen.add(oidToHex(head));
     this.queue.push(head, info);
   }
 
-  step(tx: ProjectReadTx): { oid: Oid; info: CommitInfo } | null | undefined {
+  async step(tx: ReadTx): Promise<{ oid: Oid; info: CommitInfo } | null | undefined> {
     if (this.queue.size === 0) return undefined;
     const { oid, info } = this.queue.pop();
-    const mine = this.entryAt(tx, info.tree);
+    const mine = await this.entryAt(tx, info.tree);
     // A parent beyond a shallow boundary is not in the store; like git, the commit is then a root.
-    const parents = info.parents.map((parent) => ({ oid: parent, info: tx.getCommitInfo(parent) })).filter((p): p is { oid: Oid; info: CommitInfo } => p.info !== undefined);
+    const infos = info.parents.length > 0 ? await tx.getCommitInfos(info.parents) : [];
+    const parents = info.parents.map((parent, i) => ({ oid: parent, info: infos[i] })).filter((p): p is { oid: Oid; info: CommitInfo } => p.info !== undefined);
     if (parents.length === 0) return mine ? { oid, info } : null;
     for (const parent of parents) {
-      if (sameEntry(this.entryAt(tx, parent.info.tree), mine)) {
+      if (sameEntry(await this.entryAt(tx, parent.info.tree), mine)) {
         // TREESAME: the history of the path continues through this parent alone.
         this.follow(parent.oid, parent.info);
         return null;
@@ -141,7 +147,7 @@ class PathHistoryWalk {
     this.queue.push(oid, info);
   }
 
-  private entryAt(tx: ProjectReadTx, root: Oid): TreeEntry | null {
+  private entryAt(tx: ReadTx, root: Oid): Promise<TreeEntry | null> {
     return this.trees.entryAt(tx, root, this.components);
   }
 }

@@ -6,7 +6,7 @@
 import { oidToHex, type Oid } from '../git/oid.js';
 import { pathProblem } from '../git/path.js';
 import { decodeTree, MODE_EXECUTABLE, MODE_FILE, MODE_TREE } from '../git/tree.js';
-import { branchHead, commitTree, type Repo } from './repo.js';
+import { branchHead, commitTree, inReadTx, objectSize, type Repo } from './repo.js';
 
 export type CommitPathLookup =
   | {
@@ -20,17 +20,16 @@ export type CommitPathLookup =
   | { kind: 'directory' }
   | { kind: 'missing' };
 
-export function readCommitFile(
+export async function readCommitFile(
   repo: Repo,
   input: { branch: string; path: string; wantContent?: (oid: string) => boolean },
-): CommitPathLookup {
+): Promise<CommitPathLookup> {
   if (input.path !== '' && pathProblem(input.path) !== null) return { kind: 'missing' };
-  return repo.store.read((store) => {
-    const tx = store.project(repo.project);
-    let tree: Oid = commitTree(tx, branchHead(tx, input.branch));
+  return inReadTx(repo, async (tx): Promise<CommitPathLookup> => {
+    let tree: Oid = await commitTree(tx, await branchHead(tx, input.branch));
     const components = input.path === '' ? [] : input.path.split('/');
     for (let i = 0; i < components.length; i++) {
-      const object = tx.getObject(tree);
+      const object = await tx.getObject(tree);
       if (!object || object.type !== 'tree') throw new Error(`tree ${oidToHex(tree)} is missing`);
       const entry = decodeTree(object.body).find((candidate) => candidate.name === components[i]);
       if (!entry) return { kind: 'missing' };
@@ -41,8 +40,8 @@ export function readCommitFile(
       }
       if (!last || (entry.mode !== MODE_FILE && entry.mode !== MODE_EXECUTABLE)) return { kind: 'missing' };
       const oid = oidToHex(entry.oid);
-      if (input.wantContent && !input.wantContent(oid)) return { kind: 'file', oid, size: tx.objectSize(entry.oid) ?? 0 };
-      const blob = tx.getObject(entry.oid);
+      if (input.wantContent && !input.wantContent(oid)) return { kind: 'file', oid, size: (await objectSize(tx, entry.oid)) ?? 0 };
+      const blob = await tx.getObject(entry.oid);
       if (!blob) throw new Error(`blob ${oid} is missing`);
       return { kind: 'file', oid, size: blob.body.length, body: blob.body };
     }

@@ -4,7 +4,7 @@ import { oidToHex } from '../git/oid.js';
 import { MODE_GITLINK } from '../git/tree.js';
 import { encodeContent } from './fileContent.js';
 import { requireValidPath } from './paths.js';
-import { branchHead, type Repo } from './repo.js';
+import { branchHead, inReadTx, type Repo } from './repo.js';
 import { WorkingTree } from './worktree/workingTree.js';
 
 export interface FileRead {
@@ -16,12 +16,13 @@ export interface FileRead {
   oid: string;
 }
 
-export function readFile(repo: Repo, input: { branch: string; path: string }): FileRead {
+export async function readFile(repo: Repo, input: { branch: string; path: string }): Promise<FileRead> {
   requireValidPath(input.path, 'path');
-  return repo.store.read((store) => {
-    const tx = store.project(repo.project);
-    branchHead(tx, input.branch);
-    const found = new WorkingTree(tx, input.branch).lookup(input.path);
+  return inReadTx(repo, async (tx) => {
+    await branchHead(tx, input.branch);
+    const tree = await WorkingTree.open(tx, input.branch);
+    await tree.load([input.path]);
+    const found = tree.lookup(input.path);
     if (found.kind !== 'file' || !found.entry.oid) throw new TreehouseError('not_found', `${input.path} not found.`);
     if (found.entry.mode === MODE_GITLINK) {
       // A gitlink names a commit of another repository: there is no blob to read here.
@@ -32,7 +33,7 @@ export function readFile(repo: Repo, input: { branch: string; path: string }): F
         commit,
       });
     }
-    const body = tx.getObject(found.entry.oid)?.body;
+    const body = (await tx.getObject(found.entry.oid))?.body;
     if (!body) throw new Error(`blob ${oidToHex(found.entry.oid)} is missing`);
     return { path: input.path, ...encodeContent(body), locked: found.entry.locked, size: body.length, oid: oidToHex(found.entry.oid) };
   });

@@ -5,7 +5,8 @@
 import { TreehouseError } from '../errors.js';
 import { isOidHex, isOidHexPrefix, oidFromHex, oidToHex, type Oid } from '../git/oid.js';
 import { branchRef } from '../git/refname.js';
-import type { ProjectReadTx, ProjectWriteTx, Store } from '../store/types.js';
+import type { AsyncStore, PackFormReads, PackFormWrites, ProjectReads, ProjectWrites } from '../store/asyncTypes.js';
+import type { CommitInfo } from '../store/types.js';
 
 export interface RepoLimits {
   /** One file's content, decoded. */
@@ -20,38 +21,70 @@ export const DEFAULT_REPO_LIMITS: RepoLimits = {
 };
 
 export interface Repo {
-  store: Store;
+  store: AsyncStore;
   project: number;
   limits: RepoLimits;
 }
+
+/** A read of one project, pack-ready forms included when the store offers them. */
+export type ReadTx = ProjectReads & Partial<PackFormReads>;
+/** A write transaction of one project, as verb cores take it. */
+export type WriteTx = ProjectWrites & Partial<PackFormWrites>;
 
 /**
  * Runs a verb's transaction-level core (`<verb>InTx`) in a write transaction of its own: the thin
  * wrapper each write verb is. A caller that must commit something with the change (an idempotency
  * record, an event) opens the transaction itself and calls the core inside it.
  */
-export function inWriteTx<T>(repo: Repo, core: (tx: ProjectWriteTx) => T): Promise<T> {
+export function inWriteTx<T>(repo: Repo, core: (tx: WriteTx) => Promise<T>): Promise<T> {
   return repo.store.write((store) => core(store.project(repo.project)));
+}
+
+/** Runs `read` in a read of the project. */
+export function inReadTx<T>(repo: Repo, read: (tx: ReadTx) => Promise<T>): Promise<T> {
+  return repo.store.read((store) => read(store.project(repo.project)));
+}
+
+/** One commit's index entry (the store's reads are batched). */
+export async function commitInfo(tx: ProjectReads, oid: Oid): Promise<CommitInfo | undefined> {
+  return (await tx.getCommitInfos([oid]))[0];
+}
+
+export async function hasObject(tx: ProjectReads, oid: Oid): Promise<boolean> {
+  return (await tx.hasObjects([oid]))[0];
+}
+
+export async function objectSize(tx: ProjectReads, oid: Oid): Promise<number | undefined> {
+  return (await tx.objectSizes([oid]))[0];
+}
+
+/** A stored object of the given type, or an error naming it (a broken invariant: `internal`). */
+export async function requireObject(tx: ProjectReads, oid: Oid, type: 'tree' | 'blob' | 'commit'): Promise<Buffer> {
+  const object = await tx.getObject(oid);
+  if (!object || object.type !== type) throw new Error(`${type} ${oidToHex(oid)} is missing`);
+  return object.body;
 }
 
 export const MAIN_BRANCH = 'main';
 /** Commit ids given by clients may be abbreviated to this many hex digits, and no fewer. */
 export const OID_PREFIX_HEX_MIN = 7;
 
-export function branchHead(tx: ProjectReadTx, branch: string): Oid {
-  const head = tx.getRef(branchRef(branch));
+export async function branchHead(tx: ProjectReads, branch: string): Promise<Oid> {
+  const head = await tx.getRef(branchRef(branch));
   if (!head) throw new TreehouseError('not_found', `Branch ${JSON.stringify(branch)} not found.`);
   return head;
 }
 
 /** A commit named by its full id or a unique prefix of at least seven hex digits. */
-export function resolveCommit(tx: ProjectReadTx, text: string): Oid {
+export async function resolveCommit(tx: ProjectReads, text: string): Promise<Oid> {
   const hex = text.toLowerCase();
   if (hex.length < OID_PREFIX_HEX_MIN || !isOidHexPrefix(hex)) {
     throw new TreehouseError('not_found', `Commit ${JSON.stringify(text)} not found.`);
   }
   // Blobs and trees may share the prefix; only commits count, so look past a few of them.
-  const matches = tx.findObjectsByPrefix(hex, 64).filter((oid) => tx.getCommitInfo(oid) !== undefined);
+  const candidates = await tx.findObjectsByPrefix(hex, 64);
+  const infos = await tx.getCommitInfos(candidates);
+  const matches = candidates.filter((_, i) => infos[i] !== undefined);
   if (matches.length !== 1) {
     const why = matches.length === 0 ? 'not found' : 'is ambiguous';
     throw new TreehouseError('not_found', `Commit ${JSON.stringify(text)} ${why}.`);
@@ -59,8 +92,8 @@ export function resolveCommit(tx: ProjectReadTx, text: string): Oid {
   return matches[0];
 }
 
-export function commitTree(tx: ProjectReadTx, commit: Oid): Oid {
-  const info = tx.getCommitInfo(commit);
+export async function commitTree(tx: ProjectReads, commit: Oid): Promise<Oid> {
+  const info = await commitInfo(tx, commit);
   if (!info) throw new TreehouseError('not_found', `Commit ${oidToHex(commit)} not found.`);
   return info.tree;
 }
@@ -81,24 +114,24 @@ export type ResolvedRef =
  * name, or a commit id prefix of at least seven hex digits (in that order, as createBranch's `from`
  * looks up a branch before a prefix). Unknown or ambiguous: 404.
  */
-export function resolveRef(tx: ProjectReadTx, text: string): ResolvedRef {
+export async function resolveRef(tx: ProjectReads, text: string): Promise<ResolvedRef> {
   if (text.startsWith(WORKTREE_REF_PREFIX)) {
     const branch = text.slice(WORKTREE_REF_PREFIX.length);
-    const commit = branchHead(tx, branch);
+    const commit = await branchHead(tx, branch);
     // Every branch has its working tree record; the head's tree stands in should one be missing.
-    const tree = tx.getWorkingTree(branch)?.tree ?? commitTree(tx, commit);
+    const tree = (await tx.getWorkingTree(branch))?.tree ?? (await commitTree(tx, commit));
     return { kind: 'worktree', branch, commit, tree };
   }
   const lower = text.toLowerCase();
-  if (isOidHex(lower) && tx.getCommitInfo(oidFromHex(lower))) {
-    const commit = oidFromHex(lower);
-    return { kind: 'commit', commit, tree: commitTree(tx, commit) };
+  if (isOidHex(lower)) {
+    const info = await commitInfo(tx, oidFromHex(lower));
+    if (info) return { kind: 'commit', commit: oidFromHex(lower), tree: info.tree };
   }
-  const head = text.length > 0 ? tx.getRef(branchRef(text)) : undefined;
-  if (head) return { kind: 'commit', commit: head, tree: commitTree(tx, head) };
+  const head = text.length > 0 ? await tx.getRef(branchRef(text)) : undefined;
+  if (head) return { kind: 'commit', commit: head, tree: await commitTree(tx, head) };
   if (lower.length < OID_PREFIX_HEX_MIN || !isOidHexPrefix(lower)) {
     throw new TreehouseError('not_found', `Ref ${JSON.stringify(text)} names no branch, commit or working tree.`);
   }
-  const commit = resolveCommit(tx, text);
-  return { kind: 'commit', commit, tree: commitTree(tx, commit) };
+  const commit = await resolveCommit(tx, text);
+  return { kind: 'commit', commit, tree: await commitTree(tx, commit) };
 }

@@ -3,8 +3,7 @@
  * on top of the current head (message "Restore to <7-hex>"); history is never rewritten.
  */
 import { oidToHex } from '../git/oid.js';
-import type { ProjectWriteTx } from '../store/types.js';
-import { branchHead, commitTree, inWriteTx, resolveCommit, type Repo } from './repo.js';
+import { branchHead, commitTree, inWriteTx, resolveCommit, type Repo, type WriteTx } from './repo.js';
 import { requireCleanWorkingTree, requireUnlockedChanges, resetWorkingTree } from './worktree/moveWorkingTree.js';
 import { writeCommit, type CommitAuthors } from './writeCommit.js';
 
@@ -25,19 +24,19 @@ export async function restore(repo: Repo, input: RestoreInput): Promise<RestoreR
   return inWriteTx(repo, (tx) => restoreInTx(tx, input));
 }
 
-export function restoreInTx(tx: ProjectWriteTx, input: RestoreInput): RestoreResult {
-  const head = branchHead(tx, input.branch);
-  const target = resolveCommit(tx, input.oid);
-  const targetTree = commitTree(tx, target);
-  const headTree = commitTree(tx, head);
-  if (!input.force) requireCleanWorkingTree(tx, input.branch, headTree);
-  requireUnlockedChanges(tx, input.branch, targetTree);
-  resetWorkingTree(tx, input.branch, targetTree);
+export async function restoreInTx(tx: WriteTx, input: RestoreInput): Promise<RestoreResult> {
+  const head = await branchHead(tx, input.branch);
+  const target = await resolveCommit(tx, input.oid);
+  const targetTree = await commitTree(tx, target);
+  const headTree = await commitTree(tx, head);
+  if (!input.force) await requireCleanWorkingTree(tx, input.branch, headTree);
+  await requireUnlockedChanges(tx, input.branch, targetTree);
+  await resetWorkingTree(tx, input.branch, targetTree);
   if (targetTree.equals(headTree)) {
-    tx.bumpVersion();
+    await tx.bumpVersion();
     return { oid: oidToHex(head), branch: input.branch, created: false };
   }
-  const oid = writeCommit(tx, {
+  const oid = await writeCommit(tx, {
     branch: input.branch,
     tree: targetTree,
     parents: [head],

@@ -8,19 +8,20 @@
  *
  * Regular expressions take the RE2 syntax of search/pattern.ts and run on automata whose time is
  * linear in the text (search/matcher.ts); patterns that would need backtracking are refused (400).
- * The walk reads one file at a time and gives the event loop a turn between slices, and it stops
- * at the limit (one match past it tells `truncated`).
+ * The walk reads files a batch at a time (their sizes first, so files over the limit are never
+ * read), gives the event loop a turn between slices, and stops at the limit (one match past it
+ * tells `truncated`).
  */
 import { TreehouseError } from '../errors.js';
 import { oidToHex, type Oid } from '../git/oid.js';
-import { MODE_EXECUTABLE, MODE_FILE, MODE_TREE, decodeTree, type TreeEntry } from '../git/tree.js';
-import type { ProjectReadTx } from '../store/types.js';
+import { MODE_EXECUTABLE, MODE_FILE } from '../git/tree.js';
+import { BLOB_BATCH_BYTES, BLOB_BATCH_MAX, walkTree, type WalkedEntry } from './diff/batchedReads.js';
 import { PathFilter } from './pathFilter.js';
-import { resolveRef, type Repo } from './repo.js';
+import { inReadTx, resolveRef, type Repo } from './repo.js';
 import { AutomatonMatcher, LiteralMatcher, type LineMatcher } from './search/matcher.js';
 import { parsePattern, PatternError } from './search/pattern.js';
 import { compile, requiredLiteral } from './search/program.js';
-import { readInSlices, readProject } from './slices.js';
+import { projectReads, Slicer } from './slices.js';
 
 /** Files over this size are not searched (the contract's 1 MiB). */
 export const SEARCH_FILE_BYTES_MAX = 1024 * 1024;
@@ -72,49 +73,68 @@ function invalidQuery(message: string): TreehouseError {
 export async function search(repo: Repo, input: SearchInput): Promise<SearchResult> {
   const matcher = matcherFor(input);
   const filter = PathFilter.parse(input.paths, 'paths');
-  const root = readProject(repo, (tx) => resolveRef(tx, input.ref).tree);
+  const root = await inReadTx(repo, async (tx) => (await resolveRef(tx, input.ref)).tree);
   const matches: SearchMatch[] = [];
   const want = input.limit + 1;
+  const slicer = new Slicer();
+  const reads = projectReads(repo);
   // Depth-first in stored (git) order, which is path order.
-  const frames: Array<{ dir: string; entries: TreeEntry[]; next: number }> = [];
-  let started = false;
-  await readInSlices(repo, (tx) => {
-    if (!started) {
-      frames.push({ dir: '', entries: readTree(tx, root), next: 0 });
-      started = true;
+  const walk = walkTree(reads, root, (path) => filter.reachesDirectory(path));
+  // What the walk failed on (a tree the store lacks), reported once the files before it are searched.
+  let failure: { error: unknown } | undefined;
+  for (let done = false; !done && matches.length < want; ) {
+    // The next files to search, in one read of their sizes.
+    const files: Array<{ path: string; oid: Oid }> = [];
+    while (files.length < BLOB_BATCH_MAX) {
+      if (slicer.due) await slicer.pause();
+      let step: IteratorResult<WalkedEntry, void>;
+      try {
+        step = await walk.next();
+      } catch (error) {
+        failure = { error };
+        step = { done: true, value: undefined };
+      }
+      if (step.done) {
+        done = true;
+        break;
+      }
+      const { path, entry } = step.value;
+      if ((entry.mode === MODE_FILE || entry.mode === MODE_EXECUTABLE) && filter.matchesFile(path)) files.push({ path, oid: entry.oid });
     }
-    const frame = frames[frames.length - 1];
-    if (!frame) return false;
-    if (frame.next >= frame.entries.length) {
-      frames.pop();
-      return frames.length > 0;
+    const sizes = files.length > 0 ? await reads.objectSizes(files.map((file) => file.oid)) : [];
+    // Then their bodies, as many in one read as BLOB_BATCH_BYTES allows; files over the limit are skipped unread.
+    for (let first = 0; first < files.length && matches.length < want; ) {
+      let end = first;
+      let bytes = 0;
+      const reading: Oid[] = [];
+      for (; end < files.length; end++) {
+        const size = sizes[end];
+        if (size === undefined || size > SEARCH_FILE_BYTES_MAX) continue;
+        if (reading.length > 0 && bytes + size > BLOB_BATCH_BYTES) break;
+        bytes += size;
+        reading.push(files[end].oid);
+      }
+      const objects = reading.length > 0 ? await reads.getObjects(reading) : [];
+      let next = 0;
+      for (let i = first; i < end && matches.length < want; i++) {
+        const size = sizes[i];
+        // A file that is not stored is reported when the walk reaches it.
+        if (size === undefined) throw new Error(`blob ${oidToHex(files[i].oid)} is missing`);
+        if (size > SEARCH_FILE_BYTES_MAX) continue;
+        const object = objects[next++];
+        if (!object) throw new Error(`blob ${oidToHex(files[i].oid)} is missing`);
+        searchFile(object.body, files[i].path, matcher, matches, want);
+        if (slicer.due) await slicer.pause();
+      }
+      first = end;
     }
-    const entry = frame.entries[frame.next++];
-    const path = frame.dir === '' ? entry.name : `${frame.dir}/${entry.name}`;
-    if (entry.mode === MODE_TREE) {
-      if (filter.reachesDirectory(path)) frames.push({ dir: path, entries: readTree(tx, entry.oid), next: 0 });
-      return true;
-    }
-    if ((entry.mode !== MODE_FILE && entry.mode !== MODE_EXECUTABLE) || !filter.matchesFile(path)) return true;
-    searchFile(tx, entry.oid, path, matcher, matches, want);
-    return matches.length < want;
-  });
+  }
+  if (failure && matches.length < want) throw failure.error;
   const truncated = matches.length > input.limit;
   return { matches: truncated ? matches.slice(0, input.limit) : matches, truncated };
 }
 
-function readTree(tx: ProjectReadTx, oid: Oid): TreeEntry[] {
-  const object = tx.getObject(oid);
-  if (!object || object.type !== 'tree') throw new Error(`tree ${oidToHex(oid)} is missing`);
-  return decodeTree(object.body, true);
-}
-
-function searchFile(tx: ProjectReadTx, oid: Oid, path: string, matcher: LineMatcher, matches: SearchMatch[], want: number): void {
-  // A view into storage, not a copy: it is read here and now, and only matched lines are copied out.
-  const object = tx.peekObject(oid);
-  if (!object) throw new Error(`blob ${oidToHex(oid)} is missing`);
-  const blob = object.body;
-  if (blob.length > SEARCH_FILE_BYTES_MAX) return;
+function searchFile(blob: Buffer, path: string, matcher: LineMatcher, matches: SearchMatch[], want: number): void {
   // The cheap test first: most files do not match, and only those that may need the binary test.
   if (!matcher.mayMatch(blob)) return;
   if (blob.subarray(0, BINARY_PROBE_BYTES).includes(0)) return;

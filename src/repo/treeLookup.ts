@@ -4,7 +4,7 @@
  */
 import { oidToHex, type Oid } from '../git/oid.js';
 import { decodeTree, MODE_TREE, type TreeEntry } from '../git/tree.js';
-import type { ProjectReadTx } from '../store/types.js';
+import type { ProjectReads } from '../store/asyncTypes.js';
 
 /** Decoded trees kept at most; the cache starts over past this (one request's walk). */
 const CACHED_TREES_MAX = 20_000;
@@ -13,10 +13,10 @@ export class TreeLookup {
   private readonly trees = new Map<string, Map<string, TreeEntry>>();
 
   /** The entry at `path` (components) below `root`, or null; a file in the way is null too. */
-  entryAt(tx: ProjectReadTx, root: Oid, components: readonly string[]): TreeEntry | null {
+  async entryAt(tx: ProjectReads, root: Oid, components: readonly string[]): Promise<TreeEntry | null> {
     let tree = root;
     for (let i = 0; i < components.length; i++) {
-      const entry = this.entries(tx, tree).get(components[i]);
+      const entry = (await this.entries(tx, tree)).get(components[i]);
       if (!entry) return null;
       if (i === components.length - 1) return entry;
       if (entry.mode !== MODE_TREE) return null;
@@ -25,11 +25,11 @@ export class TreeLookup {
     return null;
   }
 
-  private entries(tx: ProjectReadTx, tree: Oid): Map<string, TreeEntry> {
+  private async entries(tx: ProjectReads, tree: Oid): Promise<Map<string, TreeEntry>> {
     const key = oidToHex(tree);
     let entries = this.trees.get(key);
     if (!entries) {
-      const object = tx.getObject(tree);
+      const object = await tx.getObject(tree);
       if (!object || object.type !== 'tree') throw new Error(`tree ${key} is missing`);
       entries = new Map(decodeTree(object.body, true).map((entry) => [entry.name, entry]));
       if (this.trees.size >= CACHED_TREES_MAX) this.trees.clear();

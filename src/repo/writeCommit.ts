@@ -6,7 +6,7 @@ import { encodeCommit } from '../git/commit.js';
 import { assertFsckClean } from '../git/fsck.js';
 import type { Oid } from '../git/oid.js';
 import { branchRef } from '../git/refname.js';
-import type { ProjectWriteTx } from '../store/types.js';
+import type { ProjectWrites } from '../store/asyncTypes.js';
 import { messageForGit, signatureNow, type Person } from './signature.js';
 
 export interface CommitAuthors {
@@ -14,10 +14,10 @@ export interface CommitAuthors {
   committer: Person;
 }
 
-export function writeCommit(
-  tx: ProjectWriteTx,
+export async function writeCommit(
+  tx: ProjectWrites,
   input: { branch: string; tree: Oid; parents: Oid[]; message: string; people: CommitAuthors },
-): Oid {
+): Promise<Oid> {
   const now = Date.now();
   const body = encodeCommit({
     tree: input.tree,
@@ -31,7 +31,7 @@ export function writeCommit(
   // checks what it is given, and this makes a slip an error instead of a commit clones would refuse.
   assertFsckClean('commit', body);
   const oid = tx.putObject('commit', body);
-  tx.casRef(branchRef(input.branch), input.parents[0] ?? null, oid);
-  tx.bumpVersion();
+  await tx.casRef(branchRef(input.branch), input.parents[0] ?? null, oid);
+  await tx.bumpVersion();
   return oid;
 }

@@ -9,8 +9,7 @@ import type { Oid } from '../git/oid.js';
 import { MODE_FILE, MODE_GITLINK } from '../git/tree.js';
 import { specialFileProblem } from './worktree/specialFiles.js';
 import { decodeContent, type ContentEncoding } from './fileContent.js';
-import type { ProjectWriteTx } from '../store/types.js';
-import { branchHead, inWriteTx, type Repo, type RepoLimits } from './repo.js';
+import { branchHead, inWriteTx, type Repo, type RepoLimits, type WriteTx } from './repo.js';
 import { WorkingTree } from './worktree/workingTree.js';
 
 export interface FileWrite {
@@ -46,10 +45,11 @@ export async function writeFiles(repo: Repo, input: WriteFilesInput): Promise<{ 
 }
 
 /** The batch applied in the caller's transaction: all of it, or (throwing) none. */
-export function writeFilesInTx(tx: ProjectWriteTx, batch: PreparedBatch): { written: number; version: number } {
+export async function writeFilesInTx(tx: WriteTx, batch: PreparedBatch): Promise<{ written: number; version: number }> {
   const { deletes, writes: prepared, branch } = batch;
-  branchHead(tx, branch);
-  const tree = new WorkingTree(tx, branch);
+  await branchHead(tx, branch);
+  const tree = await WorkingTree.open(tx, branch);
+  await tree.load([...deletes, ...prepared.map((write) => write.path)]);
   const locked: string[] = [];
   const missing: string[] = [];
   for (const path of deletes) {
@@ -83,7 +83,7 @@ export function writeFilesInTx(tx: ProjectWriteTx, batch: PreparedBatch): { writ
     throw new TreehouseError('path_conflict', `A file and a directory would share a path: ${conflicts.join(', ')}.`, { paths: conflicts });
   }
   tree.save();
-  return { written: prepared.length, version: tx.bumpVersion() };
+  return { written: prepared.length, version: await tx.bumpVersion() };
 }
 
 function throwIfLocked(paths: string[]): void {

@@ -33,7 +33,7 @@ import {
 import { AGENT, ProtocolError, type Service } from '../git/smartProtocol.js';
 import { isAncestor } from '../repo/ancestry.js';
 import { planPushPack, pushPackStream } from '../repo/wire/uploadPack.js';
-import type { Repo } from '../repo/repo.js';
+import { commitInfo, inReadTx, type Repo } from '../repo/repo.js';
 import { parseRemoteUrl, resolveRemoteHost, RemoteUrlError, type ResolvedAddress } from './ssrf.js';
 
 /** Where a remote is and how to sign in: `url` carries no credentials. */
@@ -376,12 +376,11 @@ export async function pushBranch(endpoint: RemoteEndpoint, repo: Repo, branch: s
   if (advertisement.version !== 0) throw new RemoteError('The remote answered receive-pack with protocol v2, which has no push.', 'protocol', false);
   const refName = branchRef(branch);
   const remote = advertisement.refs.find((ref) => ref.name === refName)?.oid ?? null;
-  const decision = repo.store.read((store) => {
-    const tx = store.project(repo.project);
-    const head = tx.getRef(refName);
+  const decision = await inReadTx(repo, async (tx) => {
+    const head = await tx.getRef(refName);
     if (!head) return { kind: 'gone' as const };
     if (remote && remote.equals(head)) return { kind: 'current' as const, head };
-    if (remote && (!tx.getCommitInfo(remote) || !isAncestor(tx, remote, head))) return { kind: 'diverged' as const, head, remote };
+    if (remote && (!(await commitInfo(tx, remote)) || !(await isAncestor(tx, remote, head)))) return { kind: 'diverged' as const, head, remote };
     const haves = advertisement.refs
       .filter((ref) => ref.name.startsWith(BRANCH_REF_PREFIX) || ref.name.startsWith('refs/tags/'))
       .map((ref) => ref.oid)

@@ -7,7 +7,7 @@
 import { oidToHex } from '../git/oid.js';
 import { BRANCH_REF_PREFIX } from '../git/refname.js';
 import type { FetchRequest, Service, V2Command } from '../git/smartProtocol.js';
-import { receivePack, type ReceivePackInput, type ReceivePackResult } from '../repo/wire/receivePack.js';
+import { receivePack, syncStoreLookups, type ReceivePackInput, type ReceivePackResult } from '../repo/wire/receivePack.js';
 import { advertise, fetchV2, lsRefs, uploadPackV0, type UploadPackOptions } from '../repo/wire/uploadPack.js';
 import type { Config } from './config.js';
 import type { DeflateCache } from './deflateCache.js';
@@ -31,13 +31,13 @@ export class GitExport {
   /** Large thin deltas are made on the deflate cache's worker. */
   private readonly uploadOptions: UploadPackOptions = { makeForm: (body, base) => this.deflateCache.formOffLoop(body, base) };
 
-  advertise(record: ProjectRecord, service: Service, version: 0 | 2): Buffer[] {
+  advertise(record: ProjectRecord, service: Service, version: 0 | 2): Promise<Buffer[]> {
     // A push follows its advertisement: its pack's checker loads while the client packs.
     if (service === 'git-receive-pack') this.packChecker.prepare();
     return advertise(this.projects.repo(record), service, version);
   }
 
-  lsRefs(record: ProjectRecord, command: V2Command): Buffer[] {
+  lsRefs(record: ProjectRecord, command: V2Command): Promise<Buffer[]> {
     return lsRefs(this.projects.repo(record), command);
   }
 
@@ -53,6 +53,7 @@ export class GitExport {
     const result = await receivePack(this.projects.repo(record), {
       ...push,
       refUpdatesMax: this.config.limits.pushRefsMax,
+      lookups: syncStoreLookups(this.projects.store, record.seq),
       checkPack: (pack, limits, lookups, clientShallow) => this.packChecker.check(pack, limits, lookups, clientShallow),
     });
     // Each ref the push moved, as the event its kind of move is (src/service/events.ts).

@@ -99,7 +99,7 @@ export class Linter {
 
   async lint(repo: Repo, input: { branch: string }): Promise<LintResult> {
     const prettier = await prettierSupport();
-    const files = workingTreeFiles(repo, input);
+    const files = await workingTreeFiles(repo, input);
     // The whole result is a function of the listing (paths, blob ids, modes; configs are files too).
     const fingerprint = treeFingerprint(files);
     const known = this.results.get(fingerprint);
@@ -110,7 +110,7 @@ export class Linter {
     const settings = regular.filter(
       (file) => file.size <= CONFIG_BYTES_MAX && (IGNORE_FILES.includes(file.path) || (isConfigFileName(file.path) && !isSkippedPath(file.path))),
     );
-    const settingTexts = readBlobs(repo, settings.map((file) => file.oid));
+    const settingTexts = await readBlobs(repo, settings.map((file) => file.oid));
     const textOf = (file: WorkingTreeFile) => utf8.decode(settingTexts.get(file.oid));
     const configs: ProjectConfig[] = [];
     let ignore = IgnoreRules.none;
@@ -179,7 +179,7 @@ export class Linter {
     let running = this.inflight.get(item.key);
     if (!running) {
       running = (async () => {
-        const text = utf8.decode(readBlobs(repo, [item.file.oid]).get(item.file.oid));
+        const text = utf8.decode((await readBlobs(repo, [item.file.oid])).get(item.file.oid));
         const toCheck: FileToCheck = { text, name: item.name, checks: item.checks, format: item.format };
         const report = await checkFile(toCheck, this.formatter);
         this.cache.set(item.key, report);

@@ -10,6 +10,7 @@
  */
 import { startMainAt, storeHistoryObjects } from '../repo/wire/importHistory.js';
 import { initProjectInTx, type SeedFile } from '../repo/initProject.js';
+import type { AsyncStoreWriteTx } from '../store/asyncTypes.js';
 import type { ContentEncoding } from '../repo/fileContent.js';
 import type { StoreWriteTx } from '../store/types.js';
 import type { Principal } from './accounts.js';
@@ -50,22 +51,22 @@ export class ProjectCreation {
     const common = { title: input.title, handle: input.handle, framework: input.framework, commerce: input.commerce, people };
     const source = input.source;
     const remote = input.git_remote ? await this.remoteSync.prepareLink(input.git_remote, 'git_remote.url') : null;
-    const link = (tx: StoreWriteTx, created: ProjectRecord) => {
-      if (remote) this.remoteSync.linkInTx(tx, created, remote);
+    const link = async (tx: AsyncStoreWriteTx, created: ProjectRecord) => {
+      if (remote) await this.remoteSync.linkInTx(tx, created, remote);
     };
     let record: ProjectRecord;
     if (source?.kind === 'git') {
       const history = await fetchGitSeed(this.config, source, this.packChecker);
       const seq = await this.projects.reserveSeq();
       try {
-        await storeHistoryObjects({ store: this.projects.store, project: seq }, history);
+        await storeHistoryObjects({ store: this.projects.store.async, project: seq }, history);
         record = await this.projects.create(principal, {
           ...common,
           seq,
           files: detectionFiles(history),
-          seedHistory: (tx, created) => {
-            startMainAt(tx.project(created.seq), history);
-            link(tx, created);
+          seedHistory: async (tx, created) => {
+            await startMainAt(tx.project(created.seq), history);
+            await link(tx, created);
           },
         });
       } catch (error) {
@@ -75,9 +76,9 @@ export class ProjectCreation {
     } else {
       const files = await this.seedFiles(source);
       const seedHistory = remote
-        ? (tx: StoreWriteTx, created: ProjectRecord) => {
-            initProjectInTx(tx.project(created.seq), { files, people });
-            link(tx, created);
+        ? async (tx: AsyncStoreWriteTx, created: ProjectRecord) => {
+            await initProjectInTx(tx.project(created.seq), { files, people });
+            await link(tx, created);
           }
         : undefined;
       record = await this.projects.create(principal, { ...common, files, seedHistory });

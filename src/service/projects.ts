@@ -5,6 +5,7 @@
 import { TreehouseError } from '../errors.js';
 import { initProjectInTx, type SeedFile } from '../repo/initProject.js';
 import { DEFAULT_REPO_LIMITS, MAIN_BRANCH, type Repo } from '../repo/repo.js';
+import type { AsyncStoreWriteTx, RecordReads } from '../store/asyncTypes.js';
 import type { CommitAuthors } from '../repo/writeCommit.js';
 import type { Store, StoreReadTx, StoreWriteTx } from '../store/types.js';
 import type { Principal } from './accounts.js';
@@ -71,7 +72,7 @@ export interface CreateProjectInput {
   files: SeedFile[];
   people: CommitAuthors;
   /** Seeds that bring history (git) write it themselves inside the same transaction. */
-  seedHistory?: (tx: StoreWriteTx, record: ProjectRecord) => void;
+  seedHistory?: (tx: AsyncStoreWriteTx, record: ProjectRecord) => Promise<void>;
   /** A number from reserveSeq(), whose objects were stored ahead of the project. */
   seq?: number;
 }
@@ -101,7 +102,7 @@ export class Projects {
 
   repo(record: ProjectRecord): Repo {
     return {
-      store: this.store,
+      store: this.store.async,
       project: record.seq,
       limits: { ...DEFAULT_REPO_LIMITS, fileBytesMax: this.config.limits.fileBytesMax, batchFilesMax: this.config.limits.batchFilesMax },
     };
@@ -150,12 +151,12 @@ export class Projects {
   async create(principal: Principal, input: CreateProjectInput): Promise<ProjectRecord> {
     if (input.handle !== undefined) requireHandle(input.handle);
     const detected = input.framework === undefined ? detectFrameworkOf(input.files) : input.framework;
-    const { record, main } = await this.store.write((tx) => {
-      const handle = input.handle ?? uniqueHandle(tx, input.title);
-      if (tx.getRecord(handleKey(handle))) throw new TreehouseError('handle_taken', `Handle ${handle} is in use.`);
-      const seq = input.seq ?? nextSeq(tx);
+    const { record, main } = await this.store.async.write(async (tx) => {
+      const handle = input.handle ?? (await uniqueHandle(tx, input.title));
+      if (await tx.getRecord(handleKey(handle))) throw new TreehouseError('handle_taken', `Handle ${handle} is in use.`);
+      const seq = input.seq ?? (await nextSeq(tx));
       if (input.seq !== undefined) {
-        if (!tx.getRecord(unownedKey(input.seq))) throw new Error(`project number ${input.seq} is not reserved`);
+        if (!(await tx.getRecord(unownedKey(input.seq)))) throw new Error(`project number ${input.seq} is not reserved`);
         tx.deleteRecord(unownedKey(input.seq));
       }
       const now = new Date().toISOString();
@@ -173,12 +174,12 @@ export class Projects {
         commerce_sealed: input.commerce ? this.sealer.seal(JSON.stringify(input.commerce)) : null,
         git_remote: null,
       };
-      if (input.seedHistory) input.seedHistory(tx, record);
-      else initProjectInTx(tx.project(seq), { files: input.files, people: input.people });
-      this.putProject(tx, record);
+      if (input.seedHistory) await input.seedHistory(tx, record);
+      else await initProjectInTx(tx.project(seq), { files: input.files, people: input.people });
+      tx.putRecord(projectKey(record.id), record);
       tx.putRecord(handleKey(handle), record.id);
       tx.putRecord(teamIndexKey(record), record.id);
-      return { record, main: tx.project(seq).getRef(`refs/heads/${MAIN_BRANCH}`) };
+      return { record, main: await tx.project(seq).getRef(`refs/heads/${MAIN_BRANCH}`) };
     });
     this.events.emit('project.created', record, {});
     if (main) this.announceCommit(record, MAIN_BRANCH, main.toString('hex'), 'seed');
@@ -237,8 +238,8 @@ export class Projects {
 
   /** A project number for data stored before its project exists (a git seed); create() takes it over. */
   async reserveSeq(): Promise<number> {
-    return this.store.write((tx) => {
-      const seq = nextSeq(tx);
+    return this.store.async.write(async (tx) => {
+      const seq = await nextSeq(tx);
       tx.putRecord(unownedKey(seq), new Date().toISOString());
       return seq;
     });
@@ -336,7 +337,7 @@ function requireHandle(handle: string): void {
 }
 
 /** A handle made from the title, with "-2", "-3", ... appended until it is free. */
-function uniqueHandle(tx: StoreReadTx, title: string): string {
+async function uniqueHandle(tx: RecordReads, title: string): Promise<string> {
   let base = title
     .normalize('NFKD')
     .toLowerCase()
@@ -345,10 +346,10 @@ function uniqueHandle(tx: StoreReadTx, title: string): string {
     .slice(0, HANDLE_LENGTH_MAX - 8)
     .replace(/-+$/, '');
   if (base.length < HANDLE_LENGTH_MIN) base = base ? `${base}-project` : 'project';
-  if (!tx.getRecord(handleKey(base))) return base;
+  if (!(await tx.getRecord(handleKey(base)))) return base;
   for (let n = 2; ; n++) {
     const candidate = `${base}-${n}`;
-    if (!tx.getRecord(handleKey(candidate))) return candidate;
+    if (!(await tx.getRecord(handleKey(candidate)))) return candidate;
   }
 }
 
@@ -370,8 +371,8 @@ function decodeCursor(cursor: string, prefix: string): string {
   return key;
 }
 
-function nextSeq(tx: StoreWriteTx): number {
-  const seq = (tx.getRecord<number>(PROJECT_SEQ_KEY) ?? 0) + 1;
+async function nextSeq(tx: AsyncStoreWriteTx): Promise<number> {
+  const seq = ((await tx.getRecord<number>(PROJECT_SEQ_KEY)) ?? 0) + 1;
   tx.putRecord(PROJECT_SEQ_KEY, seq);
   return seq;
 }

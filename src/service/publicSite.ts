@@ -16,7 +16,7 @@ export class PublicSite {
   }
 
   /** A path of main's head commit; the body only when `wantContent(blob id)` says so (ETags). */
-  read(record: ProjectRecord, path: string, wantContent?: (oid: string) => boolean): CommitPathLookup {
+  read(record: ProjectRecord, path: string, wantContent?: (oid: string) => boolean): Promise<CommitPathLookup> {
     return readCommitFile(this.projects.repo(record), { branch: MAIN_BRANCH, path, wantContent });
   }
 }

@@ -18,6 +18,7 @@ import { TreehouseError } from '../errors.js';
 import { oidToHex, type Oid } from '../git/oid.js';
 import { BRANCH_REF_PREFIX } from '../git/refname.js';
 import { MAIN_BRANCH } from '../repo/repo.js';
+import type { AsyncStoreWriteTx } from '../store/asyncTypes.js';
 import type { Store, StoreWriteTx } from '../store/types.js';
 import type { Principal } from './accounts.js';
 import type { Config } from './config.js';
@@ -157,9 +158,9 @@ export class RemoteSync {
    * project's record, which create() stores after its seed hook returns, so the link, the first
    * sync of every branch and the project itself land together.
    */
-  linkInTx(tx: StoreWriteTx, record: ProjectRecord, remote: GitRemoteRecord): void {
+  async linkInTx(tx: AsyncStoreWriteTx, record: ProjectRecord, remote: GitRemoteRecord): Promise<void> {
     record.git_remote = remote;
-    this.enqueueAllInTx(tx, record);
+    await this.enqueueAllInTx(tx, record);
   }
 
   /** Announces the state a creation's link queued (linkInTx), once the project is created. */
@@ -172,7 +173,7 @@ export class RemoteSync {
     this.projects.get(principal, id);
     const remote = await this.prepareLink(input, 'url');
     const record = await this.projects.setRemote(principal, id, remote);
-    const queued = await this.store.write((tx) => this.enqueueAllInTx(tx, record));
+    const queued = await this.store.async.write((tx) => this.enqueueAllInTx(tx, record));
     if (queued) this.announce(record, queued.branch, queued.state);
     this.wake();
     return this.view(record)!;
@@ -189,7 +190,7 @@ export class RemoteSync {
   async requestSync(principal: Principal, id: string): Promise<RemoteView> {
     const record = this.projects.get(principal, id);
     if (!record.git_remote) throw notLinked();
-    const queued = await this.store.write((tx) => this.enqueueAllInTx(tx, record));
+    const queued = await this.store.async.write((tx) => this.enqueueAllInTx(tx, record));
     if (queued) this.announce(record, queued.branch, queued.state);
     this.wake();
     return this.view(record)!;
@@ -233,8 +234,8 @@ export class RemoteSync {
     // The caller's record was read before its change; the link may have changed since.
     const record = this.projectOf({ project_id: given.id, team_id: given.team_id });
     if (!record?.git_remote) return false;
-    const queued = await this.store.write((tx) => {
-      const head = tx.project(record.seq).getRef(`${BRANCH_REF_PREFIX}${branch}`);
+    const queued = await this.store.async.write(async (tx) => {
+      const head = await tx.project(record.seq).getRef(`${BRANCH_REF_PREFIX}${branch}`);
       return head ? this.enqueueInTx(tx, record, [{ branch, oid: head }]) : null;
     });
     if (queued) this.announce(record, queued.branch, queued.state);
@@ -246,18 +247,15 @@ export class RemoteSync {
     this.projects.events.emit('sync.status', record, { branch, status: state.status, oid: state.oid, error: state.error });
   }
 
-  private enqueueAllInTx(tx: StoreWriteTx, record: ProjectRecord): { branch: string; state: SyncState } | null {
-    const branches = tx
-      .project(record.seq)
-      .listRefs(BRANCH_REF_PREFIX)
-      .map((ref) => ({ branch: ref.name.slice(BRANCH_REF_PREFIX.length), oid: ref.oid }));
+  private async enqueueAllInTx(tx: AsyncStoreWriteTx, record: ProjectRecord): Promise<{ branch: string; state: SyncState } | null> {
+    const branches = (await tx.project(record.seq).listRefs(BRANCH_REF_PREFIX)).map((ref) => ({ branch: ref.name.slice(BRANCH_REF_PREFIX.length), oid: ref.oid }));
     // Main first, so the state names main's head when several branches are queued.
     branches.sort((a, b) => Number(b.branch === MAIN_BRANCH) - Number(a.branch === MAIN_BRANCH));
     return this.enqueueInTx(tx, record, branches);
   }
 
   /** Queues pushes of `branches`; the state written (named after the first branch), or null when there were none. */
-  private enqueueInTx(tx: StoreWriteTx, record: ProjectRecord, branches: Array<{ branch: string; oid: Oid }>): { branch: string; state: SyncState } | null {
+  private enqueueInTx(tx: AsyncStoreWriteTx, record: ProjectRecord, branches: Array<{ branch: string; oid: Oid }>): { branch: string; state: SyncState } | null {
     if (branches.length === 0) return null;
     const now = new Date();
     for (const { branch, oid } of branches) {

@@ -44,7 +44,7 @@ export class Workspace {
   /** After every change of a branch's head (commit, restore, merge, push): main's framework is detected again. */
   async refreshFrameworkIfMain(record: ProjectRecord, branch: string): Promise<void> {
     if (branch !== MAIN_BRANCH) return;
-    const snapshot = headSnapshot(this.projects.repo(record), { branch, read: ['package.json'] });
+    const snapshot = await headSnapshot(this.projects.repo(record), { branch, read: ['package.json'] });
     await this.projects.refreshFramework(record, snapshot.names, snapshot.contents.get('package.json')?.toString('utf8'));
   }
 
@@ -85,9 +85,9 @@ export class Workspace {
   }
 
   /** The archive as a stream, with the name and type to serve it under. */
-  archive(principal: Principal, id: string, input: { ref: string; format: 'zip' | 'tar.gz'; prefix?: string }) {
+  async archive(principal: Principal, id: string, input: { ref: string; format: 'zip' | 'tar.gz'; prefix?: string }) {
     const record = this.projects.get(principal, id);
-    const archive = openArchive(this.projects.repo(record), { ...input, format: input.format as ArchiveFormat });
+    const archive = await openArchive(this.projects.repo(record), { ...input, format: input.format as ArchiveFormat });
     return {
       stream: archive.stream,
       filename: `${record.handle}.${input.format}`,

@@ -50,6 +50,7 @@ import {
   type WorkingTreeState,
 } from './types.js';
 import { decodeCommitInfo, encodeCommitInfo, commitInfoFromBody } from './commitIndex.js';
+import { LmdbAsyncStore } from './lmdbAsync.js';
 
 const PROJECT_PREFIX_BYTES = 4;
 const TYPE_CODES: Record<ObjectType, number> = { commit: 1, tree: 2, blob: 3, tag: 4 };
@@ -416,6 +417,12 @@ export class LmdbStore implements Store {
     if (!list) stored.set(project, (list = []));
     // The hint may be a view into a buffer its writer goes on patching.
     list.push({ oid, similarTo: similarTo && !similarTo.equals(oid) ? Buffer.from(similarTo) : null });
+  }
+
+  private asyncView: LmdbAsyncStore | null = null;
+
+  get async(): LmdbAsyncStore {
+    return (this.asyncView ??= new LmdbAsyncStore(this));
   }
 
   read<T>(action: (tx: StoreReadTx) => T): T {

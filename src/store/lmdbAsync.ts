@@ -167,6 +167,19 @@ class WriteBuffer {
   readonly checks: Array<(tx: StoreWriteTx) => boolean> = [];
   readonly records = new Map<string, { value: unknown } | null>();
   private readonly projects = new Map<number, ProjectOverlay>();
+  /** The replay's project transactions, made once per project rather than once per write. */
+  private replayTx: StoreWriteTx | null = null;
+  private readonly replayProjects = new Map<number, ProjectWriteTx>();
+
+  projectTx(tx: StoreWriteTx, project: number): ProjectWriteTx {
+    if (this.replayTx !== tx) {
+      this.replayTx = tx;
+      this.replayProjects.clear();
+    }
+    let projectTx = this.replayProjects.get(project);
+    if (!projectTx) this.replayProjects.set(project, (projectTx = tx.project(project)));
+    return projectTx;
+  }
 
   overlay(project: number): ProjectOverlay {
     let overlay = this.projects.get(project);
@@ -200,7 +213,7 @@ class WriteProject extends ReadOnlyProject implements ProjectWrites, PackFormWri
 
   /** Replays `write` on the synchronous transaction's project. */
   private later(write: (tx: ProjectWriteTx) => void): void {
-    this.buffer.replay.push((tx) => write(tx.project(this.project)));
+    this.buffer.replay.push((tx) => write(this.buffer.projectTx(tx, this.project)));
   }
 
   /** Replay checks that `read` gives what it gave now. */
@@ -232,10 +245,14 @@ class WriteProject extends ReadOnlyProject implements ProjectWrites, PackFormWri
   override async getObjectsWithAnnex(oids: readonly Oid[]): Promise<Array<AnnexedObject | undefined>> {
     const stored = await super.getObjectsWithAnnex(oids.filter((oid) => !this.overlay.objects.has(oidToHex(oid))));
     let next = 0;
-    return oids.map((oid) => {
+    const out = oids.map((oid) => {
       const mine = this.overlay.objects.get(oidToHex(oid));
       return mine ? { type: mine.type, body: copy(mine.body), annex: mine.annex && copy(mine.annex) } : stored[next++];
     });
+    for (let i = 0; i < out.length; i++) {
+      if (out[i] === undefined && this.overlay.forms.has(oidToHex(oids[i]))) out[i] = { ...(await this.rebuild(oids[i])), annex: null };
+    }
+    return out;
   }
 
   override async hasObjects(oids: readonly Oid[]): Promise<boolean[]> {

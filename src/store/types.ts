@@ -8,6 +8,7 @@
  * resolves only once the commit is durable, so a caller may acknowledge the work it did.
  */
 import type { ObjectType, Oid } from '../git/oid.js';
+import type { AsyncStore } from './asyncTypes.js';
 
 /** Parents, tree, committer time and generation number of one commit, kept so walks never inflate. */
 export interface CommitInfo {
@@ -162,6 +163,11 @@ export interface StoreWriteTx extends StoreReadTx {
 }
 
 export interface Store {
+  /**
+   * The same storage through the asynchronous interface (src/store/asyncTypes.ts), one view per
+   * store (its writers share one queue). The layers above move to it (issue 14).
+   */
+  readonly async: AsyncStore;
   read<T>(action: (tx: StoreReadTx) => T): T;
   /**
    * Called after each committed write transaction with the objects it stored, per project, so work

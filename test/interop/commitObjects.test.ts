@@ -12,6 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { OBJECT_RECORD_BYTES } from '../../src/git/introducedObjects.js';
 import { oidFromHex, type Oid } from '../../src/git/oid.js';
 import { planPack } from '../../src/repo/wire/packObjects.js';
+import type { ProjectReads } from '../../src/store/asyncTypes.js';
 import type { ProjectReadTx } from '../../src/store/types.js';
 import { git, gitAsyncOk, scratchDir } from '../support/git.js';
 import { createClonedProject, fastImport, pushBranches, remoteUrl, type ClonedProject } from '../support/history.js';
@@ -86,13 +87,13 @@ function revListObjects(dir: string, refs: string[]): string[] {
     .sort();
 }
 
-function planned(tx: ProjectReadTx, wants: Oid[]): string[] {
-  const plan = planPack(tx, { wants, haves: [] });
+async function planned(tx: ProjectReads, wants: Oid[]): Promise<string[]> {
+  const plan = await planPack(tx, { wants, haves: [] });
   return [...plan.objects].map((object) => object.oid.toString('hex')).sort();
 }
 
 /** The same reads with no commit object lists: the planner walks every tree. */
-const withoutLists = (tx: ProjectReadTx): ProjectReadTx => new Proxy(tx, { get: (target, key) => (key === 'getCommitObjects' ? () => undefined : Reflect.get(target, key)) });
+const withoutLists = (tx: ProjectReads): ProjectReads => new Proxy(tx, { get: (target, key) => (key === 'getCommitObjects' ? async () => undefined : Reflect.get(target, key)) });
 
 describe('commit object lists', () => {
   it("index every pushed commit with exactly what git diff-tree shows new against the first parent, each tree before its entries", () => {
@@ -122,8 +123,10 @@ describe('commit object lists', () => {
   it('plan a clone that sends exactly git rev-list --objects --all, as the tree walk does', async () => {
     const tips = read(project.id, (tx) => tx.listRefs('refs/heads/').map((ref) => ref.oid));
     const expected = revListObjects(project.dir, ['--all']);
-    expect(read(project.id, (tx) => planned(tx, tips))).toEqual(expected);
-    expect(read(project.id, (tx) => planned(withoutLists(tx), tips))).toEqual(expected);
+    const reads = server.th.store.async;
+    const seq = projectNumber(project.id);
+    expect(await reads.read((tx) => planned(tx.project(seq), tips))).toEqual(expected);
+    expect(await reads.read((tx) => planned(withoutLists(tx.project(seq)), tips))).toEqual(expected);
     const target = join(work.path, 'cloned.git');
     await gitAsyncOk(['clone', '-q', '--bare', remoteUrl(server, project.id), target]);
     git(['fsck', '--strict', '--no-dangling'], { cwd: target });

@@ -152,15 +152,15 @@ describe('tree depth', () => {
     const repo = server.th.projects.repo(server.th.projects.get(server.th.accounts.authenticate(server.key)!, id));
     const head = (await api('GET', `${base}/git/log?limit=1`)).commits[0].oid as string;
     // Stored as a push before the limit would have stored it, bypassing today's checks.
-    const legacy = await repo.store.write((store) => {
+    const legacy = await repo.store.write(async (store) => {
       const tx = store.project(repo.project);
       let tree = tx.putObject('tree', encodeTree([{ name: 'f.txt', mode: '100644', oid: tx.putObject('blob', Buffer.from('bottom\n')) }]));
       for (let level = 1; level < depth; level++) tree = tx.putObject('tree', encodeTree([{ name: 'a', mode: '40000', oid: tree }]));
       const root = tx.putObject('tree', encodeTree([{ name: 'a', mode: '40000', oid: tree }, { name: 'a.txt', mode: '100644', oid: tx.putObject('blob', Buffer.from('a\n')) }]));
       const signature = { name: 'Old', email: 'old@example.com', timestamp: 1_700_000_000, timezone: '+0000' };
       const commit = tx.putObject('commit', encodeCommit({ tree: root, parents: [oidFromHex(head)], author: signature, committer: signature, extraHeaders: [], message: 'legacy\n' }));
-      tx.casRef('refs/heads/main', oidFromHex(head), commit);
-      resetWorkingTree(tx, 'main', root);
+      await tx.casRef('refs/heads/main', oidFromHex(head), commit);
+      await resetWorkingTree(tx, 'main', root);
       return oidToHex(commit);
     });
     const deepest = `${deepPath(depth + 1, 'f.txt')}`;
@@ -181,8 +181,9 @@ describe('tree depth', () => {
     // A merge that would write paths that deep is refused, and nothing changes.
     const bottom = deepPath(depth, 'x');
     const writeAtBottom = (branch: string, name: string) =>
-      repo.store.write((store) => {
-        const tree = new WorkingTree(store.project(repo.project), branch);
+      repo.store.write(async (store) => {
+        const tree = await WorkingTree.open(store.project(repo.project), branch);
+        await tree.load([`${bottom.slice(0, -1)}${name}`]);
         tree.setFile(`${bottom.slice(0, -1)}${name}`, { oid: store.project(repo.project).putObject('blob', Buffer.from(name)), size: name.length, locked: false });
         tree.save();
       });

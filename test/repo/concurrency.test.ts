@@ -19,13 +19,13 @@ afterAll(() => opened.close());
 
 const BATCHES = 50;
 
-function paths(repo: Repo, branch = 'main'): string[] {
-  return listFiles(repo, { branch }).map((file) => file.path);
+async function paths(repo: Repo, branch = 'main'): Promise<string[]> {
+  return (await listFiles(repo, { branch })).map((file) => file.path);
 }
 
 /** The whole history of a branch, newest first, checked to be a line that ends at a root commit. */
-function linearHistory(repo: Repo, branch: string): string[] {
-  const commits = log(repo, { branch, limit: 1000 }).commits;
+async function linearHistory(repo: Repo, branch: string): Promise<string[]> {
+  const commits = (await log(repo, { branch, limit: 1000 })).commits;
   commits.forEach((entry, index) => {
     const isRoot = index === commits.length - 1;
     expect(entry.parent_oids, `commit ${entry.oid}`).toEqual(isRoot ? [] : [commits[index + 1].oid]);
@@ -34,8 +34,8 @@ function linearHistory(repo: Repo, branch: string): string[] {
   return commits.map((entry) => entry.oid);
 }
 
-function committedPaths(repo: Repo, oid: string): string[] {
-  return showCommit(repo, { oid, content: false }).files.map((file) => file.path);
+async function committedPaths(repo: Repo, oid: string): Promise<string[]> {
+  return (await showCommit(repo, { oid, content: false })).files.map((file) => file.path);
 }
 
 describe('concurrent verbs on one branch', () => {
@@ -56,7 +56,7 @@ describe('concurrent verbs on one branch', () => {
       ),
     );
     expect(results.every((result) => result.written === 4)).toBe(true);
-    const listed = new Set(paths(repo));
+    const listed = new Set(await paths(repo));
     expect(listed.size).toBe(1 + BATCHES * 3 + 1);
     for (let i = 0; i < BATCHES; i++) {
       expect(listed.has(`batch-${i}/a.txt`)).toBe(true);
@@ -64,7 +64,7 @@ describe('concurrent verbs on one branch', () => {
       expect(listed.has(`shared/${i}.txt`)).toBe(true);
     }
     // The one file every batch wrote holds the value of one of them, whole.
-    const last = listFiles(repo, { branch: 'main', prefix: 'last.txt', content: true })[0];
+    const last = (await listFiles(repo, { branch: 'main', prefix: 'last.txt', content: true }))[0];
     expect(Number(last.content)).toBeGreaterThanOrEqual(0);
     expect(Number(last.content)).toBeLessThan(BATCHES);
   });
@@ -79,7 +79,7 @@ describe('concurrent verbs on one branch', () => {
     const outcomes = await Promise.all(started);
     const final = await commit(repo, { branch: 'main', message: 'final', people: testPeople });
 
-    const history = linearHistory(repo, 'main');
+    const history = await linearHistory(repo, 'main');
     expect(history[0]).toBe(final.oid);
     const created = outcomes.filter((outcome): outcome is CommitResult => typeof outcome === 'object' && outcome !== null && 'created' in outcome);
     const createdOids = created.filter((result) => result.created).map((result) => result.oid);
@@ -90,18 +90,18 @@ describe('concurrent verbs on one branch', () => {
     // Files only ever get added, so along the history every commit holds its parent's files.
     let previous = new Set<string>();
     for (const oid of [...history].reverse()) {
-      const files = new Set(committedPaths(repo, oid));
+      const files = new Set(await committedPaths(repo, oid));
       for (const path of previous) expect(files.has(path), `${path} lost in ${oid}`).toBe(true);
       previous = files;
     }
     const expected = Array.from({ length: BATCHES }, (_, i) => `race/${i}.txt`).sort();
     expect([...previous].sort()).toEqual(expected);
-    expect(paths(repo)).toEqual(expected);
+    expect(await paths(repo)).toEqual(expected);
   });
 
   it('lets exactly one of several commits with the same expected head move the branch', async () => {
     const repo = await newTestRepo(opened.store, [text('f.txt', 'v0')]);
-    const head = log(repo, { branch: 'main', limit: 1 }).commits[0].oid;
+    const head = (await log(repo, { branch: 'main', limit: 1 })).commits[0].oid;
     const contenders = 10;
     const settled = await Promise.allSettled(
       Array.from({ length: contenders }, async (_, i) => {
@@ -117,7 +117,7 @@ describe('concurrent verbs on one branch', () => {
       expect(outcome.reason).toBeInstanceOf(TreehouseError);
       expect((outcome.reason as TreehouseError).code).toBe('ref_changed');
     }
-    const history = linearHistory(repo, 'main');
+    const history = await linearHistory(repo, 'main');
     expect(history.length).toBe(2);
     expect(history[1]).toBe(head);
   });
@@ -136,10 +136,10 @@ describe('concurrent verbs on one branch', () => {
     );
     for (const name of branches) {
       const expected = ['base.txt', ...Array.from({ length: 10 }, (_, i) => `${name}/${i}.txt`)].sort();
-      expect(paths(repo, name)).toEqual(expected);
-      const history = linearHistory(repo, name);
-      expect(committedPaths(repo, history[0]).sort()).toEqual(expected);
+      expect(await paths(repo, name)).toEqual(expected);
+      const history = await linearHistory(repo, name);
+      expect((await committedPaths(repo, history[0])).sort()).toEqual(expected);
     }
-    expect(paths(repo, 'main')).toEqual(['base.txt']);
+    expect(await paths(repo, 'main')).toEqual(['base.txt']);
   });
 });

@@ -73,8 +73,8 @@ async function runAndKill(round: number, killAfterMs: number): Promise<Acknowled
   return acknowledged;
 }
 
-function contentsUnder(repo: Repo, prefix: string): Map<string, string> {
-  return new Map(listFiles(repo, { branch: 'main', prefix, content: true }).map((file) => [file.path, file.content ?? '']));
+async function contentsUnder(repo: Repo, prefix: string): Promise<Map<string, string>> {
+  return new Map((await listFiles(repo, { branch: 'main', prefix, content: true })).map((file) => [file.path, file.content ?? '']));
 }
 
 /** Every batch under batches/ is whole: all its files, each with its own content. Returns the tokens seen. */
@@ -109,10 +109,10 @@ describe('durability across SIGKILL', () => {
 
       const store = new LmdbStore({ path: storeDir.path });
       try {
-        const repo: Repo = { store, project: CRASH_PROJECT, limits: { ...DEFAULT_REPO_LIMITS } };
+        const repo: Repo = { store: store.async, project: CRASH_PROJECT, limits: { ...DEFAULT_REPO_LIMITS } };
 
         // Every acknowledged batch is there, and no batch is there in part.
-        const batches = expectWholeBatches(contentsUnder(repo, 'batches/'));
+        const batches = expectWholeBatches(await contentsUnder(repo, 'batches/'));
         for (const token of acknowledgedWrites) expect(batches.has(token), `batch ${token}`).toBe(true);
         // At most one batch past the last acknowledged one landed (the kill came before its line).
         const lastIndex = parseCrashToken(acknowledged.writes[acknowledged.writes.length - 1]).index;
@@ -120,14 +120,14 @@ describe('durability across SIGKILL', () => {
         expect(landed.length - acknowledged.writes.length).toBeLessThanOrEqual(1);
 
         // The shared files all hold one batch's token: the last acknowledged one or the one after it.
-        const shared = contentsUnder(repo, 'shared/');
+        const shared = await contentsUnder(repo, 'shared/');
         expect(shared.size).toBe(SHARED_FILES);
         const tokens = new Set(shared.values());
         expect(tokens.size, `shared files disagree: ${[...tokens].join(', ')}`).toBe(1);
         expect([crashToken(round, lastIndex), crashToken(round, lastIndex + 1)]).toContain([...tokens][0]);
 
         // Every acknowledged commit is on main's history, which is a line, and holds the batches before it.
-        const history = log(repo, { branch: 'main', limit: 1000 }).commits;
+        const history = (await log(repo, { branch: 'main', limit: 1000 })).commits;
         history.forEach((entry, index) => {
           expect(entry.parent_oids).toEqual(index === history.length - 1 ? [] : [history[index + 1].oid]);
         });
@@ -136,7 +136,7 @@ describe('durability across SIGKILL', () => {
         // Batches are only ever added, so the newest acknowledged commit holding them all is enough to read.
         const newest = acknowledgedCommits[acknowledgedCommits.length - 1];
         if (newest) {
-          const committed = new Set(showCommit(repo, { oid: newest.oid, content: false }).files.map((file) => file.path));
+          const committed = new Set((await showCommit(repo, { oid: newest.oid, content: false })).files.map((file) => file.path));
           for (const token of newest.writesBefore) expect(committed.has(`batches/${token}/f000.txt`), `${token} in ${newest.oid}`).toBe(true);
         }
 
@@ -146,7 +146,7 @@ describe('durability across SIGKILL', () => {
           const bare = scratchDir('treehouse-crash-export-');
           try {
             initBareRepo(bare.path);
-            exportToBareRepo(repo, bare.path);
+            await exportToBareRepo(repo, bare.path);
             git(['fsck', '--strict', '--no-dangling', '--no-progress'], { cwd: bare.path });
             expect(git(['rev-parse', 'main'], { cwd: bare.path }).trim()).toBe(history[0].oid);
           } finally {

@@ -103,8 +103,8 @@ function gitCommitFor(ours: Commit, tree: string, parents: string[], message: st
   return git(args, { cwd: gitDir.path, input: message, env }).trim();
 }
 
-function storedCommit(repo: Repo, oid: string): Commit {
-  return repo.store.read((tx) => decodeCommit(tx.project(repo.project).getObject(oidFromHex(oid))!.body));
+async function storedCommit(repo: Repo, oid: string): Promise<Commit> {
+  return decodeCommit((await storedObject(repo, oid))!.body);
 }
 
 function storedObject(repo: Repo, oid: string) {
@@ -112,17 +112,17 @@ function storedObject(repo: Repo, oid: string) {
 }
 
 /** Checks the working tree of main against the intended files: paths, blob ids (by git) and bytes. */
-function expectWorkingTree(repo: Repo, intended: IntendedFile[]): void {
-  const listed = listFiles(repo, { branch: 'main' });
+async function expectWorkingTree(repo: Repo, intended: IntendedFile[]): Promise<void> {
+  const listed = await listFiles(repo, { branch: 'main' });
   const expected = [...intended].sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
   expect(listed.map((file) => file.path)).toEqual(expected.map((file) => file.path));
-  listed.forEach((file, index) => {
+  for (const [index, file] of listed.entries()) {
     expect(file.oid).toBe(gitHashBlob(expected[index].bytes));
     expect(file.size).toBe(expected[index].bytes.length);
-    const read = readFile(repo, { branch: 'main', path: file.path });
+    const read = await readFile(repo, { branch: 'main', path: file.path });
     const bytes = read.encoding === 'base64' ? Buffer.from(read.content, 'base64') : Buffer.from(read.content, 'utf8');
     expect(bytes.equals(expected[index].bytes)).toBe(true);
-  });
+  }
 }
 
 /** Parses `git ls-tree -r -z`: "<mode> <type> <oid>\t<path>\0". */
@@ -154,8 +154,8 @@ function gitCatFileBatch(oids: string[]): Map<string, { type: string; body: Buff
   return found;
 }
 
-function exportAndFsck(repo: Repo): void {
-  exportToBareRepo(repo, gitDir.path);
+async function exportAndFsck(repo: Repo): Promise<void> {
+  await exportToBareRepo(repo, gitDir.path);
   git(['fsck', '--strict', '--no-dangling', '--no-progress'], { cwd: gitDir.path });
 }
 
@@ -170,16 +170,16 @@ function reachableObjects(repo: Repo, head: string): string[] {
 describe('git interop', () => {
   it('gives the golden empty tree and git commit-tree ids for an initial commit with no files', async () => {
     const repo = await newTestRepo(opened.store);
-    const head = log(repo, { branch: 'main', limit: 10 }).commits;
+    const head = (await log(repo, { branch: 'main', limit: 10 })).commits;
     expect(head.length).toBe(1);
-    const shown = showCommit(repo, { oid: head[0].oid, content: false });
+    const shown = await showCommit(repo, { oid: head[0].oid, content: false });
     expect(shown.tree_oid).toBe('4b825dc642cb6eb9a060e54bf8d69288fbee4904');
     expect(shown.tree_oid).toBe(git(['mktree'], { cwd: gitDir.path, input: '' }).trim());
     expect(shown.files).toEqual([]);
-    const ours = storedCommit(repo, head[0].oid);
+    const ours = await storedCommit(repo, head[0].oid);
     expect(gitCommitFor(ours, shown.tree_oid, [], 'Initial commit\n')).toBe(head[0].oid);
-    exportAndFsck(repo);
-    expect(git(['cat-file', '-p', head[0].oid], { cwd: gitDir.path })).toBe(storedObject(repo, head[0].oid)!.body.toString('utf8'));
+    await exportAndFsck(repo);
+    expect(git(['cat-file', '-p', head[0].oid], { cwd: gitDir.path })).toBe((await storedObject(repo, head[0].oid))!.body.toString('utf8'));
   });
 
   it('stores blobs, trees and commits with the ids git gives the same content, through every verb', async () => {
@@ -192,11 +192,11 @@ describe('git interop', () => {
 
     // 1. The seed commit.
     let intended = [...SEED];
-    expectWorkingTree(repo, intended);
-    const initial = log(repo, { branch: 'main', limit: 1 }).commits[0];
+    await expectWorkingTree(repo, intended);
+    const initial = (await log(repo, { branch: 'main', limit: 1 })).commits[0];
     const initialTree = gitTreeFor(intended);
-    expect(showCommit(repo, { oid: initial.oid, content: false }).tree_oid).toBe(initialTree);
-    expect(gitCommitFor(storedCommit(repo, initial.oid), initialTree, [], 'Initial commit\n')).toBe(initial.oid);
+    expect((await showCommit(repo, { oid: initial.oid, content: false })).tree_oid).toBe(initialTree);
+    expect(gitCommitFor(await storedCommit(repo, initial.oid), initialTree, [], 'Initial commit\n')).toBe(initial.oid);
     commits.push({ oid: initial.oid, tree: initialTree });
     messages.push('Initial commit');
 
@@ -224,7 +224,7 @@ describe('git interop', () => {
     after.delete('ab.d/f');
     for (const file of written) after.set(file.path, file);
     intended = [...after.values()];
-    expectWorkingTree(repo, intended);
+    await expectWorkingTree(repo, intended);
     const secondMessage = 'Second commit\n\nA body with\n  indented lines, trailing space \n\nand ünïcödé.';
     const second = await commit(repo, { branch: 'main', message: secondMessage, people: testPeople });
     expect(second.created).toBe(true);
@@ -246,7 +246,7 @@ describe('git interop', () => {
       moved.set(path, { ...file, path });
     }
     intended = [...moved.values()];
-    expectWorkingTree(repo, intended);
+    await expectWorkingTree(repo, intended);
     const thirdMessage = 'Third\n\n\nTwo blank lines above, a trailing newline below.\n';
     const third = await commit(repo, { branch: 'main', message: thirdMessage, people: testPeople });
     commits.push({ oid: third.oid, tree: gitTreeFor(intended) });
@@ -255,51 +255,50 @@ describe('git interop', () => {
     // Each commit equals the one git makes from the intended tree on top of git's previous commit.
     for (let i = 1; i < commits.length; i++) {
       const message = messages[i].endsWith('\n') ? messages[i] : `${messages[i]}\n`;
-      const ours = storedCommit(repo, commits[i].oid);
+      const ours = await storedCommit(repo, commits[i].oid);
       expect(oidToHex(ours.tree)).toBe(commits[i].tree);
       expect(gitCommitFor(ours, commits[i].tree, [commits[i - 1].oid], message)).toBe(commits[i].oid);
     }
-    expect(log(repo, { branch: 'main', limit: 10 }).commits.map((c) => c.message)).toEqual(
+    expect((await log(repo, { branch: 'main', limit: 10 })).commits.map((c) => c.message)).toEqual(
       [...messages].reverse().map((m) => (m.endsWith('\n') ? m.slice(0, -1) : m)),
     );
 
     // Export: git finds nothing wrong and reads back exactly what we store.
-    exportAndFsck(repo);
+    await exportAndFsck(repo);
     const head = commits[commits.length - 1].oid;
     const objects = reachableObjects(repo, head);
     const fromGit = gitCatFileBatch(objects);
     for (const oid of objects) {
-      const ours = storedObject(repo, oid)!;
+      const ours = (await storedObject(repo, oid))!;
       expect(fromGit.get(oid)?.type).toBe(ours.type);
       expect(fromGit.get(oid)?.body.equals(ours.body)).toBe(true);
     }
-    expect(git(['cat-file', '-p', head], { cwd: gitDir.path })).toBe(storedObject(repo, head)!.body.toString('utf8'));
+    expect(git(['cat-file', '-p', head], { cwd: gitDir.path })).toBe((await storedObject(repo, head))!.body.toString('utf8'));
 
     // git log agrees with ours on ids, parents and trees.
     const gitLog = git(['log', '--format=%H%n%P%n%T', 'main'], { cwd: gitDir.path }).trim().split('\n');
-    const ourLog = log(repo, { branch: 'main', limit: 10 }).commits.flatMap((c) => [
-      c.oid,
-      c.parent_oids.join(' '),
-      showCommit(repo, { oid: c.oid, content: false }).tree_oid,
-    ]);
+    const ourLog: string[] = [];
+    for (const c of (await log(repo, { branch: 'main', limit: 10 })).commits) {
+      ourLog.push(c.oid, c.parent_oids.join(' '), (await showCommit(repo, { oid: c.oid, content: false })).tree_oid);
+    }
     expect(ourLog).toEqual(gitLog);
 
     // git ls-tree agrees with our listing and with the modes we meant.
     const listed = gitLsTree('main');
     const intendedByPath = byPath(intended);
-    expect(listed.map((entry) => entry.path).sort()).toEqual(listFiles(repo, { branch: 'main' }).map((f) => f.path).sort());
+    expect(listed.map((entry) => entry.path).sort()).toEqual((await listFiles(repo, { branch: 'main' })).map((f) => f.path).sort());
     for (const entry of listed) {
       expect(entry.mode).toBe(intendedByPath.get(entry.path)?.mode);
-      expect(entry.oid).toBe(readFile(repo, { branch: 'main', path: entry.path }).oid);
+      expect(entry.oid).toBe((await readFile(repo, { branch: 'main', path: entry.path })).oid);
     }
     for (const { oid, tree } of commits) {
-      const files = showCommit(repo, { oid, content: false }).files;
+      const files = (await showCommit(repo, { oid, content: false })).files;
       expect(files.map((f) => f.path).sort()).toEqual(gitLsTree(tree).map((entry) => entry.path).sort());
     }
 
     // Tree entries are stored in git's order: a directory sorts as if its name ended in "/".
     const rootNames = git(['ls-tree', '--name-only', '-z', initialTree], { cwd: gitDir.path }).split('\0').filter(Boolean);
-    const ourRoot = decodeTree(storedObject(repo, initialTree)!.body).map((entry) => entry.name);
+    const ourRoot = decodeTree((await storedObject(repo, initialTree))!.body).map((entry) => entry.name);
     expect(ourRoot).toEqual(rootNames);
     expect(ourRoot.filter((name) => name.startsWith('a'))).toEqual(['a-b', 'a.b', 'a', 'a0', 'ab', 'ab-', 'ab.d']);
     expect(ourRoot.indexOf('\uff61')).toBeLessThan(ourRoot.indexOf('\u{1f600}'));
@@ -321,7 +320,7 @@ describe('git interop', () => {
       const bare = scratchDir('treehouse-dotgit-');
       try {
         initBareRepo(bare.path);
-        exportToBareRepo(repo, bare.path);
+        await exportToBareRepo(repo, bare.path);
         git(['fsck', '--strict', '--no-dangling', '--no-progress'], { cwd: bare.path });
       } catch (error) {
         if (!String((error as { stderr?: Buffer }).stderr).includes('hasDotgit')) throw error;
@@ -335,9 +334,9 @@ describe('git interop', () => {
 
   it('writes signatures exactly as git formats them', async () => {
     const repo = await newTestRepo(opened.store, [{ path: 'f', bytes: Buffer.from('f') }]);
-    const head = log(repo, { branch: 'main', limit: 1 }).commits[0];
-    const ours = storedCommit(repo, head.oid);
-    exportAndFsck(repo);
+    const head = (await log(repo, { branch: 'main', limit: 1 })).commits[0];
+    const ours = await storedCommit(repo, head.oid);
+    await exportAndFsck(repo);
     const author = git(['log', '-1', '--format=%an <%ae> %at', 'main'], { cwd: gitDir.path }).trim();
     expect(`${author} +0000`).toBe(formatSignature(ours.author));
   });

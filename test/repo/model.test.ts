@@ -412,7 +412,7 @@ async function run(repo: Repo, model: Model, op: Op): Promise<unknown> {
   }
 }
 
-function version(repo: Repo): number {
+function version(repo: Repo): Promise<number> {
   return repo.store.read((tx) => tx.project(repo.project).getVersion());
 }
 
@@ -421,12 +421,12 @@ function messageOf(text: string): string {
 }
 
 /** Everything observable about the project equals the model. */
-function expectSameState(repo: Repo, model: Model): void {
+async function expectSameState(repo: Repo, model: Model): Promise<void> {
   const names = [...model.branches.keys()].sort();
-  expect(listBranches(repo)).toEqual(names.map((name) => ({ name, oid: model.branches.get(name)!.head.oid })));
+  expect(await listBranches(repo)).toEqual(names.map((name) => ({ name, oid: model.branches.get(name)!.head.oid })));
   for (const name of names) {
     const branch = model.branches.get(name)!;
-    const listed = listFiles(repo, { branch: name, content: true });
+    const listed = await listFiles(repo, { branch: name, content: true });
     const expectedPaths = [...branch.files.keys()].sort();
     expect(listed.map((file) => file.path)).toEqual(expectedPaths);
     for (const file of listed) {
@@ -437,7 +437,7 @@ function expectSameState(repo: Repo, model: Model): void {
     }
     const history: ModelCommit[] = [];
     for (let at: ModelCommit | null = branch.head; at; at = at.parent) history.push(at);
-    const walked = log(repo, { branch: name, limit: 200 }).commits;
+    const walked = (await log(repo, { branch: name, limit: 200 })).commits;
     expect(walked.map((c) => c.oid)).toEqual(history.map((c) => c.oid));
     expect(walked.map((c) => c.message)).toEqual(history.map((c) => messageOf(c.message)));
     expect(walked.map((c) => c.parent_oids)).toEqual(history.map((c) => (c.parent ? [c.parent.oid] : [])));
@@ -445,11 +445,11 @@ function expectSameState(repo: Repo, model: Model): void {
 }
 
 /** readFile agrees with the model for every path of a branch's files, and for paths that are not files. */
-function expectReads(repo: Repo, model: Model, name: string): void {
+async function expectReads(repo: Repo, model: Model, name: string): Promise<void> {
   const branch = model.branches.get(name);
   if (!branch) return;
   for (const [path, hex] of branch.files) {
-    const read = readFile(repo, { branch: name, path });
+    const read = await readFile(repo, { branch: name, path });
     const bytes = read.encoding === 'base64' ? Buffer.from(read.content, 'base64') : Buffer.from(read.content, 'utf8');
     expect(bytes.toString('hex')).toBe(hex);
     expect(read.locked).toBe(branch.locks.has(path));
@@ -458,7 +458,7 @@ function expectReads(repo: Repo, model: Model, name: string): void {
     if (branch.files.has(path)) continue;
     let code = 'ok';
     try {
-      readFile(repo, { branch: name, path });
+      await readFile(repo, { branch: name, path });
     } catch (error) {
       code = error instanceof TreehouseError ? error.code : String(error);
     }
@@ -467,9 +467,9 @@ function expectReads(repo: Repo, model: Model, name: string): void {
 }
 
 /** Each commit's tree, as showCommit gives it, holds exactly the commit's files. */
-function expectCommitTrees(repo: Repo, model: Model): void {
+async function expectCommitTrees(repo: Repo, model: Model): Promise<void> {
   for (const made of model.commits) {
-    const shown = showCommit(repo, { oid: made.oid, content: true });
+    const shown = await showCommit(repo, { oid: made.oid, content: true });
     const files = new Map(
       shown.files.map((file) => [file.path, (file.encoding === 'base64' ? Buffer.from(file.content!, 'base64') : Buffer.from(file.content!, 'utf8')).toString('hex')]),
     );
@@ -482,13 +482,13 @@ const seen = new Map<string, number>();
 
 async function check(generated: Array<Op<PathChoice>>): Promise<void> {
   const repo = await newTestRepo(opened.store);
-  const root = log(repo, { branch: 'main', limit: 1 }).commits[0];
+  const root = (await log(repo, { branch: 'main', limit: 1 })).commits[0];
   const initial: ModelCommit = { oid: root.oid, parent: null, files: new Map(), message: 'Initial commit' };
   const model: Model = { branches: new Map([['main', { head: initial, files: new Map(), locks: new Set() }]]), commits: [initial] };
   for (const choice of generated) {
     const op = resolveOp(model, choice);
     const predicted = predict(model, op);
-    const versionBefore = version(repo);
+    const versionBefore = await version(repo);
     let outcome: { result: unknown } | { code: string };
     try {
       outcome = { result: await run(repo, model, op) };
@@ -500,15 +500,15 @@ async function check(generated: Array<Op<PathChoice>>): Promise<void> {
     seen.set(label, (seen.get(label) ?? 0) + 1);
     if ('error' in predicted) {
       expect(outcome, JSON.stringify(op)).toEqual({ code: predicted.error });
-      expect(version(repo)).toBe(versionBefore);
+      expect(await version(repo)).toBe(versionBefore);
     } else {
       expect('result' in outcome ? 'ok' : outcome.code, JSON.stringify(op)).toBe('ok');
       predicted.apply((outcome as { result: unknown }).result);
     }
-    expectSameState(repo, model);
-    if ('branch' in op) expectReads(repo, model, op.branch);
+    await expectSameState(repo, model);
+    if ('branch' in op) await expectReads(repo, model, op.branch);
   }
-  expectCommitTrees(repo, model);
+  await expectCommitTrees(repo, model);
 }
 
 describe('repo verbs against an in-memory model', () => {

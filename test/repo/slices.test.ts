@@ -12,7 +12,7 @@ describe('readInSlices', () => {
     let turns = 0;
     const timer = setInterval(() => turns++, 1);
     const started = performance.now();
-    await readInSlices(repo, () => {
+    await readInSlices(repo, async () => {
       steps++;
       const until = performance.now() + 0.05;
       while (performance.now() < until);
@@ -39,7 +39,7 @@ describe('inSlices', () => {
   it('runs a generator walk to its value, giving the event loop a turn between slices', async () => {
     let turns = 0;
     const ticking = setInterval(() => turns++, 1);
-    function* walk(): Generator<void, number, void> {
+    async function* walk(): AsyncGenerator<void, number, void> {
       let total = 0;
       const end = performance.now() + SLICE_MS * 6;
       while (performance.now() < end) {
@@ -53,6 +53,6 @@ describe('inSlices', () => {
     expect(total).toBeGreaterThan(0);
     // Six slices' worth of work: the timer ran in between at least a few times.
     expect(turns).toBeGreaterThanOrEqual(3);
-    expect(whole(walk())).toBeGreaterThan(0);
+    expect(await whole(walk())).toBeGreaterThan(0);
   });
 });

@@ -24,66 +24,68 @@ describe('transaction-level verb cores', () => {
   it('commit together with a record of the caller in one transaction', async () => {
     const repo = await newTestRepo(opened.store, [text('a.txt', 'a\n')]);
     const batch = prepareBatch(repo.limits, { branch: 'main', files: [{ path: 'b.txt', content: 'b\n' }] });
-    const result = await opened.store.write((store) => {
+    const result = await repo.store.write(async (store) => {
       const tx = store.project(repo.project);
-      writeFilesInTx(tx, batch);
-      moveFileInTx(tx, { branch: 'main', from: 'a.txt', to: 'c.txt' });
-      const made = commitInTx(tx, { branch: 'main', message: 'Two changes, one transaction', people: testPeople });
-      const branch = createBranchInTx(tx, { name: 'topic' });
+      await writeFilesInTx(tx, batch);
+      await moveFileInTx(tx, { branch: 'main', from: 'a.txt', to: 'c.txt' });
+      const made = await commitInTx(tx, { branch: 'main', message: 'Two changes, one transaction', people: testPeople });
+      const branch = await createBranchInTx(tx, { name: 'topic' });
       store.putRecord(`caller/${repo.project}`, { commit: made.oid });
       return { made, branch };
     });
     expect(result.branch.oid).toBe(result.made.oid);
-    expect(listFiles(repo, { branch: 'main' }).map((file) => file.path)).toEqual(['b.txt', 'c.txt']);
-    expect(log(repo, { branch: 'main', limit: 1 }).commits[0].message).toBe('Two changes, one transaction');
-    expect(opened.store.read((store) => store.getRecord(`caller/${repo.project}`))).toEqual({ commit: result.made.oid });
+    expect((await listFiles(repo, { branch: 'main' })).map((file) => file.path)).toEqual(['b.txt', 'c.txt']);
+    expect((await log(repo, { branch: 'main', limit: 1 })).commits[0].message).toBe('Two changes, one transaction');
+    expect(await repo.store.read((store) => store.getRecord(`caller/${repo.project}`))).toEqual({ commit: result.made.oid });
   });
 
   it('leave nothing behind when a later core in the same transaction refuses', async () => {
     const repo = await newTestRepo(opened.store, [text('a.txt', 'a\n')]);
-    const before = opened.store.read((store) => ({ version: store.project(repo.project).getVersion(), head: store.project(repo.project).getRef('refs/heads/main') }));
+    const state = () =>
+      repo.store.read(async (store) => ({ version: await store.project(repo.project).getVersion(), head: await store.project(repo.project).getRef('refs/heads/main') }));
+    const before = await state();
     const batch = prepareBatch(repo.limits, { branch: 'main', files: [{ path: 'b.txt', content: 'b\n' }] });
-    const refused = opened.store.write((store) => {
+    const refused = repo.store.write(async (store) => {
       const tx = store.project(repo.project);
-      writeFilesInTx(tx, batch);
-      commitInTx(tx, { branch: 'main', people: testPeople });
+      await writeFilesInTx(tx, batch);
+      await commitInTx(tx, { branch: 'main', people: testPeople });
       store.putRecord(`caller/${repo.project}`, { done: true });
-      deleteFileInTx(tx, { branch: 'main', path: 'nothing-here.txt' });
+      await deleteFileInTx(tx, { branch: 'main', path: 'nothing-here.txt' });
     });
     await expect(refused).rejects.toMatchObject({ code: 'not_found' });
     await expect(refused).rejects.toBeInstanceOf(TreehouseError);
-    const after = opened.store.read((store) => ({ version: store.project(repo.project).getVersion(), head: store.project(repo.project).getRef('refs/heads/main') }));
+    const after = await state();
     expect(after).toEqual(before);
-    expect(listFiles(repo, { branch: 'main' }).map((file) => file.path)).toEqual(['a.txt']);
-    expect(opened.store.read((store) => store.getRecord(`caller/${repo.project}`))).toBeUndefined();
+    expect((await listFiles(repo, { branch: 'main' })).map((file) => file.path)).toEqual(['a.txt']);
+    expect(await repo.store.read((store) => store.getRecord(`caller/${repo.project}`))).toBeUndefined();
   });
 
   it('merge and restore inside a caller transaction, and a refused merge rolls back the branch made before it', async () => {
     const repo = await newTestRepo(opened.store, [text('a.txt', 'one\n')]);
-    const first = log(repo, { branch: 'main', limit: 1 }).commits[0].oid;
-    const merged = await opened.store.write((store) => {
+    const first = (await log(repo, { branch: 'main', limit: 1 })).commits[0].oid;
+    const merged = await repo.store.write(async (store) => {
       const tx = store.project(repo.project);
-      createBranchInTx(tx, { name: 'side' });
-      writeFilesInTx(tx, prepareBatch(repo.limits, { branch: 'side', files: [{ path: 's.txt', content: 's\n' }] }));
-      commitInTx(tx, { branch: 'side', people: testPeople });
-      return mergeBranchesInTx(tx, { source: 'side', target: 'main', people: testPeople });
+      await createBranchInTx(tx, { name: 'side' });
+      await writeFilesInTx(tx, prepareBatch(repo.limits, { branch: 'side', files: [{ path: 's.txt', content: 's\n' }] }));
+      await commitInTx(tx, { branch: 'side', people: testPeople });
+      return await mergeBranchesInTx(tx, { source: 'side', target: 'main', people: testPeople });
     });
     expect(merged.fastForward).toBe(true);
-    const restored = await opened.store.write((store) => restoreInTx(store.project(repo.project), { branch: 'main', oid: first, people: testPeople }));
+    const restored = await repo.store.write((store) => restoreInTx(store.project(repo.project), { branch: 'main', oid: first, people: testPeople }));
     expect(restored.created).toBe(true);
-    expect(listFiles(repo, { branch: 'main' }).map((file) => file.path)).toEqual(['a.txt']);
+    expect((await listFiles(repo, { branch: 'main' })).map((file) => file.path)).toEqual(['a.txt']);
 
-    const conflicting = opened.store.write((store) => {
+    const conflicting = repo.store.write(async (store) => {
       const tx = store.project(repo.project);
-      createBranchInTx(tx, { name: 'doomed' });
-      writeFilesInTx(tx, prepareBatch(repo.limits, { branch: 'doomed', files: [{ path: 'a.txt', content: 'doomed\n' }] }));
-      commitInTx(tx, { branch: 'doomed', people: testPeople });
-      writeFilesInTx(tx, prepareBatch(repo.limits, { branch: 'main', files: [{ path: 'a.txt', content: 'main\n' }] }));
-      commitInTx(tx, { branch: 'main', people: testPeople });
-      return mergeBranchesInTx(tx, { source: 'doomed', target: 'main', people: testPeople });
+      await createBranchInTx(tx, { name: 'doomed' });
+      await writeFilesInTx(tx, prepareBatch(repo.limits, { branch: 'doomed', files: [{ path: 'a.txt', content: 'doomed\n' }] }));
+      await commitInTx(tx, { branch: 'doomed', people: testPeople });
+      await writeFilesInTx(tx, prepareBatch(repo.limits, { branch: 'main', files: [{ path: 'a.txt', content: 'main\n' }] }));
+      await commitInTx(tx, { branch: 'main', people: testPeople });
+      return await mergeBranchesInTx(tx, { source: 'doomed', target: 'main', people: testPeople });
     });
     await expect(conflicting).rejects.toMatchObject({ code: 'merge_conflict' });
-    expect(listBranches(repo).map((branch) => branch.name)).not.toContain('doomed');
-    expect(log(repo, { branch: 'main', limit: 1 }).commits[0].oid).toBe(restored.oid);
+    expect((await listBranches(repo)).map((branch) => branch.name)).not.toContain('doomed');
+    expect((await log(repo, { branch: 'main', limit: 1 })).commits[0].oid).toBe(restored.oid);
   });
 });

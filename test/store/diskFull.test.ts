@@ -44,11 +44,11 @@ describe('a full disk', () => {
         failure = error;
       }
       expect(failure).toBeInstanceOf(StorageFullError);
-      expect(listFiles(repo, { branch: 'main' }).map((f) => f.path)).toEqual(['before.txt']);
+      expect((await listFiles(repo, { branch: 'main' })).map((f) => f.path)).toEqual(['before.txt']);
 
       rmSync(join(mountPoint, 'filler'));
       await writeFiles(repo, { branch: 'main', files: big });
-      expect(listFiles(repo, { branch: 'main' }).map((f) => f.path)).toHaveLength(9);
+      expect((await listFiles(repo, { branch: 'main' })).map((f) => f.path)).toHaveLength(9);
     } finally {
       await store.close();
     }

@@ -21,7 +21,7 @@ async function main(): Promise<void> {
   const round = Number(roundText);
   if (!path || !Number.isSafeInteger(round)) throw new Error('usage: crashWriter.ts <store directory> <round>');
   const store = new LmdbStore({ path });
-  const repo: Repo = { store, project: CRASH_PROJECT, limits: { ...DEFAULT_REPO_LIMITS } };
+  const repo: Repo = { store: store.async, project: CRASH_PROJECT, limits: { ...DEFAULT_REPO_LIMITS } };
   const exists = store.read((tx) => tx.project(CRASH_PROJECT).getRef(branchRef(MAIN_BRANCH)) !== undefined);
   if (!exists) await initProject(repo, { files: [], people: testPeople });
   process.stdout.write('ready\n');

@@ -1,6 +1,7 @@
 /**
- * Test support for merges: a Map-backed object set (blobs, trees, commits) that implements the
- * merge engine's MergeObjects and CommitGraph, plus the two bulk bridges to a real git repository
+ * Test support for merges: a Map-backed object set (blobs, trees, commits) with the merge engine's
+ * MergeObjects and CommitGraph methods, read synchronously (test/repo/merge/asyncObjects.ts gives
+ * the engine its asynchronous view of them), plus the two bulk bridges to a real git repository
  * that keep differential tests fast: one `git fast-import` writes many commits, one
  * `git cat-file --batch-all-objects --batch` reads every object back.
  */
@@ -10,8 +11,6 @@ import { join } from 'node:path';
 import { decodeCommit } from '../../src/git/commit.js';
 import { EMPTY_TREE_OID, hashObject, oidFromHex, oidToHex, type ObjectType, type Oid } from '../../src/git/oid.js';
 import { decodeTree, encodeTree, type TreeEntry } from '../../src/git/tree.js';
-import type { CommitGraph } from '../../src/repo/merge/mergeBase.js';
-import type { MergeObjects } from '../../src/repo/merge/mergeTrees.js';
 import { gitBytes } from './git.js';
 
 interface StoredObject {
@@ -19,7 +18,7 @@ interface StoredObject {
   body: Buffer;
 }
 
-export class MemoryObjects implements MergeObjects, CommitGraph {
+export class MemoryObjects {
   readonly objects = new Map<string, StoredObject>();
   private readonly generations = new Map<string, number>();
 

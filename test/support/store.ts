@@ -27,7 +27,7 @@ let nextProject = 1;
 
 /** A project with its initial commit on main. */
 export async function newTestRepo(store: LmdbStore, files: SeedFile[] = []): Promise<Repo> {
-  const repo: Repo = { store, project: nextProject++, limits: { ...DEFAULT_REPO_LIMITS } };
+  const repo: Repo = { store: store.async, project: nextProject++, limits: { ...DEFAULT_REPO_LIMITS } };
   await initProject(repo, { files, people: testPeople });
   return repo;
 }

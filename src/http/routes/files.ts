@@ -54,16 +54,14 @@ export function fileRoutes(app: FastifyInstance, th: Treehouse): void {
         })
         .transform(({ prefix, prefix_base64, ...rest }) => ({ ...rest, prefix: prefix ?? prefix_base64 })),
     },
-    ({ params, query, principal }) => ({
+    async ({ params, query, principal }) => ({
       // The contract lists no blob ids; content and encoding are present only when asked for.
-      files: th.workspace
-        .listFiles(principal, params.id, query)
-        .map(({ path, size, locked, type, commit, content, encoding }) => ({ ...pathView(path), size, locked, type, commit, content, encoding })),
+      files: (await th.workspace.listFiles(principal, params.id, query)).map(({ path, size, locked, type, commit, content, encoding }) => ({ ...pathView(path), size, locked, type, commit, content, encoding })),
     }),
   );
 
-  const readFile = (principal: Parameters<Treehouse['workspace']['readFile']>[0], id: string, input: { branch: string; path: string }) => {
-    const { path, ...read } = th.workspace.readFile(principal, id, input);
+  const readFile = async (principal: Parameters<Treehouse['workspace']['readFile']>[0], id: string, input: { branch: string; path: string }) => {
+    const { path, ...read } = await th.workspace.readFile(principal, id, input);
     return { ...pathView(path), ...read };
   };
   const deleteFile = async (principal: Parameters<Treehouse['workspace']['deleteFile']>[0], id: string, input: { branch: string; path: string }) =>

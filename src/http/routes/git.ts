@@ -57,8 +57,8 @@ export function gitRoutes(app: FastifyInstance, th: Treehouse): void {
       params: projectIdParams,
       query: z.object({ ref: refField.default('main'), format: z.enum(['zip', 'tar.gz']), prefix: z.string().min(1).max(4096).optional() }),
     },
-    ({ params, query, principal, reply }) => {
-      const archive = th.workspace.archive(principal, params.id, query);
+    async ({ params, query, principal, reply }) => {
+      const archive = await th.workspace.archive(principal, params.id, query);
       reply.header('content-type', archive.contentType).header('content-disposition', `attachment; filename="${archive.filename}"`);
       return reply.send(archive.stream);
     },
@@ -88,8 +88,8 @@ export function gitRoutes(app: FastifyInstance, th: Treehouse): void {
   defineRoute(
     app,
     { method: 'GET', url: '/api/v1/projects/:id/git/commits/:oid', summary: 'One commit with its files', params: projectIdParams.extend({ oid: z.string().min(1).max(64) }), query: z.object({ content: queryBoolean.default(true) }) },
-    ({ params, query, principal }) => {
-      const { files, ...commit } = th.workspace.showCommit(principal, params.id, { oid: params.oid, content: query.content });
+    async ({ params, query, principal }) => {
+      const { files, ...commit } = await th.workspace.showCommit(principal, params.id, { oid: params.oid, content: query.content });
       return { commit: { ...commit, files: files.map(({ path, ...file }) => ({ ...pathView(path), ...file })) } };
     },
   );
@@ -138,8 +138,8 @@ export function gitRoutes(app: FastifyInstance, th: Treehouse): void {
     ({ params, body, principal }) => th.workspace.previewMerge(principal, params.id, body),
   );
 
-  defineRoute(app, { method: 'GET', url: '/api/v1/projects/:id/git/branches', summary: 'List branches', params: projectIdParams }, ({ params, principal }) => ({
-    branches: th.workspace.listBranches(principal, params.id),
+  defineRoute(app, { method: 'GET', url: '/api/v1/projects/:id/git/branches', summary: 'List branches', params: projectIdParams }, async ({ params, principal }) => ({
+    branches: await th.workspace.listBranches(principal, params.id),
   }));
 
   defineRoute(

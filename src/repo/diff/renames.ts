@@ -14,6 +14,7 @@
 import { oidToHex, type Oid } from '../../git/oid.js';
 import { hashSpans } from '../merge/spanHash.js';
 import type { Slicer } from '../slices.js';
+import { blobBatches, sizesOf } from './batchedReads.js';
 import type { FileVersion } from './treeChanges.js';
 
 /** diffcore.h MAX_SCORE and DEFAULT_RENAME_SCORE (50 %). */
@@ -41,8 +42,12 @@ export interface RenameMatch {
 }
 
 export interface BlobAccess {
-  readBlob(oid: Oid): Buffer;
-  blobSize(oid: Oid): number;
+  readBlob(oid: Oid): Promise<Buffer>;
+  /** 0 for a blob that is not stored. */
+  blobSize(oid: Oid): Promise<number>;
+  /** Batched forms, when the access has them: many blobs or sizes in one read. */
+  readBlobs?(oids: readonly Oid[]): Promise<Buffer[]>;
+  blobSizes?(oids: readonly Oid[]): Promise<number[]>;
 }
 
 const isRegular = (version: FileVersion) => version.mode === '100644' || version.mode === '100755';
@@ -50,7 +55,9 @@ const baseName = (path: string) => path.slice(path.lastIndexOf('/') + 1);
 
 /**
  * Pairs destinations (added files) with sources (deleted files); sides in path order. The slicer,
- * when given, lets the event loop run between destinations of the basename and matrix steps.
+ * when given, lets the event loop run between destinations of the basename and matrix steps and
+ * between batches of blobs read. Blobs are read in batches, sizes first: only those of pairs
+ * their sizes do not rule out, as git reads them.
  */
 export async function detectRenames(
   sources: readonly RenameSide[],
@@ -93,7 +100,7 @@ export async function detectRenames(
     if (best >= 0) record(d, best, SCORE_MAX);
   });
 
-  const similarity = new Similarity(blobs);
+  const similarity = new Similarity(blobs, slicer);
 
   // 2. Unique basenames.
   let remaining = sources.map((_, i) => i).filter((i) => !used[i]);
@@ -108,12 +115,18 @@ export async function detectRenames(
     const name = baseName(destination.path);
     destinationByName.set(name, destinationByName.has(name) ? -1 : d);
   });
+  // Without merge-ort's directory-rename guesses, only unique names on both sides pair up; each
+  // destination has at most one such source, so the pairs are known before any is scored.
+  const namePairs: Array<[number, number]> = [];
   for (const s of remaining) {
-    await slicer?.pause();
     const name = baseName(sources[s].path);
     const d = destinationByName.get(name);
-    // Without merge-ort's directory-rename guesses, only unique names on both sides pair up.
     if (d === undefined || d < 0 || sourceByName.get(name) !== s || matches.has(d)) continue;
+    namePairs.push([s, d]);
+  }
+  await similarity.read(namePairs.map(([s, d]) => [sources[s].version, destinations[d].version]), BASENAME_SCORE_MIN);
+  for (const [s, d] of namePairs) {
+    await slicer?.pause();
     const score = similarity.estimate(sources[s].version, destinations[d].version, BASENAME_SCORE_MIN);
     if (score >= BASENAME_SCORE_MIN) record(d, s, score);
   }
@@ -123,8 +136,10 @@ export async function detectRenames(
   const open = destinations.map((_, d) => d).filter((d) => !matches.has(d));
   if (open.length === 0 || remaining.length === 0 || open.length * remaining.length > RENAME_LIMIT * RENAME_LIMIT) return matches;
   const matrix: Candidate[] = [];
+  await similarity.readSizes([...remaining.map((s) => sources[s].version), ...open.map((d) => destinations[d].version)]);
   for (const d of open) {
     await slicer?.pause();
+    await similarity.read(remaining.map((s) => [sources[s].version, destinations[d].version]), RENAME_SCORE_MIN);
     const best: Candidate[] = Array.from({ length: CANDIDATES_PER_DESTINATION }, () => ({ destination: -1, source: -1, score: 0, nameScore: 0 }));
     for (const s of remaining) {
       const candidate: Candidate = {
@@ -164,23 +179,55 @@ function compareCandidates(a: Candidate, b: Candidate): number {
   return b.score - a.score;
 }
 
-/** estimate_similarity(), with each blob's span hashes computed once. */
+/**
+ * estimate_similarity(), with each blob's size read once and its span hashes computed once; `read`
+ * reads what a set of pairs needs before `estimate` scores them.
+ */
 class Similarity {
+  private readonly sizes = new Map<string, number>();
   private readonly spans = new Map<string, Map<number, number>>();
 
-  constructor(private readonly blobs: BlobAccess) {}
+  constructor(
+    private readonly blobs: BlobAccess,
+    private readonly slicer?: Slicer,
+  ) {}
 
+  /** Reads the sizes of the regular files' blobs not read yet, in one read. */
+  async readSizes(versions: Iterable<FileVersion>): Promise<void> {
+    const wanted = new Map<string, Oid>();
+    for (const version of versions) {
+      const key = oidToHex(version.oid);
+      if (isRegular(version) && !this.sizes.has(key)) wanted.set(key, version.oid);
+    }
+    const oids = [...wanted.values()];
+    const sizes = await sizesOf(this.blobs, oids);
+    oids.forEach((oid, i) => this.sizes.set(oidToHex(oid), sizes[i]));
+  }
+
+  /** Reads the sizes of the pairs' blobs, then, in batches, the blobs of the pairs the sizes do not rule out. */
+  async read(pairs: ReadonlyArray<readonly [FileVersion, FileVersion]>, minimumScore: number): Promise<void> {
+    await this.readSizes(pairs.flat());
+    const wanted = new Map<string, Oid>();
+    for (const [source, destination] of pairs) {
+      if (this.readableMaxSize(source, destination, minimumScore) === 0) continue;
+      for (const version of [source, destination]) {
+        const key = oidToHex(version.oid);
+        if (!this.spans.has(key)) wanted.set(key, version.oid);
+      }
+    }
+    const oids = [...wanted.values()];
+    for await (const { start, bodies } of blobBatches(this.blobs, oids, [...wanted.keys()].map((key) => this.sizes.get(key)))) {
+      bodies.forEach((body, i) => this.spans.set(oidToHex(oids[start + i]), hashSpans(body)));
+      await this.slicer?.pause();
+    }
+  }
+
+  /** The score of a pair `read` has read for. */
   estimate(source: FileVersion, destination: FileVersion, minimumScore: number): number {
-    if (!isRegular(source) || !isRegular(destination)) return 0;
-    const sourceSize = this.blobs.blobSize(source.oid);
-    const destinationSize = this.blobs.blobSize(destination.oid);
-    const maxSize = Math.max(sourceSize, destinationSize);
-    const delta = maxSize - Math.min(sourceSize, destinationSize);
-    // Sizes too far apart cannot reach the minimum; git decides this before reading either blob.
-    if (maxSize * (SCORE_MAX - minimumScore) < delta * SCORE_MAX) return 0;
-    if (destinationSize === 0) return 0;
-    const sourceSpans = this.spansOf(source.oid);
-    const destinationSpans = this.spansOf(destination.oid);
+    const maxSize = this.readableMaxSize(source, destination, minimumScore);
+    if (maxSize === 0) return 0;
+    const sourceSpans = this.spans.get(oidToHex(source.oid))!;
+    const destinationSpans = this.spans.get(oidToHex(destination.oid))!;
     let copied = 0;
     for (const [hash, count] of sourceSpans) {
       const other = destinationSpans.get(hash);
@@ -189,13 +236,16 @@ class Similarity {
     return Math.trunc((copied * SCORE_MAX) / maxSize);
   }
 
-  private spansOf(oid: Oid): Map<number, number> {
-    const key = oidToHex(oid);
-    let spans = this.spans.get(key);
-    if (!spans) {
-      spans = hashSpans(this.blobs.readBlob(oid));
-      this.spans.set(key, spans);
-    }
-    return spans;
+  /** The larger size of a pair whose blobs are worth reading; 0 when its score is 0 unread. */
+  private readableMaxSize(source: FileVersion, destination: FileVersion, minimumScore: number): number {
+    if (!isRegular(source) || !isRegular(destination)) return 0;
+    const sourceSize = this.sizes.get(oidToHex(source.oid))!;
+    const destinationSize = this.sizes.get(oidToHex(destination.oid))!;
+    const maxSize = Math.max(sourceSize, destinationSize);
+    const delta = maxSize - Math.min(sourceSize, destinationSize);
+    // Sizes too far apart cannot reach the minimum; git decides this before reading either blob.
+    if (maxSize * (SCORE_MAX - minimumScore) < delta * SCORE_MAX) return 0;
+    if (destinationSize === 0) return 0;
+    return maxSize;
   }
 }

@@ -5,11 +5,12 @@
  * additions. Changes come in git's order, which is the byte order of their paths.
  */
 import type { Oid } from '../../git/oid.js';
-import { decodeTree, MODE_TREE, type TreeEntry, type TreeMode } from '../../git/tree.js';
-import type { ProjectReadTx } from '../../store/types.js';
+import { MODE_TREE, type TreeEntry, type TreeMode } from '../../git/tree.js';
+import type { ProjectReads } from '../../store/asyncTypes.js';
 import type { PathFilter } from '../pathFilter.js';
 import type { Repo } from '../repo.js';
 import { readInSlices, type Slicer } from '../slices.js';
+import { readTrees, requireTree, TREE_BATCH_MAX } from './batchedReads.js';
 
 /** A file, symlink or submodule as a tree holds it. */
 export interface FileVersion {
@@ -25,17 +26,11 @@ export interface TreeChange {
   new: FileVersion | null;
 }
 
-type Work = { dir: string; old: Oid | null; new: Oid | null } | TreeChange;
+/** A directory to compare; `trees`: its old and new entries once read (undefined: not stored). */
+type DirectoryWork = { dir: string; old: Oid | null; new: Oid | null; trees?: [TreeEntry[] | undefined, TreeEntry[] | undefined] };
+type Work = DirectoryWork | TreeChange;
 
 const ASCII_ONLY = /^[\x00-\x7f]*$/;
-
-/** Reads a tree's entries; a missing tree is a broken store, not a client error. */
-export function readTreeEntries(tx: ProjectReadTx, tree: Oid | null): TreeEntry[] {
-  if (!tree) return [];
-  const object = tx.getObject(tree);
-  if (!object || object.type !== 'tree') throw new Error(`tree ${tree.toString('hex')} is missing`);
-  return decodeTree(object.body, true);
-}
 
 /** Compares entry keys (a directory's name as if followed by "/") by their UTF-8 bytes. */
 export function compareKeys(a: string, b: string): number {
@@ -49,11 +44,16 @@ export async function treeChanges(repo: Repo, oldTree: Oid | null, newTree: Oid 
   const stack: Work[] = [{ dir: '', old: oldTree, new: newTree }];
   await readInSlices(
     repo,
-    (tx) => {
-      const work = stack.pop();
+    async (tx) => {
+      // The changes on top of the stack, then one directory.
+      let work = stack.pop();
+      while (work && 'path' in work) {
+        out.push(work);
+        work = stack.pop();
+      }
       if (!work) return false;
-      if ('path' in work) out.push(work);
-      else expand(tx, work, filter, stack);
+      if (!work.trees) await readAhead(tx, work, stack);
+      expand(work, filter, stack);
       return stack.length > 0;
     },
     slicer,
@@ -61,12 +61,29 @@ export async function treeChanges(repo: Repo, oldTree: Oid | null, newTree: Oid 
   return out;
 }
 
+/**
+ * Reads the trees of `work` and of the directories next on the stack (the ones the walk expands
+ * next, in order) in one read.
+ */
+async function readAhead(tx: ProjectReads, work: DirectoryWork, stack: Work[]): Promise<void> {
+  const batch: DirectoryWork[] = [work];
+  for (let i = stack.length - 1; i >= 0 && batch.length < TREE_BATCH_MAX; i--) {
+    const next = stack[i];
+    if (!('path' in next) && !next.trees) batch.push(next);
+  }
+  // Equal trees are skipped unread.
+  const reading = batch.filter((item) => !(item.old && item.new && item.old.equals(item.new)));
+  const trees = await readTrees(tx, reading.flatMap((item) => [item.old, item.new]));
+  reading.forEach((item, i) => (item.trees = [trees[2 * i], trees[2 * i + 1]]));
+}
+
 /** Pushes a directory's differing entries onto the stack, last first, so they pop in order. */
-function expand(tx: ProjectReadTx, work: { dir: string; old: Oid | null; new: Oid | null }, filter: PathFilter, stack: Work[]): void {
+function expand(work: DirectoryWork, filter: PathFilter, stack: Work[]): void {
   if (work.old && work.new && work.old.equals(work.new)) return;
+  const [oldEntries, newEntries] = work.trees!;
   const items = new Map<string, { old?: TreeEntry; new?: TreeEntry }>();
-  for (const entry of readTreeEntries(tx, work.old)) items.set(entry.mode === MODE_TREE ? `${entry.name}/` : entry.name, { old: entry });
-  for (const entry of readTreeEntries(tx, work.new)) {
+  for (const entry of work.old ? requireTree(oldEntries, work.old) : []) items.set(entry.mode === MODE_TREE ? `${entry.name}/` : entry.name, { old: entry });
+  for (const entry of work.new ? requireTree(newEntries, work.new) : []) {
     const key = entry.mode === MODE_TREE ? `${entry.name}/` : entry.name;
     const item = items.get(key);
     if (item) item.new = entry;

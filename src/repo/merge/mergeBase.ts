@@ -14,12 +14,16 @@
 import { EMPTY_TREE_OID, hashObject, oidToHex, type Oid } from '../../git/oid.js';
 import { mergeTreesWith, StagedObjects, type MergeLabels, type MergeObjects, type TreeMergeOutcome, type TreeMergeResult } from './mergeTrees.js';
 
-/** What a merge needs to know about commits. `generation` must grow from parent to child. */
+/**
+ * What a merge needs to know about commits. `generation` must grow from parent to child. The walk
+ * asks about a commit's parents together, so an implementation may gather the reads asked for at
+ * one moment into one batch.
+ */
 export interface CommitGraph {
-  parents(oid: Oid): Oid[];
-  generation(oid: Oid): number;
-  commitTime(oid: Oid): number;
-  tree(oid: Oid): Oid;
+  parents(oid: Oid): Promise<Oid[]>;
+  generation(oid: Oid): Promise<number>;
+  commitTime(oid: Oid): Promise<number>;
+  tree(oid: Oid): Promise<Oid>;
 }
 
 const FROM_FIRST = 1;
@@ -43,14 +47,15 @@ interface WalkNode {
  * a common ancestor already found, so its cost grows with the distance to the bases, not with
  * the history.
  */
-export function mergeBases(graph: CommitGraph, a: Oid, b: Oid): Oid[] {
+export async function mergeBases(graph: CommitGraph, a: Oid, b: Oid): Promise<Oid[]> {
   if (a.equals(b)) return [a];
-  const nodes = new Map<string, WalkNode>();
-  const node = (oid: Oid): WalkNode => {
+  // Promises, so that a commit asked for twice before it is read is still one node.
+  const nodes = new Map<string, Promise<WalkNode>>();
+  const node = (oid: Oid): Promise<WalkNode> => {
     const hex = oidToHex(oid);
     let found = nodes.get(hex);
     if (!found) {
-      found = { oid, hex, flags: 0, generation: graph.generation(oid), time: graph.commitTime(oid), queued: 0 };
+      found = Promise.all([graph.generation(oid), graph.commitTime(oid)]).then(([generation, time]) => ({ oid, hex, flags: 0, generation, time, queued: 0 }));
       nodes.set(hex, found);
     }
     return found;
@@ -68,8 +73,7 @@ export function mergeBases(graph: CommitGraph, a: Oid, b: Oid): Oid[] {
     if ((target.flags & STALE) === 0) nonStaleQueued++;
   };
 
-  const first = node(a);
-  const second = node(b);
+  const [first, second] = await Promise.all([node(a), node(b)]);
   addFlags(first, FROM_FIRST);
   addFlags(second, FROM_SECOND);
   push(first);
@@ -88,14 +92,14 @@ export function mergeBases(graph: CommitGraph, a: Oid, b: Oid): Oid[] {
       // Everything below a common ancestor is a worse one.
       flags |= STALE;
     }
-    for (const parentOid of graph.parents(commit.oid)) {
-      const parent = node(parentOid);
+    const parents = await Promise.all((await graph.parents(commit.oid)).map(node));
+    for (const parent of parents) {
       if ((parent.flags & flags) === flags) continue;
       addFlags(parent, flags);
       push(parent);
     }
   }
-  const bases = removeRedundant(
+  const bases = await removeRedundant(
     graph,
     found.filter((candidate) => (candidate.flags & STALE) === 0),
     node,
@@ -109,22 +113,29 @@ function compareForWalk(x: WalkNode, y: WalkNode): number {
 }
 
 /** Drops candidates that are ancestors of other candidates (git's remove_redundant()). */
-function removeRedundant(graph: CommitGraph, candidates: WalkNode[], node: (oid: Oid) => WalkNode): WalkNode[] {
+async function removeRedundant(graph: CommitGraph, candidates: WalkNode[], node: (oid: Oid) => Promise<WalkNode>): Promise<WalkNode[]> {
   if (candidates.length < 2) return candidates;
-  return candidates.filter((candidate) => {
-    const others = candidates.filter((other) => other !== candidate && other.generation > candidate.generation);
-    const seen = new Set<string>();
-    const stack = others.map((other) => other.oid);
-    while (stack.length > 0) {
-      const current = node(stack.pop()!);
-      if (seen.has(current.hex)) continue;
-      seen.add(current.hex);
-      if (current === candidate) return false;
-      if (current.generation <= candidate.generation) continue;
-      stack.push(...graph.parents(current.oid));
-    }
-    return true;
-  });
+  const kept: WalkNode[] = [];
+  for (const candidate of candidates) {
+    if (!(await reachesFromNewer(graph, candidate, candidates, node))) kept.push(candidate);
+  }
+  return kept;
+}
+
+/** Whether `candidate` is an ancestor of one of the other, newer, candidates. */
+async function reachesFromNewer(graph: CommitGraph, candidate: WalkNode, candidates: WalkNode[], node: (oid: Oid) => Promise<WalkNode>): Promise<boolean> {
+  const others = candidates.filter((other) => other !== candidate && other.generation > candidate.generation);
+  const seen = new Set<string>();
+  const stack = others.map((other) => other.oid);
+  while (stack.length > 0) {
+    const current = await node(stack.pop()!);
+    if (seen.has(current.hex)) continue;
+    seen.add(current.hex);
+    if (current === candidate) return true;
+    if (current.generation <= candidate.generation) continue;
+    stack.push(...(await graph.parents(current.oid)));
+  }
+  return false;
 }
 
 /**
@@ -133,8 +144,8 @@ function removeRedundant(graph: CommitGraph, candidates: WalkNode[], node: (oid:
  * share no history. A clean result's objects are written to `objects`; a conflicted merge writes
  * nothing. `bases` are the real merge bases, newest first.
  */
-export function mergeCommits(objects: MergeObjects, graph: CommitGraph, ours: Oid, theirs: Oid): TreeMergeResult & { bases: Oid[] } {
-  const { outcome, staged, bases } = computeMerge(objects, graph, ours, theirs);
+export async function mergeCommits(objects: MergeObjects, graph: CommitGraph, ours: Oid, theirs: Oid): Promise<TreeMergeResult & { bases: Oid[] }> {
+  const { outcome, staged, bases } = await computeMerge(objects, graph, ours, theirs);
   if (!outcome.clean) return { clean: false, conflicts: outcome.conflicts, bases };
   staged.flush(outcome.tree);
   return { clean: true, tree: outcome.tree, pathDepthMax: outcome.pathDepthMax, specialFiles: outcome.specialFiles, bases };
@@ -145,22 +156,22 @@ export function mergeCommits(objects: MergeObjects, graph: CommitGraph, ours: Oi
  * conflicted or not, and the conflicts), the staged objects that tree is made of (readable through
  * `staged`; flush() stores them), and the merge bases, newest first.
  */
-export function computeMerge(
+export async function computeMerge(
   objects: MergeObjects,
   graph: CommitGraph,
   ours: Oid,
   theirs: Oid,
   labels?: MergeLabels,
-): { outcome: TreeMergeOutcome; staged: StagedObjects; bases: Oid[] } {
+): Promise<{ outcome: TreeMergeOutcome; staged: StagedObjects; bases: Oid[] }> {
   const staged = new StagedObjects(objects);
   const commits = new VirtualCommits(graph);
-  const bases = mergeBases(graph, ours, theirs);
-  const outcome = mergeRecursively(staged, commits, ours, theirs, [...bases].reverse(), 0, labels);
+  const bases = await mergeBases(graph, ours, theirs);
+  const outcome = await mergeRecursively(staged, commits, ours, theirs, [...bases].reverse(), 0, labels);
   return { outcome, staged, bases };
 }
 
 /** merge_ort_internal(): fold the bases (oldest first) into one, then merge at `depth`. */
-function mergeRecursively(
+async function mergeRecursively(
   objects: StagedObjects,
   commits: VirtualCommits,
   ours: Oid,
@@ -168,15 +179,16 @@ function mergeRecursively(
   basesOldestFirst: Oid[] | null,
   depth: number,
   labels?: MergeLabels,
-): TreeMergeOutcome {
-  const bases = basesOldestFirst ?? mergeBases(commits, ours, theirs).reverse();
-  let mergedBase = bases.length > 0 ? bases[0] : commits.create(EMPTY_TREE_OID, []);
+): Promise<TreeMergeOutcome> {
+  const bases = basesOldestFirst ?? (await mergeBases(commits, ours, theirs)).reverse();
+  let mergedBase = bases.length > 0 ? bases[0] : await commits.create(EMPTY_TREE_OID, []);
   for (const next of bases.slice(1)) {
     const previous = mergedBase;
-    const inner = mergeRecursively(objects, commits, previous, next, null, depth + 1);
-    mergedBase = commits.create(inner.tree, [previous, next]);
+    const inner = await mergeRecursively(objects, commits, previous, next, null, depth + 1);
+    mergedBase = await commits.create(inner.tree, [previous, next]);
   }
-  return mergeTreesWith(objects, commits.tree(mergedBase), commits.tree(ours), commits.tree(theirs), { depth, labels });
+  const [baseTree, oursTree, theirsTree] = await Promise.all([commits.tree(mergedBase), commits.tree(ours), commits.tree(theirs)]);
+  return mergeTreesWith(objects, baseTree, oursTree, theirsTree, { depth, labels });
 }
 
 /** The commit graph plus the virtual commits made for merged merge bases. */
@@ -185,27 +197,27 @@ class VirtualCommits implements CommitGraph {
 
   constructor(private readonly graph: CommitGraph) {}
 
-  create(tree: Oid, parents: Oid[]): Oid {
+  async create(tree: Oid, parents: Oid[]): Promise<Oid> {
+    const generations = await Promise.all(parents.map((parent) => this.generation(parent)));
     const oid = hashObject('commit', Buffer.from(`virtual merge base ${this.virtual.size}\n`, 'utf8'));
-    const generation = 1 + Math.max(0, ...parents.map((parent) => this.generation(parent)));
-    this.virtual.set(oidToHex(oid), { tree, parents, generation });
+    this.virtual.set(oidToHex(oid), { tree, parents, generation: 1 + Math.max(0, ...generations) });
     return oid;
   }
 
-  parents(oid: Oid): Oid[] {
+  async parents(oid: Oid): Promise<Oid[]> {
     return this.virtual.get(oidToHex(oid))?.parents ?? this.graph.parents(oid);
   }
 
-  generation(oid: Oid): number {
+  async generation(oid: Oid): Promise<number> {
     return this.virtual.get(oidToHex(oid))?.generation ?? this.graph.generation(oid);
   }
 
   /** git gives virtual commits the date 0. */
-  commitTime(oid: Oid): number {
+  async commitTime(oid: Oid): Promise<number> {
     return this.virtual.has(oidToHex(oid)) ? 0 : this.graph.commitTime(oid);
   }
 
-  tree(oid: Oid): Oid {
+  async tree(oid: Oid): Promise<Oid> {
     return this.virtual.get(oidToHex(oid))?.tree ?? this.graph.tree(oid);
   }
 }

@@ -11,12 +11,12 @@ import { oidToHex, type Oid } from '../../git/oid.js';
 import { branchRef } from '../../git/refname.js';
 import { decodeTree, encodeTree, MODE_GITLINK, MODE_TREE } from '../../git/tree.js';
 import { TREE_DEPTH_MAX } from '../../git/treeDepth.js';
-import type { ProjectReadTx, ProjectWriteTx } from '../../store/types.js';
+import type { CommitInfo, StoredObject } from '../../store/types.js';
 import { isAncestor } from '../ancestry.js';
 import { computeMerge, type CommitGraph } from './mergeBase.js';
-import type { MergeObjects, StagedObjects, TreeMergeOutcome } from './mergeTrees.js';
+import type { DecidedEntry, MergeObjects, StagedObjects, TreeMergeOutcome } from './mergeTrees.js';
 import { requireCleanWorkingTree, requireUnlockedChanges, resetWorkingTree } from '../worktree/moveWorkingTree.js';
-import { branchHead, commitTree, inWriteTx, type Repo } from '../repo.js';
+import { branchHead, commitTree, inWriteTx, type ReadTx, type Repo, type WriteTx } from '../repo.js';
 import { specialFileProblem } from '../worktree/specialFiles.js';
 import { writeCommit, type CommitAuthors } from '../writeCommit.js';
 
@@ -39,14 +39,14 @@ export async function mergeBranches(repo: Repo, input: MergeInput): Promise<Merg
   return inWriteTx(repo, (tx) => mergeBranchesInTx(tx, input));
 }
 
-export function mergeBranchesInTx(tx: ProjectWriteTx, input: MergeInput): MergeResult {
-  const plan = planMerge(tx, input, mergeObjects(tx));
+export async function mergeBranchesInTx(tx: WriteTx, input: MergeInput): Promise<MergeResult> {
+  const plan = await planMerge(tx, input, mergeObjects(tx));
   const { targetHead, sourceHead } = plan;
   if (plan.kind === 'up-to-date') return { oid: oidToHex(targetHead), fastForward: false, upToDate: true, created: false };
   if (plan.kind === 'fast-forward') {
-    tx.casRef(branchRef(input.target), targetHead, sourceHead);
-    resetWorkingTree(tx, input.target, plan.tree);
-    tx.bumpVersion();
+    await tx.casRef(branchRef(input.target), targetHead, sourceHead);
+    await resetWorkingTree(tx, input.target, plan.tree);
+    await tx.bumpVersion();
     return { oid: oidToHex(sourceHead), fastForward: true, created: false };
   }
   const { outcome, staged } = plan;
@@ -55,14 +55,14 @@ export function mergeBranchesInTx(tx: ProjectWriteTx, input: MergeInput): MergeR
     throw new TreehouseError('merge_conflict', `Merging ${input.source} into ${input.target} conflicts in ${conflicts.length} path(s); nothing was changed.`, { conflicts });
   }
   staged.flush(outcome.tree);
-  const oid = writeCommit(tx, {
+  const oid = await writeCommit(tx, {
     branch: input.target,
     tree: outcome.tree,
     parents: [targetHead, sourceHead],
     message: input.message ?? `Merge branch '${input.source}' into ${input.target}`,
     people: input.people,
   });
-  resetWorkingTree(tx, input.target, outcome.tree);
+  await resetWorkingTree(tx, input.target, outcome.tree);
   return { oid: oidToHex(oid), fastForward: false, created: true };
 }
 
@@ -80,34 +80,36 @@ export type MergePlan = { targetHead: Oid; sourceHead: Oid; bases: Oid[] } & (
  * would change) and its outcome. Conflicted content carries git's markers labelled with the
  * target and source branch names.
  */
-export function planMerge(tx: ProjectReadTx, input: { source: string; target: string }, objects: MergeObjects): MergePlan {
-  const targetHead = branchHead(tx, input.target);
-  const sourceHead = branchHead(tx, input.source);
-  requireCleanWorkingTree(tx, input.target, commitTree(tx, targetHead));
-  if (isAncestor(tx, sourceHead, targetHead)) return { kind: 'up-to-date', targetHead, sourceHead, bases: [sourceHead] };
-  if (isAncestor(tx, targetHead, sourceHead)) {
-    const tree = commitTree(tx, sourceHead);
-    requireUnlockedChanges(tx, input.target, tree);
+export async function planMerge(tx: ReadTx, input: { source: string; target: string }, objects: MergeObjects): Promise<MergePlan> {
+  const targetHead = await branchHead(tx, input.target);
+  const sourceHead = await branchHead(tx, input.source);
+  await requireCleanWorkingTree(tx, input.target, await commitTree(tx, targetHead));
+  if (await isAncestor(tx, sourceHead, targetHead)) return { kind: 'up-to-date', targetHead, sourceHead, bases: [sourceHead] };
+  if (await isAncestor(tx, targetHead, sourceHead)) {
+    const tree = await commitTree(tx, sourceHead);
+    await requireUnlockedChanges(tx, input.target, tree);
     return { kind: 'fast-forward', targetHead, sourceHead, bases: [targetHead], tree };
   }
-  const { outcome, staged, bases } = computeMerge(objects, commitGraph(tx), targetHead, sourceHead, { ours: input.target, theirs: input.source });
+  const { outcome, staged, bases } = await computeMerge(objects, commitGraph(tx), targetHead, sourceHead, { ours: input.target, theirs: input.source });
   // A conflicted merge changes nothing, so only a clean one can make a tree git refuses or touch a locked file.
   if (outcome.clean) {
-    requireStorableResult(outcome, staged);
-    requireUnlockedChanges(tx, input.target, outcome.tree, staged);
+    await requireStorableResult(outcome, staged);
+    await requireUnlockedChanges(tx, input.target, outcome.tree, staged);
   }
   return { kind: 'merge', targetHead, sourceHead, bases, outcome, staged };
 }
 
 /** Refuses a clean result git would not store: a path deeper than core.maxTreeDepth, or a .gitmodules/.gitattributes fsck refuses. */
-function requireStorableResult(outcome: TreeMergeOutcome, staged: StagedObjects): void {
+async function requireStorableResult(outcome: TreeMergeOutcome, staged: StagedObjects): Promise<void> {
   if (outcome.pathDepthMax > TREE_DEPTH_MAX) {
     const message = `The merge would make a path ${outcome.pathDepthMax} components deep; at most ${TREE_DEPTH_MAX} are allowed (git's core.maxTreeDepth). Nothing was changed.`;
     throw new TreehouseError('invalid_request', message, { issues: [{ path: 'source', message }] });
   }
-  for (const entry of outcome.specialFiles) {
-    // A directory or submodule by that name is refused for what it is; a blob is read where the merge keeps it.
-    const object = entry.mode === MODE_TREE ? { type: 'tree' as const, body: Buffer.alloc(0) } : entry.mode === MODE_GITLINK ? undefined : { type: 'blob' as const, body: staged.readBlob(entry.oid) };
+  // A directory or submodule by that name is refused for what it is; a blob is read where the merge keeps it.
+  const isBlob = (entry: DecidedEntry) => entry.mode !== MODE_TREE && entry.mode !== MODE_GITLINK;
+  const bodies = await Promise.all(outcome.specialFiles.map((entry) => (isBlob(entry) ? staged.readBlob(entry.oid) : undefined)));
+  for (const [i, entry] of outcome.specialFiles.entries()) {
+    const object = entry.mode === MODE_TREE ? { type: 'tree' as const, body: Buffer.alloc(0) } : isBlob(entry) ? { type: 'blob' as const, body: bodies[i]! } : undefined;
     const problem = specialFileProblem(entry.path, entry.mode, object);
     if (problem) {
       const message = `The merge would give ${entry.path} content git fsck refuses (${problem}). Nothing was changed.`;
@@ -119,34 +121,74 @@ function requireStorableResult(outcome: TreeMergeOutcome, staged: StagedObjects)
 /**
  * Merge object access inside the transaction; a refused merge rolls its writes back. Reads need
  * only a read transaction (a merge writes through StagedObjects, which holds what it makes until
- * flush()), so a preview passes one and never flushes.
+ * flush()), so a preview passes one and never flushes. The reads the merge asks for together reach
+ * the store as one batch.
  */
-export function mergeObjects(tx: ProjectReadTx): MergeObjects {
-  const read = (oid: Oid, type: 'tree' | 'blob') => {
-    const object = tx.getObject(oid);
+export function mergeObjects(tx: ReadTx): MergeObjects {
+  const getObject = batchedReads<StoredObject | undefined>((oids) => tx.getObjects(oids));
+  const read = async (oid: Oid, type: 'tree' | 'blob') => {
+    const object = await getObject(oid);
     if (!object || object.type !== type) throw new Error(`${type} ${oidToHex(oid)} is missing`);
     return object.body;
   };
   return {
-    // getObject returns a copy, so the entries' ids may be views into it.
-    readTree: (oid) => decodeTree(read(oid, 'tree'), true),
+    // getObjects returns copies, so the entries' ids may be views into them.
+    readTree: async (oid) => decodeTree(await read(oid, 'tree'), true),
     readBlob: (oid) => read(oid, 'blob'),
-    writeBlob: (body) => (tx as ProjectWriteTx).putObject('blob', body),
-    writeTree: (entries) => (tx as ProjectWriteTx).putObject('tree', encodeTree(entries)),
-    putEncodedTree: (oid, body) => (tx as ProjectWriteTx).putObjectWithId(oid, 'tree', body),
+    writeBlob: (body) => (tx as WriteTx).putObject('blob', body),
+    writeTree: (entries) => (tx as WriteTx).putObject('tree', encodeTree(entries)),
+    putEncodedTree: (oid, body) => (tx as WriteTx).putObjectWithId(oid, 'tree', body),
   };
 }
 
-export function commitGraph(tx: ProjectReadTx): CommitGraph {
-  const info = (oid: Oid) => {
-    const found = tx.getCommitInfo(oid);
-    if (!found) throw new Error(`commit ${oidToHex(oid)} is missing`);
+/**
+ * The commit index as a merge reads it: each commit's entry is read once (the walk asks for a
+ * commit's generation, time, parents and tree at different moments), and the entries asked for
+ * together are read in one batch.
+ */
+export function commitGraph(tx: ReadTx): CommitGraph {
+  const getInfo = batchedReads<CommitInfo | undefined>((oids) => tx.getCommitInfos(oids));
+  const infos = new Map<string, Promise<CommitInfo>>();
+  const info = (oid: Oid): Promise<CommitInfo> => {
+    const hex = oidToHex(oid);
+    let found = infos.get(hex);
+    if (!found) {
+      found = getInfo(oid).then((read) => {
+        if (!read) throw new Error(`commit ${oidToHex(oid)} is missing`);
+        return read;
+      });
+      infos.set(hex, found);
+    }
     return found;
   };
   return {
-    parents: (oid) => info(oid).parents,
-    generation: (oid) => info(oid).generation,
-    commitTime: (oid) => info(oid).commitTime,
-    tree: (oid) => info(oid).tree,
+    parents: async (oid) => (await info(oid)).parents,
+    generation: async (oid) => (await info(oid)).generation,
+    commitTime: async (oid) => (await info(oid)).commitTime,
+    tree: async (oid) => (await info(oid)).tree,
   };
+}
+
+/**
+ * One id at a time on the outside, batches on the inside: the ids asked for before the pending
+ * microtasks have run (the arguments of one Promise.all, say) go to `readMany` in one call.
+ */
+function batchedReads<T>(readMany: (oids: Oid[]) => Promise<T[]>): (oid: Oid) => Promise<T> {
+  let waiting: Array<{ oid: Oid; resolve: (value: T) => void; reject: (error: unknown) => void }> | null = null;
+  const flush = () => {
+    const batch = waiting!;
+    waiting = null;
+    readMany(batch.map((item) => item.oid)).then(
+      (values) => batch.forEach((item, i) => item.resolve(values[i])),
+      (error: unknown) => batch.forEach((item) => item.reject(error)),
+    );
+  };
+  return (oid) =>
+    new Promise<T>((resolve, reject) => {
+      if (!waiting) {
+        waiting = [];
+        queueMicrotask(flush);
+      }
+      waiting.push({ oid, resolve, reject });
+    });
 }

@@ -26,7 +26,7 @@
  * directory-rename problems git only prints ('directory rename split', 'implicit dir rename')
  * are conflicts too.
  */
-import { EMPTY_TREE_OID, type Oid } from '../../git/oid.js';
+import { EMPTY_TREE_OID, oidToHex, type Oid } from '../../git/oid.js';
 import { specialFileOf } from '../../git/fsck.js';
 import { encodePath } from '../../git/pathBytes.js';
 import { pathDepth } from '../../git/treeDepth.js';
@@ -60,10 +60,15 @@ import { walkTogether, type Row } from './walkTrees.js';
 
 export { StagedObjects } from './stagedObjects.js';
 
-/** The object access a merge needs; reads must return what was written. */
+/**
+ * The object access a merge needs; reads must return what was written. Reads are asynchronous and
+ * the merge asks for the objects it needs together (a level of the trees it walks, the blobs of its
+ * content merges and rename candidates), so an implementation may gather the reads asked for at
+ * one moment into one batch. Writes are synchronous: a store buffers them.
+ */
 export interface MergeObjects {
-  readTree(oid: Oid): TreeEntry[];
-  readBlob(oid: Oid): Buffer;
+  readTree(oid: Oid): Promise<TreeEntry[]>;
+  readBlob(oid: Oid): Promise<Buffer>;
   writeBlob(body: Buffer): Oid;
   writeTree(entries: TreeEntry[]): Oid;
   /** Stores a tree already encoded and hashed (StagedObjects.flush), without doing either again. */
@@ -137,9 +142,9 @@ export interface TreeMergeOutcome {
 }
 
 /** Merges `ours` and `theirs` against `base` (null: the empty tree). */
-export function mergeTrees(objects: MergeObjects, base: Oid | null, ours: Oid, theirs: Oid): TreeMergeResult {
+export async function mergeTrees(objects: MergeObjects, base: Oid | null, ours: Oid, theirs: Oid): Promise<TreeMergeResult> {
   const staged = new StagedObjects(objects);
-  const outcome = mergeTreesWith(staged, base, ours, theirs, { depth: 0 });
+  const outcome = await mergeTreesWith(staged, base, ours, theirs, { depth: 0 });
   if (!outcome.clean) return { clean: false, conflicts: outcome.conflicts };
   staged.flush(outcome.tree);
   return { clean: true, tree: outcome.tree, pathDepthMax: outcome.pathDepthMax, specialFiles: outcome.specialFiles };
@@ -160,8 +165,11 @@ export interface MergeLabels {
   theirs: string;
 }
 
-/** The merge at a given recursion depth; objects go to `objects` (normally a StagedObjects). */
-export function mergeTreesWith(objects: MergeObjects, base: Oid | null, ours: Oid, theirs: Oid, options: MergeTreesOptions): TreeMergeOutcome {
+/**
+ * The merge at a given recursion depth; objects go to `objects`, which also keeps the trees the
+ * merge reads: it reads the trees it will walk ahead, a level at a time, then again as it walks.
+ */
+export function mergeTreesWith(objects: StagedObjects, base: Oid | null, ours: Oid, theirs: Oid, options: MergeTreesOptions): Promise<TreeMergeOutcome> {
   return new TreeMerge(objects, options.depth, options.labels).run(base ?? EMPTY_TREE_OID, ours, theirs);
 }
 
@@ -268,9 +276,11 @@ class TreeMerge {
   private readonly branch1: string;
   private readonly branch2: string;
   private readonly renameDetector: RenameDetector;
+  /** Blobs read ahead for content merges, by id. */
+  private readonly contents = new Map<string, Buffer>();
 
   constructor(
-    private readonly objects: MergeObjects,
+    private readonly objects: StagedObjects,
     private readonly depth: number,
     labels: MergeLabels = DEFAULT_LABELS,
   ) {
@@ -279,11 +289,13 @@ class TreeMerge {
     this.renameDetector = new RenameDetector(objects);
   }
 
-  run(base: Oid, ours: Oid, theirs: Oid): TreeMergeOutcome {
-    this.collect('', [this.objects.readTree(base), this.objects.readTree(ours), this.objects.readTree(theirs)]);
-    this.handleDeferredEntries();
-    this.detectAndProcessRenames();
-    const { tree, pathDepthMax, specialFiles } = this.processEntries();
+  async run(base: Oid, ours: Oid, theirs: Oid): Promise<TreeMergeOutcome> {
+    await this.readAhead([{ subtrees: [base, ours, theirs], mask: this.dirRenameMask }]);
+    const roots = await Promise.all([this.objects.readTree(base), this.objects.readTree(ours), this.objects.readTree(theirs)]);
+    await this.collect('', roots);
+    await this.handleDeferredEntries();
+    await this.detectAndProcessRenames();
+    const { tree, pathDepthMax, specialFiles } = await this.processEntries();
     const conflicts = this.reportConflicts();
     return { tree, clean: conflicts.length === 0, conflicts, pathDepthMax, specialFiles };
   }
@@ -294,9 +306,10 @@ class TreeMerge {
   /**
    * Walks the three trees of `dir` and every directory below that needs a look, depth first in
    * git's order, as merge-ort's recursion does, but on an explicit stack (trees may be thousands
-   * deep). A directory entered saves dirRenameMask and gets it back once its walk is done.
+   * deep). A directory entered saves dirRenameMask and gets it back once its walk is done. The
+   * trees it enters were read ahead (readAhead()).
    */
-  private collect(dir: string, trees: [TreeEntry[], TreeEntry[], TreeEntry[]]): void {
+  private async collect(dir: string, trees: TreeEntry[][]): Promise<void> {
     type Frame = { dir: string; rows: Row[]; next: number } | { restoreMask: number };
     const stack: Frame[] = [this.collectFrame(dir, trees)];
     while (stack.length > 0) {
@@ -314,23 +327,58 @@ class TreeMerge {
       const inside = this.collectEntry(top.dir, row.find((entry) => entry !== undefined)!.name, row);
       if (inside) {
         stack.push({ restoreMask: inside.previousMask });
-        stack.push(this.collectFrame(inside.path, this.childTrees(inside.info)));
+        stack.push(this.collectFrame(inside.path, await this.childTrees(inside.info)));
       }
     }
   }
 
   /** The rows of one directory, as merge-ort's collect_merge_info_callback() meets them. */
-  private collectFrame(dir: string, trees: [TreeEntry[], TreeEntry[], TreeEntry[]]): { dir: string; rows: Row[]; next: number } {
+  private collectFrame(dir: string, trees: TreeEntry[][]): { dir: string; rows: Row[]; next: number } {
     const rows = walkTogether(trees);
-    // Inside a directory removed on one side, a file the other side added here makes the
-    // directory's rename matter (merge-ort looks at all entries first: traverse_trees_wrapper).
-    if (this.dirRenameMask === 2 || this.dirRenameMask === 4) {
-      for (const row of rows) {
-        const { fileMask } = masksOf(row);
-        if (fileMask !== 0 && fileMask === this.dirRenameMask) this.dirRenameMask = 7;
-      }
-    }
+    this.dirRenameMask = frameMask(rows, this.dirRenameMask);
     return { dir, rows, next: 0 };
+  }
+
+  /**
+   * Reads the trees the walk from these directories will enter, a level at a time (one batch per
+   * level instead of one per directory), by walking ahead the way collect() will: rows only, deciding
+   * what collectEntry() will decide about entering a directory. A wrong guess costs a read, never a
+   * result: the walk reads what was not read ahead, and `objects` keeps what was.
+   */
+  private async readAhead(entering: Array<{ subtrees: Array<Oid | null>; mask: number }>): Promise<void> {
+    while (entering.length > 0) {
+      const trees = await Promise.all(entering.map(({ subtrees }) => Promise.all(subtrees.map((oid) => (oid ? this.objects.readTree(oid) : [])))));
+      const next: typeof entering = [];
+      entering.forEach(({ mask }, i) => {
+        const rows = walkTogether(trees[i]);
+        const rowMask = frameMask(rows, mask);
+        for (const row of rows) {
+          const childMask = this.entryMaskIfEntered(row, rowMask);
+          if (childMask !== null) next.push({ subtrees: row.map((entry) => (entry?.mode === '40000' ? entry.oid : null)), mask: childMask });
+        }
+      });
+      entering = next;
+    }
+  }
+
+  /**
+   * What collectEntry() decides about entering a row's directory, met with dirRenameMask `mask`:
+   * null when it will not enter it (the sides agree on it, it is not a directory, or it is
+   * deferred), else the dirRenameMask the walk inside starts with. Every row of a directory is met
+   * with the directory's mask (collectEntry() restores it), and collectRenameInfo() makes the mask
+   * 7 only where it was 7 already.
+   */
+  private entryMaskIfEntered(row: Row, mask: number): number | null {
+    const { fileMask, dirMask } = masksOf(row);
+    if (dirMask === 0) return null;
+    const [base, ours, theirs] = [versionOf(row[0]), versionOf(row[1]), versionOf(row[2])];
+    const oursMatchesBase = base.mode !== 0 && ours.mode !== 0 && sameVersion(base, ours);
+    const theirsMatchesBase = base.mode !== 0 && theirs.mode !== 0 && sameVersion(base, theirs);
+    if (oursMatchesBase && theirsMatchesBase) return null;
+    let side = oursMatchesBase ? 2 : theirsMatchesBase ? 1 : 0;
+    if (fileMask === 0 && (dirMask === 2 || dirMask === 4)) side = dirMask / 2;
+    if (mask !== 7 && side !== 0 && this.trivialMergesOkay[side as Side]) return null;
+    return mask !== 7 && (dirMask === 3 || dirMask === 5) ? dirMask & ~1 : mask;
   }
 
   /**
@@ -389,26 +437,33 @@ class TreeMerge {
     return { path, info, previousMask };
   }
 
-  private collectInside(path: string, info: PathInfo): void {
-    this.collect(path, this.childTrees(info));
+  private async collectInside(path: string, info: PathInfo): Promise<void> {
+    await this.collect(path, await this.childTrees(info));
   }
 
   /** The three sides' entries of a directory about to be walked. */
-  private childTrees(info: PathInfo): [TreeEntry[], TreeEntry[], TreeEntry[]] {
+  private childTrees(info: PathInfo): Promise<TreeEntry[][]> {
     info.matchMask &= info.fileMask;
-    return [0, 1, 2].map((i) => ((info.dirMask >> i) & 1 ? this.objects.readTree(info.stages[i].oid) : [])) as [TreeEntry[], TreeEntry[], TreeEntry[]];
+    return Promise.all([0, 1, 2].map((i) => ((info.dirMask >> i) & 1 ? this.objects.readTree(info.stages[i].oid) : [])));
   }
 
   /**
    * handle_deferred_entries(): a side with a deletion that matters for renames needs its
    * deferred directories walked (in git's hash-map order); otherwise they take that side's tree.
    */
-  private handleDeferredEntries(): void {
+  private async handleDeferredEntries(): Promise<void> {
     for (const side of [1, 2] as const) {
       const walk = this.relevantSources[side].size > 0;
       this.trivialMergesOkay[side] = !walk;
       const deferred = this.deferred[side];
       this.deferred[side] = new GitStrMap<number>();
+      if (walk) {
+        const entering = [...deferred.entries()].map(([path, mask]) => {
+          const info = this.paths.get(path)!;
+          return { subtrees: info.stages.map((version, i) => ((info.dirMask >> i) & 1 ? version.oid : null)), mask };
+        });
+        await this.readAhead(entering);
+      }
       for (const [path, mask] of deferred.entries()) {
         const info = this.paths.get(path)!;
         if (!walk) {
@@ -416,7 +471,7 @@ class TreeMerge {
           continue;
         }
         this.dirRenameMask = mask;
-        this.collectInside(path, info);
+        await this.collectInside(path, info);
       }
       for (const [path] of this.deferred[side].entries()) resolveTrivially(this.paths.get(path)!, side);
     }
@@ -461,9 +516,9 @@ class TreeMerge {
   // -------------------------------------------------------------------------------------------
   // Phase 2: renames (merge-ort's detect_and_process_renames).
 
-  private detectAndProcessRenames(): void {
+  private async detectAndProcessRenames(): Promise<void> {
     for (const side of [1, 2] as const) {
-      this.pairs[side] = this.renameDetector.detect({
+      this.pairs[side] = await this.renameDetector.detect({
         pairs: this.pairs[side],
         relevantSources: this.relevantSources[side],
         dirsRemoved: this.dirsRemoved[side],
@@ -488,7 +543,7 @@ class TreeMerge {
     const combined = [...this.collectRenames(1, collisions), ...this.collectRenames(2, collisions)];
     const sourceKeys = new Map(combined.map((pair) => [pair, encodePath(pair.onePath)]));
     combined.sort((a, b) => Buffer.compare(sourceKeys.get(a)!, sourceKeys.get(b)!)); // stable
-    this.processRenames(combined);
+    await this.processRenames(combined);
   }
 
   /** get_provisional_directory_renames(): a removed directory moved where most of its files went. */
@@ -637,7 +692,7 @@ class TreeMerge {
   }
 
   /** merge-ort's process_renames(). */
-  private processRenames(renames: readonly FilePair[]): void {
+  private async processRenames(renames: readonly FilePair[]): Promise<void> {
     for (let i = 0; i < renames.length; i++) {
       const pair = renames[i];
       const oldPath = pair.onePath;
@@ -663,7 +718,7 @@ class TreeMerge {
           continue;
         }
         // rename/rename(1to2): both new paths get the merged content; all three conflict.
-        const merged = this.mergeVersions(base.stages[0], side1.stages[1], side2.stages[2], pathnames, 1 + 2 * this.depth);
+        const merged = await this.mergeVersions(base.stages[0], side1.stages[1], side2.stages[2], pathnames, 1 + 2 * this.depth);
         const wasBinary = !merged.clean && sameVersion(merged.version, side1.stages[1]);
         side1.stages[1] = merged.version;
         side2.stages[2] = wasBinary ? side2.stages[2] : merged.version;
@@ -693,7 +748,7 @@ class TreeMerge {
         const base = this.paths.get(pathnames[0])!;
         const side1 = this.paths.get(pathnames[1])!;
         const side2 = this.paths.get(pathnames[2])!;
-        const merged = this.mergeVersions(base.stages[0], side1.stages[1], side2.stages[2], pathnames, 1 + 2 * this.depth);
+        const merged = await this.mergeVersions(base.stages[0], side1.stages[1], side2.stages[2], pathnames, 1 + 2 * this.depth);
         newInfo.stages[targetIndex] = merged.version;
         if (!merged.clean) {
           // git 2.39 only prints "CONFLICT (rename involved in collision)" here and may then
@@ -733,9 +788,13 @@ class TreeMerge {
   // -------------------------------------------------------------------------------------------
   // Phase 3: process entries (merge-ort's process_entries / process_entry).
 
-  private processEntries(): { tree: Oid; pathDepthMax: number; specialFiles: DecidedEntry[] } {
+  private async processEntries(): Promise<{ tree: Oid; pathDepthMax: number; specialFiles: DecidedEntry[] }> {
     const snapshot = [...this.paths.entries()].map(([path, info]) => ({ path, info, key: encodePath(path) }));
     snapshot.sort((a, b) => compareDirsFirst(a.key, b.key));
+    // The files both sides changed are content-merged below: read their blobs in one batch first.
+    const toMerge: Stages[] = [];
+    for (const { info } of snapshot) if (!info.clean && (info.fileMask & 6) === 6) toMerge.push(info.stages);
+    await this.readContents(toMerge);
     const records = new Map<string, TreeEntry[]>();
     const dirsWithChildren = new Set<string>();
     let pathDepthMax = 0;
@@ -769,12 +828,14 @@ class TreeMerge {
         records.delete(path);
       }
       if (info.clean) record(path, info);
-      else this.processEntry(path, info, record);
+      // A directory with no file at its path needs only its record: processEntry() would do just that, after a wait.
+      else if (info.dirMask !== 0 && info.fileMask === 0) record(path, info);
+      else await this.processEntry(path, info, record);
     }
     return { tree: this.objects.writeTree(records.get('') ?? []), pathDepthMax, specialFiles };
   }
 
-  private processEntry(path: string, entry: PathInfo, record: (path: string, info: PathInfo) => void): void {
+  private async processEntry(path: string, entry: PathInfo, record: (path: string, info: PathInfo) => void): Promise<void> {
     let info = entry;
     let dfFileIndex = 0;
     if (info.dirMask) {
@@ -830,7 +891,7 @@ class TreeMerge {
         path = this.separateDistinctTypes(path, info, record);
       }
     } else if (info.fileMask >= 6) {
-      const merged = this.mergeVersions(base, ours, theirs, info.pathnames, this.depth * 2);
+      const merged = await this.mergeVersions(base, ours, theirs, info.pathnames, this.depth * 2);
       info.clean = merged.clean && !info.dfConflict && !info.pathConflict;
       info.result = merged.version;
       info.isNull = merged.version.mode === 0;
@@ -909,16 +970,38 @@ class TreeMerge {
   }
 
   /**
+   * Reads the blobs mergeVersions() will merge for these versions into `contents`, together. A
+   * version read for nothing costs a read; one not read here is read by mergeVersions().
+   */
+  private async readContents(merges: ReadonlyArray<readonly [Version, Version, Version]>): Promise<void> {
+    const wanted = new Map<string, Oid>();
+    for (const [base, ours, theirs] of merges) {
+      if (!contentMergeNeeded(base, ours, theirs)) continue;
+      for (const version of typeOf(base.mode) === typeOf(ours.mode) ? [base, ours, theirs] : [ours, theirs]) {
+        const hex = oidToHex(version.oid);
+        if (!this.contents.has(hex)) wanted.set(hex, version.oid);
+      }
+    }
+    const oids = [...wanted.values()];
+    const bodies = await Promise.all(oids.map((oid) => this.objects.readBlob(oid)));
+    oids.forEach((oid, i) => this.contents.set(oidToHex(oid), bodies[i]));
+  }
+
+  private async content(oid: Oid): Promise<Buffer> {
+    return this.contents.get(oidToHex(oid)) ?? (await this.objects.readBlob(oid));
+  }
+
+  /**
    * merge-ort's handle_content_merge(): merge modes, take a side when the other kept the base,
    * else merge the contents (regular files), or conflict (symlinks, submodules).
    */
-  private mergeVersions(
+  private async mergeVersions(
     base: Version,
     ours: Version,
     theirs: Version,
     pathnames: readonly [string, string, string],
     extraMarkerSize: number,
-  ): { version: Version; clean: boolean; binary: boolean } {
+  ): Promise<{ version: Version; clean: boolean; binary: boolean }> {
     let clean = true;
     let binary = false;
     let mode: number;
@@ -937,10 +1020,11 @@ class TreeMerge {
     } else if (isRegular(ours.mode)) {
       const twoWay = typeOf(base.mode) !== typeOf(ours.mode);
       const sameNames = pathnames[0] === pathnames[1] && pathnames[1] === pathnames[2];
+      const [baseContent, oursContent, theirsContent] = await Promise.all([twoWay ? Buffer.alloc(0) : this.content(base.oid), this.content(ours.oid), this.content(theirs.oid)]);
       const merged = mergeContent(
-        twoWay ? Buffer.alloc(0) : this.objects.readBlob(base.oid),
-        this.objects.readBlob(ours.oid),
-        this.objects.readBlob(theirs.oid),
+        baseContent,
+        oursContent,
+        theirsContent,
         {
           oursLabel: sameNames ? this.branch1 : `${this.branch1}:${pathnames[1]}`,
           theirsLabel: sameNames ? this.branch2 : `${this.branch2}:${pathnames[2]}`,
@@ -1002,6 +1086,11 @@ class TreeMerge {
   }
 }
 
+/** Whether mergeVersions() merges these versions' contents (and so reads their blobs). */
+function contentMergeNeeded(base: Version, ours: Version, theirs: Version): boolean {
+  return !ours.oid.equals(theirs.oid) && !ours.oid.equals(base.oid) && !theirs.oid.equals(base.oid) && isRegular(ours.mode);
+}
+
 /** Stage `index` of a conflicted path (0 base, 1 ours, 2 theirs), if that side has a file there. */
 function sideOf(info: PathInfo, index: 0 | 1 | 2): ConflictSide | undefined {
   const version = info.stages[index];
@@ -1037,6 +1126,20 @@ interface Collision {
   /** Paths this side added that the other side's directory renames would put at the same place. */
   sources: Set<string>;
   reported: boolean;
+}
+
+/**
+ * A directory's dirRenameMask once its rows are known: inside a directory removed on one side, a
+ * file the other side added here makes the directory's rename matter (merge-ort looks at all
+ * entries first: traverse_trees_wrapper).
+ */
+function frameMask(rows: readonly Row[], mask: number): number {
+  if (mask !== 2 && mask !== 4) return mask;
+  for (const row of rows) {
+    const { fileMask } = masksOf(row);
+    if (fileMask !== 0 && fileMask === mask) return 7;
+  }
+  return mask;
 }
 
 function masksOf(entries: readonly (TreeEntry | undefined)[]): { fileMask: number; dirMask: number } {

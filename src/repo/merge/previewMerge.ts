@@ -12,8 +12,7 @@ import { MODE_GITLINK, MODE_TREE, type TreeEntry } from '../../git/tree.js';
 import { encodeContent } from '../fileContent.js';
 import type { ConflictKind, ConflictSide, MergeObjects } from './mergeTrees.js';
 import { mergeObjects, planMerge } from './mergeBranches.js';
-import type { Repo } from '../repo.js';
-import { readProject } from '../slices.js';
+import { commitTree, inReadTx, type Repo } from '../repo.js';
 import { compareKeys } from '../diff/treeChanges.js';
 
 export interface PreviewConflict {
@@ -39,9 +38,9 @@ export interface MergePreview {
   files: PreviewFile[];
 }
 
-export function previewMerge(repo: Repo, input: { source: string; target: string }): MergePreview {
-  return readProject(repo, (tx) => {
-    const plan = planMerge(tx, input, mergeObjects(tx));
+export async function previewMerge(repo: Repo, input: { source: string; target: string }): Promise<MergePreview> {
+  return inReadTx(repo, async (tx) => {
+    const plan = await planMerge(tx, input, mergeObjects(tx));
     const preview: MergePreview = {
       clean: true,
       merge_base: plan.bases.length > 0 ? oidToHex(plan.bases[0]) : null,
@@ -51,54 +50,60 @@ export function previewMerge(repo: Repo, input: { source: string; target: string
     };
     if (plan.kind === 'up-to-date') return preview;
     const objects: MergeObjects = plan.kind === 'merge' ? plan.staged : mergeObjects(tx);
-    const targetTree = tx.getCommitInfo(plan.targetHead)!.tree;
+    const targetTree = await commitTree(tx, plan.targetHead);
     const resultTree = plan.kind === 'merge' ? plan.outcome.tree : plan.tree;
     const files = new Map<string, PreviewFile>();
-    for (const { path, status } of changedFiles(objects, targetTree, resultTree)) files.set(path, { path, status });
+    for (const { path, status } of await changedFiles(objects, targetTree, resultTree)) files.set(path, { path, status });
     if (plan.kind === 'merge') {
       preview.clean = plan.outcome.clean;
-      for (const conflict of plan.outcome.conflicts) {
-        files.set(conflict.path, {
-          path: conflict.path,
-          status: 'conflicted',
-          conflict: describeConflict(objects, conflict.kind, conflict),
-        });
-      }
+      const conflicts = plan.outcome.conflicts;
+      const described = await Promise.all(conflicts.map((conflict) => describeConflict(objects, conflict.kind, conflict)));
+      conflicts.forEach((conflict, i) => files.set(conflict.path, { path: conflict.path, status: 'conflicted', conflict: described[i] }));
     }
     preview.files = [...files.values()].sort((a, b) => compareKeys(a.path, b.path));
     return preview;
   });
 }
 
-/** Files (not directories) that differ between two trees, with how. */
-function changedFiles(objects: MergeObjects, before: Oid, after: Oid): Array<{ path: string; status: 'added' | 'modified' | 'deleted' }> {
+/** Files (not directories) that differ between two trees, with how, in no particular order; the trees are read a level at a time. */
+async function changedFiles(objects: MergeObjects, before: Oid, after: Oid): Promise<Array<{ path: string; status: 'added' | 'modified' | 'deleted' }>> {
   const out: Array<{ path: string; status: 'added' | 'modified' | 'deleted' }> = [];
-  const walk = (dir: string, left: Oid | null, right: Oid | null) => {
-    if (left && right && left.equals(right)) return;
-    const entries = new Map<string, { old?: TreeEntry; new?: TreeEntry }>();
-    for (const entry of left ? objects.readTree(left) : []) entries.set(entry.name, { old: entry });
-    for (const entry of right ? objects.readTree(right) : []) entries.set(entry.name, { ...entries.get(entry.name), new: entry });
-    for (const [name, { old, new: next }] of entries) {
-      const path = dir === '' ? name : `${dir}/${name}`;
-      const oldTree = old?.mode === MODE_TREE ? old.oid : null;
-      const newTree = next?.mode === MODE_TREE ? next.oid : null;
-      if (oldTree || newTree) walk(path, oldTree, newTree);
-      const oldFile = old && old.mode !== MODE_TREE ? old : null;
-      const newFile = next && next.mode !== MODE_TREE ? next : null;
-      if (!oldFile && !newFile) continue;
-      if (!oldFile) out.push({ path, status: 'added' });
-      else if (!newFile) out.push({ path, status: 'deleted' });
-      else if (oldFile.mode !== newFile.mode || !oldFile.oid.equals(newFile.oid)) out.push({ path, status: 'modified' });
-    }
-  };
-  walk('', before, after);
+  const read = (tree: Oid | null) => (tree ? objects.readTree(tree) : Promise.resolve([]));
+  let level: Array<{ dir: string; left: Oid | null; right: Oid | null }> = [{ dir: '', left: before, right: after }];
+  while (level.length > 0) {
+    const differing = level.filter(({ left, right }) => !(left && right && left.equals(right)));
+    const trees = await Promise.all(differing.map(({ left, right }) => Promise.all([read(left), read(right)])));
+    level = [];
+    differing.forEach(({ dir }, i) => {
+      const entries = new Map<string, { old?: TreeEntry; new?: TreeEntry }>();
+      for (const entry of trees[i][0]) entries.set(entry.name, { old: entry });
+      for (const entry of trees[i][1]) entries.set(entry.name, { ...entries.get(entry.name), new: entry });
+      for (const [name, { old, new: next }] of entries) {
+        const path = dir === '' ? name : `${dir}/${name}`;
+        const oldTree = old?.mode === MODE_TREE ? old.oid : null;
+        const newTree = next?.mode === MODE_TREE ? next.oid : null;
+        if (oldTree || newTree) level.push({ dir: path, left: oldTree, right: newTree });
+        const oldFile = old && old.mode !== MODE_TREE ? old : null;
+        const newFile = next && next.mode !== MODE_TREE ? next : null;
+        if (!oldFile && !newFile) continue;
+        if (!oldFile) out.push({ path, status: 'added' });
+        else if (!newFile) out.push({ path, status: 'deleted' });
+        else if (oldFile.mode !== newFile.mode || !oldFile.oid.equals(newFile.oid)) out.push({ path, status: 'modified' });
+      }
+    });
+  }
   return out;
 }
 
 /** The four contents of a conflict: UTF-8 text, or all four base64 when any one is not. */
-function describeConflict(objects: MergeObjects, kind: ConflictKind, sides: { base?: ConflictSide; ours?: ConflictSide; theirs?: ConflictSide; merged?: ConflictSide }): PreviewConflict {
+async function describeConflict(
+  objects: MergeObjects,
+  kind: ConflictKind,
+  sides: { base?: ConflictSide; ours?: ConflictSide; theirs?: ConflictSide; merged?: ConflictSide },
+): Promise<PreviewConflict> {
   const read = (side: ConflictSide | undefined) => (side ? contentOf(objects, side) : undefined);
-  const contents = { base: read(sides.base), ours: read(sides.ours), theirs: read(sides.theirs), merged: read(sides.merged) ?? Buffer.alloc(0) };
+  const [base, ours, theirs, merged] = await Promise.all([read(sides.base), read(sides.ours), read(sides.theirs), read(sides.merged)]);
+  const contents = { base, ours, theirs, merged: merged ?? Buffer.alloc(0) };
   const texts = Object.values(contents).filter((value): value is Buffer => value !== undefined);
   const binary = texts.some((content) => encodeContent(content).encoding === 'base64');
   const encode = (content: Buffer) => content.toString(binary ? 'base64' : 'utf8');
@@ -111,7 +116,7 @@ function describeConflict(objects: MergeObjects, kind: ConflictKind, sides: { ba
 }
 
 /** A side's bytes: the blob, or git's "Subproject commit <id>" line for a submodule. */
-function contentOf(objects: MergeObjects, side: ConflictSide): Buffer {
+async function contentOf(objects: MergeObjects, side: ConflictSide): Promise<Buffer> {
   if (side.mode === MODE_GITLINK) return Buffer.from(`Subproject commit ${oidToHex(side.oid)}\n`, 'latin1');
   return objects.readBlob(side.oid);
 }

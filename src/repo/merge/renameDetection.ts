@@ -40,7 +40,7 @@ export class RenameDetector {
   private state!: SideRenames;
   private readonly spanCache = new Map<string, Map<number, number>>();
 
-  constructor(private readonly objects: { readBlob(oid: Oid): Buffer }) {}
+  constructor(private readonly objects: { readBlob(oid: Oid): Promise<Buffer> }) {}
 
   /**
    * diffcore_rename_extended() as merge-ort runs it for one side. Runs only if one of the side's
@@ -52,9 +52,10 @@ export class RenameDetector {
    *      remaining ones (or whose directory the exact renames say moved) and ≥75% similar;
    *   3. matrix: the remaining relevant sources against the remaining destinations, best four
    *      candidates per destination, pairs taken by decreasing similarity while ≥50%.
-   * Renames vote for directory renames on the way (update_dir_rename_counts()).
+   * Renames vote for directory renames on the way (update_dir_rename_counts()). Each step first
+   * reads the blobs it compares, together.
    */
-  detect(state: SideRenames): FilePair[] {
+  async detect(state: SideRenames): Promise<FilePair[]> {
     this.state = state;
     const pairs = state.pairs;
     const relevant = state.relevantSources;
@@ -66,12 +67,12 @@ export class RenameDetector {
     this.findExactRenames(sources, destinations);
     sources = sources.filter((source) => !source.used);
     const guide = this.initialiseDirectoryRenameGuide(destinations);
-    this.findBasenameRenames(sources, destinations, guide);
+    await this.findBasenameRenames(sources, destinations, guide);
     sources = sources.filter((source) => !source.used && relevant.has(source.onePath));
     sources = this.dropSourcesOnlyNeededForKnownDirectoryRenames(sources);
     const remaining = destinations.filter((destination) => destination.status !== 'R');
     if (remaining.length > 0 && sources.length > 0 && remaining.length * sources.length <= RENAME_LIMIT * RENAME_LIMIT) {
-      this.findSimilarRenames(sources, remaining);
+      await this.findSimilarRenames(sources, remaining);
     }
 
     const remainingPairs = pairs.filter((pair) => !(pair.status === 'D' && pair.used));
@@ -138,7 +139,7 @@ export class RenameDetector {
   }
 
   /** find_basename_matches() with idx_possible_rename(). */
-  private findBasenameRenames(sources: readonly FilePair[], destinations: readonly FilePair[], guide: DirectoryRenameGuide): void {
+  private async findBasenameRenames(sources: readonly FilePair[], destinations: readonly FilePair[], guide: DirectoryRenameGuide): Promise<void> {
     const uniqueSource = new Map<string, number>(); // basename → index, -1 when not unique
     sources.forEach((source, i) => {
       const name = lastComponent(source.onePath);
@@ -150,6 +151,8 @@ export class RenameDetector {
       const name = lastComponent(destination.twoPath);
       uniqueDestination.set(name, uniqueDestination.has(name) ? null : destination);
     }
+    // The candidates depend on nothing this step changes but which destinations are paired.
+    const candidates: Array<[FilePair, FilePair]> = [];
     sources.forEach((source, i) => {
       if (!this.state.relevantSources.has(source.onePath)) return;
       const name = lastComponent(source.onePath);
@@ -161,10 +164,15 @@ export class RenameDetector {
         destination = target === undefined ? null : (guide.unpairedByPath.get(`${target}/${name}`) ?? null);
       }
       if (destination === null || destination.status === 'R') return;
-      if (this.similarity(source.one, destination.two, BASENAME_SCORE_MIN) < BASENAME_SCORE_MIN) return;
+      candidates.push([source, destination]);
+    });
+    const contents = await this.readContents(candidates.flatMap(([source, destination]) => [source.one, destination.two]));
+    for (const [source, destination] of candidates) {
+      if (destination.status === 'R') continue;
+      if (this.similarity(source.one, destination.two, BASENAME_SCORE_MIN, contents) < BASENAME_SCORE_MIN) continue;
       recordRename(destination, source);
       this.countDirectoryRename(source.onePath, destination.twoPath);
-    });
+    }
   }
 
   /**
@@ -200,7 +208,8 @@ export class RenameDetector {
   }
 
   /** The NxM similarity matrix of diffcore_rename_extended(), with record_if_better() and find_renames(). */
-  private findSimilarRenames(sources: readonly FilePair[], destinations: readonly FilePair[]): void {
+  private async findSimilarRenames(sources: readonly FilePair[], destinations: readonly FilePair[]): Promise<void> {
+    const contents = await this.readContents([...sources.map((source) => source.one), ...destinations.map((destination) => destination.two)]);
     const matrix: Candidate[] = [];
     destinations.forEach((destination, d) => {
       const best: Candidate[] = Array.from({ length: CANDIDATES_PER_DESTINATION }, () => ({ destination: -1, source: -1, score: 0, nameScore: 0 }));
@@ -208,7 +217,7 @@ export class RenameDetector {
         const candidate: Candidate = {
           destination: d,
           source: s,
-          score: this.similarity(source.one, destination.two, RENAME_SCORE_MIN),
+          score: this.similarity(source.one, destination.two, RENAME_SCORE_MIN, contents),
           nameScore: basenameSame(source.onePath, destination.twoPath) ? 1 : 0,
         };
         let worst = 0;
@@ -228,14 +237,24 @@ export class RenameDetector {
     }
   }
 
+  /** The contents of the regular files among `versions` (the only ones similarity() reads), read together, by id. */
+  private async readContents(versions: readonly Version[]): Promise<Map<string, Buffer>> {
+    const wanted = new Map<string, Oid>();
+    for (const version of versions) if (isRegular(version.mode)) wanted.set(oidToHex(version.oid), version.oid);
+    const oids = [...wanted.values()];
+    const bodies = await Promise.all(oids.map((oid) => this.objects.readBlob(oid)));
+    return new Map(oids.map((oid, i) => [oidToHex(oid), bodies[i]]));
+  }
+
   /**
    * estimate_similarity(): how much of the larger file is material both files share, on git's
-   * scale of 0..60000. Only regular files; sizes too far apart score 0 without reading.
+   * scale of 0..60000. Only regular files; sizes too far apart score 0. `contents` holds both
+   * files' blobs (readContents()).
    */
-  private similarity(source: Version, destination: Version, minimumScore: number): number {
+  private similarity(source: Version, destination: Version, minimumScore: number, contents: ReadonlyMap<string, Buffer>): number {
     if (!isRegular(source.mode) || !isRegular(destination.mode)) return 0;
-    const sourceContent = this.objects.readBlob(source.oid);
-    const destinationContent = this.objects.readBlob(destination.oid);
+    const sourceContent = contents.get(oidToHex(source.oid))!;
+    const destinationContent = contents.get(oidToHex(destination.oid))!;
     const maxSize = Math.max(sourceContent.length, destinationContent.length);
     const delta = maxSize - Math.min(sourceContent.length, destinationContent.length);
     if (maxSize * (SCORE_MAX - minimumScore) < delta * SCORE_MAX) return 0;

@@ -7,24 +7,35 @@ import type { MergeObjects } from './mergeTrees.js';
  * Holds every blob and tree a merge writes (merged files, conflict-marked files, virtual merge
  * bases) in memory. flush() writes only what the final tree reaches, so a conflicted merge or a
  * virtual base leaves nothing in the store.
+ *
+ * It also keeps the trees the merge read from the store (objects are immutable): the merge reads a
+ * directory's subtrees ahead, together, and then again one by one. Reads are passed on to the store
+ * at once, so reads asked for together reach it together.
  */
 export class StagedObjects implements MergeObjects {
   private readonly blobs = new Map<string, Buffer>();
   private readonly trees = new Map<string, { entries: TreeEntry[]; body: Buffer }>();
+  private readonly storedTrees = new Map<string, Promise<TreeEntry[]>>();
 
   constructor(private readonly store: MergeObjects) {}
 
-  readTree(oid: Oid): TreeEntry[] {
-    const staged = this.trees.get(oidToHex(oid));
-    if (staged) return staged.entries;
-    if (oid.equals(EMPTY_TREE_OID)) return [];
-    return this.store.readTree(oid);
+  readTree(oid: Oid): Promise<TreeEntry[]> {
+    const hex = oidToHex(oid);
+    const staged = this.trees.get(hex);
+    if (staged) return Promise.resolve(staged.entries);
+    if (oid.equals(EMPTY_TREE_OID)) return Promise.resolve([]);
+    let stored = this.storedTrees.get(hex);
+    if (!stored) {
+      stored = this.store.readTree(oid);
+      this.storedTrees.set(hex, stored);
+    }
+    return stored;
   }
 
-  readBlob(oid: Oid): Buffer {
+  readBlob(oid: Oid): Promise<Buffer> {
     const staged = this.blobs.get(oidToHex(oid));
-    if (staged) return staged;
-    if (oid.equals(EMPTY_BLOB_OID)) return Buffer.alloc(0);
+    if (staged) return Promise.resolve(staged);
+    if (oid.equals(EMPTY_BLOB_OID)) return Promise.resolve(Buffer.alloc(0));
     return this.store.readBlob(oid);
   }
 

@@ -14,10 +14,9 @@ import { branchRef } from '../../git/refname.js';
 import { decodeTag } from '../../git/tag.js';
 import { decodeTree, ENTRY_GITLINK, ENTRY_TREE, MODE_GITLINK, MODE_TREE, TreeCursor } from '../../git/tree.js';
 import { commitTreesDepthProblem } from '../../git/treeDepth.js';
-import type { ProjectWriteTx } from '../../store/types.js';
 import { resetWorkingTree } from '../worktree/moveWorkingTree.js';
 import { formsInBaseOrder, keepPackedForm, storeReceivedObjects } from './packedForms.js';
-import { MAIN_BRANCH, type Repo } from '../repo.js';
+import { MAIN_BRANCH, type Repo, type WriteTx } from '../repo.js';
 
 /** Bytes of objects stored per write by storeHistoryObjects: a few milliseconds of work each. */
 const HISTORY_WRITE_BYTES = 4 * 1024 * 1024;
@@ -184,16 +183,15 @@ export async function storeHistoryObjects(repo: Pick<Repo, 'store' | 'project'>,
       end++;
     }
     const chunk = ordered.slice(start, end);
-    await repo.store.write((store) => {
-      late.push(...storeReceivedObjects(store.project(repo.project), chunk));
-    });
+    // The callback only stores (a store may run it again): what it leaves late is taken from its result.
+    late.push(...(await repo.store.write((store) => storeReceivedObjects(store.project(repo.project), chunk))));
     start = end;
   }
   // An entry whose delta base came in a later write (commits against commits, rarely), once all are stored.
   if (late.length > 0) {
-    await repo.store.write((store) => {
+    await repo.store.write(async (store) => {
       const tx = store.project(repo.project);
-      for (const object of formsInBaseOrder(late)) keepPackedForm(tx, object);
+      for (const object of formsInBaseOrder(late)) await keepPackedForm(tx, object);
     });
   }
   await indexHistoryCommits(repo, commits, history.commitObjects);
@@ -204,7 +202,7 @@ async function indexHistoryCommits(repo: Pick<Repo, 'store' | 'project'>, commit
   try {
     const listed = await lists;
     if (listed.size === 0) return;
-    await repo.store.write((store) => {
+    await repo.store.write(async (store) => {
       const tx = store.project(repo.project);
       for (const commit of commits) {
         const list = listed.get(oidToHex(commit.oid));
@@ -217,8 +215,8 @@ async function indexHistoryCommits(repo: Pick<Repo, 'store' | 'project'>, commit
 }
 
 /** Points main and its working tree at the history's commit, whose objects are stored. */
-export function startMainAt(tx: ProjectWriteTx, history: PreparedHistory): void {
-  tx.casRef(branchRef(MAIN_BRANCH), null, history.commit);
-  resetWorkingTree(tx, MAIN_BRANCH, history.tree);
-  tx.bumpVersion();
+export async function startMainAt(tx: WriteTx, history: PreparedHistory): Promise<void> {
+  await tx.casRef(branchRef(MAIN_BRANCH), null, history.commit);
+  await resetWorkingTree(tx, MAIN_BRANCH, history.tree);
+  await tx.bumpVersion();
 }

@@ -17,7 +17,8 @@
  * only for the history it really holds.
  *
  * The walk reads the commit index for history and decodes trees only for the commits it sends;
- * a subtree whose id the client already has is skipped whole.
+ * a subtree whose id the client already has is skipped whole. Reads are batched: the commits of a
+ * walk's level, or a level of trees, in one call.
  */
 import { oidToHex, type Oid } from '../../git/oid.js';
 import { BRANCH_REF_PREFIX } from '../../git/refname.js';
@@ -27,7 +28,8 @@ import { OidList, OidTable } from '../../git/oidTable.js';
 import { OBJ_TREE } from '../../git/pack.js';
 import { decodeTree, ENTRY_FILE, ENTRY_GITLINK, ENTRY_TREE, MODE_GITLINK, MODE_TREE, TreeCursor } from '../../git/tree.js';
 import type { ObjectType } from '../../git/oid.js';
-import type { ProjectReadTx } from '../../store/types.js';
+import type { ProjectReads } from '../../store/asyncTypes.js';
+import type { CommitInfo } from '../../store/types.js';
 import { MAIN_BRANCH } from '../repo.js';
 import { whole, type Steps } from '../slices.js';
 
@@ -72,54 +74,95 @@ export class UploadRequestError extends Error {
   override name = 'UploadRequestError';
 }
 
+/** Trees one read asks for, in the walks that read a level of trees at a time. */
+const TREES_PER_READ = 256;
+
+/**
+ * Commit index entries as a walk reads them, a batch at a time (`load`), then looked up without a
+ * read (`get`); entries never change once stored.
+ */
+class CommitInfos {
+  private readonly known = new Map<string, CommitInfo | null>();
+
+  constructor(private readonly tx: ProjectReads) {}
+
+  /** Reads the entries of `oids` not read yet, in one call. */
+  async load(oids: readonly Oid[]): Promise<void> {
+    const missing: Oid[] = [];
+    const asked = new Set<string>();
+    for (const oid of oids) {
+      const key = oidToHex(oid);
+      if (this.known.has(key) || asked.has(key)) continue;
+      asked.add(key);
+      missing.push(oid);
+    }
+    if (missing.length === 0) return;
+    const infos = await this.tx.getCommitInfos(missing);
+    missing.forEach((oid, i) => this.known.set(oidToHex(oid), infos[i] ?? null));
+  }
+
+  /** A loaded entry; undefined when the id is not a stored commit. */
+  get(oid: Oid): CommitInfo | undefined {
+    const info = this.known.get(oidToHex(oid));
+    if (info === undefined) throw new Error(`commit ${oidToHex(oid)} was not read`);
+    return info ?? undefined;
+  }
+}
+
 /** Ref tips the server advertises: every branch. */
-export function advertisedTips(tx: ProjectReadTx): Array<{ name: string; oid: Oid }> {
+export function advertisedTips(tx: ProjectReads): Promise<Array<{ name: string; oid: Oid }>> {
   return tx.listRefs(BRANCH_REF_PREFIX);
 }
 
 /** Throws UploadRequestError unless every want is a commit reachable from a branch (or a branch tip). */
-export function checkWants(tx: ProjectReadTx, wants: Oid[]): void {
-  const unreachable = unreachableFromTips(tx, wants);
+export async function checkWants(tx: ProjectReads, wants: Oid[]): Promise<void> {
+  const unreachable = await unreachableFromTips(tx, wants);
   if (unreachable.length > 0) throw new UploadRequestError(`upload-pack: not our ref ${oidToHex(unreachable[0])}`);
 }
 
 /** The given commits that no branch reaches (unknown ids included). */
-function unreachableFromTips(tx: ProjectReadTx, oids: Oid[]): Oid[] {
-  const tips = advertisedTips(tx).map((ref) => ref.oid);
+async function unreachableFromTips(tx: ProjectReads, oids: Oid[]): Promise<Oid[]> {
+  const tips = (await advertisedTips(tx)).map((ref) => ref.oid);
   const tipSet = new Set(tips.map(oidToHex));
   const unknown: Oid[] = [];
   const pending: Oid[] = [];
   // Walk down from the tips, never below the lowest generation asked about, until every one is seen.
   let floor = Infinity;
-  for (const oid of oids) {
-    if (tipSet.has(oidToHex(oid))) continue;
-    const info = tx.getCommitInfo(oid);
+  const asked = oids.filter((oid) => !tipSet.has(oidToHex(oid)));
+  const askedInfos = await tx.getCommitInfos(asked);
+  asked.forEach((oid, i) => {
+    const info = askedInfos[i];
     if (!info) unknown.push(oid);
     else {
       pending.push(oid);
       floor = Math.min(floor, info.generation);
     }
-  }
+  });
   if (pending.length === 0) return unknown;
   const missing = new Map(pending.map((oid) => [oidToHex(oid), oid]));
   const seen = new Set<string>();
-  const stack = [...tips];
+  let stack = [...tips];
+  // A level of the walk at a time, its commits read in one call (what it reaches does not depend on the order).
   while (stack.length > 0 && missing.size > 0) {
-    const oid = stack.pop()!;
-    const key = oidToHex(oid);
-    if (seen.has(key)) continue;
-    seen.add(key);
-    missing.delete(key);
-    const info = tx.getCommitInfo(oid);
-    if (!info || info.generation <= floor) continue;
-    stack.push(...info.parents);
+    const level: Oid[] = [];
+    for (const oid of stack) {
+      const key = oidToHex(oid);
+      if (seen.has(key)) continue;
+      seen.add(key);
+      missing.delete(key);
+      level.push(oid);
+    }
+    stack = [];
+    const infos = await tx.getCommitInfos(level);
+    for (const info of infos) if (info && info.generation > floor) stack.push(...info.parents);
   }
   return [...unknown, ...missing.values()];
 }
 
 /** The haves the store knows as commits: the common base of a negotiation. */
-export function commonHaves(tx: ProjectReadTx, haves: Oid[]): Oid[] {
-  return haves.filter((have) => tx.getCommitInfo(have) !== undefined);
+export async function commonHaves(tx: ProjectReads, haves: Oid[]): Promise<Oid[]> {
+  const infos = await tx.getCommitInfos(haves);
+  return haves.filter((_, i) => infos[i] !== undefined);
 }
 
 /**
@@ -127,11 +170,11 @@ export function commonHaves(tx: ProjectReadTx, haves: Oid[]): Oid[] {
  * `refs/tags/x`, `refs/heads/x`, `refs/remotes/x`, `refs/remotes/x/HEAD`) over the refs we
  * advertise: exactly one must match.
  */
-export function resolveDeepenNot(tx: ProjectReadTx, name: string): Oid {
+export async function resolveDeepenNot(tx: ProjectReads, name: string): Promise<Oid> {
   const candidates = [name, `refs/${name}`, `refs/tags/${name}`, `refs/heads/${name}`, `refs/remotes/${name}`, `refs/remotes/${name}/HEAD`];
   const found: Oid[] = [];
   for (const candidate of candidates) {
-    const oid = candidate === 'HEAD' ? tx.getRef(`${BRANCH_REF_PREFIX}${MAIN_BRANCH}`) : candidate.startsWith(BRANCH_REF_PREFIX) ? tx.getRef(candidate) : undefined;
+    const oid = candidate === 'HEAD' ? await tx.getRef(`${BRANCH_REF_PREFIX}${MAIN_BRANCH}`) : candidate.startsWith(BRANCH_REF_PREFIX) ? await tx.getRef(candidate) : undefined;
     if (oid) found.push(oid);
   }
   if (found.length === 1) return found[0];
@@ -141,26 +184,29 @@ export function resolveDeepenNot(tx: ProjectReadTx, name: string): Oid {
 }
 
 /** The shallow and unshallow lines of a request, and the commits its walks treat as parentless. */
-export function planShallow(tx: ProjectReadTx, wants: Oid[], request: ShallowRequest): ShallowPlan {
+export async function planShallow(tx: ProjectReads, wants: Oid[], request: ShallowRequest): Promise<ShallowPlan> {
   // A shallow line naming a commit we do not have is ignored, as git does. Commits that no branch
   // reaches still cut the walks (the client does not hold their parents), but are never unshallowed:
   // that would send their parents, which no branch may reach either.
   const clientShallow = new Map<string, Oid>();
-  for (const oid of request.clientShallows) if (tx.getCommitInfo(oid)) clientShallow.set(oidToHex(oid), oid);
+  const infos = new CommitInfos(tx);
+  await infos.load(request.clientShallows);
+  for (const oid of request.clientShallows) if (infos.get(oid)) clientShallow.set(oidToHex(oid), oid);
   const grafted = new Set(clientShallow.keys());
   const deepen = request.depth !== null || request.deepenSince !== null || request.deepenNot.length > 0;
   if (!deepen) return { shallow: [], unshallow: [], grafted };
 
-  const unreachable = new Set(unreachableFromTips(tx, [...clientShallow.values()]).map(oidToHex));
+  const unreachable = new Set((await unreachableFromTips(tx, [...clientShallow.values()])).map(oidToHex));
   const ours = [...clientShallow.values()].filter((oid) => !unreachable.has(oidToHex(oid)));
   let cut: { boundary: Oid[]; kept: Set<string> };
   if (request.depth === INFINITE_DEPTH) {
     cut = { boundary: [], kept: new Set(ours.map(oidToHex)) };
   } else if (request.depth !== null) {
-    cut = request.deepenRelative ? cutByDepth(tx, ours, request.depth + 1) : cutByDepth(tx, wants, request.depth);
+    cut = request.deepenRelative ? await cutByDepth(infos, ours, request.depth + 1) : await cutByDepth(infos, wants, request.depth);
   } else {
-    const excluded = request.deepenNot.map((name) => resolveDeepenNot(tx, name));
-    cut = cutByRevList(tx, wants, request.deepenSince, excluded);
+    const excluded: Oid[] = [];
+    for (const name of request.deepenNot) excluded.push(await resolveDeepenNot(tx, name));
+    cut = await cutByRevList(tx, infos, wants, request.deepenSince, excluded);
   }
   const shallow = cut.boundary.filter((oid) => !clientShallow.has(oidToHex(oid)));
   for (const oid of shallow) grafted.add(oidToHex(oid));
@@ -172,18 +218,19 @@ export function planShallow(tx: ProjectReadTx, wants: Oid[], request: ShallowReq
  * shallow.c get_shallow_commits: breadth first from `starts` (each at depth 1), so every commit
  * gets its shortest depth; one at `depth` is on the boundary, one above it is kept whole.
  */
-function cutByDepth(tx: ProjectReadTx, starts: Oid[], depth: number): { boundary: Oid[]; kept: Set<string> } {
+async function cutByDepth(infos: CommitInfos, starts: Oid[], depth: number): Promise<{ boundary: Oid[]; kept: Set<string> }> {
   const boundary: Oid[] = [];
   const kept = new Set<string>();
   const seen = new Set<string>();
   let frontier = starts;
   for (let level = 1; frontier.length > 0; level++) {
+    await infos.load(frontier.filter((oid) => !seen.has(oidToHex(oid))));
     const next: Oid[] = [];
     for (const oid of frontier) {
       const key = oidToHex(oid);
       if (seen.has(key)) continue;
       seen.add(key);
-      const info = tx.getCommitInfo(oid);
+      const info = infos.get(oid);
       if (!info) continue;
       if (level >= depth) {
         boundary.push(oid);
@@ -204,8 +251,24 @@ function cutByDepth(tx: ProjectReadTx, starts: Oid[], depth: number): { boundary
  * is on the boundary. (rev-list limited by --not also treats an old commit's ancestors as
  * excluded; the two differ only when a parent is younger than its child.)
  */
-function cutByRevList(tx: ProjectReadTx, wants: Oid[], since: number | null, excluded: Oid[]): { boundary: Oid[]; kept: Set<string> } {
-  const hidden = reachable(tx, excluded, new Set());
+async function cutByRevList(tx: ProjectReads, infos: CommitInfos, wants: Oid[], since: number | null, excluded: Oid[]): Promise<{ boundary: Oid[]; kept: Set<string> }> {
+  const hidden = await reachable(tx, excluded, new Set());
+  const admits = (info: CommitInfo | undefined): info is CommitInfo => info !== undefined && (since === null || info.commitTime >= since);
+  // The entries the walk below meets, read first a level at a time: its depth-first order sets the boundary's.
+  const read = new Set<string>();
+  for (let level = wants; level.length > 0; ) {
+    const fresh = level.filter((oid) => {
+      const key = oidToHex(oid);
+      if (read.has(key) || hidden.has(key)) return false;
+      read.add(key);
+      return true;
+    });
+    await infos.load(fresh);
+    level = fresh.flatMap((oid) => {
+      const info = infos.get(oid);
+      return admits(info) ? info.parents : [];
+    });
+  }
   const kept = new Set<string>();
   const keptOids: Oid[] = [];
   const stack = [...wants];
@@ -213,35 +276,46 @@ function cutByRevList(tx: ProjectReadTx, wants: Oid[], since: number | null, exc
     const oid = stack.pop()!;
     const key = oidToHex(oid);
     if (kept.has(key) || hidden.has(key)) continue;
-    const info = tx.getCommitInfo(oid);
-    if (!info || (since !== null && info.commitTime < since)) continue;
+    const info = infos.get(oid);
+    if (!admits(info)) continue;
     kept.add(key);
     keptOids.push(oid);
     stack.push(...info.parents);
   }
   if (kept.size === 0) throw new UploadRequestError('upload-pack: no commits selected for shallow requests');
-  const boundary = keptOids.filter((oid) => tx.getCommitInfo(oid)!.parents.some((parent) => !kept.has(oidToHex(parent))));
+  const boundary = keptOids.filter((oid) => infos.get(oid)!.parents.some((parent) => !kept.has(oidToHex(parent))));
   for (const oid of boundary) kept.delete(oidToHex(oid));
   return { boundary, kept };
 }
 
 /** Every commit reachable from `starts` (inclusive), treating `grafted` commits as parentless. */
-function reachable(tx: ProjectReadTx, starts: Oid[], grafted: Set<string>): Set<string> {
+function reachable(tx: ProjectReads, starts: Oid[], grafted: Set<string>): Promise<Set<string>> {
   return whole(reachableSteps(tx, starts, grafted));
 }
 
-function* reachableSteps(tx: ProjectReadTx, starts: Oid[], grafted: Set<string>): Steps<Set<string>> {
+/** A level of the walk at a time, its commits read in one call (the set reached does not depend on the order). */
+async function* reachableSteps(tx: ProjectReads, starts: Oid[], grafted: Set<string>): Steps<Set<string>> {
   const seen = new Set<string>();
-  const stack = [...starts];
+  let stack = [...starts];
   while (stack.length > 0) {
-    const oid = stack.pop()!;
-    const key = oidToHex(oid);
-    if (seen.has(key)) continue;
-    const info = tx.getCommitInfo(oid);
-    if (!info) continue;
-    seen.add(key);
-    if (!grafted.has(key)) stack.push(...info.parents);
-    yield;
+    const level: Oid[] = [];
+    const levelKeys = new Set<string>();
+    for (const oid of stack) {
+      const key = oidToHex(oid);
+      if (seen.has(key) || levelKeys.has(key)) continue;
+      levelKeys.add(key);
+      level.push(oid);
+    }
+    stack = [];
+    const infos = await tx.getCommitInfos(level);
+    for (let i = 0; i < level.length; i++) {
+      const info = infos[i];
+      if (!info) continue;
+      const key = oidToHex(level[i]);
+      seen.add(key);
+      if (!grafted.has(key)) stack.push(...info.parents);
+      yield;
+    }
   }
   return seen;
 }
@@ -251,7 +325,7 @@ function* reachableSteps(tx: ProjectReadTx, starts: Oid[], grafted: Set<string>)
  * (their parents become wants, they themselves count as haves), and every grafted commit stops
  * both walks, as upload-pack's registered shallow commits stop pack-objects' rev-list.
  */
-export function planPack(tx: ProjectReadTx, input: PackInput): PackPlan {
+export function planPack(tx: ProjectReads, input: PackInput): Promise<PackPlan> {
   return whole(planPackSteps(tx, input));
 }
 
@@ -262,13 +336,15 @@ export interface PackInput {
 }
 
 /** planPack as a walk that may pause after each commit and tree (src/repo/slices.ts). */
-export function* planPackSteps(tx: ProjectReadTx, input: PackInput): Steps<PackPlan> {
+export async function* planPackSteps(tx: ProjectReads, input: PackInput): Steps<PackPlan> {
   const shallow = input.shallow ?? NO_SHALLOW;
-  const unshallowParents = shallow.unshallow.flatMap((oid) => tx.getCommitInfo(oid)?.parents ?? []);
-  const uninteresting = yield* reachableSteps(tx, [...commonHaves(tx, input.haves), ...shallow.unshallow], shallow.grafted);
-  const { commits, edges } = yield* commitsToSend(tx, [...input.wants, ...unshallowParents], uninteresting, shallow.grafted);
+  const infos = new CommitInfos(tx);
+  await infos.load(shallow.unshallow);
+  const unshallowParents = shallow.unshallow.flatMap((oid) => infos.get(oid)?.parents ?? []);
+  const uninteresting = yield* reachableSteps(tx, [...(await commonHaves(tx, input.haves)), ...shallow.unshallow], shallow.grafted);
+  const { commits, edges } = yield* commitsToSend(infos, [...input.wants, ...unshallowParents], uninteresting, shallow.grafted);
   const excluded = new OidTable();
-  for (const edge of [...edges, ...shallow.unshallow]) yield* markTree(tx, tx.getCommitInfo(edge)!.tree, excluded);
+  for (const edge of [...edges, ...shallow.unshallow]) yield* markTree(tx, infos.get(edge)!.tree, excluded);
   const objects = new OidList();
   for (const commit of commits) objects.push(commit, 'commit');
   const added = new OidTable(commits.length);
@@ -278,13 +354,13 @@ export function* planPackSteps(tx: ProjectReadTx, input: PackInput): Steps<PackP
   // stands for the walk of its tree (src/git/introducedObjects.ts): no tree is read.
   const wholeHistory = edges.length === 0 && shallow.grafted.size === 0 && shallow.unshallow.length === 0;
   for (const commit of commits) {
-    const list = wholeHistory ? tx.getCommitObjects(commit) : undefined;
+    const list = wholeHistory ? await tx.getCommitObjects(commit) : undefined;
     if (list) yield* addListed(list, added, objects);
-    else yield* addTree(tx, tx.getCommitInfo(commit)!.tree, excluded, added, objects, paths);
+    else yield* addTree(tx, infos.get(commit)!.tree, excluded, added, objects, paths);
   }
   const thinBases = new Map<number, Oid>();
   if (paths && objects.length <= THIN_BASE_OBJECTS_MAX) {
-    const held = yield* pathsOf(tx, tx.getCommitInfo(edges[0])!.tree);
+    const held = yield* pathsOf(tx, infos.get(edges[0])!.tree);
     paths.forEach((path, index) => {
       const type = objects.type(index);
       const base = type === 'commit' ? undefined : held.get(path);
@@ -294,14 +370,25 @@ export function* planPackSteps(tx: ProjectReadTx, input: PackInput): Steps<PackP
   return { objects, clientHas: excluded, thinBases };
 }
 
-/** Commits reachable from `starts` and not `uninteresting`, breadth first; edges are the uninteresting ones met. */
-function* commitsToSend(tx: ProjectReadTx, starts: Oid[], uninteresting: Set<string>, grafted: Set<string>): Steps<{ commits: Oid[]; edges: Oid[] }> {
+/**
+ * Commits reachable from `starts` and not `uninteresting`, breadth first; edges are the uninteresting
+ * ones met. Leaves every commit it returns, and each edge, read in `infos`.
+ */
+async function* commitsToSend(infos: CommitInfos, starts: Oid[], uninteresting: Set<string>, grafted: Set<string>): Steps<{ commits: Oid[]; edges: Oid[] }> {
   const commits: Oid[] = [];
   const edges: Oid[] = [];
   const edgeKeys = new Set<string>();
   const sent = new Set<string>();
-  let frontier = starts.filter((oid) => tx.getCommitInfo(oid));
+  await infos.load(starts);
+  let frontier = starts.filter((oid) => infos.get(oid));
   while (frontier.length > 0) {
+    // The parents of the level's commits to send, read in one call: only stored commits join the next level.
+    await infos.load(
+      frontier.flatMap((oid) => {
+        const key = oidToHex(oid);
+        return sent.has(key) || uninteresting.has(key) || grafted.has(key) ? [] : infos.get(oid)!.parents;
+      }),
+    );
     const next: Oid[] = [];
     for (const oid of frontier) {
       const key = oidToHex(oid);
@@ -317,43 +404,98 @@ function* commitsToSend(tx: ProjectReadTx, starts: Oid[], uninteresting: Set<str
       commits.push(oid);
       yield;
       if (grafted.has(key)) continue;
-      for (const parent of tx.getCommitInfo(oid)!.parents) if (tx.getCommitInfo(parent)) next.push(parent);
+      for (const parent of infos.get(oid)!.parents) if (infos.get(parent)) next.push(parent);
     }
     frontier = next;
   }
   return { commits, edges };
 }
 
-/** Marks every tree and blob reachable from `tree` as held by the client (an explicit stack: trees may be thousands deep). */
-function* markTree(tx: ProjectReadTx, tree: Oid, excluded: OidTable): Steps<void> {
-  const pending: Oid[] = [tree];
-  while (pending.length > 0) {
-    const oid = pending.pop()!;
-    if (!excluded.add(oid)) continue;
-    yield;
-    const object = tx.getObject(oid);
-    if (!object) continue;
-    const cursor = new TreeCursor(object.body);
-    while (cursor.next()) {
-      if (cursor.kind === ENTRY_TREE) pending.push(cursor.oid());
-      else if (cursor.kind === ENTRY_FILE) excluded.add(cursor.body, cursor.oidStart);
+/** Marks every tree and blob reachable from `tree` as held by the client, a level of trees at a time (trees may be thousands deep). */
+async function* markTree(tx: ProjectReads, tree: Oid, excluded: OidTable): Steps<void> {
+  for (let level = [tree]; level.length > 0; ) {
+    const fresh = level.filter((oid) => excluded.add(oid));
+    const next: Oid[] = [];
+    for (let start = 0; start < fresh.length; start += TREES_PER_READ) {
+      for (const object of await tx.getObjects(fresh.slice(start, start + TREES_PER_READ))) {
+        if (!object) continue;
+        const cursor = new TreeCursor(object.body);
+        while (cursor.next()) {
+          if (cursor.kind === ENTRY_TREE) next.push(cursor.oid());
+          else if (cursor.kind === ENTRY_FILE) excluded.add(cursor.body, cursor.oidStart);
+        }
+      }
+      yield;
     }
+    level = next;
   }
+}
+
+/** Tree bodies read ahead of a walk, by id, each given up when the walk takes it. */
+class TreeBodies {
+  private readonly index = new OidTable();
+  private readonly bodies: Array<Buffer | undefined> = [];
+
+  /** Reserves a place for `oid`'s body; false when it has one already. */
+  expect(oid: Uint8Array, offset = 0): boolean {
+    if (!this.index.add(oid, offset, this.bodies.length)) return false;
+    this.bodies.push(undefined);
+    return true;
+  }
+
+  set(oid: Uint8Array, body: Buffer): void {
+    this.bodies[this.index.get(oid)] = body;
+  }
+
+  take(oid: Uint8Array, offset = 0): Buffer | undefined {
+    const at = this.index.get(oid, offset);
+    if (at < 0) return undefined;
+    const body = this.bodies[at];
+    this.bodies[at] = undefined;
+    return body;
+  }
+}
+
+/** The bodies of `root` and the trees under it that `enters` admits (a tree it refuses is not entered), a level at a time. */
+async function* readTrees(tx: ProjectReads, root: Oid, enters: (oid: Uint8Array, offset: number) => boolean): Steps<TreeBodies> {
+  const trees = new TreeBodies();
+  for (let level = enters(root, 0) && trees.expect(root) ? [root] : []; level.length > 0; ) {
+    const next: Oid[] = [];
+    for (let start = 0; start < level.length; start += TREES_PER_READ) {
+      const batch = level.slice(start, start + TREES_PER_READ);
+      const objects = await tx.getObjects(batch);
+      for (let i = 0; i < batch.length; i++) {
+        const body = objects[i]?.body;
+        if (!body) continue;
+        trees.set(batch[i], body);
+        const cursor = new TreeCursor(body);
+        while (cursor.next()) {
+          if (cursor.kind === ENTRY_TREE && enters(cursor.body, cursor.oidStart) && trees.expect(cursor.body, cursor.oidStart)) next.push(cursor.oid());
+        }
+      }
+      yield;
+    }
+    level = next;
+  }
+  return trees;
 }
 
 /**
  * Appends the trees and blobs reachable from `tree` that are neither excluded nor added yet, each
- * tree before its entries in tree order (a depth-first walk, kept on an explicit stack). Ids are
- * read in place from each tree's body; only `paths`, when asked for, builds strings.
+ * tree before its entries in tree order (a depth-first walk, kept on an explicit stack). The trees
+ * it opens are read first, a level at a time. Ids are read in place from each tree's body; only
+ * `paths`, when asked for, builds strings.
  */
-function* addTree(tx: ProjectReadTx, tree: Oid, excluded: OidTable, added: OidTable, out: OidList, paths: string[] | null): Steps<void> {
+async function* addTree(tx: ProjectReads, tree: Oid, excluded: OidTable, added: OidTable, out: OidList, paths: string[] | null): Steps<void> {
+  // Exactly the trees the walk below opens: those not excluded, nor added before this call.
+  const bodies = yield* readTrees(tx, tree, (oid, offset) => !excluded.has(oid, offset) && !added.has(oid, offset));
   const open = (oid: Uint8Array, offset: number, path: string): TreeCursor | null => {
     if (excluded.has(oid, offset) || !added.add(oid, offset)) return null;
     const index = out.push(oid, 'tree', offset);
     paths?.push(path);
-    const object = tx.getObject(out.oidView(index));
-    if (!object) throw new Error(`tree ${oidToHex(out.oid(index))} is missing`);
-    return new TreeCursor(object.body);
+    const body = bodies.take(out.oidView(index));
+    if (!body) throw new Error(`tree ${oidToHex(out.oid(index))} is missing`);
+    return new TreeCursor(body);
   };
   const root = open(tree, 0, '');
   if (!root) return;
@@ -380,7 +522,7 @@ function* addTree(tx: ProjectReadTx, tree: Oid, excluded: OidTable, added: OidTa
 }
 
 /** Records of a commit's object list not added yet, in the list's order. */
-function* addListed(list: Buffer, added: OidTable, out: OidList): Steps<void> {
+async function* addListed(list: Buffer, added: OidTable, out: OidList): Steps<void> {
   for (let at = 0; at < list.length; at += OBJECT_RECORD_BYTES) {
     if (!added.add(list, at + 1)) continue;
     out.push(list, list[at] === OBJ_TREE ? 'tree' : 'blob', at + 1);
@@ -388,22 +530,28 @@ function* addListed(list: Buffer, added: OidTable, out: OidList): Steps<void> {
   }
 }
 
-/** Every tree and blob of `tree` by path ('' for the root itself). */
-function* pathsOf(tx: ProjectReadTx, tree: Oid): Steps<Map<string, { oid: Oid; type: 'tree' | 'blob' }>> {
+/** Every tree and blob of `tree` by path ('' for the root itself), a level of trees at a time. */
+async function* pathsOf(tx: ProjectReads, tree: Oid): Steps<Map<string, { oid: Oid; type: 'tree' | 'blob' }>> {
   const out = new Map<string, { oid: Oid; type: 'tree' | 'blob' }>([['', { oid: tree, type: 'tree' }]]);
-  const pending: Array<{ oid: Oid; dir: string }> = [{ oid: tree, dir: '' }];
-  while (pending.length > 0) {
-    const { oid, dir } = pending.pop()!;
-    const object = tx.getObject(oid);
-    if (!object) continue;
-    for (const entry of decodeTree(object.body)) {
-      if (entry.mode === MODE_GITLINK) continue;
-      const path = dir === '' ? entry.name : `${dir}/${entry.name}`;
-      const isTree = entry.mode === MODE_TREE;
-      out.set(path, { oid: entry.oid, type: isTree ? 'tree' : 'blob' });
-      if (isTree) pending.push({ oid: entry.oid, dir: path });
+  for (let level: Array<{ oid: Oid; dir: string }> = [{ oid: tree, dir: '' }]; level.length > 0; ) {
+    const next: Array<{ oid: Oid; dir: string }> = [];
+    for (let start = 0; start < level.length; start += TREES_PER_READ) {
+      const batch = level.slice(start, start + TREES_PER_READ);
+      const objects = await tx.getObjects(batch.map((pending) => pending.oid));
+      batch.forEach(({ dir }, i) => {
+        const object = objects[i];
+        if (!object) return;
+        for (const entry of decodeTree(object.body)) {
+          if (entry.mode === MODE_GITLINK) continue;
+          const path = dir === '' ? entry.name : `${dir}/${entry.name}`;
+          const isTree = entry.mode === MODE_TREE;
+          out.set(path, { oid: entry.oid, type: isTree ? 'tree' : 'blob' });
+          if (isTree) next.push({ oid: entry.oid, dir: path });
+        }
+      });
+      yield;
     }
-    yield;
+    level = next;
   }
   return out;
 }

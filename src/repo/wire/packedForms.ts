@@ -4,12 +4,17 @@
  * already and the chain stays within DELTA_DEPTH_MAX. So a history that came in as git's pack goes
  * out (clones, fetches) with git's deltas, and nothing was compressed or searched to get them: git's
  * pack reuse (pack-objects.c, reuse of existing deltas) does the same.
+ *
+ * Forms are a capability of the store (src/store/asyncTypes.ts PackFormWrites): a store without it
+ * keeps the received objects whole, and the layers above deflate what they send.
  */
 import type { Oid } from '../../git/oid.js';
 import { OidTable } from '../../git/oidTable.js';
 import type { PackObject } from '../../git/pack.js';
 import { parentsFirst } from '../../git/packOrder.js';
-import type { DeltaForm, ProjectWriteTx } from '../../store/types.js';
+import type { PackFormWrites } from '../../store/asyncTypes.js';
+import type { DeltaForm } from '../../store/types.js';
+import type { WriteTx } from '../repo.js';
 
 /** Longest delta chain kept or sent: git's default pack.depth. */
 export const DELTA_DEPTH_MAX = 50;
@@ -24,28 +29,35 @@ export function formsInBaseOrder(objects: readonly PackObject[]): PackObject[] {
   return carried.sort((a, b) => a.deltaDepth - b.deltaDepth);
 }
 
+/** The transaction's pack-ready form writes, or null when its store keeps no forms. */
+function formWrites(tx: WriteTx): PackFormWrites | null {
+  const { getDeflated, putDeflated, putDeflatedDelta, putObjectAsForm } = tx;
+  return getDeflated && putDeflated && putDeflatedDelta && putObjectAsForm ? (tx as WriteTx & PackFormWrites) : null;
+}
+
 /**
  * Stores `object`'s entry as its pack-ready form when the store has none: a whole stream as it is,
  * a delta when its base has a form and the chain is short enough. An object left without one is
  * deflated whole later (src/service/deflateCache.ts). False only when a delta's base has no form yet.
  */
-export function keepPackedForm(tx: ProjectWriteTx, object: PackObject): boolean {
+export async function keepPackedForm(tx: WriteTx, object: PackObject): Promise<boolean> {
   const packed = object.packed;
-  if (!packed) return true;
+  const forms = formWrites(tx);
+  if (!packed || !forms) return true;
   if (!packed.base) {
-    tx.putDeflated(object.oid, packed.deflated);
+    forms.putDeflated(object.oid, packed.deflated);
     return true;
   }
-  const delta = deltaFormOf(tx, packed.base, packed.dataBytes);
+  const delta = await deltaFormOf(forms, packed.base, packed.dataBytes);
   // The base has no form yet: false, so a caller storing in several writes can try again later.
   if (delta === undefined) return false;
-  if (delta) tx.putDeflatedDelta(object.oid, delta, packed.deflated);
+  if (delta) await forms.putDeflatedDelta(object.oid, delta, packed.deflated);
   return true;
 }
 
 /** A received delta as a form: undefined when its base has no form yet, null when the chain would be too deep. */
-function deltaFormOf(tx: ProjectWriteTx, base: Oid, bytes: number): DeltaForm | null | undefined {
-  const baseForm = tx.peekDeflated(base);
+async function deltaFormOf(forms: PackFormWrites, base: Oid, bytes: number): Promise<DeltaForm | null | undefined> {
+  const [baseForm] = await forms.getDeflated([base]);
   if (!baseForm) return undefined;
   const depth = (baseForm.delta?.depth ?? 0) + 1;
   return depth > DELTA_DEPTH_MAX ? null : { base, bytes, depth };
@@ -60,40 +72,41 @@ function deltaFormOf(tx: ProjectWriteTx, base: Oid, bytes: number): DeltaForm | 
  * kept yet because a delta's base has no form: a caller storing in several writes tries them
  * again with keepPackedForm once everything is stored.
  */
-export function storeReceivedObjects(tx: ProjectWriteTx, objects: readonly PackObject[]): PackObject[] {
+export async function storeReceivedObjects(tx: WriteTx, objects: readonly PackObject[]): Promise<PackObject[]> {
   const late: PackObject[] = [];
   const contents = objects.filter((object) => object.type === 'tree' || object.type === 'blob');
   // The depth of each form stored here, so a delta on it needs no read of its base's form.
   const depths = new OidTable(contents.length);
   for (const object of [...formsInBaseOrder(contents), ...contents.filter((object) => !object.packed)]) {
-    if (storeAsForm(tx, object, depths)) continue;
+    if (await storeAsForm(tx, object, depths)) continue;
     tx.putObjectWithId(object.oid, object.type, object.body);
-    if (!keepPackedForm(tx, object)) late.push(object);
+    if (!(await keepPackedForm(tx, object))) late.push(object);
   }
   const others = parentsFirst(objects.filter((object) => object.type !== 'tree' && object.type !== 'blob'));
   for (const object of others) tx.putObjectWithId(object.oid, object.type, object.body);
-  for (const object of formsInBaseOrder(others)) if (!keepPackedForm(tx, object)) late.push(object);
+  for (const object of formsInBaseOrder(others)) if (!(await keepPackedForm(tx, object))) late.push(object);
   return late;
 }
 
 /**
- * A tree or blob stored as its pack entry alone; false when the entry cannot be kept as its form.
- * `depths` has the forms stored so far (and gets this one's), so a base stored in the same call is
- * not read back.
+ * A tree or blob stored as its pack entry alone; false when the entry cannot be kept as its form
+ * (or the store keeps no forms). `depths` has the forms stored so far (and gets this one's), so a
+ * base stored in the same call is not read back.
  */
-function storeAsForm(tx: ProjectWriteTx, object: PackObject, depths: OidTable): boolean {
+async function storeAsForm(tx: WriteTx, object: PackObject, depths: OidTable): Promise<boolean> {
   const packed = object.packed;
-  if (!packed) return false;
+  const forms = formWrites(tx);
+  if (!packed || !forms) return false;
   // The length alone: a received blob's body may be rebuilt only when something reads it.
   const bodyBytes = object.bodyBytes ?? object.body.length;
   if (!packed.base) {
-    if (!tx.putObjectAsForm(object.oid, object.type, bodyBytes, { deflated: packed.deflated })) return false;
+    if (!(await forms.putObjectAsForm(object.oid, object.type, bodyBytes, { deflated: packed.deflated }))) return false;
     depths.add(object.oid, 0, 0);
     return true;
   }
   const baseDepth = depths.get(packed.base);
-  const delta = baseDepth < 0 ? deltaFormOf(tx, packed.base, packed.dataBytes) : baseDepth < DELTA_DEPTH_MAX ? { base: packed.base, bytes: packed.dataBytes, depth: baseDepth + 1 } : null;
-  if (!delta || !tx.putObjectAsForm(object.oid, object.type, bodyBytes, { deflated: packed.deflated, delta })) return false;
+  const delta = baseDepth < 0 ? await deltaFormOf(forms, packed.base, packed.dataBytes) : baseDepth < DELTA_DEPTH_MAX ? { base: packed.base, bytes: packed.dataBytes, depth: baseDepth + 1 } : null;
+  if (!delta || !(await forms.putObjectAsForm(object.oid, object.type, bodyBytes, { deflated: packed.deflated, delta }))) return false;
   depths.add(object.oid, 0, delta.depth);
   return true;
 }

@@ -17,10 +17,10 @@ import { storeReceivedObjects } from './packedForms.js';
 import { checkReceivedPack, type Gap, type PackCheckResult, type PackLimits, type StoreLookups } from '../../git/packCheck.js';
 import { BRANCH_REF_PREFIX, branchNameProblem } from '../../git/refname.js';
 import type { RefResult, RefUpdateCommand } from '../../git/smartProtocol.js';
-import type { ProjectWriteTx } from '../../store/types.js';
+import type { Store } from '../../store/types.js';
 import { isAncestor } from '../ancestry.js';
 import { lockedChanges, resetWorkingTree, uncommittedPaths } from '../worktree/moveWorkingTree.js';
-import { inWriteTx, MAIN_BRANCH, type Repo } from '../repo.js';
+import { commitInfo, hasObject, inWriteTx, MAIN_BRANCH, type Repo, type WriteTx } from '../repo.js';
 
 export interface ReceivePackInput {
   commands: RefUpdateCommand[];
@@ -31,6 +31,13 @@ export interface ReceivePackInput {
   /** Most ref updates one push may carry (TREEHOUSE_PUSH_REFS_MAX); more refuses the push whole. */
   refUpdatesMax?: number;
   packLimits?: PackLimits;
+  /**
+   * The store's answers to the pack check: a thin pack's delta bases, and whether an object is
+   * stored. Synchronous, as the check is: it may run on a worker thread that blocks until this
+   * thread answers. `syncStoreLookups` makes them from the synchronous interface of the store that
+   * holds `repo`'s project (src/store/types.ts Store); the asynchronous one cannot answer at once.
+   */
+  lookups: StoreLookups;
   /**
    * Parses and checks the pack (src/git/packCheck.ts) somewhere other than this thread, such as
    * src/service/packChecker.ts; without it the pack is checked inline.
@@ -86,11 +93,7 @@ export async function receivePack(repo: Repo, input: ReceivePackInput): Promise<
   let gaps = new Map<string, Gap>();
   let commitObjects: Promise<Map<number, Buffer>> = Promise.resolve(new Map());
   if (input.pack && input.pack.length > 0) {
-    // Each answer comes from a read of its own, copied out of it: the check may run on another thread.
-    const lookups: StoreLookups = {
-      object: (oid) => repo.store.read((store) => copyOf(store.project(repo.project).getObject(oid))),
-      has: (oid) => repo.store.read((store) => store.project(repo.project).hasObject(oid)),
-    };
+    const { lookups } = input;
     const limits = input.packLimits ?? {};
     const checked = input.checkPack ? await input.checkPack(input.pack, limits, lookups, clientShallow) : checkReceivedPack(input.pack, limits, lookups, clientShallow);
     if (!checked.ok) return refuseAll('unpacker error', checked.message, `the pack was refused and nothing was stored: ${checked.message}`);
@@ -110,18 +113,18 @@ export async function receivePack(repo: Repo, input: ReceivePackInput): Promise<
 }
 
 /** A checked push in the caller's transaction: its objects stored (those of a gap left out), then each ref command applied. */
-export function applyPushInTx(tx: ProjectWriteTx, push: CheckedPush): ReceivePackResult {
+export async function applyPushInTx(tx: WriteTx, push: CheckedPush): Promise<ReceivePackResult> {
   const { objects, gaps, commands, atomic } = push;
   // Parents before children, so every commit's generation number is computed from indexed parents.
-  storeReceivedObjects(tx, objects.filter((object) => !gaps.has(oidToHex(object.oid))));
+  await storeReceivedObjects(tx, objects.filter((object) => !gaps.has(oidToHex(object.oid))));
   const results: RefResult[] = [];
   const updatedBranches: string[] = [];
   const hints: string[] = [];
   // One listing per push, however many branches it creates.
-  const branches = new BranchNames(tx.listRefs(BRANCH_REF_PREFIX).map((ref) => ref.name));
+  const branches = new BranchNames((await tx.listRefs(BRANCH_REF_PREFIX)).map((ref) => ref.name));
   for (const command of commands) {
     try {
-      const branch = applyCommand(tx, command, gaps, branches);
+      const branch = await applyCommand(tx, command, gaps, branches);
       results.push({ ref: command.ref, ok: true });
       if (branch) updatedBranches.push(branch);
     } catch (error) {
@@ -149,7 +152,7 @@ async function indexCommitObjects(repo: Repo, objects: PackObject[], lists: Prom
   try {
     const listed = await lists;
     if (listed.size === 0) return;
-    await repo.store.write((store) => {
+    await repo.store.write(async (store) => {
       const tx = store.project(repo.project);
       for (const [index, list] of listed) tx.putCommitObjects(objects[index].oid, list);
     });
@@ -169,18 +172,29 @@ class AtomicFailure extends Error {
 
 const short = (hex: string) => hex.slice(0, 7);
 
+/**
+ * The pack check's lookups (ReceivePackInput.lookups) over a synchronous store, for `project`:
+ * each answer comes from a read of its own, copied out of it, as the check may run on another thread.
+ */
+export function syncStoreLookups(store: Store, project: number): StoreLookups {
+  return {
+    object: (oid) => store.read((tx) => copyOf(tx.project(project).getObject(oid))),
+    has: (oid) => store.read((tx) => tx.project(project).hasObject(oid)),
+  };
+}
+
 function copyOf(object: ExternalObject | undefined): ExternalObject | undefined {
   return object && { type: object.type, body: Buffer.from(object.body) };
 }
 
 /** Applies one update or throws RefusedUpdate with the reason git shows after "ng". */
-function applyCommand(tx: ProjectWriteTx, command: RefUpdateCommand, gaps: Map<string, Gap>, branches: BranchNames): string | null {
+async function applyCommand(tx: WriteTx, command: RefUpdateCommand, gaps: Map<string, Gap>, branches: BranchNames): Promise<string | null> {
   if (!command.ref.startsWith(BRANCH_REF_PREFIX)) {
     throw new RefusedUpdate('only branches (refs/heads/*) can be pushed', 'a project keeps branches only; tags and other refs are not stored');
   }
   const branch = command.ref.slice(BRANCH_REF_PREFIX.length);
   if (branchNameProblem(branch)) throw new RefusedUpdate('invalid branch name', 'choose a name that `git check-ref-format --branch` accepts');
-  const current = tx.getRef(command.ref) ?? null;
+  const current = (await tx.getRef(command.ref)) ?? null;
   const sameAsOld = command.old === null ? current === null : current !== null && current.equals(command.old);
   if (!sameAsOld) {
     if (current === null) throw new RefusedUpdate('branch does not exist', 'the branch was deleted on Treehouse; fetch, then push it as a new branch');
@@ -188,10 +202,10 @@ function applyCommand(tx: ProjectWriteTx, command: RefUpdateCommand, gaps: Map<s
   }
   if (command.new === null) {
     if (branch === MAIN_BRANCH) throw new RefusedUpdate('deleting main is not allowed', 'main is every project\'s default branch and cannot be deleted');
-    if (uncommittedPaths(tx, branch, tx.getCommitInfo(current!)!.tree).length > 0) throw uncommittedChanges();
-    tx.casRef(command.ref, current, null);
+    if ((await uncommittedPaths(tx, branch, (await commitInfo(tx, current!))!.tree)).length > 0) throw uncommittedChanges();
+    await tx.casRef(command.ref, current, null);
     tx.deleteWorkingTree(branch);
-    tx.bumpVersion();
+    await tx.bumpVersion();
     branches.delete(command.ref);
     return null;
   }
@@ -204,10 +218,10 @@ function applyCommand(tx: ProjectWriteTx, command: RefUpdateCommand, gaps: Map<s
         'fetch the whole history (git fetch --unshallow) and push again',
     );
   }
-  if (gap || !tx.hasObject(command.new)) {
+  if (gap || !(await hasObject(tx, command.new))) {
     throw new RefusedUpdate('missing necessary objects', `the push does not carry ${short(gap?.missing ?? newHex)}, which ${short(newHex)} needs`);
   }
-  const next = tx.getCommitInfo(command.new);
+  const next = await commitInfo(tx, command.new);
   if (!next) throw new RefusedUpdate('not a commit', 'a branch must point at a commit');
   if (current === null) {
     const clash = branches.clash(command.ref);
@@ -216,21 +230,21 @@ function applyCommand(tx: ProjectWriteTx, command: RefUpdateCommand, gaps: Map<s
     }
   } else {
     if (current.equals(command.new)) return null;
-    if (!isAncestor(tx, current, command.new)) {
+    if (!(await isAncestor(tx, current, command.new))) {
       throw new RefusedUpdate(
         'non-fast-forward (history is never rewritten)',
         'Treehouse never rewrites history, forced or not; fetch, merge (or rebase onto) the branch and push again',
       );
     }
-    if (uncommittedPaths(tx, branch, tx.getCommitInfo(current)!.tree).length > 0) throw uncommittedChanges();
-    const locked = lockedChanges(tx, branch, next.tree);
+    if ((await uncommittedPaths(tx, branch, (await commitInfo(tx, current))!.tree)).length > 0) throw uncommittedChanges();
+    const locked = await lockedChanges(tx, branch, next.tree);
     if (locked.length > 0) {
       throw new RefusedUpdate(`locked files would change: ${locked.join(', ')}`, 'unlock those files through the API (a batch entry with locked: false), then push again');
     }
   }
-  tx.casRef(command.ref, current, command.new);
-  resetWorkingTree(tx, branch, next.tree);
-  tx.bumpVersion();
+  await tx.casRef(command.ref, current, command.new);
+  await resetWorkingTree(tx, branch, next.tree);
+  await tx.bumpVersion();
   if (current === null) branches.add(command.ref);
   return branch;
 }

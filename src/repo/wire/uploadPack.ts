@@ -1,8 +1,8 @@
 /**
  * Serving fetches and clones: reference advertisements (v0 and v2), negotiation answers, and the
- * pack itself as a lazy stream of pkt-lines, so memory stays bounded by one object whatever the
- * repository's size. Objects go out in the pack-ready forms the store keeps (whole or as deltas),
- * copied; an object without one is deflated as it is sent.
+ * pack itself as a lazy stream of pkt-lines, so memory stays bounded by one batch of objects (a few
+ * megabytes, read in one call) whatever the repository's size. Objects go out in the pack-ready forms
+ * the store keeps (whole or as deltas), copied; an object without one is deflated as it is sent.
  */
 import { deflateSync } from 'node:zlib';
 import { createDelta } from '../../git/delta.js';
@@ -27,10 +27,11 @@ import {
   type Service,
   type V2Command,
 } from '../../git/smartProtocol.js';
-import type { DeflatedObject, ProjectReadTx } from '../../store/types.js';
+import type { ProjectReads } from '../../store/asyncTypes.js';
+import type { DeflatedObject, StoredObject } from '../../store/types.js';
 import { advertisedTips, checkWants, commonHaves, planPackSteps, planShallow, UploadRequestError, type PackPlan, type ShallowPlan } from './packObjects.js';
 import { DELTA_DEPTH_MAX } from './packedForms.js';
-import { MAIN_BRANCH, type Repo } from '../repo.js';
+import { inReadTx, MAIN_BRANCH, type ReadTx, type Repo } from '../repo.js';
 import { inSlices, projectReads, Slicer } from '../slices.js';
 
 /** Objects per progress message on side-band 2. */
@@ -47,6 +48,10 @@ const THIN_DELTA_OFF_LOOP_BYTES_MAX = 64 * 1024 * 1024;
 const THIN_DELTA_PACK_BYTES_MAX = 64 * 1024 * 1024;
 /** Objects the deflate cache has not reached yet are compressed fast, while the client waits. */
 const INLINE_DEFLATE_LEVEL = 1;
+/** Objects the pack stream reads in one call at most. */
+const BATCH_OBJECTS_MAX = 1024;
+/** Bytes of files (by their sizes) the pack stream reads in one call, unless one file is larger. */
+const BATCH_BYTES = 4 * 1024 * 1024;
 
 /**
  * What the service lends upload-pack: `makeForm` makes a pack-ready form of `body` against `base`
@@ -57,28 +62,24 @@ export interface UploadPackOptions {
   makeForm?: (body: Buffer, base: Buffer) => Promise<PackForm>;
 }
 
-function headOf(tx: ProjectReadTx): { oid: Oid; target: string } | null {
-  const oid = tx.getRef(branchRef(MAIN_BRANCH));
+async function headOf(tx: ProjectReads): Promise<{ oid: Oid; target: string } | null> {
+  const oid = await tx.getRef(branchRef(MAIN_BRANCH));
   return oid ? { oid, target: branchRef(MAIN_BRANCH) } : null;
 }
 
-export function advertise(repo: Repo, service: Service, version: 0 | 2): Buffer[] {
-  return repo.store.read((store) => {
-    const tx = store.project(repo.project);
+export function advertise(repo: Repo, service: Service, version: 0 | 2): Promise<Buffer[]> {
+  return inReadTx(repo, async (tx) => {
     const preamble = servicePreamble(service);
     if (service === 'git-upload-pack' && version === 2) return [...preamble, ...encodeV2Advertisement()];
     const capabilities = service === 'git-upload-pack' ? UPLOAD_PACK_CAPABILITIES_V0 : RECEIVE_PACK_CAPABILITIES;
-    const head = service === 'git-upload-pack' ? headOf(tx) : null;
-    return [...preamble, ...encodeRefAdvertisement(advertisedTips(tx), head, capabilities)];
+    const head = service === 'git-upload-pack' ? await headOf(tx) : null;
+    return [...preamble, ...encodeRefAdvertisement(await advertisedTips(tx), head, capabilities)];
   });
 }
 
-export function lsRefs(repo: Repo, command: V2Command): Buffer[] {
+export function lsRefs(repo: Repo, command: V2Command): Promise<Buffer[]> {
   const args = parseLsRefsArgs(command.args);
-  return repo.store.read((store) => {
-    const tx = store.project(repo.project);
-    return encodeLsRefs(advertisedTips(tx), headOf(tx), args);
-  });
+  return inReadTx(repo, async (tx) => encodeLsRefs(await advertisedTips(tx), await headOf(tx), args));
 }
 
 /** Response to a v0 upload-pack request (stateless: every request carries the whole state). */
@@ -140,15 +141,14 @@ export async function* fetchV2(repo: Repo, command: V2Command, options: UploadPa
 
 /**
  * Everything a response needs: the shallow lines (answered on every round) and the common haves,
- * from one read transaction, then the objects when `sendsPack` says this answer carries the pack,
+ * from one read of the project, then the objects when `sendsPack` says this answer carries the pack,
  * planned in slices (src/repo/slices.ts) so a clone of a large tree never holds the event loop.
  */
 async function prepare(repo: Repo, request: FetchRequest, sendsPack: (common: Oid[]) => boolean): Promise<{ plan: PackPlan | null; shallow: ShallowPlan; common: Oid[] }> {
   try {
-    const { shallow, common } = repo.store.read((store) => {
-      const tx = store.project(repo.project);
-      checkWants(tx, request.wants);
-      return { shallow: planShallow(tx, request.wants, request), common: commonHaves(tx, request.haves) };
+    const { shallow, common } = await inReadTx(repo, async (tx) => {
+      await checkWants(tx, request.wants);
+      return { shallow: await planShallow(tx, request.wants, request), common: await commonHaves(tx, request.haves) };
     });
     const plan = sendsPack(common) ? await inSlices(planPackSteps(projectReads(repo), { wants: request.wants, haves: common, shallow })) : null;
     return { plan, shallow, common };
@@ -163,8 +163,9 @@ async function prepare(repo: Repo, request: FetchRequest, sendsPack: (common: Oi
  * planner and pack stream as a fetch from us: planned in slices, objects in their stored forms
  * (git's deltas included), raw pack bytes. `haves`: the receiver's ref tips that we hold.
  */
-export function planPushPack(repo: Repo, wants: Oid[], haves: Oid[]): Promise<PackPlan> {
-  return inSlices(planPackSteps(projectReads(repo), { wants, haves: repo.store.read((store) => commonHaves(store.project(repo.project), haves)) }));
+export async function planPushPack(repo: Repo, wants: Oid[], haves: Oid[]): Promise<PackPlan> {
+  const common = await inReadTx(repo, (tx) => commonHaves(tx, haves));
+  return inSlices(planPackSteps(projectReads(repo), { wants, haves: common }));
 }
 
 /**
@@ -193,6 +194,9 @@ function packCapabilities(capabilities: ReadonlySet<string>): PackCapabilities {
  * stored: whole, or as a delta when its base is in this pack (written first if it is not yet, as
  * git's write_one does; OFS_DELTA when the client takes it) or, in a thin pack, held by the client.
  * A delta whose base the client will not have goes out whole, rebuilt and deflated here.
+ *
+ * The forms (and the bodies of objects sent without one) are read a batch of objects at a time,
+ * a batch sized to about BATCH_BYTES, so memory stays bounded by a batch whatever the pack's size.
  */
 async function* packStream(
   repo: Repo,
@@ -202,6 +206,7 @@ async function* packStream(
   progress: boolean,
   options: UploadPackOptions,
 ): AsyncGenerator<Buffer> {
+  const reads = projectReads(repo);
   const writer = new PackWriter(plan.objects.length);
   const slicer = new Slicer();
   // Built at the first delta: a pack of whole objects (a tree written through the API) never needs it.
@@ -217,38 +222,42 @@ async function* packStream(
   // Where each object was written (-1: not yet), for OFS_DELTA distances and to skip bases written early.
   const offsets = new Float64Array(plan.objects.length).fill(-1);
   const entries: PackEntries = { writer, plan, capabilities, indexOf, offsets, thinBytesLeft: THIN_DELTA_PACK_BYTES_MAX, madeOffLoop: new Map() };
-  if (capabilities.thin && options.makeForm && plan.thinBases.size > 0) await makeLargeThinDeltas(repo, entries, options.makeForm);
+  if (capabilities.thin && options.makeForm && plan.thinBases.size > 0) await makeLargeThinDeltas(reads, entries, options.makeForm);
   let pending: Buffer[] = [];
   let pendingBytes = 0;
   // Large writes: one socket write per megabyte or so, not one per object.
-  function* flush(force: boolean): Generator<Buffer> {
-    if (pendingBytes === 0 || (!force && pendingBytes < WRITE_CHUNK_BYTES)) return;
+  const take = (): Buffer => {
     const pieces = pending;
     const bytes = pendingBytes;
     pending = [];
     pendingBytes = 0;
-    yield sidebandBytes === 0 ? Buffer.concat(pieces, bytes) : encodeSidebandPieces(SIDEBAND_DATA, pieces, bytes, sidebandBytes);
-  }
+    return sidebandBytes === 0 ? Buffer.concat(pieces, bytes) : encodeSidebandPieces(SIDEBAND_DATA, pieces, bytes, sidebandBytes);
+  };
   const add = (bytes: Buffer) => {
     pending.push(bytes);
     pendingBytes += bytes.length;
   };
   add(writer.start());
   let sent = 0;
-  for (let index = 0; index < plan.objects.length; index++) {
-    if (offsets[index] >= 0) continue;
-    const written = repo.store.read((store) => writeWithBases(store.project(repo.project), entries, index));
-    for (const bytes of written) add(bytes);
-    yield* flush(false);
-    const before = sent;
-    sent += written.length;
-    if (progress && sidebandBytes > 0 && Math.floor(sent / PROGRESS_EVERY_OBJECTS) > Math.floor(before / PROGRESS_EVERY_OBJECTS)) {
-      yield* encodeSideband(SIDEBAND_PROGRESS, Buffer.from(`Counting objects: ${sent}/${plan.objects.length}\r`), sidebandBytes);
+  for await (const [start, end] of batchesOf(reads, plan)) {
+    const batch = await readBatch(reads, entries, start, end);
+    for (let index = start; index < end; index++) {
+      if (offsets[index] >= 0) continue;
+      const before = sent;
+      for (const at of chainOf(entries, batch, index)) {
+        // The store is asked again only for what the batch could not foresee (a thin delta, a chain cut short).
+        add(entryFromBatch(entries, batch, at) ?? (await entryFromStore(reads, entries, batch, at)));
+        sent++;
+      }
+      if (pendingBytes >= WRITE_CHUNK_BYTES) yield take();
+      if (progress && sidebandBytes > 0 && Math.floor(sent / PROGRESS_EVERY_OBJECTS) > Math.floor(before / PROGRESS_EVERY_OBJECTS)) {
+        yield* encodeSideband(SIDEBAND_PROGRESS, Buffer.from(`Counting objects: ${sent}/${plan.objects.length}\r`), sidebandBytes);
+      }
+      if (slicer.due) await slicer.pause();
     }
-    if (slicer.due) await slicer.pause();
   }
   add(writer.finish());
-  yield* flush(true);
+  yield take();
 }
 
 interface PackEntries {
@@ -265,35 +274,103 @@ interface PackEntries {
 }
 
 /**
- * Writes object `index`, after the unwritten bases in this pack its delta chain leads through
- * (bases first, so every OFS_DELTA points back); returns the entries' bytes in order.
+ * The plan's objects as batches (`[start, end)` ranges of indexes) of at most BATCH_OBJECTS_MAX
+ * objects and about BATCH_BYTES of blobs by their sizes, read a window at a time as the stream goes:
+ * a batch of large files is short. Commits and trees are not weighed (their sizes are one more
+ * lookup each, and most of a history's objects): they are small beside what files can be.
  */
-function writeWithBases(tx: ProjectReadTx, entries: PackEntries, index: number): Buffer[] {
-  // Most objects are whole or have their base written already: one read of the form serves both.
-  const own = tx.peekDeflated(entries.plan.objects.oidView(index));
+async function* batchesOf(reads: ReadTx, plan: PackPlan): AsyncGenerator<[number, number]> {
+  for (let from = 0; from < plan.objects.length; from += BATCH_OBJECTS_MAX) {
+    const to = Math.min(plan.objects.length, from + BATCH_OBJECTS_MAX);
+    const blobs: number[] = [];
+    for (let index = from; index < to; index++) if (plan.objects.type(index) === 'blob') blobs.push(index);
+    const blobSizes = await reads.objectSizes(blobs.map((index) => plan.objects.oidView(index)));
+    const sizes = new Float64Array(to - from);
+    blobs.forEach((index, i) => (sizes[index - from] = blobSizes[i] ?? 0));
+    const sizeOf = (index: number) => sizes[index - from];
+    for (let start = from; start < to; ) {
+      let end = start + 1;
+      for (let bytes = sizeOf(start); end < to && bytes + sizeOf(end) <= BATCH_BYTES; end++) bytes += sizeOf(end);
+      yield [start, end];
+      start = end;
+    }
+  }
+}
+
+/** What one read of a batch gave, by index in the plan. */
+interface Batch {
+  /** The forms of the batch's objects and of the bases their delta chains lead through in this pack; undefined: none. */
+  forms: Map<number, DeflatedObject | undefined>;
+  /** Bodies of the objects that go out deflated here (no form, or a delta on a base the client will not have). */
+  bodies: Map<number, StoredObject>;
+}
+
+/**
+ * Reads what objects `start` to `end` need: their forms, the forms of the unwritten bases in this
+ * pack their delta chains lead through (a level of the chains per read), and the bodies of those
+ * that cannot go out in their form.
+ */
+async function readBatch(reads: ReadTx, entries: PackEntries, start: number, end: number): Promise<Batch> {
+  const { plan, offsets, indexOf, capabilities } = entries;
+  const batch: Batch = { forms: new Map(), bodies: new Map() };
+  let asked: number[] = [];
+  for (let index = start; index < end; index++) if (offsets[index] < 0) asked.push(index);
+  if (reads.getDeflated) {
+    // Chains are acyclic (a form only names forms kept before it) and short; the bound is a guard.
+    for (let depth = 0; asked.length > 0 && depth <= DELTA_DEPTH_MAX; depth++) {
+      const forms = await reads.getDeflated(asked.map((index) => plan.objects.oidView(index)));
+      const bases = new Set<number>();
+      asked.forEach((index, i) => {
+        const form = forms[i];
+        batch.forms.set(index, form);
+        const base = form?.delta ? indexOf(form.delta.base) : undefined;
+        if (base !== undefined && offsets[base] < 0) bases.add(base);
+      });
+      asked = [...bases].filter((base) => !batch.forms.has(base));
+    }
+  } else for (const index of asked) batch.forms.set(index, undefined);
+  const whole = [...batch.forms].filter(([index, form]) => {
+    if (capabilities.thin && plan.thinBases.has(index)) return false;
+    if (!form) return true;
+    return form.delta !== undefined && indexOf(form.delta.base) === undefined && !(capabilities.thin && plan.clientHas.has(form.delta.base));
+  });
+  if (whole.length > 0) {
+    const objects = await reads.getObjects(whole.map(([index]) => plan.objects.oidView(index)));
+    whole.forEach(([index], i) => {
+      const object = objects[i];
+      if (object) batch.bodies.set(index, object);
+    });
+  }
+  return batch;
+}
+
+/**
+ * Object `index` after the unwritten bases in this pack its delta chain leads through (bases
+ * first, so every OFS_DELTA points back), as the batch's forms tell them.
+ */
+function chainOf(entries: PackEntries, batch: Batch, index: number): number[] {
+  // Most objects are whole or have their base written already.
+  const own = batch.forms.get(index);
   const baseIndex = own?.delta ? entries.indexOf(own.delta.base) : undefined;
-  if (baseIndex === undefined || entries.offsets[baseIndex] >= 0) return [writeEntry(tx, entries, index, own)];
+  if (baseIndex === undefined || entries.offsets[baseIndex] >= 0) return [index];
   const chain = [index, baseIndex];
   // Chains are acyclic (a form only names forms kept before it) and short; the bound is a guard.
   while (chain.length <= DELTA_DEPTH_MAX) {
-    const form = tx.peekDeflated(entries.plan.objects.oidView(chain[chain.length - 1]));
+    const form = batch.forms.get(chain[chain.length - 1]);
     if (!form?.delta) break;
     const base = entries.indexOf(form.delta.base);
     if (base === undefined || entries.offsets[base] >= 0 || chain.includes(base)) break;
     chain.push(base);
   }
-  const out: Buffer[] = [];
-  for (let at = chain.length - 1; at >= 0; at--) out.push(writeEntry(tx, entries, chain[at]));
-  return out;
+  return chain.reverse();
 }
 
 /** A delta from `base` to `oid` worth sending (git's try_delta rule), or null. */
-function thinDelta(tx: ProjectReadTx, entries: PackEntries, oid: Oid, base: Oid): Buffer | null {
-  const size = tx.objectSize(oid) ?? Infinity;
+async function thinDelta(reads: ReadTx, entries: PackEntries, oid: Oid, base: Oid): Promise<Buffer | null> {
+  const size = (await reads.objectSizes([oid]))[0] ?? Infinity;
   if (size > THIN_DELTA_BYTES_MAX || size > entries.thinBytesLeft) return null;
   entries.thinBytesLeft -= size;
-  const target = tx.getObject(oid);
-  const source = tx.getObject(base);
+  const [target, source] = await reads.getObjects([oid, base]);
   if (!target || !source || target.body.length < DELTA_TARGET_BYTES_MIN || source.body.length === 0) return null;
   return createDelta(source.body, target.body, Math.floor(target.body.length / 2) - OID_BYTES);
 }
@@ -303,23 +380,21 @@ function thinDelta(tx: ProjectReadTx, entries: PackEntries, oid: Oid, base: Oid)
  * commit and the one it fetches): each delta is made on a worker, one at a time, before the pack
  * starts, for the objects whose stored form the client cannot take as it is.
  */
-async function makeLargeThinDeltas(repo: Repo, entries: PackEntries, makeForm: NonNullable<UploadPackOptions['makeForm']>): Promise<void> {
-  for (const [index, base] of entries.plan.thinBases) {
-    const bodies = repo.store.read((store) => {
-      const tx = store.project(repo.project);
-      const oid = entries.plan.objects.oidView(index);
-      const size = tx.objectSize(oid) ?? Infinity;
-      if (size <= THIN_DELTA_BYTES_MAX || size > THIN_DELTA_OFF_LOOP_BYTES_MAX || size > entries.thinBytesLeft) return null;
-      const form = tx.peekDeflated(oid);
-      if (form?.delta && storedDeltaGoesOut(entries, form.delta.base)) return null;
-      entries.thinBytesLeft -= size;
-      const target = tx.getObject(oid);
-      const source = tx.getObject(base);
-      return target && source ? { target: target.body, source: source.body } : null;
-    });
-    if (!bodies) continue;
+async function makeLargeThinDeltas(reads: ReadTx, entries: PackEntries, makeForm: NonNullable<UploadPackOptions['makeForm']>): Promise<void> {
+  const thin = [...entries.plan.thinBases];
+  const sizes = await reads.objectSizes(thin.map(([index]) => entries.plan.objects.oidView(index)));
+  for (let i = 0; i < thin.length; i++) {
+    const [index, base] = thin[i];
+    const size = sizes[i] ?? Infinity;
+    if (size <= THIN_DELTA_BYTES_MAX || size > THIN_DELTA_OFF_LOOP_BYTES_MAX || size > entries.thinBytesLeft) continue;
+    const oid = entries.plan.objects.oid(index);
+    const [form] = reads.getDeflated ? await reads.getDeflated([oid]) : [undefined];
+    if (form?.delta && storedDeltaGoesOut(entries, form.delta.base)) continue;
+    entries.thinBytesLeft -= size;
+    const [target, source] = await reads.getObjects([oid, base]);
+    if (!target || !source) continue;
     try {
-      const made = await makeForm(bodies.target, bodies.source);
+      const made = await makeForm(target.body, source.body);
       if (made.deltaBytes !== null) entries.madeOffLoop.set(index, made);
     } catch {
       // No worker (it failed, or the service is stopping): the object goes out as stored.
@@ -327,19 +402,20 @@ async function makeLargeThinDeltas(repo: Repo, entries: PackEntries, makeForm: N
   }
 }
 
-/** Whether writeEntry sends a stored delta on `base` as it is: the base is in this pack, or (thin) the client holds it. */
+/** Whether an entry sends a stored delta on `base` as it is: the base is in this pack, or (thin) the client holds it. */
 function storedDeltaGoesOut(entries: PackEntries, base: Oid): boolean {
   return entries.indexOf(base) !== undefined || (entries.capabilities.thin && entries.plan.clientHas.has(base));
 }
 
-/** One pack entry: the stored form when the client can take it, else the body deflated now. */
-function writeEntry(tx: ProjectReadTx, entries: PackEntries, index: number, known?: DeflatedObject): Buffer {
+/**
+ * One pack entry from what the batch read: the stored form when the client can take it, a thin
+ * delta made on a worker, or the body deflated now. Null when the entry needs the store: a thin
+ * delta to try now (entryFromStore), or a body the batch did not foresee.
+ */
+function entryFromBatch(entries: PackEntries, batch: Batch, index: number): Buffer | null {
   const { writer, plan, capabilities, indexOf, offsets } = entries;
-  const oid = plan.objects.oidView(index);
-  // `known`: the form as read just before, with no read since.
-  let form = known ?? tx.peekDeflated(oid);
+  const form = batch.forms.get(index);
   let chunk: PackChunk | null = null;
-  // The add* methods copy the bytes before the next read can reuse them.
   if (form?.delta) {
     const base = indexOf(form.delta.base);
     if (base !== undefined && offsets[base] >= 0) {
@@ -353,15 +429,32 @@ function writeEntry(tx: ProjectReadTx, entries: PackEntries, index: number, know
   const thinBase = capabilities.thin ? plan.thinBases.get(index) : undefined;
   const made = chunk ? undefined : entries.madeOffLoop.get(index);
   if (made && thinBase) chunk = writer.addDeflatedRefDelta(thinBase, made.deltaBytes!, made.deflated);
-  if (!chunk && thinBase) {
-    // git's --thin: a delta against the version at the same path that the client holds, made now.
-    const delta = thinDelta(tx, entries, oid, thinBase);
+  // git's --thin: a delta against the version at the same path that the client holds, made now.
+  if (!chunk && thinBase) return null;
+  if (!chunk && form && !form.delta) chunk = writer.addDeflatedObject(form.type, form.inflatedBytes, form.deflated);
+  if (!chunk) {
+    const object = batch.bodies.get(index);
+    if (!object) return null;
+    chunk = writer.addDeflatedObject(object.type, object.body.length, deflateSync(object.body, { level: INLINE_DEFLATE_LEVEL }));
+  }
+  offsets[index] = chunk.offset;
+  return chunk.bytes;
+}
+
+/** The rest of an entry entryFromBatch left: a thin delta tried now, else the stored whole form, else the body deflated now. */
+async function entryFromStore(reads: ReadTx, entries: PackEntries, batch: Batch, index: number): Promise<Buffer> {
+  const { writer, plan, capabilities, offsets } = entries;
+  const oid = plan.objects.oidView(index);
+  const form = batch.forms.get(index);
+  let chunk: PackChunk | null = null;
+  const thinBase = capabilities.thin ? plan.thinBases.get(index) : undefined;
+  if (thinBase) {
+    const delta = await thinDelta(reads, entries, oid, thinBase);
     if (delta) chunk = writer.addDeflatedRefDelta(thinBase, delta.length, deflateSync(delta));
-    form = tx.peekDeflated(oid);
   }
   if (!chunk && form && !form.delta) chunk = writer.addDeflatedObject(form.type, form.inflatedBytes, form.deflated);
   if (!chunk) {
-    const object = tx.getObject(oid);
+    const object = batch.bodies.get(index) ?? (await reads.getObject(oid));
     if (!object) throw new Error(`object ${oidToHex(oid)} vanished while packing`);
     chunk = writer.addDeflatedObject(object.type, object.body.length, deflateSync(object.body, { level: INLINE_DEFLATE_LEVEL }));
   }

@@ -5,48 +5,47 @@
 import type { Oid } from '../../git/oid.js';
 import { joinPath } from '../../git/path.js';
 import { decodeTree, MODE_TREE, type TreeEntry } from '../../git/tree.js';
-import type { ProjectReadTx } from '../../store/types.js';
+import type { ProjectReads } from '../../store/asyncTypes.js';
 
 /** Reads trees that may not be stored yet (a merge's staged objects). */
 export interface TreeSource {
-  readTree(oid: Oid): TreeEntry[];
+  readTree(oid: Oid): Promise<TreeEntry[]>;
 }
 
-export function changedPaths(tx: ProjectReadTx, before: Oid | null, after: Oid | null, trees?: TreeSource): string[] {
+export async function changedPaths(tx: ProjectReads, before: Oid | null, after: Oid | null, trees?: TreeSource): Promise<string[]> {
   const out: string[] = [];
   const source: TreeSource = trees ?? { readTree: (oid) => storedTree(tx, oid) };
   // An explicit stack of directory pairs still to compare: trees may be thousands deep.
   const pending: Array<{ dir: string; before: Oid | null; after: Oid | null }> = [{ dir: '', before, after }];
   while (pending.length > 0) {
     const next = pending.pop()!;
-    diffTrees(source, next.dir, next.before, next.after, out, pending);
+    await diffTrees(source, next.dir, next.before, next.after, out, pending);
   }
   return out.sort();
 }
 
-function storedTree(tx: ProjectReadTx, tree: Oid): TreeEntry[] {
-  const object = tx.getObject(tree);
+async function storedTree(tx: ProjectReads, tree: Oid): Promise<TreeEntry[]> {
+  const object = await tx.getObject(tree);
   if (!object) throw new Error(`tree ${tree.toString('hex')} is missing`);
   return decodeTree(object.body);
 }
 
-function entriesOf(trees: TreeSource, tree: Oid | null): Map<string, TreeEntry> {
+async function entriesOf(trees: TreeSource, tree: Oid | null): Promise<Map<string, TreeEntry>> {
   if (!tree) return new Map();
-  return new Map(trees.readTree(tree).map((entry) => [entry.name, entry]));
+  return new Map((await trees.readTree(tree)).map((entry) => [entry.name, entry]));
 }
 
 /** Compares one pair of directories: changed files go to `out`, subdirectory pairs to `pending`. */
-function diffTrees(
+async function diffTrees(
   trees: TreeSource,
   dir: string,
   before: Oid | null,
   after: Oid | null,
   out: string[],
   pending: Array<{ dir: string; before: Oid | null; after: Oid | null }>,
-): void {
+): Promise<void> {
   if (before && after && before.equals(after)) return;
-  const left = entriesOf(trees, before);
-  const right = entriesOf(trees, after);
+  const [left, right] = await Promise.all([entriesOf(trees, before), entriesOf(trees, after)]);
   const names = new Set([...left.keys(), ...right.keys()]);
   for (const name of names) {
     const a = left.get(name);

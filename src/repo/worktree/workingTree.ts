@@ -1,6 +1,11 @@
 /**
  * A branch's working tree, read and changed inside one store transaction.
  *
+ * Reads are asynchronous and the edits are not: `open` reads the branch's record and root, `load`
+ * reads the directories on the given paths a level at a time (one batched read per level), and the
+ * edits (lookup, setFile, remove, …) then work on what is loaded; one on a directory nobody loaded
+ * is a bug and throws.
+ *
  * What the store keeps per branch is one small record: the id of the tree the working tree holds now
  * and the branch's locked paths (src/store/types.ts WorkingTreeState). The directories are ordinary
  * git trees in the object store; the ones written here carry an annex of their blobs' sizes, so a
@@ -18,7 +23,8 @@ import { MODE_TREE, type FileMode, type TreeMode } from '../../git/tree.js';
 import type { Oid } from '../../git/oid.js';
 import { OID_BYTES } from '../../git/oid.js';
 import { pathDepth } from '../../git/treeDepth.js';
-import type { ProjectReadTx, ProjectWriteTx, WorkingTreeState } from '../../store/types.js';
+import type { ProjectReads, ProjectWrites } from '../../store/asyncTypes.js';
+import type { WorkingTreeState } from '../../store/types.js';
 import { scanStoredTree, SIZE_UNKNOWN, WorkingDir, type WorkingEntry } from './workingDir.js';
 
 
@@ -49,22 +55,60 @@ export type Lookup =
 export class WorkingTree {
   /** Directories decoded or changed so far, by path ("" is the root). */
   private readonly nodes = new Map<string, WorkingDir>();
-  /** The stored record; null when the branch has none, undefined until first read. */
-  private stored: WorkingTreeState | null | undefined;
+  /** The stored record; null when the branch has none. */
+  private stored: WorkingTreeState | null = null;
   /** Locked paths of the branch; null until first needed. */
   private locks: Set<string> | null = null;
   private treeChanged = false;
   private locksChanged = false;
 
-  constructor(
-    private readonly tx: ProjectReadTx,
+  private constructor(
+    private readonly tx: ProjectReads,
     readonly branch: string,
   ) {}
 
+  /** The branch's working tree with its record and root directory read. */
+  static async open(tx: ProjectReads, branch: string): Promise<WorkingTree> {
+    const tree = new WorkingTree(tx, branch);
+    tree.stored = (await tx.getWorkingTree(branch)) ?? null;
+    if (tree.stored) tree.nodes.set('', await tree.nodeFromTree(tree.stored.tree));
+    return tree;
+  }
+
+  /**
+   * Reads the directories on `paths` (each path's parent directories, and the path itself when it
+   * is a directory), a level at a time: what lookup, setFile, remove and filesUnder of those paths need.
+   */
+  async load(paths: Iterable<string>): Promise<void> {
+    const wanted = new Set<string>();
+    for (const path of paths) {
+      if (path === '') continue;
+      const components = path.split('/');
+      for (let i = 1; i <= components.length; i++) wanted.add(components.slice(0, i).join('/'));
+    }
+    const byDepth: string[][] = [];
+    for (const dir of wanted) (byDepth[pathDepth(dir)] ??= []).push(dir);
+    for (const level of byDepth) {
+      if (!level) continue;
+      const reads: Array<{ dir: string; tree: Oid }> = [];
+      for (const dir of level) {
+        if (this.nodes.has(dir)) continue;
+        const parent = this.nodes.get(dirname(dir));
+        const entry = parent?.get(basename(dir));
+        // A directory that does not exist (or a file at its place) is for lookup to report.
+        if (entry && entry.mode === MODE_TREE && entry.oid) reads.push({ dir, tree: entry.oid });
+      }
+      if (reads.length === 0) continue;
+      const objects = await this.tx.getObjectsWithAnnex(reads.map((read) => read.tree));
+      reads.forEach((read, i) => this.nodes.set(read.dir, WorkingDir.fromTree(read.tree, ...treeOf(objects[i], read.tree))));
+    }
+  }
+
   /** Replaces the whole working tree with `tree`, unlocked; save() writes it. */
-  resetTo(tree: Oid): void {
+  async resetTo(tree: Oid): Promise<void> {
+    const root = await this.nodeFromTree(tree);
     this.nodes.clear();
-    this.nodes.set('', this.nodeFromTree(tree));
+    this.nodes.set('', root);
     this.locks = new Set();
     this.treeChanged = true;
     this.locksChanged = true;
@@ -92,14 +136,16 @@ export class WorkingTree {
   }
 
   /** Every file at or below `path` (a file or a directory; "" is the whole tree), sorted by path. */
-  filesUnder(path: string): WorkingFile[] {
+  async filesUnder(path: string): Promise<WorkingFile[]> {
+    await this.load([path]);
     const found = this.lookup(path);
     const out: WorkingFile[] = [];
     if (found.kind === 'file') {
       out.push(this.toFile(path, found.entry));
     } else if (found.kind === 'directory') {
-      this.collect(path, found.entry, out);
+      await this.collect(path, found.entry, out);
     }
+    await this.fillSizes(out);
     return out.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
   }
 
@@ -167,7 +213,7 @@ export class WorkingTree {
       const stored = this.storedState();
       if (stored) return stored.tree;
     }
-    const tx = this.tx as ProjectWriteTx;
+    const tx = this.tx as ProjectWrites;
     const root = this.node('');
     if (!root) throw new Error(`branch ${JSON.stringify(this.branch)} has no working tree`);
     // Only a directory that changed in this object lacks an id, and it is loaded. Hashed deepest
@@ -191,13 +237,12 @@ export class WorkingTree {
     if (!this.treeChanged && !this.locksChanged) return;
     const tree = this.writeTree();
     this.stored = { tree, locks: this.lockedPaths() };
-    (this.tx as ProjectWriteTx).putWorkingTree(this.branch, this.stored);
+    (this.tx as ProjectWrites).putWorkingTree(this.branch, this.stored);
     this.treeChanged = false;
     this.locksChanged = false;
   }
 
   private storedState(): WorkingTreeState | null {
-    if (this.stored === undefined) this.stored = this.tx.getWorkingTree(this.branch) ?? null;
     return this.stored;
   }
 
@@ -219,17 +264,12 @@ export class WorkingTree {
     this.locksChanged = true;
   }
 
-  /** The node of an existing directory, decoding its tree the first time; undefined if there is none. */
+  /** The node of an existing directory (loaded); undefined if there is none. */
   private node(dir: string): WorkingDir | undefined {
     const cached = this.nodes.get(dir);
     if (cached) return cached;
     let node = this.nodes.get('');
-    if (!node) {
-      const stored = this.storedState();
-      if (!stored) return undefined;
-      node = this.nodeFromTree(stored.tree);
-      this.nodes.set('', node);
-    }
+    if (!node) return undefined;
     if (dir === '') return node;
     // Down from the root one level at a time (no recursion: a tree may be thousands deep).
     let here = '';
@@ -251,9 +291,7 @@ export class WorkingTree {
     const cached = this.nodes.get(dir);
     if (cached) return cached;
     if (!entry.oid) throw new Error(`working tree directory ${JSON.stringify(dir)} changed but is not loaded`);
-    const live = this.nodeFromTree(entry.oid);
-    this.nodes.set(dir, live);
-    return live;
+    throw new Error(`working tree directory ${JSON.stringify(dir)} was not loaded (WorkingTree.load)`);
   }
 
   /** A node this object has already reached (every directory on a changed path is one). */
@@ -295,15 +333,9 @@ export class WorkingTree {
     return node;
   }
 
-  private nodeFromTree(tree: Oid): WorkingDir {
-    const { body, annex } = this.readStoredTree(tree);
-    return WorkingDir.fromTree(tree, body, annex);
-  }
-
-  private readStoredTree(tree: Oid): { body: Buffer; annex: Buffer | null } {
-    const object = this.tx.getObjectWithAnnex(tree);
-    if (!object || object.type !== 'tree') throw new Error(`tree ${tree.toString('hex')} is missing`);
-    return object;
+  private async nodeFromTree(tree: Oid): Promise<WorkingDir> {
+    const [object] = await this.tx.getObjectsWithAnnex([tree]);
+    return WorkingDir.fromTree(tree, ...treeOf(object, tree));
   }
 
   /** Clears the tree id of `dir` and of every ancestor, in the nodes and in their parents' entries. */
@@ -325,46 +357,61 @@ export class WorkingTree {
     for (const known of [...this.nodes.keys()]) if (known === dir || known.startsWith(prefix)) this.nodes.delete(known);
   }
 
-  /** Every file at or below `dir`, with an explicit stack (a tree may be thousands of directories deep). */
-  private collect(dir: string, entry: WorkingEntry | null, out: WorkingFile[]): void {
-    const pending: Array<{ dir: string; entry: WorkingEntry | null }> = [{ dir, entry }];
-    while (pending.length > 0) {
-      const next = pending.pop()!;
-      const node = this.nodes.get(next.dir);
-      if (!node) {
-        // Not reached by this object, so unchanged: read its tree without keeping the nodes.
-        const tree = next.entry ? next.entry.oid : this.storedState()?.tree;
-        if (tree) this.collectTree(next.dir, tree, out);
-        continue;
-      }
-      for (const child of node.entries()) {
-        const path = joinPath(next.dir, child.name);
-        if (child.mode === MODE_TREE) pending.push({ dir: path, entry: child });
-        else out.push(this.toFile(path, child));
-      }
-    }
-  }
-
-  private collectTree(dir: string, tree: Oid, out: WorkingFile[]): void {
-    const pending: Array<{ dir: string; tree: Oid }> = [{ dir, tree }];
-    while (pending.length > 0) {
-      const next = pending.pop()!;
-      const { body, annex } = this.readStoredTree(next.tree);
-      scanStoredTree(body, annex, (name, mode, oidAt, size) => {
-        const path = next.dir === '' ? name : `${next.dir}/${name}`;
-        if (mode === MODE_TREE) {
-          pending.push({ dir: path, tree: body.subarray(oidAt, oidAt + OID_BYTES) });
-          return;
+  /**
+   * Every file at or below `dir`, a level at a time (one batched read per level of the directories
+   * this object has not loaded; a tree may be thousands of directories deep, so no recursion).
+   * Sizes the trees do not carry are SIZE_UNKNOWN until fillSizes.
+   */
+  private async collect(dir: string, entry: WorkingEntry | null, out: WorkingFile[]): Promise<void> {
+    let level: Array<{ dir: string; entry: WorkingEntry | null }> = [{ dir, entry }];
+    while (level.length > 0) {
+      const next: Array<{ dir: string; entry: WorkingEntry | null }> = [];
+      const unread: Array<{ dir: string; tree: Oid }> = [];
+      for (const item of level) {
+        const node = this.nodes.get(item.dir);
+        if (!node) {
+          // Not reached by this object, so unchanged: read its tree without keeping the nodes.
+          const tree = item.entry ? item.entry.oid : this.storedState()?.tree;
+          if (tree) unread.push({ dir: item.dir, tree });
+          continue;
         }
-        const known = size === SIZE_UNKNOWN ? (this.tx.objectSize(body.subarray(oidAt, oidAt + OID_BYTES)) ?? 0) : size;
-        out.push({ path, oid: body.toString('hex', oidAt, oidAt + OID_BYTES), mode, size: known, locked: this.isLocked(path) });
+        for (const child of node.entries()) {
+          const path = joinPath(item.dir, child.name);
+          if (child.mode === MODE_TREE) next.push({ dir: path, entry: child });
+          else out.push(this.toFile(path, child));
+        }
+      }
+      const objects = unread.length > 0 ? await this.tx.getObjectsWithAnnex(unread.map((item) => item.tree)) : [];
+      unread.forEach((item, i) => {
+        const [body, annex] = treeOf(objects[i], item.tree);
+        scanStoredTree(body, annex, (name, mode, oidAt, size) => {
+          const path = item.dir === '' ? name : `${item.dir}/${name}`;
+          const oid = body.subarray(oidAt, oidAt + OID_BYTES);
+          if (mode === MODE_TREE) next.push({ dir: path, entry: { name, mode, oid, size: 0 } });
+          else out.push({ path, oid: body.toString('hex', oidAt, oidAt + OID_BYTES), mode, size, locked: this.isLocked(path) });
+        });
       });
+      level = next;
     }
   }
 
+  /** Reads the sizes of listed files whose trees do not carry them (trees from a push, a seed or a merge), in one batch. */
+  private async fillSizes(files: WorkingFile[]): Promise<void> {
+    const unknown = files.filter((file) => file.size === SIZE_UNKNOWN);
+    if (unknown.length === 0) return;
+    const sizes = await this.tx.objectSizes(unknown.map((file) => Buffer.from(file.oid, 'hex')));
+    unknown.forEach((file, i) => (file.size = sizes[i] ?? 0));
+  }
+
+  /** A listed file; a size the tree does not carry stays SIZE_UNKNOWN for fillSizes. */
   private toFile(path: string, entry: WorkingEntry): WorkingFile {
     const oid = entry.oid as Oid;
-    const size = entry.size === SIZE_UNKNOWN ? (this.tx.objectSize(oid) ?? 0) : entry.size;
-    return { path, oid: oid.toString('hex'), mode: entry.mode, size, locked: this.isLocked(path) };
+    return { path, oid: oid.toString('hex'), mode: entry.mode, size: entry.size, locked: this.isLocked(path) };
   }
+}
+
+/** A stored tree's body and annex, or an error naming it. */
+function treeOf(object: { type: string; body: Buffer; annex: Buffer | null } | undefined, tree: Oid): [Buffer, Buffer | null] {
+  if (!object || object.type !== 'tree') throw new Error(`tree ${tree.toString('hex')} is missing`);
+  return [object.body, object.annex];
 }

@@ -1,6 +1,6 @@
 /** Every file of a branch's working tree with its blob id and mode, without contents (for lint). */
 import type { TreeMode } from '../../git/tree.js';
-import { branchHead, type Repo } from '../repo.js';
+import { branchHead, inReadTx, type Repo } from '../repo.js';
 import { WorkingTree } from './workingTree.js';
 
 export interface WorkingTreeFile {
@@ -11,10 +11,10 @@ export interface WorkingTreeFile {
   size: number;
 }
 
-export function workingTreeFiles(repo: Repo, input: { branch: string }): WorkingTreeFile[] {
-  return repo.store.read((store) => {
-    const tx = store.project(repo.project);
-    branchHead(tx, input.branch);
-    return new WorkingTree(tx, input.branch).filesUnder('').map((file) => ({ path: file.path, oid: file.oid, mode: file.mode, size: file.size }));
+export async function workingTreeFiles(repo: Repo, input: { branch: string }): Promise<WorkingTreeFile[]> {
+  return inReadTx(repo, async (tx) => {
+    await branchHead(tx, input.branch);
+    const files = await (await WorkingTree.open(tx, input.branch)).filesUnder('');
+    return files.map((file) => ({ path: file.path, oid: file.oid, mode: file.mode, size: file.size }));
   });
 }

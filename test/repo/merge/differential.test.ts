@@ -28,6 +28,7 @@ import { oidFromHex, oidToHex, type Oid } from '../../../src/git/oid.js';
 import { mergeCommits } from '../../../src/repo/merge/mergeBase.js';
 import { initBareRepo, scratchDir } from '../../support/git.js';
 import { gitMergeTrees, importCommits, MemoryObjects, type ImportCommit, type ImportFile } from '../../support/memoryObjects.js';
+import { AsyncObjects } from './asyncObjects.js';
 
 const SEED = Number(process.env.MERGE_SEED ?? 20240611);
 const RUNS = Number(process.env.MERGE_RUNS ?? 600);
@@ -411,7 +412,7 @@ describe('mergeCommits against git merge-tree --write-tree', () => {
     else scratch.remove();
   });
 
-  it(`agrees on ${RUNS} randomised histories (seed ${SEED})`, () => {
+  it(`agrees on ${RUNS} randomised histories (seed ${SEED})`, async () => {
     const samples = fc.sample(scenarioArbitrary, { seed: SEED, numRuns: RUNS });
     const allCommits: ImportCommit[] = [];
     const merges: Array<{ ours: number; theirs: number; description: string; index: number }> = [];
@@ -425,7 +426,7 @@ describe('mergeCommits against git merge-tree --write-tree', () => {
     const pairs = merges.map((merge) => [oids[merge.ours], oids[merge.theirs]] as [Oid, Oid]);
     const outcomes = gitMergeTrees(scratch.path, pairs);
     // Read after merge-tree ran, so git's result trees can be inspected too.
-    const objects = MemoryObjects.fromRepository(scratch.path);
+    const objects = new AsyncObjects(MemoryObjects.fromRepository(scratch.path));
 
     const failures: string[] = [];
     const gitFailed: string[] = [];
@@ -433,20 +434,20 @@ describe('mergeCommits against git merge-tree --write-tree', () => {
     let compared = 0;
     let conflicted = 0;
     const reasons = new Map<string, number>();
-    merges.forEach((merge, i) => {
+    for (const [i, merge] of merges.entries()) {
       const git = outcomes[i];
       const label = `#${merge.index} ${merge.description} ${oidToHex(pairs[i][0])} ${oidToHex(pairs[i][1])}`;
-      let ours: ReturnType<typeof mergeCommits>;
+      let ours: Awaited<ReturnType<typeof mergeCommits>>;
       try {
-        ours = mergeCommits(objects, objects, pairs[i][0], pairs[i][1]);
+        ours = await mergeCommits(objects, objects, pairs[i][0], pairs[i][1]);
       } catch (error) {
         failures.push(`${label}: threw ${(error as Error).stack}`);
-        return;
+        continue;
       }
       if (git.failed) {
         // Nothing to compare with: git itself could not merge these.
         gitFailed.push(`${label}: ${git.error}`);
-        return;
+        continue;
       }
       // Conflicts git only announces in a message, without a conflicted entry: we report them.
       const announced = (c: { path: string; reason: string }) =>
@@ -455,16 +456,16 @@ describe('mergeCommits against git merge-tree --write-tree', () => {
         git.messages.some((m) => MESSAGE_ONLY_REASONS.get(c.reason)!.includes(m.type) && m.paths.includes(c.path));
       if (git.clean && !ours.clean && ours.conflicts.every(announced)) {
         messageOnly.push(`${label}: ${JSON.stringify(ours.conflicts)}`);
-        return;
+        continue;
       }
       compared++;
       if (git.clean !== ours.clean) {
         failures.push(`${label}: git clean=${git.clean} [${git.conflictedPaths.join(', ')}], ours clean=${ours.clean} ${JSON.stringify(ours.clean ? oidToHex(ours.tree) : ours.conflicts)}`);
-        return;
+        continue;
       }
       if (ours.clean) {
         if (!ours.tree.equals(oidFromHex(git.tree))) failures.push(`${label}: tree ${oidToHex(ours.tree)} != git ${git.tree}`);
-        return;
+        continue;
       }
       conflicted++;
       for (const conflict of ours.conflicts) reasons.set(conflict.reason, (reasons.get(conflict.reason) ?? 0) + 1);
@@ -473,7 +474,7 @@ describe('mergeCommits against git merge-tree --write-tree', () => {
       if (gitPaths.join('\n') !== ourPaths.join('\n')) {
         failures.push(`${label}: conflicted paths git [${gitPaths.join(', ')}] ours ${JSON.stringify(ours.conflicts)}`);
       }
-    });
+    }
     if (process.env.MERGE_VERBOSE) {
       console.log(`merges ${merges.length}, conflicted ${conflicted}, reasons ${JSON.stringify(Object.fromEntries(reasons))}`);
       for (const failure of gitFailed) console.log(`git failed: ${failure}`);

@@ -3,6 +3,7 @@ import { EMPTY_TREE_OID, hashObject, oidFromHex, oidToHex, type Oid } from '../.
 import { mergeBases, mergeCommits, type CommitGraph } from '../../../src/repo/merge/mergeBase.js';
 import { initBareRepo, scratchDir } from '../../support/git.js';
 import { gitMergeTrees, importCommits, MemoryObjects, type ImportCommit } from '../../support/memoryObjects.js';
+import { AsyncObjects } from './asyncObjects.js';
 
 /** A commit graph from "name: parents" lines; times follow the order of definition. */
 class FakeGraph implements CommitGraph {
@@ -13,7 +14,7 @@ class FakeGraph implements CommitGraph {
   add(name: string, parents: string[] = []): this {
     const oid = hashObject('commit', Buffer.from(name));
     const parentIds = parents.map((p) => this.ids.get(p)!);
-    const generation = 1 + Math.max(0, ...parentIds.map((p) => this.generation(p)));
+    const generation = 1 + Math.max(0, ...parentIds.map((p) => this.info.get(oidToHex(p))!.generation));
     this.ids.set(name, oid);
     this.info.set(oidToHex(oid), { parents: parentIds, generation, time: this.info.size + 1 });
     return this;
@@ -28,45 +29,45 @@ class FakeGraph implements CommitGraph {
     return oidToHex(oid);
   }
 
-  parents(oid: Oid): Oid[] {
+  async parents(oid: Oid): Promise<Oid[]> {
     this.parentCalls++;
     return this.info.get(oidToHex(oid))!.parents;
   }
 
-  generation(oid: Oid): number {
+  async generation(oid: Oid): Promise<number> {
     return this.info.get(oidToHex(oid))!.generation;
   }
 
-  commitTime(oid: Oid): number {
+  async commitTime(oid: Oid): Promise<number> {
     return this.info.get(oidToHex(oid))!.time;
   }
 
-  tree(): Oid {
+  async tree(): Promise<Oid> {
     return EMPTY_TREE_OID;
   }
 }
 
-const basesOf = (graph: FakeGraph, a: string, b: string) => mergeBases(graph, graph.id(a), graph.id(b)).map((oid) => graph.name(oid));
+const basesOf = async (graph: FakeGraph, a: string, b: string) => (await mergeBases(graph, graph.id(a), graph.id(b))).map((oid) => graph.name(oid));
 
 describe('mergeBases', () => {
-  it('finds the fork point, or the ancestor itself', () => {
+  it('finds the fork point, or the ancestor itself', async () => {
     const graph = new FakeGraph().add('root').add('base', ['root']).add('x', ['base']).add('y', ['base']).add('x2', ['x']);
-    expect(basesOf(graph, 'x2', 'y')).toEqual(['base']);
-    expect(basesOf(graph, 'x2', 'base')).toEqual(['base']);
-    expect(basesOf(graph, 'x2', 'x2')).toEqual(['x2']);
+    expect(await basesOf(graph, 'x2', 'y')).toEqual(['base']);
+    expect(await basesOf(graph, 'x2', 'base')).toEqual(['base']);
+    expect(await basesOf(graph, 'x2', 'x2')).toEqual(['x2']);
   });
 
-  it('returns every best common ancestor of a criss-cross, newest first', () => {
+  it('returns every best common ancestor of a criss-cross, newest first', async () => {
     const graph = new FakeGraph()
       .add('base')
       .add('x', ['base'])
       .add('y', ['base'])
       .add('ours', ['x', 'y'])
       .add('theirs', ['y', 'x']);
-    expect(basesOf(graph, 'ours', 'theirs')).toEqual(['y', 'x']);
+    expect(await basesOf(graph, 'ours', 'theirs')).toEqual(['y', 'x']);
   });
 
-  it('drops common ancestors that are below another one', () => {
+  it('drops common ancestors that are below another one', async () => {
     const graph = new FakeGraph()
       .add('a')
       .add('b', ['a'])
@@ -74,20 +75,20 @@ describe('mergeBases', () => {
       .add('side', ['a'])
       .add('ours', ['c', 'side'])
       .add('theirs', ['c']);
-    expect(basesOf(graph, 'ours', 'theirs')).toEqual(['c']);
+    expect(await basesOf(graph, 'ours', 'theirs')).toEqual(['c']);
   });
 
-  it('returns nothing for unrelated histories', () => {
+  it('returns nothing for unrelated histories', async () => {
     const graph = new FakeGraph().add('a').add('b');
-    expect(basesOf(graph, 'a', 'b')).toEqual([]);
+    expect(await basesOf(graph, 'a', 'b')).toEqual([]);
   });
 
-  it('stops at the bases instead of walking the whole history', () => {
+  it('stops at the bases instead of walking the whole history', async () => {
     const graph = new FakeGraph().add('c0');
     for (let i = 1; i <= 2000; i++) graph.add(`c${i}`, [`c${i - 1}`]);
     graph.add('x', ['c2000']).add('y', ['c2000']);
     graph.parentCalls = 0;
-    expect(basesOf(graph, 'x', 'y')).toEqual(['c2000']);
+    expect(await basesOf(graph, 'x', 'y')).toEqual(['c2000']);
     expect(graph.parentCalls).toBeLessThan(10);
   });
 });
@@ -116,7 +117,7 @@ describe('mergeCommits on criss-cross histories, against git', () => {
     return [at + 3, at + 4];
   }
 
-  it('agrees with git when the bases conflict and the tips resolved alike or differently', () => {
+  it('agrees with git when the bases conflict and the tips resolved alike or differently', async () => {
     const numbers = Array.from({ length: 12 }, (_, i) => String(i + 1));
     const change = (at: number, value: string) => lines(...numbers.map((n, i) => (i === at ? value : n)));
     const base = lines(...numbers);
@@ -154,27 +155,28 @@ describe('mergeCommits on criss-cross histories, against git', () => {
     const oids = importCommits(scratch.path, commits);
     const pairs = cases.map(([ours, theirs]) => [oids[ours], oids[theirs]] as [Oid, Oid]);
     const outcomes = gitMergeTrees(scratch.path, pairs);
-    const objects = MemoryObjects.fromRepository(scratch.path);
-    const summary = pairs.map((pair, i) => {
-      const ours = mergeCommits(objects, objects, pair[0], pair[1]);
+    const objects = new AsyncObjects(MemoryObjects.fromRepository(scratch.path));
+    const summary: string[] = [];
+    for (const [i, pair] of pairs.entries()) {
+      const ours = await mergeCommits(objects, objects, pair[0], pair[1]);
       const git = outcomes[i];
       if (git.failed) throw new Error(git.error);
       expect(ours.bases).toHaveLength(2);
       if (ours.clean) expect(oidToHex(ours.tree)).toBe(git.tree);
       else expect(ours.conflicts.map((c) => c.path)).toEqual(git.conflictedPaths);
-      return ours.clean === git.clean ? (ours.clean ? 'clean' : `conflict ${git.conflictedPaths.join(',')}`) : 'disagree';
-    });
+      summary.push(ours.clean === git.clean ? (ours.clean ? 'clean' : `conflict ${git.conflictedPaths.join(',')}`) : 'disagree');
+    }
     expect(summary).toEqual(['clean', 'conflict f', 'clean', 'clean']);
   });
 
-  it('keeps virtual merge bases out of the object store', () => {
-    const objects = new MemoryObjects();
+  it('keeps virtual merge bases out of the object store', async () => {
+    const objects = new AsyncObjects(new MemoryObjects());
     const blob = (text: string) => objects.writeBlob(Buffer.from(text, 'utf8'));
     const treeOf = (content: string) => objects.writeTree([{ name: 'f', mode: '100644', oid: blob(content) }]);
     const commit = (tree: Oid, parents: Oid[], time: number) => {
       const header = [`tree ${oidToHex(tree)}`, ...parents.map((p) => `parent ${oidToHex(p)}`)];
       const who = `T <t@example.com> ${time} +0000`;
-      return objects.put('commit', Buffer.from(`${header.join('\n')}\nauthor ${who}\ncommitter ${who}\n\nm\n`, 'utf8'));
+      return objects.memory.put('commit', Buffer.from(`${header.join('\n')}\nauthor ${who}\ncommitter ${who}\n\nm\n`, 'utf8'));
     };
     const numbers = Array.from({ length: 12 }, (_, i) => String(i + 1));
     const change = (edits: Record<number, string>) => lines(...numbers.map((n, i) => edits[i] ?? n));
@@ -183,13 +185,13 @@ describe('mergeCommits on criss-cross histories, against git', () => {
     const y = commit(treeOf(change({ 1: 'y' })), [base], 3);
     const ours = commit(treeOf(change({ 1: 'x', 11: 'twelve' })), [x, y], 4);
     const theirs = commit(treeOf(change({ 1: 'x', 8: 'nine' })), [y, x], 5);
-    const before = objects.objects.size;
-    const result = mergeCommits(objects, objects, ours, theirs);
+    const before = objects.memory.objects.size;
+    const result = await mergeCommits(objects, objects, ours, theirs);
     if (!result.clean) throw new Error('expected clean');
     expect(result.bases.map(oidToHex).sort()).toEqual([x, y].map(oidToHex).sort());
     // Only the merged blob and its tree are new; the virtual base (with markers) is not stored.
-    expect(objects.objects.size - before).toBe(2);
-    expect(objects.readBlob(objects.readTree(result.tree)[0].oid).toString()).toBe(change({ 1: 'x', 8: 'nine', 11: 'twelve' }));
+    expect(objects.memory.objects.size - before).toBe(2);
+    expect((await objects.readBlob((await objects.readTree(result.tree))[0].oid)).toString()).toBe(change({ 1: 'x', 8: 'nine', 11: 'twelve' }));
     expect(oidFromHex(oidToHex(result.tree))).toEqual(result.tree);
   });
 });

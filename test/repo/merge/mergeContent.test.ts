@@ -4,6 +4,7 @@ import { oidFromHex, oidToHex } from '../../../src/git/oid.js';
 import { isBinary, mergeContent } from '../../../src/repo/merge/mergeContent.js';
 import { initBareRepo, scratchDir } from '../../support/git.js';
 import { gitMergeTrees, importCommits, MemoryObjects, type ImportCommit } from '../../support/memoryObjects.js';
+import { AsyncObjects } from './asyncObjects.js';
 
 const b = (text: string) => Buffer.from(text, 'utf8');
 const merge = (base: string, ours: string, theirs: string) => mergeContent(b(base), b(ours), b(theirs), { oursLabel: 'ours', theirsLabel: 'theirs' });
@@ -76,7 +77,7 @@ describe('mergeContent against git merge-tree', () => {
   initBareRepo(scratch.path);
   afterAll(() => scratch.remove());
 
-  it('gives git bytes, conflict markers included, for random three-way merges', () => {
+  it('gives git bytes, conflict markers included, for random three-way merges', async () => {
     const line = fc.oneof(
       { weight: 3, arbitrary: fc.constantFrom('a', 'b', 'c', 'd', '', '}', 'x') },
       { weight: 2, arbitrary: fc.integer({ min: 0, max: 1_000_000 }).map((n) => `u${n}`) },
@@ -109,19 +110,19 @@ describe('mergeContent against git merge-tree', () => {
     const oids = importCommits(scratch.path, commits);
     const pairs = cases.map((_, i) => [oids[3 * i + 1], oids[3 * i + 2]] as const);
     const outcomes = gitMergeTrees(scratch.path, pairs);
-    const objects = MemoryObjects.fromRepository(scratch.path);
+    const objects = new AsyncObjects(MemoryObjects.fromRepository(scratch.path));
     let conflicted = 0;
-    cases.forEach((c, i) => {
+    for (const [i, c] of cases.entries()) {
       const outcome = outcomes[i];
       if (outcome.failed) throw new Error(outcome.error);
-      const entry = objects.readTree(oidFromHex(outcome.tree)).find((e) => e.name === 'f')!;
+      const entry = (await objects.readTree(oidFromHex(outcome.tree))).find((e) => e.name === 'f')!;
       // merge-tree labels conflicts with the branch arguments, here the commit ids.
       const ours = mergeContent(c.base, c.ours, c.theirs, { oursLabel: oidToHex(pairs[i][0]), theirsLabel: oidToHex(pairs[i][1]) });
       const context = JSON.stringify({ base: c.base.toString(), ours: c.ours.toString(), theirs: c.theirs.toString() });
       expect(ours.clean, context).toBe(outcome.clean);
-      expect(ours.content.toString('latin1'), context).toBe(objects.readBlob(entry.oid).toString('latin1'));
+      expect(ours.content.toString('latin1'), context).toBe((await objects.readBlob(entry.oid)).toString('latin1'));
       if (!ours.clean) conflicted++;
-    });
+    }
     expect(conflicted).toBeGreaterThan(50);
   });
 });

@@ -3,6 +3,7 @@ import { EMPTY_TREE_OID, oidToHex, type Oid } from '../../../src/git/oid.js';
 import type { TreeEntry } from '../../../src/git/tree.js';
 import { mergeTrees, type MergeObjects, type TreeMergeResult } from '../../../src/repo/merge/mergeTrees.js';
 import { MemoryObjects } from '../../support/memoryObjects.js';
+import { AsyncObjects } from './asyncObjects.js';
 
 type FileSpec = string | { content: string | Buffer; mode: '100644' | '100755' | '120000' };
 type TreeSpec = Record<string, FileSpec>;
@@ -30,30 +31,30 @@ function writeTree(objects: MergeObjects, spec: TreeSpec): Oid {
 }
 
 /** Reads a tree back as "path → content" (mode suffixed when not 100644). */
-function readTree(objects: MergeObjects, tree: Oid, prefix = ''): Record<string, string> {
+async function readTree(objects: MergeObjects, tree: Oid, prefix = ''): Promise<Record<string, string>> {
   const out: Record<string, string> = {};
-  for (const entry of objects.readTree(tree)) {
+  for (const entry of await objects.readTree(tree)) {
     const path = prefix + entry.name;
-    if (entry.mode === '40000') Object.assign(out, readTree(objects, entry.oid, `${path}/`));
-    else out[path] = objects.readBlob(entry.oid).toString('utf8') + (entry.mode === '100644' ? '' : ` [${entry.mode}]`);
+    if (entry.mode === '40000') Object.assign(out, await readTree(objects, entry.oid, `${path}/`));
+    else out[path] = (await objects.readBlob(entry.oid)).toString('utf8') + (entry.mode === '100644' ? '' : ` [${entry.mode}]`);
   }
   return out;
 }
 
-function merge(base: TreeSpec | null, ours: TreeSpec, theirs: TreeSpec): { objects: MemoryObjects; result: TreeMergeResult } {
-  const objects = new MemoryObjects();
-  const result = mergeTrees(objects, base === null ? null : writeTree(objects, base), writeTree(objects, ours), writeTree(objects, theirs));
+async function merge(base: TreeSpec | null, ours: TreeSpec, theirs: TreeSpec): Promise<{ objects: AsyncObjects; result: TreeMergeResult }> {
+  const objects = new AsyncObjects(new MemoryObjects());
+  const result = await mergeTrees(objects, base === null ? null : writeTree(objects, base), writeTree(objects, ours), writeTree(objects, theirs));
   return { objects, result };
 }
 
-function mergedFiles(base: TreeSpec | null, ours: TreeSpec, theirs: TreeSpec): Record<string, string> {
-  const { objects, result } = merge(base, ours, theirs);
+async function mergedFiles(base: TreeSpec | null, ours: TreeSpec, theirs: TreeSpec): Promise<Record<string, string>> {
+  const { objects, result } = await merge(base, ours, theirs);
   if (!result.clean) throw new Error(`unexpected conflicts ${JSON.stringify(result.conflicts)}`);
   return readTree(objects, result.tree);
 }
 
-function conflictsOf(base: TreeSpec | null, ours: TreeSpec, theirs: TreeSpec) {
-  const { result } = merge(base, ours, theirs);
+async function conflictsOf(base: TreeSpec | null, ours: TreeSpec, theirs: TreeSpec) {
+  const { result } = await merge(base, ours, theirs);
   if (result.clean) throw new Error('unexpectedly clean');
   return result.conflicts.map(({ path, kind }) => ({ path, kind }));
 }
@@ -62,9 +63,9 @@ const text = (...lines: string[]) => lines.map((line) => `${line}\n`).join('');
 const long = (tag: string, count = 12) => Array.from({ length: count }, (_, i) => `${tag} line ${i}`);
 
 describe('mergeTrees: clean merges', () => {
-  it('takes each side its changes and keeps what neither touched', () => {
+  it('takes each side its changes and keeps what neither touched', async () => {
     const base = { keep: 'k\n', a: 'a\n', b: 'b\n', 'dir/x': 'x\n' };
-    expect(mergedFiles(base, { ...base, a: 'A\n', new: 'n\n' }, { ...base, b: 'B\n', 'dir/x': 'X\n' })).toEqual({
+    expect(await mergedFiles(base, { ...base, a: 'A\n', new: 'n\n' }, { ...base, b: 'B\n', 'dir/x': 'X\n' })).toEqual({
       keep: 'k\n',
       a: 'A\n',
       b: 'B\n',
@@ -73,88 +74,88 @@ describe('mergeTrees: clean merges', () => {
     });
   });
 
-  it('accepts identical changes on both sides, including identical adds and deletes', () => {
+  it('accepts identical changes on both sides, including identical adds and deletes', async () => {
     const base = { a: 'a\n', gone: 'g\n' };
     const side = { a: 'same change\n', added: 'same\n' };
-    expect(mergedFiles(base, side, side)).toEqual(side);
+    expect(await mergedFiles(base, side, side)).toEqual(side);
   });
 
-  it('merges disjoint edits of one file', () => {
+  it('merges disjoint edits of one file', async () => {
     const base = { f: text('1', '2', '3', '4', '5') };
-    expect(mergedFiles(base, { f: text('one', '2', '3', '4', '5') }, { f: text('1', '2', '3', '4', 'five') })).toEqual({
+    expect(await mergedFiles(base, { f: text('one', '2', '3', '4', '5') }, { f: text('1', '2', '3', '4', 'five') })).toEqual({
       f: text('one', '2', '3', '4', 'five'),
     });
   });
 
-  it('applies a mode change from one side and a content change from the other', () => {
+  it('applies a mode change from one side and a content change from the other', async () => {
     const base = { run: text('echo', 'done') };
-    expect(mergedFiles(base, { run: { content: text('echo', 'done'), mode: '100755' } }, { run: text('echo hi', 'done') })).toEqual({
+    expect(await mergedFiles(base, { run: { content: text('echo', 'done'), mode: '100755' } }, { run: text('echo hi', 'done') })).toEqual({
       run: `${text('echo hi', 'done')} [100755]`,
     });
   });
 
-  it('follows a file renamed on one side with the other side edits (exact rename)', () => {
+  it('follows a file renamed on one side with the other side edits (exact rename)', async () => {
     const body = long('f');
     const base = { 'src/old.txt': text(...body) };
     const edited = text(...body.slice(0, 11), 'changed');
-    expect(mergedFiles(base, { 'lib/new.txt': text(...body) }, { 'src/old.txt': edited })).toEqual({ 'lib/new.txt': edited });
+    expect(await mergedFiles(base, { 'lib/new.txt': text(...body) }, { 'src/old.txt': edited })).toEqual({ 'lib/new.txt': edited });
   });
 
-  it('follows a file renamed and edited on one side (similarity rename, as git finds it)', () => {
+  it('follows a file renamed and edited on one side (similarity rename, as git finds it)', async () => {
     const body = long('f');
     const base = { 'old.txt': text(...body) };
     const ours = { 'new.txt': text('top', ...body.slice(1)) };
     const theirs = { 'old.txt': text(...body.slice(0, 11), 'bottom') };
-    expect(mergedFiles(base, ours, theirs)).toEqual({ 'new.txt': text('top', ...body.slice(1, 11), 'bottom') });
+    expect(await mergedFiles(base, ours, theirs)).toEqual({ 'new.txt': text('top', ...body.slice(1, 11), 'bottom') });
   });
 
-  it('removes a directory both sides emptied', () => {
+  it('removes a directory both sides emptied', async () => {
     const base = { 'd/a': 'a\n', 'd/b': 'b\n', top: 't\n' };
-    expect(mergedFiles(base, { top: 't\n', 'd/b': 'b\n' }, { top: 't\n', 'd/a': 'a\n' })).toEqual({ top: 't\n' });
+    expect(await mergedFiles(base, { top: 't\n', 'd/b': 'b\n' }, { top: 't\n', 'd/a': 'a\n' })).toEqual({ top: 't\n' });
   });
 
-  it('lets a file replace a directory the other side left alone', () => {
+  it('lets a file replace a directory the other side left alone', async () => {
     const base = { 'p/x': 'x\n', q: 'q\n' };
-    expect(mergedFiles(base, { p: 'now a file\n', q: 'q\n' }, { ...base, q: 'Q\n' })).toEqual({ p: 'now a file\n', q: 'Q\n' });
+    expect(await mergedFiles(base, { p: 'now a file\n', q: 'q\n' }, { ...base, q: 'Q\n' })).toEqual({ p: 'now a file\n', q: 'Q\n' });
   });
 
-  it('merges against the empty tree when there is no base', () => {
-    expect(mergedFiles(null, { a: 'a\n' }, { b: 'b\n' })).toEqual({ a: 'a\n', b: 'b\n' });
+  it('merges against the empty tree when there is no base', async () => {
+    expect(await mergedFiles(null, { a: 'a\n' }, { b: 'b\n' })).toEqual({ a: 'a\n', b: 'b\n' });
   });
 });
 
 describe('mergeTrees: conflicts are results', () => {
-  it('content: both sides changed the same lines', () => {
-    expect(conflictsOf({ f: 'base\n' }, { f: 'ours\n' }, { f: 'theirs\n' })).toEqual([{ path: 'f', kind: 'content' }]);
+  it('content: both sides changed the same lines', async () => {
+    expect(await conflictsOf({ f: 'base\n' }, { f: 'ours\n' }, { f: 'theirs\n' })).toEqual([{ path: 'f', kind: 'content' }]);
   });
 
-  it('add/add: both sides added different files at one path', () => {
-    expect(conflictsOf({}, { 'n/f': 'ours\n' }, { 'n/f': 'theirs\n' })).toEqual([{ path: 'n/f', kind: 'add/add' }]);
+  it('add/add: both sides added different files at one path', async () => {
+    expect(await conflictsOf({}, { 'n/f': 'ours\n' }, { 'n/f': 'theirs\n' })).toEqual([{ path: 'n/f', kind: 'add/add' }]);
     // Same content, different modes.
-    expect(conflictsOf({}, { f: 'x\n' }, { f: { content: 'x\n', mode: '100755' } })).toEqual([{ path: 'f', kind: 'add/add' }]);
+    expect(await conflictsOf({}, { f: 'x\n' }, { f: { content: 'x\n', mode: '100755' } })).toEqual([{ path: 'f', kind: 'add/add' }]);
   });
 
-  it('modify/delete: one side changed what the other deleted', () => {
-    expect(conflictsOf({ f: 'a\n', g: 'g\n' }, { g: 'g\n' }, { f: 'b\n', g: 'g\n' })).toEqual([{ path: 'f', kind: 'modify/delete' }]);
+  it('modify/delete: one side changed what the other deleted', async () => {
+    expect(await conflictsOf({ f: 'a\n', g: 'g\n' }, { g: 'g\n' }, { f: 'b\n', g: 'g\n' })).toEqual([{ path: 'f', kind: 'modify/delete' }]);
     // A mode change counts as a modification.
-    expect(conflictsOf({ f: 'a\n' }, { f: { content: 'a\n', mode: '100755' } }, {})).toEqual([{ path: 'f', kind: 'modify/delete' }]);
+    expect(await conflictsOf({ f: 'a\n' }, { f: { content: 'a\n', mode: '100755' } }, {})).toEqual([{ path: 'f', kind: 'modify/delete' }]);
   });
 
-  it('file/directory: reported at the file path, whichever side has the file', () => {
-    expect(conflictsOf({}, { p: 'file\n' }, { 'p/inner': 'x\n' })).toEqual([{ path: 'p', kind: 'file/directory' }]);
-    expect(conflictsOf({ p: 'file\n' }, { p: 'edited\n' }, { 'p/inner': 'x\n' })).toEqual([{ path: 'p', kind: 'file/directory' }]);
+  it('file/directory: reported at the file path, whichever side has the file', async () => {
+    expect(await conflictsOf({}, { p: 'file\n' }, { 'p/inner': 'x\n' })).toEqual([{ path: 'p', kind: 'file/directory' }]);
+    expect(await conflictsOf({ p: 'file\n' }, { p: 'edited\n' }, { 'p/inner': 'x\n' })).toEqual([{ path: 'p', kind: 'file/directory' }]);
   });
 
-  it('binary: both sides changed a file with a NUL byte', () => {
+  it('binary: both sides changed a file with a NUL byte', async () => {
     const bin = (tag: string) => ({ content: Buffer.from(`${tag}\0data`), mode: '100644' as const });
-    expect(conflictsOf({ img: bin('base') }, { img: bin('ours') }, { img: bin('theirs') })).toEqual([{ path: 'img', kind: 'binary' }]);
+    expect(await conflictsOf({ img: bin('base') }, { img: bin('ours') }, { img: bin('theirs') })).toEqual([{ path: 'img', kind: 'binary' }]);
   });
 
-  it('rename/delete and rename/rename are reported, with git reasons', () => {
+  it('rename/delete and rename/rename are reported, with git reasons', async () => {
     const body = text(...long('r'));
-    const renameDelete = merge({ old: body }, { new: body }, {});
+    const renameDelete = await merge({ old: body }, { new: body }, {});
     expect(renameDelete.result).toMatchObject({ clean: false, conflicts: [{ path: 'new', kind: 'modify/delete', reason: 'rename/delete' }] });
-    const renameRename = merge({ old: body }, { one: body }, { two: body });
+    const renameRename = await merge({ old: body }, { one: body }, { two: body });
     expect(renameRename.result.clean ? [] : renameRename.result.conflicts.map((c) => [c.path, c.reason])).toEqual([
       ['old', 'rename/rename'],
       ['one', 'rename/rename'],
@@ -162,118 +163,91 @@ describe('mergeTrees: conflicts are results', () => {
     ]);
   });
 
-  it('directory rename: a file added to a directory the other side moved is a location conflict', () => {
+  it('directory rename: a file added to a directory the other side moved is a location conflict', async () => {
     const base = { 'a/x': text(...long('x')), 'a/y': text(...long('y')) };
     const ours = { 'b/x': base['a/x'], 'b/y': base['a/y'] };
     const theirs = { ...base, 'a/new': 'new\n' };
-    const { result } = merge(base, ours, theirs);
+    const { result } = await merge(base, ours, theirs);
     expect(result).toMatchObject({ clean: false, conflicts: [{ path: 'b/new', kind: 'file/directory', reason: 'file location' }] });
   });
 
-  it('distinct types: a file on one side and a symlink on the other', () => {
-    const { result } = merge({}, { p: 'file\n' }, { p: { content: 'target', mode: '120000' } });
+  it('distinct types: a file on one side and a symlink on the other', async () => {
+    const { result } = await merge({}, { p: 'file\n' }, { p: { content: 'target', mode: '120000' } });
     expect(result).toMatchObject({ clean: false, conflicts: [{ path: 'p', kind: 'add/add', reason: 'distinct types' }] });
   });
 
-  it('submodules: one side moving the commit merges, both moving it conflicts', () => {
-    const objects = new MemoryObjects();
-    const commitId = (tag: string) => objects.put('commit', Buffer.from(`tree ${oidToHex(EMPTY_TREE_OID)}\n\n${tag}\n`));
+  it('submodules: one side moving the commit merges, both moving it conflicts', async () => {
+    const objects = new AsyncObjects(new MemoryObjects());
+    const commitId = (tag: string) => objects.memory.put('commit', Buffer.from(`tree ${oidToHex(EMPTY_TREE_OID)}\n\n${tag}\n`));
     const tree = (commit: Oid) => objects.writeTree([{ name: 'sub', mode: '160000', oid: commit }]);
     const [base, one, two] = [commitId('base'), commitId('one'), commitId('two')];
-    const moved = mergeTrees(objects, tree(base), tree(one), tree(base));
-    expect(moved.clean && objects.readTree(moved.tree)[0].oid.equals(one)).toBe(true);
-    expect(mergeTrees(objects, tree(base), tree(one), tree(two))).toMatchObject({
+    const moved = await mergeTrees(objects, tree(base), tree(one), tree(base));
+    expect(moved.clean && (await objects.readTree(moved.tree))[0].oid.equals(one)).toBe(true);
+    expect(await mergeTrees(objects, tree(base), tree(one), tree(two))).toMatchObject({
       clean: false,
       conflicts: [{ path: 'sub', kind: 'content', reason: 'submodule' }],
     });
   });
 
-  it('lists every conflicted path once, sorted', () => {
-    const conflicts = conflictsOf({ b: 'b\n', a: 'a\n' }, { b: 'B1\n', a: 'A1\n' }, { b: 'B2\n', a: 'A2\n' });
+  it('lists every conflicted path once, sorted', async () => {
+    const conflicts = await conflictsOf({ b: 'b\n', a: 'a\n' }, { b: 'B1\n', a: 'A1\n' }, { b: 'B2\n', a: 'A2\n' });
     expect(conflicts.map((c) => c.path)).toEqual(['a', 'b']);
   });
 });
 
-/** Counts reads and writes reaching a store. */
-class CountingObjects extends MemoryObjects {
-  treeReads = 0;
-  blobReads = 0;
-  writes = 0;
-  override readTree(oid: Oid): TreeEntry[] {
-    this.treeReads++;
-    return super.readTree(oid);
-  }
-  override readBlob(oid: Oid): Buffer {
-    this.blobReads++;
-    return super.readBlob(oid);
-  }
-  override writeBlob(body: Buffer): Oid {
-    this.writes++;
-    return super.writeBlob(body);
-  }
-  override writeTree(entries: TreeEntry[]): Oid {
-    this.writes++;
-    return super.writeTree(entries);
-  }
-  override putEncodedTree(oid: Oid, body: Buffer): void {
-    this.writes++;
-    super.putEncodedTree(oid, body);
-  }
-}
-
 describe('mergeTrees: cost and objects', () => {
-  it('reads only the trees on the path to a change, not the whole tree', () => {
-    const objects = new CountingObjects();
+  it('reads only the trees on the path to a change, not the whole tree', async () => {
+    const objects = new AsyncObjects(new MemoryObjects());
     const spec: TreeSpec = {};
     for (let d = 0; d < 40; d++) for (let f = 0; f < 25; f++) spec[`dir${d}/sub/file${f}`] = `${d}/${f}\n`;
     const base = writeTree(objects, spec);
     const ours = writeTree(objects, { ...spec, 'dir3/sub/file1': 'ours\n' });
     const theirs = writeTree(objects, { ...spec, 'dir30/sub/file2': 'theirs\n' });
     objects.treeReads = 0;
-    const result = mergeTrees(objects, base, ours, theirs);
+    const result = await mergeTrees(objects, base, ours, theirs);
     expect(result.clean).toBe(true);
     // Three roots, then base and the changed side for two levels on each changed path.
     expect(objects.treeReads).toBeLessThanOrEqual(3 + 2 * 2 * 2);
     expect(objects.blobReads).toBe(0);
   });
 
-  it('writes nothing for a conflicted merge, and only new reachable objects for a clean one', () => {
-    const objects = new CountingObjects();
+  it('writes nothing for a conflicted merge, and only new reachable objects for a clean one', async () => {
+    const objects = new AsyncObjects(new MemoryObjects());
     const base = writeTree(objects, { f: 'base\n', 'd/g': 'g\n', h: text('1', '2', '3', '4') });
     const clash = writeTree(objects, { f: 'ours\n', 'd/g': 'g\n', h: text('1', '2', '3', '4') });
     const other = writeTree(objects, { f: 'theirs\n', 'd/g': 'g\n', h: text('one', '2', '3', '4') });
-    const before = objects.objects.size;
+    const before = objects.memory.objects.size;
     objects.writes = 0;
-    expect(mergeTrees(objects, base, clash, other).clean).toBe(false);
+    expect((await mergeTrees(objects, base, clash, other)).clean).toBe(false);
     expect(objects.writes).toBe(0);
-    expect(objects.objects.size).toBe(before);
+    expect(objects.memory.objects.size).toBe(before);
 
     const ours = writeTree(objects, { f: 'base\n', 'd/g': 'g\n', h: text('1', '2', '3', 'four') });
     objects.writes = 0;
-    const result = mergeTrees(objects, base, ours, other);
+    const result = await mergeTrees(objects, base, ours, other);
     if (!result.clean) throw new Error('expected a clean merge');
     // The merged file h and the new root tree; "d" and "f" already existed.
     expect(objects.writes).toBe(2);
-    expect(readTree(objects, result.tree)).toEqual({ f: 'theirs\n', 'd/g': 'g\n', h: text('one', '2', '3', 'four') });
+    expect(await readTree(objects, result.tree)).toEqual({ f: 'theirs\n', 'd/g': 'g\n', h: text('one', '2', '3', 'four') });
   });
 
-  it('gives the empty tree when everything is deleted', () => {
-    const objects = new MemoryObjects();
+  it('gives the empty tree when everything is deleted', async () => {
+    const objects = new AsyncObjects(new MemoryObjects());
     const base = writeTree(objects, { a: 'a\n' });
     const empty = writeTree(objects, {});
-    const result = mergeTrees(objects, base, empty, empty);
+    const result = await mergeTrees(objects, base, empty, empty);
     expect(result.clean && oidToHex(result.tree)).toBe(oidToHex(EMPTY_TREE_OID));
   });
 });
 
 describe('pathDepthMax', () => {
-  it('is the depth of the deepest path the merge decided; whole subtrees taken from one side keep their place', () => {
+  it('is the depth of the deepest path the merge decided; whole subtrees taken from one side keep their place', async () => {
     const deep = 'd/'.repeat(30);
     // Both sides change files 31 deep: the merge decides paths that deep.
-    const { result } = merge({ [`${deep}f`]: 'f\n', [`${deep}g`]: 'g\n' }, { [`${deep}f`]: 'f2\n', [`${deep}g`]: 'g\n' }, { [`${deep}f`]: 'f\n', [`${deep}g`]: 'g2\n' });
+    const { result } = await merge({ [`${deep}f`]: 'f\n', [`${deep}g`]: 'g\n' }, { [`${deep}f`]: 'f2\n', [`${deep}g`]: 'g\n' }, { [`${deep}f`]: 'f\n', [`${deep}g`]: 'g2\n' });
     expect(result.clean && result.pathDepthMax).toBe(31);
     // Only one side touched the deep directory: taken whole at the root, so only "d" and "top" are decided.
-    const oneSide = merge({ [`${deep}f`]: 'f\n', top: 't\n' }, { [`${deep}f`]: 'f2\n', top: 't\n' }, { [`${deep}f`]: 'f\n', top: 't2\n' });
+    const oneSide = await merge({ [`${deep}f`]: 'f\n', top: 't\n' }, { [`${deep}f`]: 'f2\n', top: 't\n' }, { [`${deep}f`]: 'f\n', top: 't2\n' });
     expect(oneSide.result.clean && oneSide.result.pathDepthMax).toBe(1);
   });
 });

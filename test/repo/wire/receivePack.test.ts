@@ -5,19 +5,19 @@
  */
 import { afterAll, describe, expect, it } from 'vitest';
 import { branchRef } from '../../../src/git/refname.js';
-import { receivePack } from '../../../src/repo/wire/receivePack.js';
+import { receivePack, syncStoreLookups, type ReceivePackInput } from '../../../src/repo/wire/receivePack.js';
 import type { Repo } from '../../../src/repo/repo.js';
-import type { ProjectReadTx, Store, StoreReadTx } from '../../../src/store/types.js';
+import type { AsyncStore, AsyncStoreReadTx, ProjectReads } from '../../../src/store/asyncTypes.js';
 import { newTestRepo, openTestStore } from '../../support/store.js';
 
 const opened = openTestStore();
 afterAll(() => opened.close());
 
 /**
- * The same store, with every call of ProjectReadTx.listRefs counted on its way through (nothing
+ * The same store, with every call of ProjectReads.listRefs counted on its way through (nothing
  * is replaced: each call reaches LMDB).
  */
-function countingListRefs(store: Store): { store: Store; listings: () => number } {
+function countingListRefs(store: AsyncStore): { store: AsyncStore; listings: () => number } {
   let listings = 0;
   const passThrough = <T extends object>(target: T, override: (prop: PropertyKey) => unknown) =>
     new Proxy(target, {
@@ -28,7 +28,7 @@ function countingListRefs(store: Store): { store: Store; listings: () => number 
         return typeof value === 'function' ? value.bind(inner) : value;
       },
     });
-  const project = (tx: ProjectReadTx) =>
+  const project = (tx: ProjectReads) =>
     passThrough(tx, (prop) =>
       prop === 'listRefs'
         ? (prefix: string) => {
@@ -37,26 +37,29 @@ function countingListRefs(store: Store): { store: Store; listings: () => number 
           }
         : undefined,
     );
-  const transaction = <T extends StoreReadTx>(tx: T) => passThrough(tx, (prop) => (prop === 'project' ? (id: number) => project(tx.project(id)) : undefined));
+  const transaction = <T extends AsyncStoreReadTx>(tx: T) => passThrough(tx, (prop) => (prop === 'project' ? (id: number) => project(tx.project(id)) : undefined));
   const counted = passThrough(store, (prop) => {
-    if (prop === 'read') return <T>(action: (tx: StoreReadTx) => T) => store.read((tx) => action(transaction(tx)));
-    if (prop === 'write') return <T>(action: Parameters<Store['write']>[0]) => store.write((tx) => action(transaction(tx)) as T);
+    if (prop === 'read') return <T>(action: (tx: AsyncStoreReadTx) => Promise<T>) => store.read((tx) => action(transaction(tx)));
+    if (prop === 'write') return <T>(action: Parameters<AsyncStore['write']>[0]) => store.write((tx) => action(transaction(tx)) as Promise<T>);
     return undefined;
   });
   return { store: counted, listings: () => listings };
 }
 
-function headOf(repo: Repo): Buffer {
-  return repo.store.read((tx) => tx.project(repo.project).getRef(branchRef('main'))!);
+async function headOf(repo: Repo): Promise<Buffer> {
+  return (await repo.store.read((tx) => tx.project(repo.project).getRef(branchRef('main'))))!;
 }
+
+/** The pack check's lookups, from the synchronous interface of the same store. */
+const lookupsOf = (repo: Repo): Pick<ReceivePackInput, 'lookups'> => ({ lookups: syncStoreLookups(opened.store, repo.project) });
 
 describe('receivePack', () => {
   it('creates 2,000 branches with one branch listing', async () => {
     const repo = await newTestRepo(opened.store);
-    const head = headOf(repo);
+    const head = await headOf(repo);
     const { store, listings } = countingListRefs(repo.store);
     const commands = Array.from({ length: 2000 }, (_, i) => ({ old: null, new: head, ref: `refs/heads/many/${i}` }));
-    const result = await receivePack({ ...repo, store }, { commands, pack: null, atomic: false });
+    const result = await receivePack({ ...repo, store }, { commands, pack: null, atomic: false, ...lookupsOf(repo) });
     expect(result.results.filter((r) => !r.ok)).toEqual([]);
     expect(result.updatedBranches).toHaveLength(2000);
     expect(listings()).toBe(1);
@@ -64,9 +67,9 @@ describe('receivePack', () => {
 
   it('refuses names that clash as paths, within one push as against existing branches, and frees a deleted name', async () => {
     const repo = await newTestRepo(opened.store);
-    const head = headOf(repo);
+    const head = await headOf(repo);
     const create = (ref: string) => ({ old: null, new: head, ref });
-    await receivePack(repo, { commands: [create('refs/heads/a/b'), create('refs/heads/keep/x')], pack: null, atomic: false });
+    await receivePack(repo, { commands: [create('refs/heads/a/b'), create('refs/heads/keep/x')], pack: null, atomic: false, ...lookupsOf(repo) });
     const result = await receivePack(repo, {
       commands: [
         create('refs/heads/solo'),
@@ -78,6 +81,7 @@ describe('receivePack', () => {
       ],
       pack: null,
       atomic: false,
+      ...lookupsOf(repo),
     });
     expect(result.results).toEqual([
       { ref: 'refs/heads/solo', ok: true },
@@ -92,16 +96,16 @@ describe('receivePack', () => {
 
   it('refuses a push over the ref-update cap before reading its pack', async () => {
     const repo = await newTestRepo(opened.store);
-    const head = headOf(repo);
+    const head = await headOf(repo);
     const commands = ['x', 'y', 'z'].map((name) => ({ old: null, new: head, ref: `refs/heads/${name}` }));
-    const result = await receivePack(repo, { commands, pack: Buffer.from('not a pack at all'), atomic: false, refUpdatesMax: 2 });
+    const result = await receivePack(repo, { commands, pack: Buffer.from('not a pack at all'), atomic: false, refUpdatesMax: 2, ...lookupsOf(repo) });
     expect(result.unpackError).toBe('refused: 3 ref updates, at most 2 in one push');
     expect(result.results.every((r) => !r.ok && r.reason === 'too many ref updates in one push')).toBe(true);
     expect(result.hints).toEqual(['this push updates 3 refs and a push may update at most 2; push them in smaller batches']);
-    expect(repo.store.read((tx) => tx.project(repo.project).getRef('refs/heads/x'))).toBeUndefined();
+    expect(await repo.store.read((tx) => tx.project(repo.project).getRef('refs/heads/x'))).toBeUndefined();
     // At the cap, the same push goes through.
-    const within = await receivePack(repo, { commands: commands.slice(0, 2), pack: null, atomic: false, refUpdatesMax: 2 });
+    const within = await receivePack(repo, { commands: commands.slice(0, 2), pack: null, atomic: false, refUpdatesMax: 2, ...lookupsOf(repo) });
     expect(within.results.every((r) => r.ok)).toBe(true);
-    expect(repo.store.read((tx) => tx.project(repo.project).getRef('refs/heads/x'))?.equals(head)).toBe(true);
+    expect((await repo.store.read((tx) => tx.project(repo.project).getRef('refs/heads/x')))?.equals(head)).toBe(true);
   });
 });

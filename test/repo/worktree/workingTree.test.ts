@@ -37,8 +37,8 @@ async function codeOf(promise: Promise<unknown> | (() => unknown)): Promise<stri
   return 'ok';
 }
 
-function paths(repo: Parameters<typeof listFiles>[0], branch = 'main') {
-  return listFiles(repo, { branch }).map((f) => f.path);
+async function paths(repo: Parameters<typeof listFiles>[0], branch = 'main') {
+  return (await listFiles(repo, { branch })).map((f) => f.path);
 }
 
 describe('working tree operations', () => {
@@ -53,14 +53,14 @@ describe('working tree operations', () => {
         { path: 'bin.dat', content: Buffer.from([0, 255, 1]).toString('base64'), encoding: 'base64' },
       ],
     });
-    expect(paths(repo)).toEqual(['README.md', 'bin.dat', 'src/app.ts', 'src/lib/util.ts']);
-    expect(readFile(repo, { branch: 'main', path: 'README.md' })).toMatchObject({ content: '# hi', size: 4, locked: false });
-    expect(readFile(repo, { branch: 'main', path: 'bin.dat' })).toMatchObject({ content: 'AP8B', encoding: 'base64', size: 3 });
+    expect(await paths(repo)).toEqual(['README.md', 'bin.dat', 'src/app.ts', 'src/lib/util.ts']);
+    expect(await readFile(repo, { branch: 'main', path: 'README.md' })).toMatchObject({ content: '# hi', size: 4, locked: false });
+    expect(await readFile(repo, { branch: 'main', path: 'bin.dat' })).toMatchObject({ content: 'AP8B', encoding: 'base64', size: 3 });
     await moveFile(repo, { branch: 'main', from: 'src/lib', to: 'lib' });
-    expect(paths(repo)).toEqual(['README.md', 'bin.dat', 'lib/util.ts', 'src/app.ts']);
+    expect(await paths(repo)).toEqual(['README.md', 'bin.dat', 'lib/util.ts', 'src/app.ts']);
     await deleteFile(repo, { branch: 'main', path: 'src' });
-    expect(paths(repo)).toEqual(['README.md', 'bin.dat', 'lib/util.ts']);
-    expect(listFiles(repo, { branch: 'main', prefix: 'lib/' }).map((f) => f.path)).toEqual(['lib/util.ts']);
+    expect(await paths(repo)).toEqual(['README.md', 'bin.dat', 'lib/util.ts']);
+    expect((await listFiles(repo, { branch: 'main', prefix: 'lib/' })).map((f) => f.path)).toEqual(['lib/util.ts']);
   });
 
   it('refuses bad batches whole', async () => {
@@ -72,10 +72,10 @@ describe('working tree operations', () => {
     expect(await codeOf(writeFiles(repo, { branch: 'nope', files: [{ path: 'x', content: '1' }] }))).toBe('not_found');
     repo.limits.fileBytesMax = 3;
     expect(await codeOf(writeFiles(repo, { branch: 'main', files: [{ path: 'big', content: '1234' }] }))).toBe('payload_too_large');
-    expect(paths(repo)).toEqual(['a/b.txt']);
+    expect(await paths(repo)).toEqual(['a/b.txt']);
     // Deletes apply first, so a file may become a directory in one batch.
     await writeFiles(repo, { branch: 'main', deletes: ['a/b.txt'], files: [{ path: 'a/b.txt/c', content: 'c' }] });
-    expect(paths(repo)).toEqual(['a/b.txt/c']);
+    expect(await paths(repo)).toEqual(['a/b.txt/c']);
   });
 
   it('enforces locks until the same entry unlocks', async () => {
@@ -86,14 +86,14 @@ describe('working tree operations', () => {
     expect(await codeOf(moveFile(repo, { branch: 'main', from: 'l.txt', to: 'm.txt' }))).toBe('file_locked');
     expect(await codeOf(writeFiles(repo, { branch: 'main', files: [], deletes: ['l.txt'] }))).toBe('file_locked');
     await writeFiles(repo, { branch: 'main', files: [{ path: 'l.txt', content: 'v2', locked: false }] });
-    expect(readFile(repo, { branch: 'main', path: 'l.txt' })).toMatchObject({ content: 'v2', locked: false });
+    expect(await readFile(repo, { branch: 'main', path: 'l.txt' })).toMatchObject({ content: 'v2', locked: false });
   });
 });
 
 describe('history', () => {
   it('commits, logs, shows, restores, branches; and git agrees with every object', async () => {
     const repo = await newTestRepo(opened.store, [text('index.html', '<h1>v1</h1>\n')]);
-    const first = log(repo, { branch: 'main', limit: 50 }).commits[0];
+    const first = (await log(repo, { branch: 'main', limit: 50 })).commits[0];
     expect(first.message).toBe('Initial commit');
     await writeFiles(repo, { branch: 'main', files: [{ path: 'index.html', content: '<h1>v2</h1>\n' }, { path: 'a/b/c.txt', content: 'deep' }] });
     const second = await commit(repo, { branch: 'main', message: 'Second\n\nwith body', people: testPeople });
@@ -102,7 +102,7 @@ describe('history', () => {
     expect(again).toEqual({ oid: second.oid, branch: 'main', created: false });
     expect(await codeOf(commit(repo, { branch: 'main', expectedHead: first.oid, people: testPeople }))).toBe('ref_changed');
 
-    const shown = showCommit(repo, { oid: second.oid.slice(0, 8), content: true });
+    const shown = await showCommit(repo, { oid: second.oid.slice(0, 8), content: true });
     expect(shown.files).toEqual([
       { path: 'a/b/c.txt', size: 4, content: 'deep' },
       { path: 'index.html', size: 12, content: '<h1>v2</h1>\n' },
@@ -112,33 +112,33 @@ describe('history', () => {
 
     await createBranch(repo, { name: 'feature/x', from: 'main' });
     await writeFiles(repo, { branch: 'main', files: [{ path: 'dirty.txt', content: 'uncommitted' }] });
-    expect(paths(repo, 'feature/x')).toEqual(['a/b/c.txt', 'index.html']);
+    expect(await paths(repo, 'feature/x')).toEqual(['a/b/c.txt', 'index.html']);
     expect(await codeOf(restore(repo, { branch: 'main', oid: first.oid, people: testPeople }))).toBe('uncommitted_changes');
     const restored = await restore(repo, { branch: 'main', oid: first.oid, force: true, people: testPeople });
     expect(restored.created).toBe(true);
-    expect(paths(repo)).toEqual(['index.html']);
-    const history = log(repo, { branch: 'main', limit: 2 });
+    expect(await paths(repo)).toEqual(['index.html']);
+    const history = await log(repo, { branch: 'main', limit: 2 });
     expect(history.commits.map((c) => c.message)).toEqual([`Restore to ${first.oid.slice(0, 7)}`, 'Second\n\nwith body']);
-    const rest = log(repo, { branch: 'main', limit: 2, cursor: history.next_cursor! });
+    const rest = await log(repo, { branch: 'main', limit: 2, cursor: history.next_cursor! });
     expect(rest.commits.map((c) => c.oid)).toEqual([first.oid]);
     expect(rest.next_cursor).toBeNull();
 
-    expect(listBranches(repo).map((b) => b.name)).toEqual(['feature/x', 'main']);
+    expect((await listBranches(repo)).map((b) => b.name)).toEqual(['feature/x', 'main']);
     expect(await codeOf(createBranch(repo, { name: 'feature/x' }))).toBe('branch_exists');
     expect(await codeOf(createBranch(repo, { name: 'feature' }))).toBe('branch_exists');
     expect(await codeOf(createBranch(repo, { name: 'bad..name' }))).toBe('invalid_request');
     expect(await codeOf(deleteBranch(repo, { name: 'main' }))).toBe('protected_branch');
     await createBranch(repo, { name: 'old', from: second.oid });
-    expect(paths(repo, 'old')).toEqual(['a/b/c.txt', 'index.html']);
+    expect(await paths(repo, 'old')).toEqual(['a/b/c.txt', 'index.html']);
     await deleteBranch(repo, { name: 'old' });
     expect(await codeOf(() => listFiles(repo, { branch: 'old' }))).toBe('not_found');
 
     const bare = scratchDir();
     initBareRepo(bare.path);
-    exportToBareRepo(repo, bare.path);
+    await exportToBareRepo(repo, bare.path);
     git(['fsck', '--strict', '--no-dangling'], { cwd: bare.path });
     const gitLog = git(['log', '--format=%H %P', 'main'], { cwd: bare.path }).trim().split('\n');
-    const ours = log(repo, { branch: 'main', limit: 50 }).commits.map((c) => [c.oid, ...c.parent_oids].join(' '));
+    const ours = (await log(repo, { branch: 'main', limit: 50 })).commits.map((c) => [c.oid, ...c.parent_oids].join(' '));
     expect(ours).toEqual(gitLog);
     expect(git(['ls-tree', '-r', '--name-only', 'feature/x'], { cwd: bare.path }).trim().split('\n')).toEqual(['a/b/c.txt', 'index.html']);
     bare.remove();
@@ -146,9 +146,9 @@ describe('history', () => {
 
   it('keeps sizes and modes of trees stored without sizes, through in-place changes, and git agrees', async () => {
     const repo = await newTestRepo(opened.store, [text('seed.txt', 'seed')]);
-    const head = log(repo, { branch: 'main', limit: 1 }).commits[0].oid;
+    const head = (await log(repo, { branch: 'main', limit: 1 })).commits[0].oid;
     // A history as a push or a merge leaves it: trees with no size annex, an executable and a symlink.
-    const pushed = await opened.store.write((store) => {
+    const pushed = await repo.store.write(async (store) => {
       const tx = store.project(repo.project);
       const blob = (content: string) => tx.putObject('blob', Buffer.from(content));
       const sub = tx.putObject('tree', encodeTree([{ name: 'y.txt', mode: '100644', oid: blob('twelve bytes') }]));
@@ -165,23 +165,23 @@ describe('history', () => {
       return tx.putObject('commit', encodeCommit({ tree: root, parents: [Buffer.from(head, 'hex')], author: signature, committer: signature, extraHeaders: [], message: 'pushed\n' }));
     });
     await restore(repo, { branch: 'main', oid: oidToHex(pushed), people: testPeople });
-    const sizes = () => Object.fromEntries(listFiles(repo, { branch: 'main' }).map((f) => [f.path, f.size]));
-    expect(sizes()).toEqual({ link: 6, 'run.sh': 10, 'sub/y.txt': 12, 'x.txt': 5 });
+    const sizes = async () => Object.fromEntries((await listFiles(repo, { branch: 'main' })).map((f) => [f.path, f.size]));
+    expect(await sizes()).toEqual({ link: 6, 'run.sh': 10, 'sub/y.txt': 12, 'x.txt': 5 });
 
     // Same names: the directories are patched in place (new blob, new size, subtree ids).
     await writeFiles(repo, { branch: 'main', files: [{ path: 'x.txt', content: 'ten bytes!' }, { path: 'sub/y.txt', content: '' }] });
-    expect(sizes()).toEqual({ link: 6, 'run.sh': 10, 'sub/y.txt': 0, 'x.txt': 10 });
+    expect(await sizes()).toEqual({ link: 6, 'run.sh': 10, 'sub/y.txt': 0, 'x.txt': 10 });
     // New names: the directory is re-encoded, in git's order.
     await writeFiles(repo, { branch: 'main', files: [{ path: 'sub/a.txt', content: 'a' }, { path: 'run', content: 'r' }] });
     await moveFile(repo, { branch: 'main', from: 'sub', to: 'sub2' });
     await deleteFile(repo, { branch: 'main', path: 'link' });
-    expect(sizes()).toEqual({ run: 1, 'run.sh': 10, 'sub2/a.txt': 1, 'sub2/y.txt': 0, 'x.txt': 10 });
+    expect(await sizes()).toEqual({ run: 1, 'run.sh': 10, 'sub2/a.txt': 1, 'sub2/y.txt': 0, 'x.txt': 10 });
     await commit(repo, { branch: 'main', message: 'edits', people: testPeople });
 
     const bare = scratchDir();
     try {
       initBareRepo(bare.path);
-      exportToBareRepo(repo, bare.path);
+      await exportToBareRepo(repo, bare.path);
       git(['fsck', '--strict', '--no-dangling'], { cwd: bare.path });
       const listed = git(['ls-tree', '-r', '-l', 'main'], { cwd: bare.path }).trim().split('\n');
       expect(listed.map((line) => line.replace(/ [0-9a-f]{40} +/, ' ').replace('\t', ' '))).toEqual([
@@ -219,12 +219,12 @@ describe('history', () => {
     expected.set('a1', 'new');
     expected.set('a', 'edited');
     await commit(repo, { branch: 'main', message: 'final', people: testPeople });
-    expect(paths(repo)).toEqual([...expected.keys()].sort((x, y) => compareTreeNames(Buffer.from(x), false, Buffer.from(y), false)));
+    expect(await paths(repo)).toEqual([...expected.keys()].sort((x, y) => compareTreeNames(Buffer.from(x), false, Buffer.from(y), false)));
 
     const bare = scratchDir();
     try {
       initBareRepo(bare.path);
-      exportToBareRepo(repo, bare.path);
+      await exportToBareRepo(repo, bare.path);
       git(['fsck', '--strict', '--no-dangling'], { cwd: bare.path });
       const listed = git(['ls-tree', '-r', '--name-only', '-z', 'main'], { cwd: bare.path }).split('\0').filter(Boolean);
       expect(new Set(listed)).toEqual(new Set(expected.keys()));
@@ -244,11 +244,11 @@ describe('history', () => {
     await commit(repo, { branch: 'main', message: 'Main', people: testPeople });
     const merged = await mergeBranches(repo, { source: 'side', target: 'main', people: testPeople });
     expect(merged.created).toBe(true);
-    const commits = log(repo, { branch: 'main', limit: 10 }).commits;
+    const commits = (await log(repo, { branch: 'main', limit: 10 })).commits;
     expect(commits).toHaveLength(4);
     expect(commits[0].parent_oids).toHaveLength(2);
     for (const shown of commits) {
-      const { oid, message, author_id, committed_at, parent_oids } = showCommit(repo, { oid: shown.oid, content: false });
+      const { oid, message, author_id, committed_at, parent_oids } = await showCommit(repo, { oid: shown.oid, content: false });
       expect(shown).toEqual({ oid, message, author_id, committed_at, parent_oids });
     }
     expect(commits.map((c) => c.author_id)).toEqual(['key_test', 'key_test', null, 'key_test']);
@@ -274,9 +274,9 @@ describe('names that are not UTF-8', () => {
 
   it('keep their bytes through writes in the same directory, locks, move, delete, commit, merge and restore', async () => {
     const repo = await newTestRepo(opened.store, [text('seed.txt', 'seed')]);
-    const head = log(repo, { branch: 'main', limit: 1 }).commits[0].oid;
+    const head = (await log(repo, { branch: 'main', limit: 1 })).commits[0].oid;
     // A history as a push from git leaves it: names that are bytes, not UTF-8.
-    const pushed = await opened.store.write((store) => {
+    const pushed = await repo.store.write(async (store) => {
       const tx = store.project(repo.project);
       const blob = (content: string) => tx.putObject('blob', Buffer.from(content));
       const d = tx.putObject(
@@ -300,14 +300,14 @@ describe('names that are not UTF-8', () => {
     });
     await restore(repo, { branch: 'main', oid: oidToHex(pushed), people: testPeople });
     const mixed = `d/caf\u00e9\udcff.txt`;
-    expect(paths(repo).sort()).toEqual(['caf\udce9.txt', mixed, 'd/x\udce8.txt', 'd/x\udce9.txt', 'seed.txt'].sort());
-    expect(readFile(repo, { branch: 'main', path: 'caf\udce9.txt' }).content).toBe('latin-1 cafe');
-    expect(readFile(repo, { branch: 'main', path: mixed }).content).toBe('mixed');
+    expect((await paths(repo)).sort()).toEqual(['caf\udce9.txt', mixed, 'd/x\udce8.txt', 'd/x\udce9.txt', 'seed.txt'].sort());
+    expect((await readFile(repo, { branch: 'main', path: 'caf\udce9.txt' })).content).toBe('latin-1 cafe');
+    expect((await readFile(repo, { branch: 'main', path: mixed })).content).toBe('mixed');
 
     // A write beside them re-encodes the directory: both names must survive, with their bytes.
     await writeFiles(repo, { branch: 'main', files: [{ path: 'd/new.txt', content: 'new' }, { path: 'd/x\udce9.txt', content: 'e9 v2', locked: true }] });
-    expect(readFile(repo, { branch: 'main', path: 'd/x\udce9.txt' })).toMatchObject({ content: 'e9 v2', locked: true });
-    expect(readFile(repo, { branch: 'main', path: 'd/x\udce8.txt' }).content).toBe('e8');
+    expect(await readFile(repo, { branch: 'main', path: 'd/x\udce9.txt' })).toMatchObject({ content: 'e9 v2', locked: true });
+    expect((await readFile(repo, { branch: 'main', path: 'd/x\udce8.txt' })).content).toBe('e8');
     expect(await codeOf(writeFiles(repo, { branch: 'main', files: [{ path: 'd/x\udce9.txt', content: 'v3' }] }))).toBe('file_locked');
     await commit(repo, { branch: 'main', message: 'beside', people: testPeople });
 
@@ -320,8 +320,8 @@ describe('names that are not UTF-8', () => {
     await commit(repo, { branch: 'main', message: 'main side', people: testPeople });
     const merged = await mergeBranches(repo, { source: 'side', target: 'main', people: testPeople });
     expect(merged.created).toBe(true);
-    expect(paths(repo).sort()).toEqual(['d/new.txt', 'd/other.txt', 'd/x\udce9.txt', 'e/x\udce8.txt', 'f/caf\udce9.txt', 'seed.txt'].sort());
-    expect(readFile(repo, { branch: 'main', path: 'd/x\udce9.txt' }).locked).toBe(true);
+    expect((await paths(repo)).sort()).toEqual(['d/new.txt', 'd/other.txt', 'd/x\udce9.txt', 'e/x\udce8.txt', 'f/caf\udce9.txt', 'seed.txt'].sort());
+    expect((await readFile(repo, { branch: 'main', path: 'd/x\udce9.txt' })).locked).toBe(true);
 
     await createBranch(repo, { name: 'restored' });
     await restore(repo, { branch: 'restored', oid: oidToHex(pushed), people: testPeople });
@@ -329,12 +329,12 @@ describe('names that are not UTF-8', () => {
     const bare = scratchDir();
     try {
       initBareRepo(bare.path);
-      exportToBareRepo(repo, bare.path);
+      await exportToBareRepo(repo, bare.path);
       git(['fsck', '--strict', '--no-dangling'], { cwd: bare.path });
       expect(gitPaths(bare.path, 'main').sort()).toEqual(['d/new.txt', 'd/other.txt', 'd/x\xe9.txt', 'e/x\xe8.txt', 'f/caf\xe9.txt', 'seed.txt'].sort());
       const restoredPaths = ['caf\xe9.txt', `d/${MIXED.toString('latin1')}`, 'd/x\xe8.txt', 'd/x\xe9.txt', 'seed.txt'];
       expect(gitPaths(bare.path, 'restored').sort()).toEqual(restoredPaths.sort());
-      expect(git(['rev-parse', 'restored^{tree}'], { cwd: bare.path }).trim()).toBe(showCommit(repo, { oid: oidToHex(pushed), content: false }).tree_oid);
+      expect(git(['rev-parse', 'restored^{tree}'], { cwd: bare.path }).trim()).toBe((await showCommit(repo, { oid: oidToHex(pushed), content: false })).tree_oid);
     } finally {
       bare.remove();
     }
@@ -346,9 +346,9 @@ describe('deep trees', () => {
     const repo = await newTestRepo(opened.store, [text('top.txt', 'top')]);
     // Directories 4,095 deep, so the files at the bottom have TREE_DEPTH_MAX components.
     const depth = TREE_DEPTH_MAX - 1;
-    const head = log(repo, { branch: 'main', limit: 1 }).commits[0].oid;
+    const head = (await log(repo, { branch: 'main', limit: 1 })).commits[0].oid;
     const bottom = Array(depth).fill('a').join('/');
-    const deep = await opened.store.write((store) => {
+    const deep = await repo.store.write(async (store) => {
       const tx = store.project(repo.project);
       let tree = tx.putObject('tree', encodeTree([{ name: 'f.txt', mode: '100644', oid: tx.putObject('blob', Buffer.from('bottom')) }]));
       for (let level = 1; level < depth; level++) tree = tx.putObject('tree', encodeTree([{ name: 'a', mode: '40000', oid: tree }]));
@@ -357,24 +357,26 @@ describe('deep trees', () => {
       return tx.putObject('commit', encodeCommit({ tree: root, parents: [Buffer.from(head, 'hex')], author: signature, committer: signature, extraHeaders: [], message: 'deep\n' }));
     });
     await restore(repo, { branch: 'main', oid: oidToHex(deep), people: testPeople });
-    expect(paths(repo)).toEqual([`${bottom}/f.txt`]);
-    expect(showCommit(repo, { oid: oidToHex(deep), content: false }).files.map((f) => f.path)).toEqual([`${bottom}/f.txt`]);
+    expect(await paths(repo)).toEqual([`${bottom}/f.txt`]);
+    expect((await showCommit(repo, { oid: oidToHex(deep), content: false })).files.map((f) => f.path)).toEqual([`${bottom}/f.txt`]);
 
     // A change at the bottom reaches every directory on the way down and is hashed back up.
-    await opened.store.write((store) => {
-      const tree = new WorkingTree(store.project(repo.project), 'main');
+    await repo.store.write(async (store) => {
+      const tree = await WorkingTree.open(store.project(repo.project), 'main');
+      await tree.load([`${bottom}/g.txt`]);
       tree.setFile(`${bottom}/g.txt`, { oid: store.project(repo.project).putObject('blob', Buffer.from('g')), size: 1, locked: false });
       tree.save();
     });
-    expect(paths(repo)).toEqual([`${bottom}/f.txt`, `${bottom}/g.txt`]);
+    expect(await paths(repo)).toEqual([`${bottom}/f.txt`, `${bottom}/g.txt`]);
     const committed = await commit(repo, { branch: 'main', message: 'bottom', people: testPeople });
-    const changed = repo.store.read((store) => {
+    const changed = await repo.store.read(async (store) => {
       const tx = store.project(repo.project);
-      return changedPaths(tx, tx.getCommitInfo(deep)!.tree, tx.getCommitInfo(Buffer.from(committed.oid, 'hex'))!.tree);
+      const [before, after] = await tx.getCommitInfos([deep, Buffer.from(committed.oid, 'hex')]);
+      return changedPaths(tx, before!.tree, after!.tree);
     });
     expect(changed).toEqual([`${bottom}/g.txt`]);
-    const parent = log(repo, { branch: 'main', limit: 2 }).commits[1].oid;
-    const plan = repo.store.read((store) =>
+    const parent = (await log(repo, { branch: 'main', limit: 2 })).commits[1].oid;
+    const plan = await repo.store.read(async (store) =>
       planPack(store.project(repo.project), { wants: [Buffer.from(committed.oid, 'hex')], haves: [Buffer.from(parent, 'hex')] }),
     );
     // The new commit, one new tree per level plus the root, and the new blob.
@@ -384,8 +386,9 @@ describe('deep trees', () => {
     // Both sides change the bottom directory: the merge walks all the way down and back.
     await createBranch(repo, { name: 'side' });
     const writeAtBottom = (branch: string, name: string) =>
-      opened.store.write((store) => {
-        const tree = new WorkingTree(store.project(repo.project), branch);
+      repo.store.write(async (store) => {
+        const tree = await WorkingTree.open(store.project(repo.project), branch);
+        await tree.load([`${bottom}/${name}`]);
         tree.setFile(`${bottom}/${name}`, { oid: store.project(repo.project).putObject('blob', Buffer.from(name)), size: name.length, locked: false });
         tree.save();
       });
@@ -394,6 +397,6 @@ describe('deep trees', () => {
     await writeAtBottom('main', 'm.txt');
     await commit(repo, { branch: 'main', message: 'main', people: testPeople });
     expect((await mergeBranches(repo, { source: 'side', target: 'main', people: testPeople })).created).toBe(true);
-    expect(paths(repo)).toEqual(['f.txt', 'g.txt', 'm.txt', 's.txt'].map((name) => `${bottom}/${name}`));
+    expect(await paths(repo)).toEqual(['f.txt', 'g.txt', 'm.txt', 's.txt'].map((name) => `${bottom}/${name}`));
   });
 });

@@ -1,0 +1,151 @@
+/**
+ * Batched reads for the walks of compare, blame, search and archive: a store may pay a round trip
+ * per call, so trees are read a batch of siblings at a time and blobs a batch at a time, bounded
+ * in count and in bytes (sizes are read first, so a batch never holds more than about
+ * BLOB_BATCH_BYTES, however large the files). What a walk reads ahead changes when it reads, not
+ * what it answers: search and archive report a missing tree or blob where they reach it, after
+ * everything before it, as when they read one object at a time.
+ */
+import { oidToHex, type Oid } from '../../git/oid.js';
+import { decodeTree, MODE_TREE, type TreeEntry } from '../../git/tree.js';
+import type { ProjectReads } from '../../store/asyncTypes.js';
+import { inReadTx, type Repo } from '../repo.js';
+import type { BlobAccess } from './renames.js';
+
+/** Blobs in one read at most. */
+export const BLOB_BATCH_MAX = 256;
+/** Bytes of blobs in one read at most (a larger blob is read alone). */
+export const BLOB_BATCH_BYTES = 4 * 1024 * 1024;
+/** Trees in one read at most. */
+export const TREE_BATCH_MAX = 128;
+
+/** Decoded trees in the order asked (null: no tree); undefined where the store has no such tree. */
+export async function readTrees(tx: ProjectReads, oids: ReadonlyArray<Oid | null>): Promise<Array<TreeEntry[] | undefined>> {
+  const wanted = oids.filter((oid): oid is Oid => oid !== null);
+  const objects = wanted.length > 0 ? await tx.getObjects(wanted) : [];
+  let next = 0;
+  return oids.map((oid) => {
+    if (!oid) return [];
+    const object = objects[next++];
+    return object && object.type === 'tree' ? decodeTree(object.body, true) : undefined;
+  });
+}
+
+/** A tree readTrees found, or the error a walk reports for a tree the store lacks. */
+export function requireTree(entries: TreeEntry[] | undefined, oid: Oid): TreeEntry[] {
+  if (!entries) throw new Error(`tree ${oidToHex(oid)} is missing`);
+  return entries;
+}
+
+/**
+ * Ends of consecutive groups of `sizes` (undefined counts as 0) for one read each: at most
+ * BLOB_BATCH_MAX items and BLOB_BATCH_BYTES bytes, at least one item.
+ */
+export function batchEnds(sizes: ReadonlyArray<number | undefined>): number[] {
+  const ends: number[] = [];
+  let start = 0;
+  let bytes = 0;
+  for (let i = 0; i < sizes.length; i++) {
+    const size = sizes[i] ?? 0;
+    if (i > start && (i - start >= BLOB_BATCH_MAX || bytes + size > BLOB_BATCH_BYTES)) {
+      ends.push(i);
+      start = i;
+      bytes = 0;
+    }
+    bytes += size;
+  }
+  if (sizes.length > start) ends.push(sizes.length);
+  return ends;
+}
+
+/** A blob's bytes, or the error for one the store lacks. */
+function blobBody(object: { type: string; body: Buffer } | undefined, oid: Oid): Buffer {
+  if (!object || object.type !== 'blob') throw new Error(`blob ${oidToHex(oid)} is missing`);
+  return object.body;
+}
+
+/** Blob reads with their batched forms, each call a read of its own (walks pause between them). */
+export function blobReads(repo: Repo): Required<BlobAccess> {
+  const blobSizes = (oids: readonly Oid[]) => inReadTx(repo, async (tx) => (await tx.objectSizes(oids)).map((size) => size ?? 0));
+  const readBlobs = async (oids: readonly Oid[]): Promise<Buffer[]> => {
+    if (oids.length === 0) return [];
+    const objects = await inReadTx(repo, (tx) => tx.getObjects(oids));
+    return objects.map((object, i) => blobBody(object, oids[i]));
+  };
+  return {
+    readBlob: async (oid) => (await readBlobs([oid]))[0],
+    blobSize: async (oid) => (await blobSizes([oid]))[0],
+    blobSizes,
+    readBlobs,
+  };
+}
+
+/** Sizes of many blobs through a BlobAccess, in one read when it offers its batched form. */
+export function sizesOf(blobs: BlobAccess, oids: readonly Oid[]): Promise<number[]> {
+  if (oids.length === 0) return Promise.resolve([]);
+  return blobs.blobSizes ? blobs.blobSizes(oids) : Promise.all(oids.map((oid) => blobs.blobSize(oid)));
+}
+
+/**
+ * Blobs through a BlobAccess, a read per group of batchEnds(`sizes`) (`sizes` by index, as known):
+ * yields each group's bodies with the index of its first, so a caller holds one group at a time.
+ */
+export async function* blobBatches(
+  blobs: BlobAccess,
+  oids: readonly Oid[],
+  sizes: ReadonlyArray<number | undefined>,
+): AsyncGenerator<{ start: number; bodies: Buffer[] }, void, void> {
+  let start = 0;
+  for (const end of batchEnds(sizes)) {
+    const group = oids.slice(start, end);
+    const bodies = blobs.readBlobs ? await blobs.readBlobs(group) : await Promise.all(group.map((oid) => blobs.readBlob(oid)));
+    yield { start, bodies };
+    start = end;
+  }
+}
+
+export interface WalkedEntry {
+  /** Path from the root, "/"-separated. */
+  path: string;
+  entry: TreeEntry;
+  /** Directories above the entry (0 at the root). */
+  depth: number;
+}
+
+/**
+ * Every entry below `root`, depth first in stored (git) order, each directory just before what it
+ * holds; directories `descend` refuses are not entered. The subtrees of a directory are read a
+ * batch of siblings at a time, so the walk holds at most TREE_BATCH_MAX trees per level beyond the
+ * path it is on, never the tree whole.
+ */
+export async function* walkTree(reads: ProjectReads, root: Oid, descend: (path: string) => boolean): AsyncGenerator<WalkedEntry, void, void> {
+  type Frame = { dir: string; entries: TreeEntry[]; next: number; subtrees: Map<number, TreeEntry[] | undefined> };
+  const pathOf = (frame: Frame, entry: TreeEntry) => (frame.dir === '' ? entry.name : `${frame.dir}/${entry.name}`);
+  const [rootEntries] = await readTrees(reads, [root]);
+  const frames: Frame[] = [{ dir: '', entries: requireTree(rootEntries, root), next: 0, subtrees: new Map() }];
+  while (frames.length > 0) {
+    const frame = frames[frames.length - 1];
+    if (frame.next >= frame.entries.length) {
+      frames.pop();
+      continue;
+    }
+    const index = frame.next++;
+    const entry = frame.entries[index];
+    const path = pathOf(frame, entry);
+    yield { path, entry, depth: frames.length - 1 };
+    if (entry.mode !== MODE_TREE || !descend(path)) continue;
+    if (!frame.subtrees.has(index)) {
+      // This subtree and the next siblings the walk will enter, in one read.
+      const batch: number[] = [];
+      for (let i = index; i < frame.entries.length && batch.length < TREE_BATCH_MAX; i++) {
+        const sibling = frame.entries[i];
+        if (sibling.mode === MODE_TREE && (i === index || descend(pathOf(frame, sibling)))) batch.push(i);
+      }
+      const trees = await readTrees(reads, batch.map((i) => frame.entries[i].oid));
+      batch.forEach((i, k) => frame.subtrees.set(i, trees[k]));
+    }
+    const entries = requireTree(frame.subtrees.get(index), entry.oid);
+    frame.subtrees.delete(index);
+    frames.push({ dir: path, entries, next: 0, subtrees: new Map() });
+  }
+}
