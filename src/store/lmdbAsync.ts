@@ -16,6 +16,7 @@
 import { isDeepStrictEqual } from 'node:util';
 import { inflateSync } from 'node:zlib';
 import { applyDelta } from '../git/delta.js';
+import { SlabAllocator } from '../git/slab.js';
 import { hashObject, oidToHex, type ObjectType, type Oid } from '../git/oid.js';
 import type {
   AsyncStore,
@@ -167,6 +168,14 @@ class WriteBuffer {
   readonly checks: Array<(tx: StoreWriteTx) => boolean> = [];
   readonly records = new Map<string, { value: unknown } | null>();
   private readonly projects = new Map<number, ProjectOverlay>();
+  private readonly slabs = new SlabAllocator();
+
+  /** A copy of `bytes` that lives as long as this buffer. */
+  keep(bytes: Buffer): Buffer {
+    const out = this.slabs.allocate(bytes.length);
+    bytes.copy(out);
+    return out;
+  }
   /** The replay's project transactions, made once per project rather than once per write. */
   private replayTx: StoreWriteTx | null = null;
   private readonly replayProjects = new Map<number, ProjectWriteTx>();
@@ -191,6 +200,8 @@ class WriteBuffer {
 class ProjectOverlay {
   readonly objects = new Map<string, AnnexedObject>();
   readonly commitObjects = new Map<string, Buffer>();
+  /** Index entries of the commits put in this transaction (WriteProject.commitInfoOf). */
+  readonly commitInfos = new Map<string, CommitInfo>();
   readonly refs = new Map<string, Oid | null>();
   readonly workingTrees = new Map<string, WorkingTreeState | null>();
   readonly forms = new Map<string, DeflatedObject>();
@@ -280,20 +291,7 @@ class WriteProject extends ReadOnlyProject implements ProjectWrites, PackFormWri
 
   override async getCommitInfos(oids: readonly Oid[]): Promise<Array<CommitInfo | undefined>> {
     const stored = await super.getCommitInfos(oids);
-    const out: Array<CommitInfo | undefined> = [];
-    for (let i = 0; i < oids.length; i++) {
-      const mine = stored[i] ? undefined : this.overlay.objects.get(oidToHex(oids[i]));
-      out.push(mine?.type === 'commit' ? await this.commitInfoOf(mine.body) : stored[i]);
-    }
-    return out;
-  }
-
-  /** A commit this transaction put, as the index will hold it (a parent not stored counts as generation 1, as the store's). */
-  private async commitInfoOf(body: Buffer): Promise<CommitInfo> {
-    const parsed = commitInfoFromBody(body);
-    const parents = await this.getCommitInfos(parsed.parents);
-    const generation = parents.reduce((most, parent) => Math.max(most, (parent?.generation ?? 1) + 1), 1);
-    return { ...parsed, generation };
+    return stored.map((info, i) => info ?? this.overlay.commitInfos.get(oidToHex(oids[i])));
   }
 
   override async getCommitObjects(commit: Oid): Promise<Buffer | undefined> {
@@ -346,19 +344,40 @@ class WriteProject extends ReadOnlyProject implements ProjectWrites, PackFormWri
 
   putObject(type: ObjectType, body: Buffer, annex?: Buffer, similarTo?: Oid | null): Oid {
     const oid = hashObject(type, body);
-    this.putObjectWithId(oid, type, body, annex, similarTo ?? null);
+    this.keepObject(oid, type, body, annex, similarTo ?? null);
     return oid;
   }
 
   putObjectWithId(oid: Oid, type: ObjectType, body: Buffer, annex?: Buffer, similarTo: Oid | null = null): void {
+    this.keepObject(this.buffer.keep(oid), type, body, annex, similarTo);
+  }
+
+  /**
+   * A commit's index entry as the store will make it when the replay puts it: its generation from
+   * its parents' entries, put before it in this transaction or stored (a parent in neither counts
+   * as generation 1, as the store counts a shallow boundary). Made at put time, once: a history of
+   * thousands of commits pushed in one transaction is read back through these.
+   */
+  private commitInfoOf(body: Buffer): CommitInfo {
+    const parsed = commitInfoFromBody(body);
+    let generation = 1;
+    for (const parent of parsed.parents) {
+      const known = this.overlay.commitInfos.get(oidToHex(parent)) ?? this.base((tx) => tx.getCommitInfo(parent));
+      generation = Math.max(generation, (known?.generation ?? 1) + 1);
+    }
+    return { ...parsed, generation };
+  }
+
+  /** `oid` is this transaction's own; body and annex are the transaction's until it ends (asyncTypes.ts), so they are kept as given. */
+  private keepObject(oid: Oid, type: ObjectType, body: Buffer, annex: Buffer | undefined, similarTo: Oid | null): void {
     const hex = oidToHex(oid);
     // A stored id keeps its first copy, in the overlay as in the store.
     if (this.overlay.objects.has(hex)) return;
-    const kept: AnnexedObject = { type, body: copy(body), annex: annex ? copy(annex) : null };
-    const id = copy(oid);
-    const hint = similarTo && copy(similarTo);
+    const kept: AnnexedObject = { type, body, annex: annex ?? null };
+    const hint = similarTo && this.buffer.keep(similarTo);
     this.overlay.objects.set(hex, kept);
-    this.later((tx) => tx.putObjectWithId(id, type, kept.body, kept.annex ?? undefined, hint));
+    if (type === 'commit') this.overlay.commitInfos.set(hex, this.commitInfoOf(body));
+    this.later((tx) => tx.putObjectWithId(oid, type, kept.body, kept.annex ?? undefined, hint));
   }
 
   async casRef(name: string, expected: Oid | null, next: Oid | null): Promise<void> {
@@ -405,7 +424,7 @@ class WriteProject extends ReadOnlyProject implements ProjectWrites, PackFormWri
     const hex = oidToHex(oid);
     const [form] = await this.getDeflated([oid]);
     const [object] = await this.getObjects([oid]);
-    if (form || !object || !(await this.deltaFits(oid, delta))) return false;
+    if (form || !object || !this.deltaFits(oid, delta)) return false;
     const kept = { base: copy(delta.base), bytes: delta.bytes, depth: delta.depth };
     const stream = copy(deflated);
     this.overlay.forms.set(hex, { type: object.type, inflatedBytes: object.body.length, delta: kept, deflated: stream });
@@ -419,24 +438,35 @@ class WriteProject extends ReadOnlyProject implements ProjectWrites, PackFormWri
   async putObjectAsForm(oid: Oid, type: ObjectType, inflatedBytes: number, form: { deflated: Buffer; delta?: DeltaForm }): Promise<boolean> {
     if (type === 'commit') throw new Error('a commit is stored whole (putObjectWithId), so it is indexed');
     const hex = oidToHex(oid);
-    const [stored] = await this.hasObjects([oid]);
-    if (stored) return true;
-    if (form.delta && !(await this.deltaFits(oid, form.delta))) return false;
-    const delta = form.delta && { base: copy(form.delta.base), bytes: form.delta.bytes, depth: form.delta.depth };
-    const kept = { deflated: copy(form.deflated), ...(delta ? { delta } : {}) };
+    if (this.overlay.objects.has(hex) || this.overlay.forms.has(hex)) return true;
+    if (this.base((tx) => tx.hasObject(oid))) return true;
+    if (form.delta && !this.deltaFits(oid, form.delta)) return false;
+    // The stream belongs to the transaction (asyncTypes.ts); the ids may be views into a caller's buffer.
+    const delta = form.delta && { base: this.buffer.keep(form.delta.base), bytes: form.delta.bytes, depth: form.delta.depth };
+    const kept = { deflated: form.deflated, ...(delta ? { delta } : {}) };
     this.overlay.forms.set(hex, { type, inflatedBytes, ...kept });
-    const id = copy(oid);
+    const id = this.buffer.keep(oid);
     this.later((tx) => {
       if (!tx.putObjectAsForm(id, type, inflatedBytes, kept)) throw new WriteConflict(`the form of ${hex} no longer fits`);
     });
     return true;
   }
 
-  /** As the store's check: the base has a form, and the delta's depth is 1 + the base's. */
-  private async deltaFits(oid: Oid, delta: DeltaForm): Promise<boolean> {
+  /**
+   * As the store's check: the base has a form, and the delta's depth is 1 + the base's. A pack's
+   * chains are mostly on bases put in this transaction, whose depth the overlay knows.
+   */
+  private deltaFits(oid: Oid, delta: DeltaForm): boolean {
     if (delta.base.equals(oid)) return false;
-    const [base] = await this.getDeflated([delta.base]);
-    return base !== undefined && delta.depth === (base.delta?.depth ?? 0) + 1;
+    const baseHex = oidToHex(delta.base);
+    const mine = this.overlay.forms.get(baseHex);
+    // A form kept before wins over a whole form put here (putDeflated never replaces one).
+    const stored = mine ? undefined : this.base((tx) => {
+      const form = tx.peekDeflated(delta.base);
+      return form ? (form.delta?.depth ?? 0) : -1;
+    });
+    const baseDepth = mine ? (mine.delta?.depth ?? 0) : stored! >= 0 ? stored! : this.overlay.wholeForms.has(baseHex) ? 0 : -1;
+    return baseDepth >= 0 && delta.depth === baseDepth + 1;
   }
 }
 

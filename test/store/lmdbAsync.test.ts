@@ -1,5 +1,7 @@
 /** The asynchronous interface's contract on LMDB (src/store/lmdbAsync.ts), plus what only that adapter does. */
 import { afterAll, describe, expect, it } from 'vitest';
+import { encodeCommit } from '../../src/git/commit.js';
+import { EMPTY_TREE_OID, type Oid } from '../../src/git/oid.js';
 import { LmdbStore } from '../../src/store/lmdb.js';
 import { LmdbAsyncStore } from '../../src/store/lmdbAsync.js';
 import { scratchDir } from '../support/git.js';
@@ -29,6 +31,30 @@ describe('LmdbAsyncStore beside writers of the synchronous interface', () => {
       expect(await store.read((tx) => tx.getRecord('counter'))).toBe(60);
       // Some callbacks read a counter a synchronous write changed before their replay.
       expect(runs).toBeGreaterThan(30);
+    } finally {
+      await store.close();
+      scratch.remove();
+    }
+  });
+});
+
+describe('LmdbAsyncStore commit index inside a write', () => {
+  it('indexes thousands of commits put in one transaction, each with two parents, once each (a pushed history)', async () => {
+    const scratch = scratchDir('treehouse-async-history-');
+    const store = new LmdbAsyncStore(new LmdbStore({ path: scratch.path }));
+    try {
+      const signature = { name: 'H', email: 'h@example.com', timestamp: 1_700_000_000, timezone: '+0000' };
+      const generations = await store.write(async (tx) => {
+        const p = tx.project(1);
+        const commits: Oid[] = [];
+        for (let i = 0; i < 2000; i++) {
+          // Every commit merges the two before it: a walk that is not memoised takes 2^i steps.
+          const parents = commits.slice(-2).reverse();
+          commits.push(p.putObject('commit', encodeCommit({ tree: EMPTY_TREE_OID, parents, author: signature, committer: signature, extraHeaders: [], message: `c${i}\n` })));
+        }
+        return (await p.getCommitInfos(commits)).map((info) => info?.generation);
+      });
+      expect(generations).toEqual(Array.from({ length: 2000 }, (_, i) => i + 1));
     } finally {
       await store.close();
       scratch.remove();

@@ -227,7 +227,9 @@ export class WorkingTree {
         if (!child) throw new Error(`working tree directory ${JSON.stringify(joinPath(dir, name))} was not hashed before its parent`);
         return child;
       });
-      node.tree = tx.putObject('tree', body, annex, node.storedAs);
+      // Copies: a directory patches its tree bytes and sizes in place on its next change, and a
+      // put's buffers belong to the transaction until it ends.
+      node.tree = tx.putObject('tree', Buffer.from(body), Buffer.from(annex), node.storedAs);
     }
     return root.tree!;
   }
