@@ -65,7 +65,7 @@ async function buildOurs(dir: string, tree: SourceTree): Promise<{ key: string; 
   const config = loadConfig({ TREEHOUSE_DATA_DIR: join(dir, 'data') });
   const th = openTreehouse(config, openStore(config));
   const key = (await th.accounts.bootstrap())!;
-  const principal = th.accounts.authenticate(key)!;
+  const principal = (await th.accounts.authenticate(key))!;
   const record = await th.projects.create(principal, { title: 'Clone bench', files: [], people: { author: { name: 'b', email: 'b@x' }, committer: { name: 'b', email: 'b@x' } } });
   const paths = tree.paths;
   for (let start = 0; start < paths.length; start += BATCH_FILES) {

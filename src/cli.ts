@@ -56,7 +56,7 @@ async function run(argv: string[]): Promise<number> {
       const { record, key } = await th.accounts.createKey(values.team, values.name);
       process.stdout.write(`created key ${record.id} (${record.name}) for team ${values.team}; it is shown only once:\n${key}\n`);
     } else if (noun === 'keys' && verb === 'list' && values.team) {
-      for (const key of th.accounts.listKeys(values.team)) {
+      for (const key of await th.accounts.listKeys(values.team)) {
         process.stdout.write(`${key.id}\t${key.name}\t${key.created_at}\t${key.revoked_at ? `revoked ${key.revoked_at}` : 'active'}\n`);
       }
     } else if (noun === 'keys' && verb === 'revoke' && argument) {

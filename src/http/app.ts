@@ -69,7 +69,7 @@ export function buildApp(th: Treehouse, options: AppOptions = {}): FastifyInstan
   app.addHook('onRequest', async (request, reply) => {
     reply.header('x-request-id', request.id);
     if (request.routeOptions.config?.auth !== true) return;
-    request.principal = authenticateKey(th, request.headers.authorization, reply);
+    request.principal = await authenticateKey(th, request.headers.authorization, reply);
   });
 
   // JSON is UTF-8 (RFC 8259); a body labelled with another charset would be read as something it is not.
@@ -148,8 +148,8 @@ export function buildApp(th: Treehouse, options: AppOptions = {}): FastifyInstan
 }
 
 /** The caller's key, checked and charged against its rate limit; throws unauthorized or rate_limited. */
-function authenticateKey(th: Treehouse, authorization: string | undefined, reply: FastifyReply): Principal {
-  const principal = th.accounts.authenticate(credentialOf(authorization) ?? '');
+async function authenticateKey(th: Treehouse, authorization: string | undefined, reply: FastifyReply): Promise<Principal> {
+  const principal = await th.accounts.authenticate(credentialOf(authorization) ?? '');
   if (!principal) {
     reply.header('WWW-Authenticate', 'Bearer');
     throw new TreehouseError('unauthorized', 'A valid API key is required (Authorization: Bearer <key>).');

@@ -73,7 +73,7 @@ function gitRoutes(app: FastifyInstance, th: Treehouse): void {
       if (!request.raw.complete) reply.header('Connection', 'close');
       return reply.code(status).type('text/plain; charset=utf-8').send(text);
     };
-    const principal = th.accounts.authenticate(credentialOf(request.headers.authorization) ?? '');
+    const principal = await th.accounts.authenticate(credentialOf(request.headers.authorization) ?? '');
     if (!principal) {
       reply.header('WWW-Authenticate', 'Basic realm="Treehouse"');
       return refuse(401, 'A valid API key is required (as the password).\n');
@@ -89,7 +89,7 @@ function gitRoutes(app: FastifyInstance, th: Treehouse): void {
     const id = project.endsWith('.git') ? project.slice(0, -4) : project;
     let record: ProjectRecord;
     try {
-      record = th.projects.get(principal, id);
+      record = await th.projects.get(principal, id);
     } catch {
       return refuse(404, 'Repository not found.\n');
     }

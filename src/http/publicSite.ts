@@ -121,7 +121,7 @@ export function publicSiteRoutes(app: FastifyInstance, th: Treehouse): void {
     const query = queryAt < 0 ? '' : url.slice(queryAt);
     const match = /^\/p\/([^/]*)(?:\/(.*))?$/s.exec(queryAt < 0 ? url : url.slice(0, queryAt));
     const handle = match?.[1] ?? '';
-    const record = th.site.published(handle);
+    const record = await th.site.published(handle);
     if (!match || !record) return plain(reply, 404, 'Not found');
     if (match[2] === undefined) return redirect(reply, `${handle}/${query}`);
 

@@ -5,7 +5,7 @@
 import { createHash } from 'node:crypto';
 import { TreehouseError } from '../errors.js';
 import { identFieldProblem } from '../git/commit.js';
-import type { Store } from '../store/types.js';
+import type { AsyncStore } from '../store/asyncTypes.js';
 import { API_KEY_PATTERN, newApiKey, newId } from './ids.js';
 
 export interface Team {
@@ -43,14 +43,14 @@ function digest(key: string): string {
 }
 
 export class Accounts {
-  constructor(private readonly store: Store) {}
+  constructor(private readonly store: AsyncStore) {}
 
   async createTeam(name: string): Promise<Team> {
     if (!TEAM_NAME_PATTERN.test(name)) {
       throw new TreehouseError('invalid_request', 'A team name is 1 to 63 letters, digits, ".", "_" or "-".');
     }
-    return this.store.write((tx) => {
-      if (tx.getRecord(teamNameKey(name))) throw new TreehouseError('invalid_request', `Team ${name} already exists.`);
+    return this.store.write(async (tx) => {
+      if (await tx.getRecord(teamNameKey(name))) throw new TreehouseError('invalid_request', `Team ${name} already exists.`);
       const team: Team = { id: newId('team'), name, created_at: new Date().toISOString() };
       tx.putRecord(teamKey(team.id), team);
       tx.putRecord(teamNameKey(name), team.id);
@@ -58,20 +58,20 @@ export class Accounts {
     });
   }
 
-  teamByName(name: string): Team | undefined {
-    return this.store.read((tx) => {
-      const id = tx.getRecord<string>(teamNameKey(name));
+  async teamByName(name: string): Promise<Team | undefined> {
+    return this.store.read(async (tx) => {
+      const id = await tx.getRecord<string>(teamNameKey(name));
       return id ? tx.getRecord<Team>(teamKey(id)) : undefined;
     });
   }
 
-  hasAnyTeam(): boolean {
-    return this.store.read((tx) => tx.listRecords('team/', { limit: 1 }).length > 0);
+  async hasAnyTeam(): Promise<boolean> {
+    return this.store.read(async (tx) => (await tx.listRecords('team/', { limit: 1 })).length > 0);
   }
 
   /** Returns the key's record and the key itself, which is never retrievable again. */
   async createKey(teamName: string, label?: string): Promise<{ record: ApiKeyRecord; key: string }> {
-    const team = this.teamByName(teamName);
+    const team = await this.teamByName(teamName);
     if (!team) throw new TreehouseError('not_found', `Team ${teamName} not found.`);
     // The label is the author name of the key's commits, so it must be one git accepts.
     const labelProblem = label === undefined ? null : label === '' ? 'must not be empty' : identFieldProblem(label);
@@ -85,19 +85,18 @@ export class Accounts {
       created_at: new Date().toISOString(),
       revoked_at: null,
     };
-    await this.store.write((tx) => {
+    await this.store.write(async (tx) => {
       tx.putRecord(apiKeyKey(record.id), record);
       tx.putRecord(apiKeyHashKey(record.hash), record.id);
     });
     return { record, key };
   }
 
-  listKeys(teamName: string): ApiKeyRecord[] {
-    const team = this.teamByName(teamName);
+  async listKeys(teamName: string): Promise<ApiKeyRecord[]> {
+    const team = await this.teamByName(teamName);
     if (!team) throw new TreehouseError('not_found', `Team ${teamName} not found.`);
-    return this.store.read((tx) =>
-      tx
-        .listRecords<ApiKeyRecord>('key/')
+    return this.store.read(async (tx) =>
+      (await tx.listRecords<ApiKeyRecord>('key/'))
         .map((entry) => entry.value)
         .filter((record) => record.team_id === team.id)
         .sort((a, b) => a.created_at.localeCompare(b.created_at)),
@@ -105,8 +104,8 @@ export class Accounts {
   }
 
   async revokeKey(keyId: string): Promise<ApiKeyRecord> {
-    return this.store.write((tx) => {
-      const record = tx.getRecord<ApiKeyRecord>(apiKeyKey(keyId));
+    return this.store.write(async (tx) => {
+      const record = await tx.getRecord<ApiKeyRecord>(apiKeyKey(keyId));
       if (!record) throw new TreehouseError('not_found', `Key ${keyId} not found.`);
       const revoked = { ...record, revoked_at: record.revoked_at ?? new Date().toISOString() };
       tx.putRecord(apiKeyKey(keyId), revoked);
@@ -115,11 +114,11 @@ export class Accounts {
   }
 
   /** The principal of a live key, or null for anything else (malformed, unknown, revoked). */
-  authenticate(key: string): Principal | null {
+  async authenticate(key: string): Promise<Principal | null> {
     if (!API_KEY_PATTERN.test(key)) return null;
-    return this.store.read((tx) => {
-      const id = tx.getRecord<string>(apiKeyHashKey(digest(key)));
-      const record = id ? tx.getRecord<ApiKeyRecord>(apiKeyKey(id)) : undefined;
+    return this.store.read(async (tx) => {
+      const id = await tx.getRecord<string>(apiKeyHashKey(digest(key)));
+      const record = id ? await tx.getRecord<ApiKeyRecord>(apiKeyKey(id)) : undefined;
       if (!record || record.revoked_at) return null;
       return { keyId: record.id, keyName: record.name, teamId: record.team_id };
     });
@@ -127,7 +126,7 @@ export class Accounts {
 
   /** On an empty data directory: team "default" and one key, returned so the server can print it. */
   async bootstrap(): Promise<string | null> {
-    if (this.hasAnyTeam()) return null;
+    if (await this.hasAnyTeam()) return null;
     await this.createTeam(DEFAULT_TEAM);
     const { key } = await this.createKey(DEFAULT_TEAM, 'first key');
     return key;

@@ -12,6 +12,7 @@ import type { Worker } from 'node:worker_threads';
 import { oidToHex, type Oid } from '../git/oid.js';
 import { DELTA_TARGET_BYTES_MIN, type PackForm } from '../git/packForm.js';
 import { DELTA_DEPTH_MAX } from '../repo/wire/packedForms.js';
+import type { AsyncStore, AsyncStoreReadTx } from '../store/asyncTypes.js';
 import type { Store } from '../store/types.js';
 import { startModuleWorker } from './moduleWorker.js';
 
@@ -23,6 +24,8 @@ const BATCH_OBJECTS = 512;
 const BACKGROUND_NICE = 10;
 /** How long one batch's reads may hold the event loop (bodies and bases are rebuilt from forms). */
 const READ_SLICE_MS = 4;
+/** Objects per batched read: small enough that READ_SLICE_MS is kept to, large enough that a networked store pays few round trips. */
+const READ_CHUNK_OBJECTS = 32;
 
 const WORKER_SOURCE = `
 parentPort.on('message', async ({ id, bodies, bases, level }) => {
@@ -51,7 +54,16 @@ export class DeflateCache {
   private batchId = 0;
   private idleWaiters: Array<() => void> = [];
 
-  constructor(private readonly store: Store) {
+  /**
+   * `backlogSource` lists what earlier runs stored without a form: the one lookup the asynchronous
+   * interface has no call for (it is a scan of every project), so the LMDB store answers it.
+   */
+  constructor(
+    private readonly store: AsyncStore,
+    private readonly backlogSource: Pick<Store, 'listUndeflated'>,
+  ) {
+    // A backend without pack-ready forms has nothing for this cache to fill.
+    if (!store.packForms) return;
     store.onObjectsStored((project, stored) => {
       if (this.stopped) return;
       for (const { oid, similarTo } of stored) this.queue.push({ project, oid, similarTo });
@@ -62,7 +74,8 @@ export class DeflateCache {
   /** Queues what earlier runs left without a pack-ready form, then works in the background. */
   start(): void {
     this.stopped = false;
-    for (const pending of this.store.listUndeflated(Number.MAX_SAFE_INTEGER)) this.queue.push({ ...pending, similarTo: null });
+    if (!this.store.packForms) return;
+    for (const pending of this.backlogSource.listUndeflated(Number.MAX_SAFE_INTEGER)) this.queue.push({ ...pending, similarTo: null });
     this.kick();
   }
 
@@ -104,30 +117,25 @@ export class DeflateCache {
       const inBatch = new Set(batch.map((item) => `${item.project}/${oidToHex(item.oid)}`));
       const later: Pending[] = [];
       const readEnd = performance.now() + READ_SLICE_MS;
-      this.store.read((tx) => {
-        for (let at = 0; at < batch.length; at++) {
+      await this.store.read(async (tx) => {
+        for (let at = 0; at < batch.length; at += READ_CHUNK_OBJECTS) {
           // Reading rebuilds bodies (and bases) from their forms: the rest waits for the next turn.
           if (at > 0 && performance.now() > readEnd) {
             later.push(...batch.slice(at));
             break;
           }
-          const item = batch[at];
-          if (item.similarTo && inBatch.has(`${item.project}/${oidToHex(item.similarTo)}`)) {
-            later.push(item);
-            continue;
+          const byProject = new Map<number, Pending[]>();
+          for (const item of batch.slice(at, at + READ_CHUNK_OBJECTS)) {
+            if (item.similarTo && inBatch.has(`${item.project}/${oidToHex(item.similarTo)}`)) later.push(item);
+            else byProject.set(item.project, [...(byProject.get(item.project) ?? []), item]);
           }
-          const project = tx.project(item.project);
-          if (project.peekDeflated(item.oid)) continue;
-          const object = project.getObject(item.oid);
-          if (!object) continue;
-          // A delta base must have a form of its own, with room below the depth limit.
-          const tried = item.similarTo !== null && object.body.length >= DELTA_TARGET_BYTES_MIN;
-          const baseForm = tried ? project.peekDeflated(item.similarTo!) : undefined;
-          const baseDepth = baseForm ? (baseForm.delta?.depth ?? 0) : DELTA_DEPTH_MAX;
-          const base = baseDepth < DELTA_DEPTH_MAX ? project.getObject(item.similarTo!) : undefined;
-          bodies.push(object.body);
-          bases.push(base && base.type === object.type ? base.body : null);
-          kept.push({ ...item, baseDepth });
+          for (const [project, items] of byProject) {
+            for (const read of await readForDeflate(tx, project, items)) {
+              bodies.push(read.body);
+              bases.push(read.base);
+              kept.push(read.item);
+            }
+          }
         }
       });
       this.queue.unshift(...later);
@@ -142,18 +150,24 @@ export class DeflateCache {
       }
       if (this.stopped) return;
       try {
-        await this.store.write((tx) => {
-          kept.forEach((item, index) => {
+        // Collected, not queued, inside the callback: a store may run it more than once.
+        const refused = await this.store.write(async (tx) => {
+          const refused: Pending[] = [];
+          for (const [index, item] of kept.entries()) {
             const project = tx.project(item.project);
             const { deflated, deltaBytes } = forms[index];
-            if (deltaBytes === null) return project.putDeflated(item.oid, Buffer.from(deflated.buffer, deflated.byteOffset, deflated.byteLength));
+            const stream = Buffer.from(deflated.buffer, deflated.byteOffset, deflated.byteLength);
+            if (deltaBytes === null) {
+              project.putDeflated!(item.oid, stream);
+              continue;
+            }
             const delta = { base: item.similarTo!, bytes: deltaBytes, depth: item.baseDepth + 1 };
             // Refused when the base's form changed meanwhile: the object is tried again, whole.
-            if (!project.putDeflatedDelta(item.oid, delta, Buffer.from(deflated.buffer, deflated.byteOffset, deflated.byteLength))) {
-              this.queue.push({ project: item.project, oid: item.oid, similarTo: null });
-            }
-          });
+            if (!(await project.putDeflatedDelta!(item.oid, delta, stream))) refused.push({ project: item.project, oid: item.oid, similarTo: null });
+          }
+          return refused;
         });
+        this.queue.push(...refused);
       } catch {
         // A full disk or a closing store: the forms are optional, and start() picks the rest up later.
         return;
@@ -203,4 +217,27 @@ export class DeflateCache {
       worker.postMessage({ id, bodies, bases, level: DEFLATE_LEVEL });
     });
   }
+}
+
+/**
+ * What deflating `items` of one project needs, in three batched reads: which have no form yet, their
+ * bodies, and for those tried as deltas the base's form (its depth) and body.
+ */
+async function readForDeflate(tx: AsyncStoreReadTx, projectNumber: number, items: Pending[]): Promise<Array<{ item: Pending & { baseDepth: number }; body: Buffer; base: Buffer | null }>> {
+  const project = tx.project(projectNumber);
+  const forms = await project.getDeflated!(items.map((item) => item.oid));
+  const missing = items.filter((_, i) => !forms[i]);
+  const objects = await project.getObjects(missing.map((item) => item.oid));
+  const found = missing.flatMap((item, i) => (objects[i] ? [{ item, object: objects[i]! }] : []));
+  // A delta base must have a form of its own, with room below the depth limit.
+  const tried = found.filter(({ item, object }) => item.similarTo !== null && object.body.length >= DELTA_TARGET_BYTES_MIN);
+  const baseForms = await project.getDeflated!(tried.map(({ item }) => item.similarTo!));
+  const depths = new Map(tried.map(({ item }, i) => [item, baseForms[i] ? (baseForms[i]!.delta?.depth ?? 0) : DELTA_DEPTH_MAX]));
+  const withBase = tried.filter(({ item }) => depths.get(item)! < DELTA_DEPTH_MAX);
+  const baseObjects = await project.getObjects(withBase.map(({ item }) => item.similarTo!));
+  const bases = new Map(withBase.map(({ item }, i) => [item, baseObjects[i]]));
+  return found.map(({ item, object }) => {
+    const base = bases.get(item);
+    return { item: { ...item, baseDepth: depths.get(item) ?? DELTA_DEPTH_MAX }, body: object.body, base: base && base.type === object.type ? base.body : null };
+  });
 }

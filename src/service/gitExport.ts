@@ -9,6 +9,7 @@ import { BRANCH_REF_PREFIX } from '../git/refname.js';
 import type { FetchRequest, Service, V2Command } from '../git/smartProtocol.js';
 import { receivePack, syncStoreLookups, type ReceivePackInput, type ReceivePackResult } from '../repo/wire/receivePack.js';
 import { advertise, fetchV2, lsRefs, uploadPackV0, type UploadPackOptions } from '../repo/wire/uploadPack.js';
+import type { Store } from '../store/types.js';
 import type { Config } from './config.js';
 import type { DeflateCache } from './deflateCache.js';
 import type { PackChecker } from './packChecker.js';
@@ -26,6 +27,8 @@ export class GitExport {
     private readonly packChecker: PackChecker,
     private readonly config: Config,
     private readonly deflateCache: DeflateCache,
+    /** The LMDB store itself: the pushed-pack check's lookups are synchronous (syncStoreLookups), which the asynchronous interface cannot answer. */
+    private readonly lookupStore: Store,
   ) {}
 
   /** Large thin deltas are made on the deflate cache's worker. */
@@ -53,7 +56,7 @@ export class GitExport {
     const result = await receivePack(this.projects.repo(record), {
       ...push,
       refUpdatesMax: this.config.limits.pushRefsMax,
-      lookups: syncStoreLookups(this.projects.store, record.seq),
+      lookups: syncStoreLookups(this.lookupStore, record.seq),
       checkPack: (pack, limits, lookups, clientShallow) => this.packChecker.check(pack, limits, lookups, clientShallow),
     });
     // Each ref the push moved, as the event its kind of move is (src/service/events.ts).
@@ -66,7 +69,7 @@ export class GitExport {
       else if (command.old === null) this.projects.events.emit('branch.created', record, { branch, oid: oidToHex(command.new) });
       if (command.new !== null) {
         await this.workspace.refreshFrameworkIfMain(record, branch);
-        if (command.old !== null && !command.old.equals(command.new)) this.projects.announceCommit(record, branch, oidToHex(command.new), 'push');
+        if (command.old !== null && !command.old.equals(command.new)) await this.projects.announceCommit(record, branch, oidToHex(command.new), 'push');
       }
     }
     return result;

@@ -16,7 +16,7 @@ export interface MetricSources {
   store: Store;
   dataDir: string;
   packCacheBacklog(): number;
-  syncQueueDepth(): number;
+  syncQueueDepth(): Promise<number>;
   syncAttempts(): { completed: number; failed: number };
 }
 
@@ -54,8 +54,8 @@ export class Metrics {
       name: 'treehouse_sync_queue_depth',
       help: 'Pushes to linked repositories queued or waiting to retry',
       registers,
-      collect() {
-        this.set(sources.syncQueueDepth());
+      async collect() {
+        this.set(await sources.syncQueueDepth());
       },
     });
     new Counter({

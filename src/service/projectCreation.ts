@@ -59,7 +59,7 @@ export class ProjectCreation {
       const history = await fetchGitSeed(this.config, source, this.packChecker);
       const seq = await this.projects.reserveSeq();
       try {
-        await storeHistoryObjects({ store: this.projects.store.async, project: seq }, history);
+        await storeHistoryObjects({ store: this.projects.store, project: seq }, history);
         record = await this.projects.create(principal, {
           ...common,
           seq,
@@ -84,7 +84,7 @@ export class ProjectCreation {
       record = await this.projects.create(principal, { ...common, files, seedHistory });
     }
     if (remote) {
-      this.remoteSync.announceLinked(record);
+      await this.remoteSync.announceLinked(record);
       this.remoteSync.kick();
     }
     return record;

@@ -5,9 +5,8 @@
 import { TreehouseError } from '../errors.js';
 import { initProjectInTx, type SeedFile } from '../repo/initProject.js';
 import { DEFAULT_REPO_LIMITS, MAIN_BRANCH, type Repo } from '../repo/repo.js';
-import type { AsyncStoreWriteTx, RecordReads } from '../store/asyncTypes.js';
+import type { AsyncStore, AsyncStoreWriteTx, RecordReads } from '../store/asyncTypes.js';
 import type { CommitAuthors } from '../repo/writeCommit.js';
-import type { Store, StoreReadTx, StoreWriteTx } from '../store/types.js';
 import type { Principal } from './accounts.js';
 import type { Config } from './config.js';
 import { detectFramework, type Framework } from './framework.js';
@@ -79,71 +78,76 @@ export interface CreateProjectInput {
 
 export class Projects {
   /** Run inside the transaction that deletes a project, so records kept by others go with it. */
-  private readonly deleteHooks: Array<(tx: StoreWriteTx, record: ProjectRecord) => void> = [];
+  private readonly deleteHooks: Array<(tx: AsyncStoreWriteTx, record: ProjectRecord) => Promise<void>> = [];
 
   /** Every change of a project is announced here once it is committed (src/service/events.ts). */
   readonly events = new EventBus();
 
   constructor(
-    readonly store: Store,
+    readonly store: AsyncStore,
     private readonly config: Config,
     private readonly sealer: Sealer,
   ) {}
 
   /** Announces a commit that `branch` now points at, with its parents from the commit index (commits never change). */
-  announceCommit(record: ProjectRecord, branch: string, oid: string, source: CommitSource): void {
-    const parents = this.store.read((tx) => tx.project(record.seq).getCommitInfo(Buffer.from(oid, 'hex'))?.parents ?? []);
+  async announceCommit(record: ProjectRecord, branch: string, oid: string, source: CommitSource): Promise<void> {
+    const [info] = await this.store.read((tx) => tx.project(record.seq).getCommitInfos([Buffer.from(oid, 'hex')]));
+    const parents = info?.parents ?? [];
     this.events.emit('commit.created', record, { branch, oid, parent_oids: parents.map((parent) => parent.toString('hex')), source });
   }
 
-  onDelete(hook: (tx: StoreWriteTx, record: ProjectRecord) => void): void {
+  onDelete(hook: (tx: AsyncStoreWriteTx, record: ProjectRecord) => Promise<void>): void {
     this.deleteHooks.push(hook);
   }
 
   repo(record: ProjectRecord): Repo {
     return {
-      store: this.store.async,
+      store: this.store,
       project: record.seq,
       limits: { ...DEFAULT_REPO_LIMITS, fileBytesMax: this.config.limits.fileBytesMax, batchFilesMax: this.config.limits.batchFilesMax },
     };
   }
 
-  get(principal: Principal, id: string): ProjectRecord {
-    const record = this.store.read((tx) => tx.getRecord<ProjectRecord>(projectKey(id)));
+  async get(principal: Principal, id: string): Promise<ProjectRecord> {
+    const record = await this.store.read((tx) => tx.getRecord<ProjectRecord>(projectKey(id)));
     if (!record || record.team_id !== principal.teamId) throw new TreehouseError('not_found', 'Project not found.');
     return record;
   }
 
-  byHandle(handle: string): ProjectRecord | undefined {
-    return this.store.read((tx) => {
-      const id = tx.getRecord<string>(handleKey(handle));
+  async byHandle(handle: string): Promise<ProjectRecord | undefined> {
+    return this.store.read(async (tx) => {
+      const id = await tx.getRecord<string>(handleKey(handle));
       return id ? tx.getRecord<ProjectRecord>(projectKey(id)) : undefined;
     });
   }
 
-  version(record: ProjectRecord): number {
+  async version(record: ProjectRecord): Promise<number> {
     return this.store.read((tx) => tx.project(record.seq).getVersion());
   }
 
-  list(principal: Principal, input: { q?: string; limit: number; cursor?: string }): { projects: ProjectRecord[]; next_cursor: string | null } {
+  async list(principal: Principal, input: { q?: string; limit: number; cursor?: string }): Promise<{ projects: ProjectRecord[]; next_cursor: string | null }> {
     const needle = input.q?.toLowerCase();
     const prefix = teamIndexPrefix(principal.teamId);
     let after = input.cursor === undefined ? undefined : decodeCursor(input.cursor, prefix);
-    return this.store.read((tx) => {
+    // Without a filter a page needs one record past the limit (to know there is a next page), so no more are read.
+    const chunkSize = needle ? 200 : Math.min(200, input.limit + 1);
+    return this.store.read(async (tx) => {
       const found: ProjectRecord[] = [];
       let lastKey: string | null = null;
       for (;;) {
-        const chunk = tx.listRecords<string>(prefix, { reverse: true, after, limit: 200 });
-        for (const { key, value } of chunk) {
+        const chunk = await tx.listRecords<string>(prefix, { reverse: true, after, limit: chunkSize });
+        // A chunk's records at once, so a networked backend pays its round trips concurrently.
+        const records = await Promise.all(chunk.map(({ value }) => tx.getRecord<ProjectRecord>(projectKey(value))));
+        for (const [index, { key }] of chunk.entries()) {
           after = key;
-          const record = tx.getRecord<ProjectRecord>(projectKey(value));
+          const record = records[index];
           if (!record) continue;
           if (needle && !record.handle.includes(needle) && !record.title.toLowerCase().includes(needle)) continue;
           if (found.length === input.limit) return { projects: found, next_cursor: encodeCursor(lastKey!) };
           found.push(record);
           lastKey = key;
         }
-        if (chunk.length < 200) return { projects: found, next_cursor: null };
+        if (chunk.length < chunkSize) return { projects: found, next_cursor: null };
       }
     });
   }
@@ -151,7 +155,7 @@ export class Projects {
   async create(principal: Principal, input: CreateProjectInput): Promise<ProjectRecord> {
     if (input.handle !== undefined) requireHandle(input.handle);
     const detected = input.framework === undefined ? detectFrameworkOf(input.files) : input.framework;
-    const { record, main } = await this.store.async.write(async (tx) => {
+    const { record, main } = await this.store.write(async (tx) => {
       const handle = input.handle ?? (await uniqueHandle(tx, input.title));
       if (await tx.getRecord(handleKey(handle))) throw new TreehouseError('handle_taken', `Handle ${handle} is in use.`);
       const seq = input.seq ?? (await nextSeq(tx));
@@ -182,7 +186,7 @@ export class Projects {
       return { record, main: await tx.project(seq).getRef(`refs/heads/${MAIN_BRANCH}`) };
     });
     this.events.emit('project.created', record, {});
-    if (main) this.announceCommit(record, MAIN_BRANCH, main.toString('hex'), 'seed');
+    if (main) await this.announceCommit(record, MAIN_BRANCH, main.toString('hex'), 'seed');
     return record;
   }
 
@@ -192,7 +196,7 @@ export class Projects {
     patch: { title?: string; handle?: string; framework?: Framework | null },
   ): Promise<ProjectRecord> {
     if (patch.handle !== undefined) requireHandle(patch.handle);
-    return this.change(principal, id, (tx, record) => {
+    return this.change(principal, id, async (tx, record) => {
       const next = { ...record };
       if (patch.title !== undefined) next.title = patch.title;
       if (patch.framework !== undefined) {
@@ -200,7 +204,7 @@ export class Projects {
         next.framework_chosen = true;
       }
       if (patch.handle !== undefined && patch.handle !== record.handle) {
-        if (tx.getRecord(handleKey(patch.handle))) throw new TreehouseError('handle_taken', `Handle ${patch.handle} is in use.`);
+        if (await tx.getRecord(handleKey(patch.handle))) throw new TreehouseError('handle_taken', `Handle ${patch.handle} is in use.`);
         tx.deleteRecord(handleKey(record.handle));
         tx.putRecord(handleKey(patch.handle), record.id);
         next.handle = patch.handle;
@@ -210,11 +214,11 @@ export class Projects {
   }
 
   async setPublished(principal: Principal, id: string, published: boolean): Promise<ProjectRecord> {
-    return this.change(principal, id, (_tx, record) => (record.published === published ? record : { ...record, published }));
+    return this.change(principal, id, async (_tx, record) => (record.published === published ? record : { ...record, published }));
   }
 
   async setRemote(principal: Principal, id: string, remote: GitRemoteRecord | null): Promise<ProjectRecord> {
-    return this.change(principal, id, (_tx, record) => ({ ...record, git_remote: remote }));
+    return this.change(principal, id, async (_tx, record) => ({ ...record, git_remote: remote }));
   }
 
   /**
@@ -224,13 +228,13 @@ export class Projects {
    * and the next start finishes the drop.
    */
   async delete(principal: Principal, id: string): Promise<void> {
-    const record = this.get(principal, id);
-    await this.store.write((tx) => {
+    const record = await this.get(principal, id);
+    await this.store.write(async (tx) => {
       tx.deleteRecord(projectKey(record.id));
       tx.deleteRecord(handleKey(record.handle));
       tx.deleteRecord(teamIndexKey(record));
       tx.putRecord(unownedKey(record.seq), new Date().toISOString());
-      for (const hook of this.deleteHooks) hook(tx, record);
+      for (const hook of this.deleteHooks) await hook(tx, record);
     });
     this.events.emit('project.deleted', record, {});
     await this.dropUnowned(record.seq);
@@ -238,7 +242,7 @@ export class Projects {
 
   /** A project number for data stored before its project exists (a git seed); create() takes it over. */
   async reserveSeq(): Promise<number> {
-    return this.store.async.write(async (tx) => {
+    return this.store.write(async (tx) => {
       const seq = await nextSeq(tx);
       tx.putRecord(unownedKey(seq), new Date().toISOString());
       return seq;
@@ -252,13 +256,13 @@ export class Projects {
 
   /** Finishes the drops a crash or a failed seed left (numbers still marked unowned). */
   async start(): Promise<void> {
-    const unowned = this.store.read((tx) => tx.listRecords<string>(UNOWNED_PREFIX));
+    const unowned = await this.store.read((tx) => tx.listRecords<string>(UNOWNED_PREFIX));
     for (const { key } of unowned) await this.dropUnowned(Number(key.slice(UNOWNED_PREFIX.length)));
   }
 
   private async dropUnowned(seq: number): Promise<void> {
-    while ((await this.store.write((tx) => tx.dropProjectKeys(seq, DROP_KEYS_PER_WRITE))) > 0);
-    await this.store.write((tx) => tx.deleteRecord(unownedKey(seq)));
+    while ((await this.store.dropProjectKeys(seq, DROP_KEYS_PER_WRITE)) > 0);
+    await this.store.write(async (tx) => tx.deleteRecord(unownedKey(seq)));
   }
 
   /** Re-detects the framework from main's files unless a person chose it. */
@@ -266,8 +270,8 @@ export class Projects {
     if (record.framework_chosen) return;
     const framework = detectFramework(rootNames, packageJson);
     if (framework === record.framework) return;
-    const changed = await this.store.write((tx) => {
-      const current = tx.getRecord<ProjectRecord>(projectKey(record.id));
+    const changed = await this.store.write(async (tx) => {
+      const current = await tx.getRecord<ProjectRecord>(projectKey(record.id));
       if (!current || current.framework_chosen || current.framework === framework) return null;
       const next = { ...current, framework };
       this.putProject(tx, next);
@@ -292,17 +296,17 @@ export class Projects {
   private async change(
     principal: Principal,
     id: string,
-    apply: (tx: StoreWriteTx, record: ProjectRecord) => ProjectRecord,
+    apply: (tx: AsyncStoreWriteTx, record: ProjectRecord) => Promise<ProjectRecord>,
   ): Promise<ProjectRecord> {
-    this.get(principal, id);
-    const { before, after } = await this.store.write((tx) => {
-      const record = tx.getRecord<ProjectRecord>(projectKey(id));
+    await this.get(principal, id);
+    const { before, after } = await this.store.write(async (tx) => {
+      const record = await tx.getRecord<ProjectRecord>(projectKey(id));
       if (!record || record.team_id !== principal.teamId) throw new TreehouseError('not_found', 'Project not found.');
-      const next = apply(tx, record);
+      const next = await apply(tx, record);
       if (next === record) return { before: record, after: record };
       next.updated_at = new Date().toISOString();
       this.putProject(tx, next);
-      tx.project(record.seq).bumpVersion();
+      await tx.project(record.seq).bumpVersion();
       return { before: record, after: next };
     });
     if (after !== before) this.announceChange(before, after);
@@ -323,7 +327,7 @@ export class Projects {
     if (Object.keys(changed).length > 0) this.events.emit('project.updated', after, changed);
   }
 
-  private putProject(tx: StoreWriteTx, record: ProjectRecord): void {
+  private putProject(tx: AsyncStoreWriteTx, record: ProjectRecord): void {
     tx.putRecord(projectKey(record.id), record);
   }
 }

@@ -10,8 +10,8 @@ export class PublicSite {
   constructor(private readonly projects: Projects) {}
 
   /** The published project with this handle; undefined for an unknown, malformed or unpublished one. */
-  published(handle: string): ProjectRecord | undefined {
-    const record = HANDLE_PATTERN.test(handle) ? this.projects.byHandle(handle) : undefined;
+  async published(handle: string): Promise<ProjectRecord | undefined> {
+    const record = HANDLE_PATTERN.test(handle) ? await this.projects.byHandle(handle) : undefined;
     return record?.published ? record : undefined;
   }
 

@@ -18,8 +18,7 @@ import { TreehouseError } from '../errors.js';
 import { oidToHex, type Oid } from '../git/oid.js';
 import { BRANCH_REF_PREFIX } from '../git/refname.js';
 import { MAIN_BRANCH } from '../repo/repo.js';
-import type { AsyncStoreWriteTx } from '../store/asyncTypes.js';
-import type { Store, StoreWriteTx } from '../store/types.js';
+import type { AsyncStore, AsyncStoreWriteTx } from '../store/asyncTypes.js';
 import type { Principal } from './accounts.js';
 import type { Config } from './config.js';
 import { checkRemoteHost, endpointFromUrl, pushBranch, RemoteError, type RemoteEndpoint } from './gitClient.js';
@@ -84,8 +83,8 @@ const queueKey = (projectId: string, branch: string) => `${queuePrefix(projectId
 const stateKey = (projectId: string) => `remote-sync/state/${projectId}`;
 
 /** Drops a project's queued pushes and sync state (unlinked or deleted). */
-function forgetProject(tx: StoreWriteTx, projectId: string): void {
-  for (const { key } of tx.listRecords(queuePrefix(projectId))) tx.deleteRecord(key);
+async function forgetProject(tx: AsyncStoreWriteTx, projectId: string): Promise<void> {
+  for (const { key } of await tx.listRecords(queuePrefix(projectId))) tx.deleteRecord(key);
   tx.deleteRecord(stateKey(projectId));
 }
 /** setTimeout cannot wait longer than this. */
@@ -116,13 +115,15 @@ export class RemoteSync {
   private abort = new AbortController();
   /** Queue entries found at start: due at once, whatever their backoff said. */
   private readonly dueAtStart = new Set<string>();
+  /** Set by start(): the drain's first look at the queue fills dueAtStart. */
+  private listDueAtStart = false;
   /** Queue writes started by branch changes, awaited by stop() so none is cut off by the store closing. */
   private readonly writes = new Set<Promise<unknown>>();
   /** Push attempts since start, by outcome (metrics). */
   readonly attempts = { completed: 0, failed: 0 };
 
   constructor(
-    private readonly store: Store,
+    private readonly store: AsyncStore,
     private readonly projects: Projects,
     private readonly config: Config,
     options: Partial<RemoteSyncOptions> = {},
@@ -164,23 +165,23 @@ export class RemoteSync {
   }
 
   /** Announces the state a creation's link queued (linkInTx), once the project is created. */
-  announceLinked(record: ProjectRecord): void {
-    const state = this.store.read((tx) => tx.getRecord<SyncState>(stateKey(record.id)));
+  async announceLinked(record: ProjectRecord): Promise<void> {
+    const state = await this.store.read((tx) => tx.getRecord<SyncState>(stateKey(record.id)));
     if (state) this.announce(record, MAIN_BRANCH, state);
   }
 
   async link(principal: Principal, id: string, input: LinkInput): Promise<RemoteView> {
-    this.projects.get(principal, id);
+    await this.projects.get(principal, id);
     const remote = await this.prepareLink(input, 'url');
     const record = await this.projects.setRemote(principal, id, remote);
-    const queued = await this.store.async.write((tx) => this.enqueueAllInTx(tx, record));
+    const queued = await this.store.write((tx) => this.enqueueAllInTx(tx, record));
     if (queued) this.announce(record, queued.branch, queued.state);
     this.wake();
-    return this.view(record)!;
+    return (await this.view(record))!;
   }
 
   async unlink(principal: Principal, id: string): Promise<RemoteView> {
-    const before = this.get(principal, id);
+    const before = await this.get(principal, id);
     const record = await this.projects.setRemote(principal, id, null);
     await this.store.write((tx) => forgetProject(tx, record.id));
     return before;
@@ -188,24 +189,24 @@ export class RemoteSync {
 
   /** Queues a push of every branch now (POST …/git/remote/sync). */
   async requestSync(principal: Principal, id: string): Promise<RemoteView> {
-    const record = this.projects.get(principal, id);
+    const record = await this.projects.get(principal, id);
     if (!record.git_remote) throw notLinked();
-    const queued = await this.store.async.write((tx) => this.enqueueAllInTx(tx, record));
+    const queued = await this.store.write((tx) => this.enqueueAllInTx(tx, record));
     if (queued) this.announce(record, queued.branch, queued.state);
     this.wake();
-    return this.view(record)!;
+    return (await this.view(record))!;
   }
 
-  get(principal: Principal, id: string): RemoteView {
-    const view = this.view(this.projects.get(principal, id));
+  async get(principal: Principal, id: string): Promise<RemoteView> {
+    const view = await this.view(await this.projects.get(principal, id));
     if (!view) throw notLinked();
     return view;
   }
 
   /** The project's `git_remote`: null when it has no linked repository. */
-  view(record: ProjectRecord): RemoteView | null {
+  async view(record: ProjectRecord): Promise<RemoteView | null> {
     if (!record.git_remote) return null;
-    const state = this.store.read((tx) => tx.getRecord<SyncState>(stateKey(record.id)));
+    const state = await this.store.read((tx) => tx.getRecord<SyncState>(stateKey(record.id)));
     const sync = state ?? { status: 'pending', oid: null, at: null, error: null };
     return {
       url: record.git_remote.url,
@@ -232,9 +233,9 @@ export class RemoteSync {
 
   private async enqueueBranch(given: ProjectRecord, branch: string): Promise<boolean> {
     // The caller's record was read before its change; the link may have changed since.
-    const record = this.projectOf({ project_id: given.id, team_id: given.team_id });
+    const record = await this.projectOf({ project_id: given.id, team_id: given.team_id });
     if (!record?.git_remote) return false;
-    const queued = await this.store.async.write(async (tx) => {
+    const queued = await this.store.write(async (tx) => {
       const head = await tx.project(record.seq).getRef(`${BRANCH_REF_PREFIX}${branch}`);
       return head ? this.enqueueInTx(tx, record, [{ branch, oid: head }]) : null;
     });
@@ -284,7 +285,7 @@ export class RemoteSync {
     if (this.running) return;
     this.running = true;
     this.abort = new AbortController();
-    for (const { key } of this.store.read((tx) => tx.listRecords<QueueEntry>(QUEUE_PREFIX))) this.dueAtStart.add(key);
+    this.listDueAtStart = true;
     this.wake();
   }
 
@@ -300,8 +301,8 @@ export class RemoteSync {
 
   /** Looks at the queue now (after a write outside this class queued work, as a linked creation does). */
   /** Queued pushes (one per project and branch), due or waiting for a retry. */
-  queueDepth(): number {
-    return this.store.read((tx) => tx.listRecords(QUEUE_PREFIX).length);
+  async queueDepth(): Promise<number> {
+    return this.store.read(async (tx) => (await tx.listRecords(QUEUE_PREFIX)).length);
   }
 
   kick(): void {
@@ -328,16 +329,20 @@ export class RemoteSync {
         this.drain = null;
         if (!this.running) return;
         if (this.wokenWhileDraining && !failed) this.wake();
-        else this.scheduleNext(failed ? this.options.backoffBaseMs : 0);
+        else void this.scheduleNext(failed ? this.options.backoffBaseMs : 0);
       });
   }
 
   private async runDue(): Promise<void> {
     while (this.running) {
       this.wokenWhileDraining = false;
+      const entries = await this.store.read((tx) => tx.listRecords<QueueEntry>(QUEUE_PREFIX));
+      if (this.listDueAtStart) {
+        this.listDueAtStart = false;
+        for (const { key } of entries) this.dueAtStart.add(key);
+      }
       const now = Date.now();
-      const due = this.store
-        .read((tx) => tx.listRecords<QueueEntry>(QUEUE_PREFIX))
+      const due = entries
         .filter(({ key, value }) => value.next_attempt_at <= now || this.dueAtStart.has(key))
         .sort((a, b) => a.value.next_attempt_at - b.value.next_attempt_at)[0];
       if (!due) return;
@@ -346,11 +351,20 @@ export class RemoteSync {
     }
   }
 
-  private scheduleNext(delayMsMin: number): void {
-    const entries = this.store.read((tx) => tx.listRecords<QueueEntry>(QUEUE_PREFIX));
-    if (entries.length === 0) return;
-    const earliest = Math.min(...entries.map(({ value }) => value.next_attempt_at));
-    const delay = Math.min(TIMER_DELAY_MS_MAX, Math.max(delayMsMin, earliest - Date.now()));
+  private async scheduleNext(delayMsMin: number): Promise<void> {
+    let delay: number;
+    try {
+      const entries = await this.store.read((tx) => tx.listRecords<QueueEntry>(QUEUE_PREFIX));
+      if (entries.length === 0) return;
+      const earliest = Math.min(...entries.map(({ value }) => value.next_attempt_at));
+      delay = Math.min(TIMER_DELAY_MS_MAX, Math.max(delayMsMin, earliest - Date.now()));
+    } catch {
+      // The store is closing or failing: look again after a pause rather than never.
+      delay = this.options.backoffBaseMs;
+    }
+    // Stopped, or woken meanwhile (that drain schedules its own look) while the queue was read.
+    if (!this.running || this.drain) return;
+    if (this.timer) clearTimeout(this.timer);
     this.timer = setTimeout(() => {
       this.timer = null;
       this.wake();
@@ -360,10 +374,10 @@ export class RemoteSync {
 
   /** One push attempt of one queue entry, and its outcome recorded in one transaction. */
   private async runEntry(key: string, entry: QueueEntry): Promise<void> {
-    const record = this.projectOf(entry);
+    const record = await this.projectOf(entry);
     if (!record?.git_remote) {
-      await this.store.write((tx) => {
-        removeIfUnchanged(tx, key, entry);
+      await this.store.write(async (tx) => {
+        await removeIfUnchanged(tx, key, entry);
         if (!record) tx.deleteRecord(stateKey(entry.project_id));
       });
       return;
@@ -382,8 +396,8 @@ export class RemoteSync {
         idleTimeoutMs: this.options.idleTimeoutMs,
       });
       this.attempts.completed++;
-      const written = await this.store.write((tx): SyncState | null => {
-        const current = removeIfUnchanged(tx, key, entry);
+      const written = await this.store.write(async (tx): Promise<SyncState | null> => {
+        const current = await removeIfUnchanged(tx, key, entry);
         // A newer change of this branch is queued: its `pending` stays until that push runs.
         if (!current) return null;
         let state: SyncState | null = null;
@@ -394,8 +408,8 @@ export class RemoteSync {
           state = { status: 'diverged', oid: oidToHex(outcome.oid), at: at(), error };
         } else {
           // The branch is gone: nothing left to push for it.
-          const before = tx.getRecord<SyncState>(stateKey(entry.project_id));
-          if (before?.status === 'pending' && tx.listRecords(queuePrefix(entry.project_id), { limit: 1 }).length === 0) state = { ...before, status: 'synced', at: at() };
+          const before = await tx.getRecord<SyncState>(stateKey(entry.project_id));
+          if (before?.status === 'pending' && (await tx.listRecords(queuePrefix(entry.project_id), { limit: 1 })).length === 0) state = { ...before, status: 'synced', at: at() };
         }
         if (state) tx.putRecord<SyncState>(stateKey(entry.project_id), state);
         return state;
@@ -414,8 +428,8 @@ export class RemoteSync {
     const attempts = entry.attempts + 1;
     const retry = transient && attempts < this.options.attemptsMax;
     const now = new Date();
-    const state = await this.store.write((tx): SyncState => {
-      const current = tx.getRecord<QueueEntry>(key);
+    const state = await this.store.write(async (tx): Promise<SyncState> => {
+      const current = await tx.getRecord<QueueEntry>(key);
       const unchanged = current?.ticket === entry.ticket;
       if (unchanged && retry) {
         tx.putRecord<QueueEntry>(key, { ...entry, attempts, next_attempt_at: now.getTime() + this.backoffMs(attempts) });
@@ -428,7 +442,7 @@ export class RemoteSync {
       tx.putRecord<SyncState>(stateKey(entry.project_id), state);
       return state;
     });
-    const record = this.projectOf(entry);
+    const record = await this.projectOf(entry);
     if (record) this.announce(record, entry.branch, state);
   }
 
@@ -438,10 +452,10 @@ export class RemoteSync {
   }
 
   /** The entry's project as its own team sees it; undefined once the project is deleted. */
-  private projectOf(entry: Pick<QueueEntry, 'project_id' | 'team_id'>): ProjectRecord | undefined {
+  private async projectOf(entry: Pick<QueueEntry, 'project_id' | 'team_id'>): Promise<ProjectRecord | undefined> {
     const team: Principal = { teamId: entry.team_id, keyId: '', keyName: 'remote sync' };
     try {
-      return this.projects.get(team, entry.project_id);
+      return await this.projects.get(team, entry.project_id);
     } catch (error) {
       if (error instanceof TreehouseError && error.code === 'not_found') return undefined;
       throw error;
@@ -454,8 +468,8 @@ function notLinked(): TreehouseError {
 }
 
 /** Deletes the entry unless a newer change replaced it; returns whether it was still the same. */
-function removeIfUnchanged(tx: StoreWriteTx, key: string, entry: QueueEntry): boolean {
-  const current = tx.getRecord<QueueEntry>(key);
+async function removeIfUnchanged(tx: AsyncStoreWriteTx, key: string, entry: QueueEntry): Promise<boolean> {
+  const current = await tx.getRecord<QueueEntry>(key);
   if (current?.ticket !== entry.ticket) return false;
   tx.deleteRecord(key);
   return true;

@@ -58,13 +58,13 @@ export interface Treehouse {
 export function openTreehouse(config: Config, store: Store): Treehouse {
   mkdirSync(config.dataDir, { recursive: true });
   const sealer = new Sealer(loadSecret(config.dataDir, config.secret));
-  const accounts = new Accounts(store);
-  const projects = new Projects(store, config, sealer);
+  const accounts = new Accounts(store.async);
+  const projects = new Projects(store.async, config, sealer);
   const workspace = new Workspace(projects);
   const linter = new Linter();
   const rateLimiter = new RateLimiter(config.limits.requestsPerSecondPerKey, config.limits.requestBurstPerKey);
-  const remoteSync = new RemoteSync(store, projects, config);
-  const deflateCache = new DeflateCache(store);
+  const remoteSync = new RemoteSync(store.async, projects, config);
+  const deflateCache = new DeflateCache(store.async, store);
   const eventLoop = new EventLoopMonitor();
   const metrics =
     config.metricsPort === null
@@ -77,7 +77,7 @@ export function openTreehouse(config: Config, store: Store): Treehouse {
           syncAttempts: () => remoteSync.attempts,
         });
   const packChecker = new PackChecker();
-  const git = new GitExport(projects, workspace, packChecker, config, deflateCache);
+  const git = new GitExport(projects, workspace, packChecker, config, deflateCache, store);
   // A branch that moved or appeared is pushed to the linked repository (a seed's is queued by its link).
   projects.events.on((event) => {
     if (event.type === 'branch.created' || (event.type === 'commit.created' && event.data.source !== 'seed')) remoteSync.branchChanged(event.project, event.data.branch);

@@ -48,16 +48,16 @@ export class Workspace {
     await this.projects.refreshFramework(record, snapshot.names, snapshot.contents.get('package.json')?.toString('utf8'));
   }
 
-  listFiles(principal: Principal, id: string, input: { branch: string; prefix?: string; content?: boolean }) {
-    return listFiles(this.repo(principal, id), input);
+  async listFiles(principal: Principal, id: string, input: { branch: string; prefix?: string; content?: boolean }) {
+    return listFiles(await this.repo(principal, id), input);
   }
 
-  readFile(principal: Principal, id: string, input: { branch: string; path: string }) {
-    return readFile(this.repo(principal, id), input);
+  async readFile(principal: Principal, id: string, input: { branch: string; path: string }) {
+    return readFile(await this.repo(principal, id), input);
   }
 
   async writeFiles(principal: Principal, id: string, input: WriteFilesInput) {
-    const record = this.projects.get(principal, id);
+    const record = await this.projects.get(principal, id);
     const { written, version } = await writeFiles(this.projects.repo(record), input);
     const paths = [...input.files.map((file) => file.path), ...(input.deletes ?? [])];
     this.projects.events.emit('files.changed', record, { branch: input.branch, paths, version });
@@ -65,28 +65,28 @@ export class Workspace {
   }
 
   async moveFile(principal: Principal, id: string, input: { branch: string; from: string; to: string }) {
-    const record = this.projects.get(principal, id);
+    const record = await this.projects.get(principal, id);
     const { from, to, version } = await moveFile(this.projects.repo(record), input);
     this.projects.events.emit('files.changed', record, { branch: input.branch, paths: [from, to], version });
     return { from, to };
   }
 
   async deleteFile(principal: Principal, id: string, input: { branch: string; path: string }) {
-    const record = this.projects.get(principal, id);
+    const record = await this.projects.get(principal, id);
     const { path, version } = await deleteFile(this.projects.repo(record), input);
     this.projects.events.emit('files.changed', record, { branch: input.branch, paths: [path], version });
     return { path };
   }
 
   async log(principal: Principal, id: string, input: { branch: string; limit: number; cursor?: string; path?: string }) {
-    const repo = this.repo(principal, id);
+    const repo = await this.repo(principal, id);
     const { path, ...rest } = input;
     return path === undefined ? log(repo, rest) : logByPath(repo, { ...rest, path });
   }
 
   /** The archive as a stream, with the name and type to serve it under. */
   async archive(principal: Principal, id: string, input: { ref: string; format: 'zip' | 'tar.gz'; prefix?: string }) {
-    const record = this.projects.get(principal, id);
+    const record = await this.projects.get(principal, id);
     const archive = await openArchive(this.projects.repo(record), { ...input, format: input.format as ArchiveFormat });
     return {
       stream: archive.stream,
@@ -95,60 +95,60 @@ export class Workspace {
     };
   }
 
-  blame(principal: Principal, id: string, input: { path: string; ref: string }) {
-    return blame(this.repo(principal, id), input);
+  async blame(principal: Principal, id: string, input: { path: string; ref: string }) {
+    return blame(await this.repo(principal, id), input);
   }
 
-  compare(principal: Principal, id: string, input: CompareInput) {
-    return compare(this.repo(principal, id), input);
+  async compare(principal: Principal, id: string, input: CompareInput) {
+    return compare(await this.repo(principal, id), input);
   }
 
-  showCommit(principal: Principal, id: string, input: { oid: string; content: boolean }) {
-    return showCommit(this.repo(principal, id), input);
+  async showCommit(principal: Principal, id: string, input: { oid: string; content: boolean }) {
+    return showCommit(await this.repo(principal, id), input);
   }
 
   async commit(principal: Principal, id: string, input: { branch: string; message?: string; expectedHead?: string; author?: Person }) {
-    const record = this.projects.get(principal, id);
+    const record = await this.projects.get(principal, id);
     const result = await commit(this.projects.repo(record), { ...input, people: peopleFor(principal, input.author) });
     if (result.created) await this.headMoved(record, input.branch, result.oid, 'api');
     return result;
   }
 
   async restore(principal: Principal, id: string, input: { branch: string; oid: string; force?: boolean }) {
-    const record = this.projects.get(principal, id);
+    const record = await this.projects.get(principal, id);
     const result = await restore(this.projects.repo(record), { ...input, people: peopleFor(principal) });
     if (result.created) await this.headMoved(record, input.branch, result.oid, 'restore');
     return result;
   }
 
   async merge(principal: Principal, id: string, input: { source: string; target: string; message?: string }) {
-    const record = this.projects.get(principal, id);
+    const record = await this.projects.get(principal, id);
     const result = await mergeBranches(this.projects.repo(record), { ...input, people: peopleFor(principal) });
     if (result.created || result.fastForward) await this.headMoved(record, input.target, result.oid, 'merge');
     return result;
   }
 
-  previewMerge(principal: Principal, id: string, input: { source: string; target: string }) {
-    return previewMerge(this.repo(principal, id), input);
+  async previewMerge(principal: Principal, id: string, input: { source: string; target: string }) {
+    return previewMerge(await this.repo(principal, id), input);
   }
 
-  search(principal: Principal, id: string, input: SearchInput) {
-    return search(this.repo(principal, id), input);
+  async search(principal: Principal, id: string, input: SearchInput) {
+    return search(await this.repo(principal, id), input);
   }
 
-  listBranches(principal: Principal, id: string) {
-    return listBranches(this.repo(principal, id));
+  async listBranches(principal: Principal, id: string) {
+    return listBranches(await this.repo(principal, id));
   }
 
   async createBranch(principal: Principal, id: string, input: { name: string; from?: string }) {
-    const record = this.projects.get(principal, id);
+    const record = await this.projects.get(principal, id);
     const created = await createBranch(this.projects.repo(record), input);
     this.projects.events.emit('branch.created', record, { branch: created.name, oid: created.oid });
     return created;
   }
 
   async deleteBranch(principal: Principal, id: string, input: { name: string }) {
-    const record = this.projects.get(principal, id);
+    const record = await this.projects.get(principal, id);
     const { deleted, oid } = await deleteBranch(this.projects.repo(record), input);
     this.projects.events.emit('branch.deleted', record, { branch: deleted, oid });
     return { deleted };
@@ -157,10 +157,10 @@ export class Workspace {
   /** What follows a head that moved to a new commit: framework detection on main, then the event. */
   private async headMoved(record: ProjectRecord, branch: string, oid: string, source: CommitSource): Promise<void> {
     await this.refreshFrameworkIfMain(record, branch);
-    this.projects.announceCommit(record, branch, oid, source);
+    await this.projects.announceCommit(record, branch, oid, source);
   }
 
-  private repo(principal: Principal, id: string) {
-    return this.projects.repo(this.projects.get(principal, id));
+  private async repo(principal: Principal, id: string) {
+    return this.projects.repo(await this.projects.get(principal, id));
   }
 }

@@ -1,7 +1,9 @@
 /**
- * The storage interface every backend implements. The repo layer sees only these types; LMDB
- * (src/store/lmdb.ts) is the one implementation today, and test/store/contract.ts is the suite a
- * second backend must pass.
+ * The synchronous storage interface, which LMDB (src/store/lmdb.ts) alone can offer; its suite is
+ * test/store/contract.ts. The layers above use the asynchronous interface (src/store/asyncTypes.ts,
+ * `Store.async`), which LMDB implements over this one (src/store/lmdbAsync.ts); what only LMDB has
+ * (hot backup, the scan for objects without a form, the pushed-pack check's blocking lookups) is
+ * still reached through this interface. The shared types (CommitInfo, forms, working trees) live here.
  *
  * Transactions are synchronous callbacks: a write callback runs alone (writers are serialised), sees
  * its own writes, and either commits whole or, when it throws, leaves nothing behind. `write`

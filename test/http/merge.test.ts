@@ -62,7 +62,7 @@ describe('POST git/merge', () => {
     const bare = scratchDir();
     try {
       initBareRepo(bare.path);
-      await exportToBareRepo(server.th.projects.repo(server.th.projects.get(server.th.accounts.authenticate(server.key)!, p.id)), bare.path);
+      await exportToBareRepo(server.th.projects.repo(await server.th.projects.get((await server.th.accounts.authenticate(server.key))!, p.id)), bare.path);
       git(['fsck', '--strict'], { cwd: bare.path });
       const gitTree = git(['merge-tree', '--write-tree', mainHead, topicHead], { cwd: bare.path }).trim();
       expect(shown.body.commit.tree_oid).toBe(gitTree);

@@ -149,7 +149,7 @@ describe('tree depth', () => {
     const id = await newProject();
     const base = `/api/v1/projects/${id}`;
     const depth = 5_000;
-    const repo = server.th.projects.repo(server.th.projects.get(server.th.accounts.authenticate(server.key)!, id));
+    const repo = server.th.projects.repo(await server.th.projects.get((await server.th.accounts.authenticate(server.key))!, id));
     const head = (await api('GET', `${base}/git/log?limit=1`)).commits[0].oid as string;
     // Stored as a push before the limit would have stored it, bypassing today's checks.
     const legacy = await repo.store.write(async (store) => {

@@ -13,7 +13,7 @@ export function lintRoutes(app: FastifyInstance, th: Treehouse): void {
     app,
     { method: 'POST', url: '/api/v1/projects/:id/lint', summary: "Lint a branch's working tree (formatting, syntax, imports, JSON)", params: projectIdParams, body: lintBody },
     async ({ params, body, principal }) => {
-      const repo = th.projects.repo(th.projects.get(principal, params.id));
+      const repo = th.projects.repo(await th.projects.get(principal, params.id));
       const result = await th.linter.lint(repo, { branch: body?.branch ?? 'main' });
       return { ...result, errors: result.errors.map(({ path, ...error }) => ({ ...pathView(path), ...error })) };
     },

@@ -39,26 +39,30 @@ export function listView(record: ProjectRecord) {
 }
 
 export function projectRoutes(app: FastifyInstance, th: Treehouse): void {
-  const detailView = (record: ProjectRecord) => ({
-    ...listView(record),
-    version: th.projects.version(record),
-    last_deployed_at: null,
-    default_branch: 'main',
-    has_commerce_credentials: th.projects.hasCommerceCredentials(record),
-    git_remote: th.remoteSync.view(record),
-  });
+  const detailView = async (record: ProjectRecord) => {
+    // Independent reads: a networked store answers them in one wait.
+    const [version, gitRemote] = await Promise.all([th.projects.version(record), th.remoteSync.view(record)]);
+    return {
+      ...listView(record),
+      version,
+      last_deployed_at: null,
+      default_branch: 'main',
+      has_commerce_credentials: th.projects.hasCommerceCredentials(record),
+      git_remote: gitRemote,
+    };
+  };
 
   defineRoute(
     app,
     { method: 'GET', url: '/api/v1/projects', summary: 'List projects', query: z.object({ q: z.string().max(200).optional(), limit: limitField, cursor: cursorField }) },
-    ({ query, principal }) => {
-      const page = th.projects.list(principal, query);
+    async ({ query, principal }) => {
+      const page = await th.projects.list(principal, query);
       return { projects: page.projects.map(listView), next_cursor: page.next_cursor };
     },
   );
 
-  defineRoute(app, { method: 'GET', url: '/api/v1/projects/:id', summary: 'Read a project', params: projectIdParams }, ({ params, principal }) => ({
-    project: detailView(th.projects.get(principal, params.id)),
+  defineRoute(app, { method: 'GET', url: '/api/v1/projects/:id', summary: 'Read a project', params: projectIdParams }, async ({ params, principal }) => ({
+    project: await detailView(await th.projects.get(principal, params.id)),
   }));
 
   defineRoute(
@@ -66,7 +70,7 @@ export function projectRoutes(app: FastifyInstance, th: Treehouse): void {
     { method: 'POST', url: '/api/v1/projects', summary: 'Create a project', body: createBody, status: 201 },
     async ({ body, principal }) => {
       const record = await th.creation.create(principal, { ...body, framework: body.framework as Framework | null | undefined });
-      return { project: detailView(record) };
+      return { project: await detailView(record) };
     },
   );
 
@@ -74,7 +78,7 @@ export function projectRoutes(app: FastifyInstance, th: Treehouse): void {
     app,
     { method: 'PATCH', url: '/api/v1/projects/:id', summary: 'Change a project', params: projectIdParams, body: patchBody },
     async ({ params, body, principal }) => ({
-      project: detailView(await th.projects.update(principal, params.id, { ...body, framework: body.framework as Framework | null | undefined })),
+      project: await detailView(await th.projects.update(principal, params.id, { ...body, framework: body.framework as Framework | null | undefined })),
     }),
   );
 

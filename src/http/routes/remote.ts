@@ -15,8 +15,8 @@ export const remoteLinkBody = z.strictObject({
 export function remoteRoutes(app: FastifyInstance, th: Treehouse): void {
   const url = '/api/v1/projects/:id/git/remote';
 
-  defineRoute(app, { method: 'GET', url, summary: 'The linked repository and its sync status', params: projectIdParams }, ({ params, principal }) => ({
-    remote: th.remoteSync.get(principal, params.id),
+  defineRoute(app, { method: 'GET', url, summary: 'The linked repository and its sync status', params: projectIdParams }, async ({ params, principal }) => ({
+    remote: await th.remoteSync.get(principal, params.id),
   }));
 
   defineRoute(
