@@ -21,7 +21,7 @@ import { tarEntry, tarGlobalHeader, tarTrailer } from '../git/tar.js';
 import { MODE_GITLINK, MODE_TREE } from '../git/tree.js';
 import { ZipWriter } from '../git/zip.js';
 import type { StoredObject } from '../store/types.js';
-import { BLOB_BATCH_MAX, batchEnds, walkTree, type WalkedEntry } from './diff/batchedReads.js';
+import { BLOB_BATCH_MAX, batchEnds, nextWalked, walkTree, type WalkedEntry } from './diff/batchedReads.js';
 import { commitInfo, inReadTx, resolveRef, type Repo } from './repo.js';
 import { projectReads, Slicer } from './slices.js';
 
@@ -131,17 +131,14 @@ async function* archiveEntries(repo: Repo, root: Oid, prefix: Buffer): AsyncGene
     const oids: Oid[] = [];
     while (oids.length < BLOB_BATCH_MAX) {
       if (slicer.due) await slicer.pause();
-      let step: IteratorResult<WalkedEntry, void>;
-      try {
-        step = await walk.next();
-      } catch (error) {
-        failure = { error };
+      const next = await nextWalked(walk);
+      if ('end' in next) {
+        if (next.error) failure = { error: next.error.cause };
         break;
       }
-      if (step.done) break;
-      if (step.value.entry.mode === MODE_GITLINK) continue;
-      entries.push(step.value);
-      if (step.value.entry.mode !== MODE_TREE) oids.push(step.value.entry.oid);
+      if (next.entry.entry.mode === MODE_GITLINK) continue;
+      entries.push(next.entry);
+      if (next.entry.entry.mode !== MODE_TREE) oids.push(next.entry.entry.oid);
     }
     if (entries.length === 0) break;
     const ends = batchEnds(oids.length > 0 ? await reads.objectSizes(oids) : []);

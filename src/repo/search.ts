@@ -15,7 +15,7 @@
 import { TreehouseError } from '../errors.js';
 import { oidToHex, type Oid } from '../git/oid.js';
 import { MODE_EXECUTABLE, MODE_FILE } from '../git/tree.js';
-import { BLOB_BATCH_BYTES, BLOB_BATCH_MAX, walkTree, type WalkedEntry } from './diff/batchedReads.js';
+import { BLOB_BATCH_BYTES, BLOB_BATCH_MAX, nextWalked, walkTree } from './diff/batchedReads.js';
 import { PathFilter } from './pathFilter.js';
 import { inReadTx, resolveRef, type Repo } from './repo.js';
 import { AutomatonMatcher, LiteralMatcher, type LineMatcher } from './search/matcher.js';
@@ -87,18 +87,13 @@ export async function search(repo: Repo, input: SearchInput): Promise<SearchResu
     const files: Array<{ path: string; oid: Oid }> = [];
     while (files.length < BLOB_BATCH_MAX) {
       if (slicer.due) await slicer.pause();
-      let step: IteratorResult<WalkedEntry, void>;
-      try {
-        step = await walk.next();
-      } catch (error) {
-        failure = { error };
-        step = { done: true, value: undefined };
-      }
-      if (step.done) {
+      const next = await nextWalked(walk);
+      if ('end' in next) {
+        if (next.error) failure = { error: next.error.cause };
         done = true;
         break;
       }
-      const { path, entry } = step.value;
+      const { path, entry } = next.entry;
       if ((entry.mode === MODE_FILE || entry.mode === MODE_EXECUTABLE) && filter.matchesFile(path)) files.push({ path, oid: entry.oid });
     }
     const sizes = files.length > 0 ? await reads.objectSizes(files.map((file) => file.oid)) : [];

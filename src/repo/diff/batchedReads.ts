@@ -118,6 +118,19 @@ export interface WalkedEntry {
  * batch of siblings at a time, so the walk holds at most TREE_BATCH_MAX trees per level beyond the
  * path it is on, never the tree whole.
  */
+/**
+ * The walk's next entry, or its end; a walk that failed (a tree the store lacks) ends with its
+ * error, which the caller reports once it has handled the entries before it.
+ */
+export async function nextWalked(walk: AsyncGenerator<WalkedEntry, void, void>): Promise<{ entry: WalkedEntry } | { end: true; error?: { cause: unknown } }> {
+  try {
+    const step = await walk.next();
+    return step.done ? { end: true } : { entry: step.value };
+  } catch (cause) {
+    return { end: true, error: { cause } };
+  }
+}
+
 export async function* walkTree(reads: ProjectReads, root: Oid, descend: (path: string) => boolean): AsyncGenerator<WalkedEntry, void, void> {
   type Frame = { dir: string; entries: TreeEntry[]; next: number; subtrees: Map<number, TreeEntry[] | undefined> };
   const pathOf = (frame: Frame, entry: TreeEntry) => (frame.dir === '' ? entry.name : `${frame.dir}/${entry.name}`);
