@@ -74,6 +74,44 @@ function once(release: () => void): () => void {
   };
 }
 
+/**
+ * What the replays queued but not yet committed write (refs, working trees, versions, records), by
+ * key, with their commit. A write callback that reads such a key waits for that commit first, so it
+ * reads what the writer before it wrote instead of failing its replay's check and running again:
+ * writers of one branch so run one after another, as under the synchronous interface, while
+ * writers of different keys still share commits.
+ */
+class PendingWrites {
+  private readonly byKey = new Map<string, Promise<void>>();
+
+  add(keys: ReadonlySet<string>, committed: Promise<void>): void {
+    for (const key of keys) this.byKey.set(key, committed);
+    void committed.then(() => {
+      for (const key of keys) if (this.byKey.get(key) === committed) this.byKey.delete(key);
+    });
+  }
+
+  /** Resolves once no queued replay writes a key that `matches` accepts. */
+  async settle(matches: (key: string) => boolean): Promise<void> {
+    for (;;) {
+      let waiting: Promise<void> | undefined;
+      for (const [key, committed] of this.byKey) {
+        if (matches(key)) {
+          waiting = committed;
+          break;
+        }
+      }
+      if (!waiting) return;
+      await waiting;
+    }
+  }
+}
+
+const refKey = (project: number, name: string) => `p${project}/ref/${name}`;
+const workingTreeKey = (project: number, branch: string) => `p${project}/worktree/${branch}`;
+const versionKey = (project: number) => `p${project}/version`;
+const recordKey = (key: string) => `record/${key}`;
+
 const copy = (buffer: Buffer) => Buffer.from(buffer);
 const copyObject = (object: StoredObject | undefined): StoredObject | undefined => object && { type: object.type, body: copy(object.body) };
 const copyForm = (form: DeflatedObject | undefined): DeflatedObject | undefined =>
@@ -167,7 +205,11 @@ class WriteBuffer {
   readonly replay: Array<(tx: StoreWriteTx) => void> = [];
   readonly checks: Array<(tx: StoreWriteTx) => boolean> = [];
   readonly records = new Map<string, { value: unknown } | null>();
+  /** Keys of refs, working trees, versions and records this transaction writes (PendingWrites). */
+  readonly written = new Set<string>();
   private readonly projects = new Map<number, ProjectOverlay>();
+
+  constructor(readonly pending: PendingWrites) {}
   private readonly slabs = new SlabAllocator();
 
   /** A copy of `bytes` that lives as long as this buffer. */
@@ -301,10 +343,14 @@ class WriteProject extends ReadOnlyProject implements ProjectWrites, PackFormWri
 
   override async getRef(name: string): Promise<Oid | undefined> {
     if (this.overlay.refs.has(name)) return this.overlay.refs.get(name) ?? undefined;
+    const key = refKey(this.project, name);
+    await this.buffer.pending.settle((pending) => pending === key);
     return this.observed(await super.getRef(name), (tx) => tx.getRef(name));
   }
 
   override async listRefs(prefix: string): Promise<Array<{ name: string; oid: Oid }>> {
+    const keys = refKey(this.project, prefix);
+    await this.buffer.pending.settle((pending) => pending.startsWith(keys));
     const stored = this.observed(await super.listRefs(prefix), (tx) => tx.listRefs(prefix));
     const refs = new Map(stored.map((ref) => [ref.name, ref.oid]));
     for (const [name, oid] of this.overlay.refs) {
@@ -317,11 +363,15 @@ class WriteProject extends ReadOnlyProject implements ProjectWrites, PackFormWri
 
   override async getWorkingTree(branch: string): Promise<WorkingTreeState | undefined> {
     if (this.overlay.workingTrees.has(branch)) return this.overlay.workingTrees.get(branch) ?? undefined;
+    const key = workingTreeKey(this.project, branch);
+    await this.buffer.pending.settle((pending) => pending === key);
     return this.observed(await super.getWorkingTree(branch), (tx) => tx.getWorkingTree(branch));
   }
 
   override async getVersion(): Promise<number> {
     if (this.overlay.version !== undefined) return this.overlay.version;
+    const key = versionKey(this.project);
+    await this.buffer.pending.settle((pending) => pending === key);
     const version = this.observed(await super.getVersion(), (tx) => tx.getVersion());
     this.overlay.version = version;
     return version;
@@ -386,6 +436,7 @@ class WriteProject extends ReadOnlyProject implements ProjectWrites, PackFormWri
     if (!matches) throw new RefChangedError(name, current);
     const [was, to] = [expected && copy(expected), next && copy(next)];
     this.overlay.refs.set(name, to);
+    this.buffer.written.add(refKey(this.project, name));
     this.later((tx) => tx.casRef(name, was, to));
   }
 
@@ -398,17 +449,20 @@ class WriteProject extends ReadOnlyProject implements ProjectWrites, PackFormWri
   putWorkingTree(branch: string, state: WorkingTreeState): void {
     const kept = { tree: copy(state.tree), locks: [...state.locks] };
     this.overlay.workingTrees.set(branch, kept);
+    this.buffer.written.add(workingTreeKey(this.project, branch));
     this.later((tx) => tx.putWorkingTree(branch, kept));
   }
 
   deleteWorkingTree(branch: string): void {
     this.overlay.workingTrees.set(branch, null);
+    this.buffer.written.add(workingTreeKey(this.project, branch));
     this.later((tx) => tx.deleteWorkingTree(branch));
   }
 
   async bumpVersion(): Promise<number> {
     const version = (await this.getVersion()) + 1;
     this.overlay.version = version;
+    this.buffer.written.add(versionKey(this.project));
     this.later((tx) => tx.bumpVersion());
     return version;
   }
@@ -487,12 +541,16 @@ class WriteTx implements AsyncStoreWriteTx {
   async getRecord<T>(key: string): Promise<T | undefined> {
     const mine = this.buffer.records.get(key);
     if (mine !== undefined) return mine === null ? undefined : (structuredClone(mine.value) as T);
+    const pendingKey = recordKey(key);
+    await this.buffer.pending.settle((pending) => pending === pendingKey);
     const value = this.store.read((tx) => tx.getRecord<T>(key));
     this.buffer.checks.push((tx) => isDeepStrictEqual(tx.getRecord(key), value));
     return value;
   }
 
   async listRecords<T>(prefix: string, options: { reverse?: boolean; after?: string; limit?: number } = {}): Promise<Array<{ key: string; value: T }>> {
+    const pendingPrefix = recordKey(prefix);
+    await this.buffer.pending.settle((pending) => pending.startsWith(pendingPrefix));
     const mine = [...this.buffer.records].filter(([key]) => key.startsWith(prefix));
     // Enough of the store's to fill `limit` whatever this transaction deleted.
     const asked = { ...options, limit: options.limit === undefined ? undefined : options.limit + mine.length };
@@ -514,11 +572,13 @@ class WriteTx implements AsyncStoreWriteTx {
   putRecord<T>(key: string, value: T): void {
     const kept = structuredClone(value);
     this.buffer.records.set(key, { value: kept });
+    this.buffer.written.add(recordKey(key));
     this.buffer.replay.push((tx) => tx.putRecord(key, kept));
   }
 
   deleteRecord(key: string): void {
     this.buffer.records.set(key, null);
+    this.buffer.written.add(recordKey(key));
     this.buffer.replay.push((tx) => tx.deleteRecord(key));
   }
 }
@@ -526,6 +586,7 @@ class WriteTx implements AsyncStoreWriteTx {
 export class LmdbAsyncStore implements AsyncStore {
   readonly packForms = true;
   private readonly writers = new WriterQueue();
+  private readonly pending = new PendingWrites();
   private readonly writeListeners: Array<(durationMs: number, committed: boolean) => void> = [];
   private closed = false;
 
@@ -553,21 +614,31 @@ export class LmdbAsyncStore implements AsyncStore {
 
   private async runWrite<T>(action: (tx: AsyncStoreWriteTx) => Promise<T>): Promise<T> {
     // First optimistically: the queue is released once the replay is queued, so writes that
-    // follow share its commit; a replay that finds what its callback read changed runs again
-    // holding the queue until it has committed, so it cannot conflict twice with a writer of ours.
+    // follow share its commit (and wait for it only to read what it writes: PendingWrites); a
+    // replay that finds what its callback read changed (a writer of the synchronous interface)
+    // runs again holding the queue until it has committed.
     let exclusive = false;
     for (let attempt = 1; ; attempt++) {
       const release = once(await this.writers.acquire());
       try {
-        const buffer = new WriteBuffer();
+        const buffer = new WriteBuffer(this.pending);
         const result = await action(new WriteTx(this.sync, buffer));
+        let committedOrFailed!: () => void;
+        const settled = new Promise<void>((resolve) => (committedOrFailed = resolve));
         const committed = this.sync.write(
           (tx) => {
             for (const check of buffer.checks) if (!check(tx)) throw new WriteConflict('another writer changed what this transaction read');
             for (const write of buffer.replay) write(tx);
           },
-          { afterCommit: release },
+          {
+            afterCommit: () => {
+              committedOrFailed();
+              release();
+            },
+          },
         );
+        void committed.catch(() => committedOrFailed());
+        if (buffer.written.size > 0) this.pending.add(buffer.written, settled);
         if (!exclusive) release();
         await committed;
         return result;

@@ -38,6 +38,30 @@ describe('LmdbAsyncStore beside writers of the synchronous interface', () => {
   });
 });
 
+describe('LmdbAsyncStore writers of one key', () => {
+  it('wait for the commit of the write before them instead of running again: 50 increments, 50 runs', async () => {
+    const scratch = scratchDir('treehouse-async-pending-');
+    const store = new LmdbAsyncStore(new LmdbStore({ path: scratch.path }));
+    try {
+      await store.write(async (tx) => tx.putRecord('counter', 0));
+      let runs = 0;
+      await Promise.all(
+        Array.from({ length: 50 }, () =>
+          store.write(async (tx) => {
+            runs++;
+            tx.putRecord('counter', (await tx.getRecord<number>('counter'))! + 1);
+          }),
+        ),
+      );
+      expect(await store.read((tx) => tx.getRecord('counter'))).toBe(50);
+      expect(runs).toBe(50);
+    } finally {
+      await store.close();
+      scratch.remove();
+    }
+  });
+});
+
 describe('LmdbAsyncStore commit index inside a write', () => {
   it('indexes thousands of commits put in one transaction, each with two parents, once each (a pushed history)', async () => {
     const scratch = scratchDir('treehouse-async-history-');
