@@ -6,12 +6,13 @@
  * would run inside it), so a write callback records its writes in an overlay its own reads consult,
  * and when it resolves they are replayed, in order, in one synchronous child transaction.
  *
- * Serialisable, optimistically: write callbacks start one at a time (a FIFO queue), and the replay
- * first checks that what its callback read of refs, working trees, versions and records is still
- * what the store holds; when another writer changed it (an earlier replay in the same batch, or a
- * writer of the synchronous interface), the callback runs again (at most WRITE_ATTEMPTS_MAX times),
- * then holding the queue until its replay has committed. Writers of different branches or
- * projects so share one commit and its fsync, as the synchronous interface's do.
+ * Serialisable, optimistically: write callbacks start one at a time (a FIFO queue); a callback
+ * reads through the overlays of the writes queued before it (QueuedWrites), whose replays run
+ * before its own, and its replay first checks that what it read of refs, working trees, versions
+ * and records is what the store holds then. When that fails (a write before it failed, or a writer
+ * of the synchronous interface came between), the callback runs again, alone (at most
+ * WRITE_ATTEMPTS_MAX times). Writers, of one branch too, so share commits and their fsync, as the
+ * synchronous interface's do.
  */
 import { isDeepStrictEqual } from 'node:util';
 import { inflateSync } from 'node:zlib';
@@ -75,42 +76,46 @@ function once(release: () => void): () => void {
 }
 
 /**
- * What the replays queued but not yet committed write (refs, working trees, versions, records), by
- * key, with their commit. A write callback that reads such a key waits for that commit first, so it
- * reads what the writer before it wrote instead of failing its replay's check and running again:
- * writers of one branch so run one after another, as under the synchronous interface, while
- * writers of different keys still share commits.
+ * The writes whose replays are queued but not yet committed, oldest first. A write callback reads
+ * through their overlays (newest first) before the store, so writers of one branch each see what
+ * the one before wrote and their replays still share one commit, as under the synchronous
+ * interface. What it read there is checked again at its replay, after theirs: if one of them
+ * failed, the check fails and the callback runs again.
  */
-class PendingWrites {
-  private readonly byKey = new Map<string, Promise<void>>();
+class QueuedWrites {
+  private readonly queued: WriteBuffer[] = [];
+  private readonly settledOf = new Map<WriteBuffer, Promise<void>>();
 
-  add(keys: ReadonlySet<string>, committed: Promise<void>): void {
-    for (const key of keys) this.byKey.set(key, committed);
-    void committed.then(() => {
-      for (const key of keys) if (this.byKey.get(key) === committed) this.byKey.delete(key);
+  add(buffer: WriteBuffer, settled: Promise<void>): void {
+    this.queued.push(buffer);
+    this.settledOf.set(buffer, settled);
+    void settled.then(() => {
+      const index = this.queued.indexOf(buffer);
+      if (index >= 0) this.queued.splice(index, 1);
+      this.settledOf.delete(buffer);
     });
   }
 
-  /** Resolves once no queued replay writes a key that `matches` accepts. */
-  async settle(matches: (key: string) => boolean): Promise<void> {
-    for (;;) {
-      let waiting: Promise<void> | undefined;
-      for (const [key, committed] of this.byKey) {
-        if (matches(key)) {
-          waiting = committed;
-          break;
-        }
-      }
-      if (!waiting) return;
-      await waiting;
+  /** Resolves once every write queued now has committed or failed. */
+  async settled(): Promise<void> {
+    await Promise.all([...this.settledOf.values()]);
+  }
+
+  /** The overlays of `project` in the queued writes other than `except`, newest first. */
+  overlays(project: number, except: WriteBuffer): ProjectOverlay[] {
+    const out: ProjectOverlay[] = [];
+    for (let i = this.queued.length - 1; i >= 0; i--) {
+      const overlay = this.queued[i] === except ? undefined : this.queued[i].existingOverlay(project);
+      if (overlay) out.push(overlay);
     }
+    return out;
+  }
+
+  /** The records the queued writes other than `except` put or delete, newest first. */
+  records(except: WriteBuffer): Array<Map<string, { value: unknown } | null>> {
+    return this.queued.filter((buffer) => buffer !== except).map((buffer) => buffer.records).reverse();
   }
 }
-
-const refKey = (project: number, name: string) => `p${project}/ref/${name}`;
-const workingTreeKey = (project: number, branch: string) => `p${project}/worktree/${branch}`;
-const versionKey = (project: number) => `p${project}/version`;
-const recordKey = (key: string) => `record/${key}`;
 
 const copy = (buffer: Buffer) => Buffer.from(buffer);
 const copyObject = (object: StoredObject | undefined): StoredObject | undefined => object && { type: object.type, body: copy(object.body) };
@@ -205,11 +210,13 @@ class WriteBuffer {
   readonly replay: Array<(tx: StoreWriteTx) => void> = [];
   readonly checks: Array<(tx: StoreWriteTx) => boolean> = [];
   readonly records = new Map<string, { value: unknown } | null>();
-  /** Keys of refs, working trees, versions and records this transaction writes (PendingWrites). */
-  readonly written = new Set<string>();
   private readonly projects = new Map<number, ProjectOverlay>();
 
-  constructor(readonly pending: PendingWrites) {}
+  constructor(readonly queued: QueuedWrites) {}
+
+  existingOverlay(project: number): ProjectOverlay | undefined {
+    return this.projects.get(project);
+  }
   private readonly slabs = new SlabAllocator();
 
   /** A copy of `bytes` that lives as long as this buffer. */
@@ -275,19 +282,28 @@ class WriteProject extends ReadOnlyProject implements ProjectWrites, PackFormWri
     return value;
   }
 
-  override async getObjects(oids: readonly Oid[]): Promise<Array<StoredObject | undefined>> {
-    const stored = await super.getObjects(oids.filter((oid) => !this.overlay.objects.has(oidToHex(oid))));
-    let next = 0;
-    const out = oids.map((oid) => copyObject(this.overlay.objects.get(oidToHex(oid))) ?? stored[next++]);
-    for (let i = 0; i < out.length; i++) {
-      if (out[i] === undefined && this.overlay.forms.has(oidToHex(oids[i]))) out[i] = await this.rebuild(oids[i]);
-    }
-    return out;
+  /** This transaction's overlay, then those of the writes queued before it, newest first. */
+  private layers(): ProjectOverlay[] {
+    return [this.overlay, ...this.buffer.queued.overlays(this.project, this.buffer)];
   }
 
-  /** An object this transaction stored as its form alone (putObjectAsForm), rebuilt as the store will. */
-  private async rebuild(oid: Oid): Promise<StoredObject> {
-    const form = this.overlay.forms.get(oidToHex(oid))!;
+  /** The first layer's answer for an object: kept whole, or as its form alone. */
+  private layered(hex: string): { object?: AnnexedObject; form?: DeflatedObject } | undefined {
+    for (const layer of this.layers()) {
+      const object = layer.objects.get(hex);
+      if (object) return { object };
+      const form = layer.forms.get(hex);
+      if (form) return { form };
+    }
+    return undefined;
+  }
+
+  override async getObjects(oids: readonly Oid[]): Promise<Array<StoredObject | undefined>> {
+    return (await this.getObjectsWithAnnex(oids)).map((object) => object && { type: object.type, body: object.body });
+  }
+
+  /** An object a queued write (this one or one before) stored as its form alone, rebuilt as the store will. */
+  private async rebuild(oid: Oid, form: DeflatedObject): Promise<StoredObject> {
     const inflated = inflateSync(form.deflated);
     if (!form.delta) return { type: form.type, body: inflated };
     const [base] = await this.getObjects([form.delta.base]);
@@ -296,32 +312,41 @@ class WriteProject extends ReadOnlyProject implements ProjectWrites, PackFormWri
   }
 
   override async getObjectsWithAnnex(oids: readonly Oid[]): Promise<Array<AnnexedObject | undefined>> {
-    const stored = await super.getObjectsWithAnnex(oids.filter((oid) => !this.overlay.objects.has(oidToHex(oid))));
+    const found = oids.map((oid) => this.layered(oidToHex(oid)));
+    const stored = await super.getObjectsWithAnnex(oids.filter((_, i) => !found[i]?.object));
     let next = 0;
-    const out = oids.map((oid) => {
-      const mine = this.overlay.objects.get(oidToHex(oid));
-      return mine ? { type: mine.type, body: copy(mine.body), annex: mine.annex && copy(mine.annex) } : stored[next++];
-    });
-    for (let i = 0; i < out.length; i++) {
-      if (out[i] === undefined && this.overlay.forms.has(oidToHex(oids[i]))) out[i] = { ...(await this.rebuild(oids[i])), annex: null };
+    const out: Array<AnnexedObject | undefined> = [];
+    for (let i = 0; i < oids.length; i++) {
+      const mine = found[i]?.object;
+      if (mine) {
+        out.push({ type: mine.type, body: copy(mine.body), annex: mine.annex && copy(mine.annex) });
+        continue;
+      }
+      const fromStore = stored[next++];
+      const form = found[i]?.form;
+      out.push(fromStore ?? (form ? { ...(await this.rebuild(oids[i], form)), annex: null } : undefined));
     }
     return out;
   }
 
   override async hasObjects(oids: readonly Oid[]): Promise<boolean[]> {
     const stored = await super.hasObjects(oids);
-    return oids.map((oid, i) => stored[i] || this.overlay.objects.has(oidToHex(oid)) || this.overlay.forms.has(oidToHex(oid)));
+    return oids.map((oid, i) => stored[i] || this.layered(oidToHex(oid)) !== undefined);
   }
 
   override async objectSizes(oids: readonly Oid[]): Promise<Array<number | undefined>> {
     const stored = await super.objectSizes(oids);
-    return oids.map((oid, i) => this.overlay.objects.get(oidToHex(oid))?.body.length ?? stored[i] ?? this.overlay.forms.get(oidToHex(oid))?.inflatedBytes);
+    return oids.map((oid, i) => {
+      const mine = this.layered(oidToHex(oid));
+      return mine?.object?.body.length ?? stored[i] ?? mine?.form?.inflatedBytes;
+    });
   }
 
   override async findObjectsByPrefix(hexPrefix: string, limit: number): Promise<Oid[]> {
     const found = await super.findObjectsByPrefix(hexPrefix, limit);
     const seen = new Set(found.map(oidToHex));
-    for (const hex of [...this.overlay.objects.keys(), ...this.overlay.forms.keys()].sort()) {
+    const mine = this.layers().flatMap((layer) => [...layer.objects.keys(), ...layer.forms.keys()]);
+    for (const hex of mine.sort()) {
       if (found.length >= limit) break;
       if (hex.startsWith(hexPrefix) && !seen.has(hex)) {
         seen.add(hex);
@@ -333,46 +358,81 @@ class WriteProject extends ReadOnlyProject implements ProjectWrites, PackFormWri
 
   override async getCommitInfos(oids: readonly Oid[]): Promise<Array<CommitInfo | undefined>> {
     const stored = await super.getCommitInfos(oids);
-    return stored.map((info, i) => info ?? this.overlay.commitInfos.get(oidToHex(oids[i])));
+    return stored.map((info, i) => info ?? this.layeredCommitInfo(oidToHex(oids[i])));
+  }
+
+  private layeredCommitInfo(hex: string): CommitInfo | undefined {
+    for (const layer of this.layers()) {
+      const info = layer.commitInfos.get(hex);
+      if (info) return info;
+    }
+    return undefined;
   }
 
   override async getCommitObjects(commit: Oid): Promise<Buffer | undefined> {
-    const mine = this.overlay.commitObjects.get(oidToHex(commit));
-    return mine ? copy(mine) : super.getCommitObjects(commit);
+    const hex = oidToHex(commit);
+    for (const layer of this.layers()) {
+      const list = layer.commitObjects.get(hex);
+      if (list) return copy(list);
+    }
+    return super.getCommitObjects(commit);
+  }
+
+  /**
+   * A ref, working tree or version as this transaction sees it: its own write, else the newest
+   * queued write's (checked at the replay, which runs after theirs), else the store's (checked too).
+   */
+  private async keyed<T>(pick: (layer: ProjectOverlay) => { value: T } | undefined, stored: () => Promise<T>, read: (tx: ProjectReadTx) => T): Promise<T> {
+    const [own, ...queued] = this.layers();
+    const written = pick(own);
+    if (written) return written.value;
+    for (const layer of queued) {
+      const theirs = pick(layer);
+      if (theirs) return this.observed(theirs.value, read);
+    }
+    return this.observed(await stored(), read);
   }
 
   override async getRef(name: string): Promise<Oid | undefined> {
-    if (this.overlay.refs.has(name)) return this.overlay.refs.get(name) ?? undefined;
-    const key = refKey(this.project, name);
-    await this.buffer.pending.settle((pending) => pending === key);
-    return this.observed(await super.getRef(name), (tx) => tx.getRef(name));
+    return this.keyed(
+      (layer) => (layer.refs.has(name) ? { value: layer.refs.get(name) ?? undefined } : undefined),
+      () => super.getRef(name),
+      (tx) => tx.getRef(name),
+    );
   }
 
   override async listRefs(prefix: string): Promise<Array<{ name: string; oid: Oid }>> {
-    const keys = refKey(this.project, prefix);
-    await this.buffer.pending.settle((pending) => pending.startsWith(keys));
-    const stored = this.observed(await super.listRefs(prefix), (tx) => tx.listRefs(prefix));
-    const refs = new Map(stored.map((ref) => [ref.name, ref.oid]));
-    for (const [name, oid] of this.overlay.refs) {
-      if (!name.startsWith(prefix)) continue;
-      if (oid) refs.set(name, oid);
-      else refs.delete(name);
-    }
-    return [...refs].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([name, oid]) => ({ name, oid }));
+    const [own, ...queued] = this.layers();
+    const refs = new Map((await super.listRefs(prefix)).map((ref) => [ref.name, ref.oid]));
+    const apply = (layer: ProjectOverlay) => {
+      for (const [name, oid] of layer.refs) {
+        if (!name.startsWith(prefix)) continue;
+        if (oid) refs.set(name, oid);
+        else refs.delete(name);
+      }
+    };
+    const sorted = () => [...refs].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([name, oid]) => ({ name, oid }));
+    // The oldest queued write first, so the newest wins: what the store holds when this replay runs, checked then.
+    for (const layer of [...queued].reverse()) apply(layer);
+    this.observed(sorted(), (tx) => tx.listRefs(prefix));
+    apply(own);
+    return sorted();
   }
 
   override async getWorkingTree(branch: string): Promise<WorkingTreeState | undefined> {
-    if (this.overlay.workingTrees.has(branch)) return this.overlay.workingTrees.get(branch) ?? undefined;
-    const key = workingTreeKey(this.project, branch);
-    await this.buffer.pending.settle((pending) => pending === key);
-    return this.observed(await super.getWorkingTree(branch), (tx) => tx.getWorkingTree(branch));
+    return this.keyed(
+      (layer) => (layer.workingTrees.has(branch) ? { value: layer.workingTrees.get(branch) ?? undefined } : undefined),
+      () => super.getWorkingTree(branch),
+      (tx) => tx.getWorkingTree(branch),
+    );
   }
 
   override async getVersion(): Promise<number> {
-    if (this.overlay.version !== undefined) return this.overlay.version;
-    const key = versionKey(this.project);
-    await this.buffer.pending.settle((pending) => pending === key);
-    const version = this.observed(await super.getVersion(), (tx) => tx.getVersion());
+    const version = await this.keyed(
+      (layer) => (layer.version !== undefined ? { value: layer.version } : undefined),
+      () => super.getVersion(),
+      (tx) => tx.getVersion(),
+    );
     this.overlay.version = version;
     return version;
   }
@@ -381,13 +441,27 @@ class WriteProject extends ReadOnlyProject implements ProjectWrites, PackFormWri
     const stored = await super.getDeflated(oids);
     const out: Array<DeflatedObject | undefined> = [];
     for (let i = 0; i < oids.length; i++) {
+      if (stored[i]) {
+        out.push(stored[i]);
+        continue;
+      }
       const hex = oidToHex(oids[i]);
-      const whole = stored[i] || this.overlay.forms.has(hex) ? undefined : this.overlay.wholeForms.get(hex);
-      if (whole) {
-        // A form is kept only for a stored object (the store ignores one for an absent object).
-        const [object] = await this.getObjects([oids[i]]);
-        out.push(object && { type: object.type, inflatedBytes: object.body.length, deflated: copy(whole) });
-      } else out.push(stored[i] ?? copyForm(this.overlay.forms.get(hex)));
+      let answer: DeflatedObject | undefined;
+      for (const layer of this.layers()) {
+        const form = layer.forms.get(hex);
+        if (form) {
+          answer = copyForm(form);
+          break;
+        }
+        const whole = layer.wholeForms.get(hex);
+        if (whole) {
+          // A form is kept only for a stored object (the store ignores one for an absent object).
+          const [object] = await this.getObjects([oids[i]]);
+          answer = object && { type: object.type, inflatedBytes: object.body.length, deflated: copy(whole) };
+          break;
+        }
+      }
+      out.push(answer);
     }
     return out;
   }
@@ -412,7 +486,7 @@ class WriteProject extends ReadOnlyProject implements ProjectWrites, PackFormWri
     const parsed = commitInfoFromBody(body);
     let generation = 1;
     for (const parent of parsed.parents) {
-      const known = this.overlay.commitInfos.get(oidToHex(parent)) ?? this.base((tx) => tx.getCommitInfo(parent));
+      const known = this.layeredCommitInfo(oidToHex(parent)) ?? this.base((tx) => tx.getCommitInfo(parent));
       generation = Math.max(generation, (known?.generation ?? 1) + 1);
     }
     return { ...parsed, generation };
@@ -436,7 +510,6 @@ class WriteProject extends ReadOnlyProject implements ProjectWrites, PackFormWri
     if (!matches) throw new RefChangedError(name, current);
     const [was, to] = [expected && copy(expected), next && copy(next)];
     this.overlay.refs.set(name, to);
-    this.buffer.written.add(refKey(this.project, name));
     this.later((tx) => tx.casRef(name, was, to));
   }
 
@@ -449,20 +522,17 @@ class WriteProject extends ReadOnlyProject implements ProjectWrites, PackFormWri
   putWorkingTree(branch: string, state: WorkingTreeState): void {
     const kept = { tree: copy(state.tree), locks: [...state.locks] };
     this.overlay.workingTrees.set(branch, kept);
-    this.buffer.written.add(workingTreeKey(this.project, branch));
     this.later((tx) => tx.putWorkingTree(branch, kept));
   }
 
   deleteWorkingTree(branch: string): void {
     this.overlay.workingTrees.set(branch, null);
-    this.buffer.written.add(workingTreeKey(this.project, branch));
     this.later((tx) => tx.deleteWorkingTree(branch));
   }
 
   async bumpVersion(): Promise<number> {
     const version = (await this.getVersion()) + 1;
     this.overlay.version = version;
-    this.buffer.written.add(versionKey(this.project));
     this.later((tx) => tx.bumpVersion());
     return version;
   }
@@ -492,8 +562,7 @@ class WriteProject extends ReadOnlyProject implements ProjectWrites, PackFormWri
   async putObjectAsForm(oid: Oid, type: ObjectType, inflatedBytes: number, form: { deflated: Buffer; delta?: DeltaForm }): Promise<boolean> {
     if (type === 'commit') throw new Error('a commit is stored whole (putObjectWithId), so it is indexed');
     const hex = oidToHex(oid);
-    if (this.overlay.objects.has(hex) || this.overlay.forms.has(hex)) return true;
-    if (this.base((tx) => tx.hasObject(oid))) return true;
+    if (this.layered(hex) || this.base((tx) => tx.hasObject(oid))) return true;
     if (form.delta && !this.deltaFits(oid, form.delta)) return false;
     // The stream belongs to the transaction (asyncTypes.ts); the ids may be views into a caller's buffer.
     const delta = form.delta && { base: this.buffer.keep(form.delta.base), bytes: form.delta.bytes, depth: form.delta.depth };
@@ -513,13 +582,14 @@ class WriteProject extends ReadOnlyProject implements ProjectWrites, PackFormWri
   private deltaFits(oid: Oid, delta: DeltaForm): boolean {
     if (delta.base.equals(oid)) return false;
     const baseHex = oidToHex(delta.base);
-    const mine = this.overlay.forms.get(baseHex);
+    const layers = this.layers();
+    const mine = layers.find((layer) => layer.forms.has(baseHex))?.forms.get(baseHex);
     // A form kept before wins over a whole form put here (putDeflated never replaces one).
     const stored = mine ? undefined : this.base((tx) => {
       const form = tx.peekDeflated(delta.base);
       return form ? (form.delta?.depth ?? 0) : -1;
     });
-    const baseDepth = mine ? (mine.delta?.depth ?? 0) : stored! >= 0 ? stored! : this.overlay.wholeForms.has(baseHex) ? 0 : -1;
+    const baseDepth = mine ? (mine.delta?.depth ?? 0) : stored! >= 0 ? stored! : layers.some((layer) => layer.wholeForms.has(baseHex)) ? 0 : -1;
     return baseDepth >= 0 && delta.depth === baseDepth + 1;
   }
 }
@@ -541,16 +611,16 @@ class WriteTx implements AsyncStoreWriteTx {
   async getRecord<T>(key: string): Promise<T | undefined> {
     const mine = this.buffer.records.get(key);
     if (mine !== undefined) return mine === null ? undefined : (structuredClone(mine.value) as T);
-    const pendingKey = recordKey(key);
-    await this.buffer.pending.settle((pending) => pending === pendingKey);
-    const value = this.store.read((tx) => tx.getRecord<T>(key));
+    // The newest queued write's record, checked at the replay (which runs after theirs), else the store's.
+    const queued = this.buffer.queued.records(this.buffer).find((records) => records.has(key))?.get(key);
+    const value = queued !== undefined ? (queued === null ? undefined : (structuredClone(queued.value) as T)) : this.store.read((tx) => tx.getRecord<T>(key));
     this.buffer.checks.push((tx) => isDeepStrictEqual(tx.getRecord(key), value));
     return value;
   }
 
   async listRecords<T>(prefix: string, options: { reverse?: boolean; after?: string; limit?: number } = {}): Promise<Array<{ key: string; value: T }>> {
-    const pendingPrefix = recordKey(prefix);
-    await this.buffer.pending.settle((pending) => pending.startsWith(pendingPrefix));
+    // A listing is read from the store alone: if a queued write changes a record under `prefix`, the
+    // replay's check fails and the callback runs again once the queue has committed (runWrite).
     const mine = [...this.buffer.records].filter(([key]) => key.startsWith(prefix));
     // Enough of the store's to fill `limit` whatever this transaction deleted.
     const asked = { ...options, limit: options.limit === undefined ? undefined : options.limit + mine.length };
@@ -572,13 +642,11 @@ class WriteTx implements AsyncStoreWriteTx {
   putRecord<T>(key: string, value: T): void {
     const kept = structuredClone(value);
     this.buffer.records.set(key, { value: kept });
-    this.buffer.written.add(recordKey(key));
     this.buffer.replay.push((tx) => tx.putRecord(key, kept));
   }
 
   deleteRecord(key: string): void {
     this.buffer.records.set(key, null);
-    this.buffer.written.add(recordKey(key));
     this.buffer.replay.push((tx) => tx.deleteRecord(key));
   }
 }
@@ -586,7 +654,7 @@ class WriteTx implements AsyncStoreWriteTx {
 export class LmdbAsyncStore implements AsyncStore {
   readonly packForms = true;
   private readonly writers = new WriterQueue();
-  private readonly pending = new PendingWrites();
+  private readonly queued = new QueuedWrites();
   private readonly writeListeners: Array<(durationMs: number, committed: boolean) => void> = [];
   private closed = false;
 
@@ -614,14 +682,17 @@ export class LmdbAsyncStore implements AsyncStore {
 
   private async runWrite<T>(action: (tx: AsyncStoreWriteTx) => Promise<T>): Promise<T> {
     // First optimistically: the queue is released once the replay is queued, so writes that
-    // follow share its commit (and wait for it only to read what it writes: PendingWrites); a
-    // replay that finds what its callback read changed (a writer of the synchronous interface)
-    // runs again holding the queue until it has committed.
+    // follow read through its overlay and share its commit (QueuedWrites); a replay that finds
+    // what its callback read changed (a writer before it failed, or a writer of the synchronous
+    // interface came between) runs again, alone: after the queued writes settle, holding the queue
+    // until it has committed.
     let exclusive = false;
     for (let attempt = 1; ; attempt++) {
       const release = once(await this.writers.acquire());
       try {
-        const buffer = new WriteBuffer(this.pending);
+        // Run again after a conflict: with nothing queued before it, so it reads only committed state.
+        if (exclusive) await this.queued.settled();
+        const buffer = new WriteBuffer(this.queued);
         const result = await action(new WriteTx(this.sync, buffer));
         let committedOrFailed!: () => void;
         const settled = new Promise<void>((resolve) => (committedOrFailed = resolve));
@@ -638,7 +709,7 @@ export class LmdbAsyncStore implements AsyncStore {
           },
         );
         void committed.catch(() => committedOrFailed());
-        if (buffer.written.size > 0) this.pending.add(buffer.written, settled);
+        this.queued.add(buffer, settled);
         if (!exclusive) release();
         await committed;
         return result;
