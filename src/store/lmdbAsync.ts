@@ -118,7 +118,6 @@ class QueuedWrites {
 }
 
 const copy = (buffer: Buffer) => Buffer.from(buffer);
-const copyObject = (object: StoredObject | undefined): StoredObject | undefined => object && { type: object.type, body: copy(object.body) };
 const copyForm = (form: DeflatedObject | undefined): DeflatedObject | undefined =>
   form && { type: form.type, inflatedBytes: form.inflatedBytes, deflated: copy(form.deflated), ...(form.delta ? { delta: { ...form.delta, base: copy(form.delta.base) } } : {}) };
 
