@@ -15,42 +15,15 @@
 import { randomBytes } from 'node:crypto';
 import { deflateSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Boom, commitBody, EMPTY_BLOB_HEX, EMPTY_TREE_HEX, expectBoom, hexes, HELLO_BLOB_HEX, projectNumbers } from './contractSupport.js';
 import { createDelta } from '../../src/git/delta.js';
-import { encodeCommit, type Signature } from '../../src/git/commit.js';
 import { EMPTY_BLOB_OID, EMPTY_TREE_OID, hashObject, oidFromHex, oidToHex, type Oid } from '../../src/git/oid.js';
 import { encodeTree } from '../../src/git/tree.js';
 import { RefChangedError, type NewObject, type WorkingTreeState } from '../../src/store/types.js';
 import type { AsyncStore, PackFormReads, PackFormWrites, ProjectReads, ProjectWrites, RecordReads } from '../../src/store/asyncTypes.js';
 
-const EMPTY_BLOB_HEX = 'e69de29bb2d1d6434b8b29ae775ad8c2e48c5391';
-const EMPTY_TREE_HEX = '4b825dc642cb6eb9a060e54bf8d69288fbee4904';
-/** `printf 'hello\n' | git hash-object --stdin` */
-const HELLO_BLOB_HEX = 'ce013625030ba8dba906f756967f9e9ca394464a';
-
 /** Every test takes project numbers from here, so tests never see each other's data (the sync suite starts at 1000). */
-let nextProject = 5000;
-function freshProject(): number {
-  return nextProject++;
-}
-
-function signature(timestamp: number): Signature {
-  return { name: 'Contract', email: 'contract@example.com', timestamp, timezone: '+0000' };
-}
-
-function commitBody(tree: Oid, parents: Oid[], timestamp: number, message = 'm\n'): Buffer {
-  return encodeCommit({ tree, parents, author: signature(timestamp), committer: signature(timestamp), extraHeaders: [], message });
-}
-
-function hexes(oids: Oid[]): string[] {
-  return oids.map(oidToHex);
-}
-
-/** An error thrown on purpose inside a write transaction, to check that it rolls back. */
-class Boom extends Error {}
-
-async function expectBoom(promise: Promise<unknown>): Promise<void> {
-  await expect(promise).rejects.toBeInstanceOf(Boom);
-}
+const freshProject = projectNumbers(5000);
 
 /** The RefChangedError a promise rejects with; fails the test when it resolves or rejects with something else. */
 async function refusalOf(promise: Promise<unknown>): Promise<RefChangedError> {
