@@ -85,8 +85,12 @@ async function timeGitMergeTree(cwd: string, a: string, b: string): Promise<{ ms
   const start = process.hrtime.bigint();
   const child = spawn('git', ['merge-tree', '--write-tree', '--name-only', a, b], { cwd, env: GIT_ENV });
   let out = '';
+  let err = '';
   child.stdout.on('data', (chunk) => (out += chunk));
-  await new Promise((resolve) => child.on('close', resolve));
+  child.stderr.on('data', (chunk) => (err += chunk));
+  const status = await new Promise<number | null>((resolve) => child.on('close', resolve));
+  // 1 is a conflicted merge; anything else means git could not merge (a timing of a failure is no timing).
+  if (status !== 0 && status !== 1) throw new Error(`git merge-tree ${a} ${b} exited ${status}: ${err}`);
   return { ms: Number(process.hrtime.bigint() - start) / 1e6, tree: out.split('\n')[0] };
 }
 
@@ -124,7 +128,7 @@ export async function runMergeBench(
 
     const bare = join(dir, 'git.git');
     git(['init', '-q', '--bare', bare], dir);
-    exportToBareRepo(repo, bare);
+    await exportToBareRepo(repo, bare);
     git(['repack', '-adq'], bare);
     git(['prune-packed'], bare);
 

@@ -146,7 +146,7 @@ async function main(): Promise<void> {
 
     const bare = join(dir, 'git.git');
     gitSync(['init', '-q', '--bare', bare], dir);
-    exportToBareRepo(repo, bare);
+    await exportToBareRepo(repo, bare);
     gitSync(['repack', '-adq'], bare);
     gitSync(['prune-packed'], bare);
     log(`git repository ready in ${((Date.now() - setupStart) / 1000).toFixed(1)} s`);
