@@ -12,7 +12,7 @@ import { OID_BYTES, oidToHex, type Oid } from './oid.js';
 import { PackFormatError, parsePack, type ExternalObject, type PackObject, type ParsePackOptions } from './pack.js';
 import { introducedObjects } from './introducedObjects.js';
 import { OidTable } from './oidTable.js';
-import { ENTRY_GITLINK, TreeCursor } from './tree.js';
+import { ENTRY_GITLINK, ENTRY_TREE, TreeCursor } from './tree.js';
 import { commitTreesDepthProblem } from './treeDepth.js';
 
 export type PackLimits = Omit<ParsePackOptions, 'resolveExternal' | 'dropBlobBodies'>;
@@ -241,4 +241,137 @@ function defaultTreeBytesBudget(objects: PackObject[]): number {
   let treeBytes = 0;
   for (const object of objects) if (object.type === 'tree') treeBytes += object.body.length;
   return 4 * treeBytes + 16 * 1024 * 1024;
+}
+
+/**
+ * The receiver's store as an asynchronous backend answers: many questions in one call, later. The
+ * check itself stays synchronous (StoreLookups); PrefetchedLookups stands between the two.
+ */
+export interface AsyncStoreLookups {
+  /** Objects in the order asked (bodies are the caller's copies), undefined where not stored. */
+  objects(oids: readonly Oid[]): Promise<Array<ExternalObject | undefined>>;
+  has(oids: readonly Oid[]): Promise<boolean[]>;
+}
+
+/** Bytes of stored trees a prefetch reads ahead of the depth check before it stops reading ahead. */
+const PREFETCH_TREE_BYTES_MAX = 64 * 1024 * 1024;
+/** Ids asked of the store in one call. */
+const PREFETCH_BATCH = 512;
+
+/**
+ * StoreLookups over answers fetched ahead from an asynchronous store. A question it has no answer
+ * for yet is written down and answered provisionally (no such object; held), so one pass of the
+ * check reaches every question it can; `fetch()` then asks them all in batches, and the pass is
+ * run again. A pass that asked something new is discarded: only a pass that found every answer
+ * here (`complete`) counts.
+ *
+ * A stored tree the check reads is read for the depth check, which walks all of it: so a fetched
+ * tree's subtrees are fetched with it, level by level, within PREFETCH_TREE_BYTES_MAX, instead of
+ * costing a pass per level.
+ */
+export class PrefetchedLookups implements StoreLookups {
+  private readonly objectAnswers = new Map<string, ExternalObject | undefined>();
+  private readonly hasAnswers = new Map<string, boolean>();
+  private readonly wantedObjects = new Map<string, Oid>();
+  private readonly wantedHas = new Map<string, Oid>();
+  private treeBytesRead = 0;
+
+  constructor(private readonly source: AsyncStoreLookups) {}
+
+  object(oid: Oid): ExternalObject | undefined {
+    const hex = oidToHex(oid);
+    if (this.objectAnswers.has(hex)) return this.objectAnswers.get(hex);
+    this.wantedObjects.set(hex, oid);
+    return undefined;
+  }
+
+  has(oid: Oid): boolean {
+    const hex = oidToHex(oid);
+    const known = this.hasAnswers.get(hex);
+    if (known !== undefined) return known;
+    if (this.objectAnswers.has(hex)) return this.objectAnswers.get(hex) !== undefined;
+    this.wantedHas.set(hex, oid);
+    return true;
+  }
+
+  /** Whether every question since the last fetch() had its answer here. */
+  get complete(): boolean {
+    return this.wantedObjects.size === 0 && this.wantedHas.size === 0;
+  }
+
+  /** Asks the store what the last pass wanted, stored trees' subtrees along. */
+  async fetch(): Promise<void> {
+    const hasWanted = [...this.wantedHas.entries()];
+    this.wantedHas.clear();
+    for (let at = 0; at < hasWanted.length; at += PREFETCH_BATCH) {
+      const batch = hasWanted.slice(at, at + PREFETCH_BATCH);
+      const answers = await this.source.has(batch.map(([, oid]) => oid));
+      batch.forEach(([hex], i) => this.hasAnswers.set(hex, answers[i]));
+    }
+    let level = [...this.wantedObjects.entries()];
+    this.wantedObjects.clear();
+    while (level.length > 0) {
+      const next = new Map<string, Oid>();
+      for (let at = 0; at < level.length; at += PREFETCH_BATCH) {
+        const batch = level.slice(at, at + PREFETCH_BATCH);
+        const answers = await this.source.objects(batch.map(([, oid]) => oid));
+        batch.forEach(([hex], i) => {
+          const object = answers[i];
+          this.objectAnswers.set(hex, object);
+          if (object?.type !== 'tree') return;
+          this.treeBytesRead += object.body.length;
+          if (this.treeBytesRead > PREFETCH_TREE_BYTES_MAX) return;
+          const cursor = new TreeCursor(object.body);
+          while (cursor.next()) {
+            if (cursor.kind !== ENTRY_TREE) continue;
+            const subtree = object.body.subarray(cursor.oidStart, cursor.oidStart + OID_BYTES);
+            const subtreeHex = oidToHex(subtree);
+            if (!this.objectAnswers.has(subtreeHex)) next.set(subtreeHex, subtree);
+          }
+        });
+      }
+      level = [...next.entries()];
+    }
+  }
+}
+
+/**
+ * checkReceivedPack over an asynchronous store: passes of the check over PrefetchedLookups, the
+ * store asked in between, until a pass finds every answer. Each pass costs a parse of the pack, so
+ * this is for small packs (src/service/packChecker.ts checks large ones on a worker, whose
+ * questions the store answers one at a time). Null when `passesMax` passes were not enough.
+ */
+export async function checkReceivedPackWithAsyncLookups(
+  pack: Buffer,
+  limits: PackLimits,
+  source: AsyncStoreLookups,
+  clientShallow: ReadonlySet<string> = new Set(),
+  passesMax = PASSES_MAX,
+): Promise<PackCheckResult | null> {
+  const lookups = new PrefetchedLookups(source);
+  for (let pass = 1; pass <= passesMax; pass++) {
+    const result = checkReceivedPack(pack, limits, lookups, clientShallow);
+    if (lookups.complete) {
+      if (!result.ok) return result;
+      return { ...result, commitObjects: () => commitObjectsWithAsyncLookups(result, lookups, passesMax) };
+    }
+    await lookups.fetch();
+  }
+  return null;
+}
+
+/** Passes of the check (or of the commits' lists) over an asynchronous store before giving up. */
+const PASSES_MAX = 32;
+
+/**
+ * The commits' object lists as `result.commitObjects` makes them, passes over `lookups` until one
+ * finds every parent tree it reads; lists are an index, so when the passes run out no commit gets one.
+ */
+async function commitObjectsWithAsyncLookups(result: PackCheckResult & { ok: true }, lookups: PrefetchedLookups, passesMax: number): Promise<Map<number, Buffer>> {
+  for (let pass = 1; pass <= passesMax; pass++) {
+    const lists = await result.commitObjects();
+    if (lookups.complete) return lists;
+    await lookups.fetch();
+  }
+  return new Map();
 }

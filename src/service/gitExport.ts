@@ -7,9 +7,8 @@
 import { oidToHex } from '../git/oid.js';
 import { BRANCH_REF_PREFIX } from '../git/refname.js';
 import type { FetchRequest, Service, V2Command } from '../git/smartProtocol.js';
-import { receivePack, syncStoreLookups, type ReceivePackInput, type ReceivePackResult } from '../repo/wire/receivePack.js';
+import { receivePack, type ReceivePackInput, type ReceivePackResult } from '../repo/wire/receivePack.js';
 import { advertise, fetchV2, lsRefs, uploadPackV0, type UploadPackOptions } from '../repo/wire/uploadPack.js';
-import type { Store } from '../store/types.js';
 import type { Config } from './config.js';
 import type { DeflateCache } from './deflateCache.js';
 import type { PackChecker } from './packChecker.js';
@@ -27,8 +26,6 @@ export class GitExport {
     private readonly packChecker: PackChecker,
     private readonly config: Config,
     private readonly deflateCache: DeflateCache,
-    /** The LMDB store itself: the pushed-pack check's lookups are synchronous (syncStoreLookups), which the asynchronous interface cannot answer. */
-    private readonly lookupStore: Store,
   ) {}
 
   /** Large thin deltas are made on the deflate cache's worker. */
@@ -56,7 +53,6 @@ export class GitExport {
     const result = await receivePack(this.projects.repo(record), {
       ...push,
       refUpdatesMax: this.config.limits.pushRefsMax,
-      lookups: syncStoreLookups(this.lookupStore, record.seq),
       checkPack: (pack, limits, lookups, clientShallow) => this.packChecker.check(pack, limits, lookups, clientShallow),
     });
     // Each ref the push moved, as the event its kind of move is (src/service/events.ts).

@@ -9,12 +9,12 @@ import type { Config } from './config.js';
 import { endpointFromUrl, fetchRef, RemoteError } from './gitClient.js';
 import { remoteRequestError } from './remoteSync.js';
 import { TreehouseError } from '../errors.js';
-import type { StoreLookups } from '../git/packCheck.js';
+import type { AsyncStoreLookups } from '../git/packCheck.js';
 import { oidToHex } from '../git/oid.js';
 import type { PackChecker } from './packChecker.js';
 
 /** A seed's store is empty: nothing the pack names can come from it. */
-const NO_STORE: StoreLookups = { object: () => undefined, has: () => false };
+const NO_STORE: AsyncStoreLookups = { objects: async (oids) => oids.map(() => undefined), has: async (oids) => oids.map(() => false) };
 
 export interface GitSeedSource {
   url: string;

@@ -5,19 +5,21 @@
  * than the hop to the thread.
  *
  * The check asks the store two things: a thin pack's delta bases, and whether objects the pack
- * names are there. The worker asks each on a channel of its own and blocks (Atomics.wait) until
- * this thread has answered from the store, so the check keeps its synchronous lookups and only one
- * question is in flight at a time. Objects are never deleted, so an answer stays true until the
- * write that stores the pack.
+ * names are there; the store answers asynchronously (src/store/asyncTypes.ts). Inline, the check
+ * runs in passes, the store asked in batches between them (checkReceivedPackWithAsyncLookups); a
+ * pack that needs too many passes goes to the worker. The worker asks each question on a channel
+ * of its own and blocks (Atomics.wait) until this thread has the store's answer, so the check keeps
+ * its synchronous lookups and only one question is in flight at a time. Objects are never deleted,
+ * so an answer stays true until the write that stores the pack.
  *
  * One worker, started on the first large pack and kept (unreferenced while idle, so it never holds
  * the process open); jobs queue on it. Pushes write one at a time anyway, and a second core is left
  * to the requests the worker no longer blocks.
  */
 import { MessageChannel, type Worker } from 'node:worker_threads';
-import type { ObjectType } from '../git/oid.js';
 import { rebuildBodiesOnRead, type PackObject } from '../git/pack.js';
-import { checkReceivedPack, type Gap, type PackCheckResult, type PackLimits, type StoreLookups } from '../git/packCheck.js';
+import { checkReceivedPackWithAsyncLookups, type AsyncStoreLookups, type Gap, type PackCheckResult, type PackLimits } from '../git/packCheck.js';
+import { oidToHex, type ObjectType, type Oid } from '../git/oid.js';
 import { startModuleWorker } from './moduleWorker.js';
 
 /** Packs up to this size are checked inline. */
@@ -154,8 +156,8 @@ interface Job {
   /** Settled by the worker's second answer, the commits' object lists (after an ok check). */
   lists: Promise<Map<number, Buffer>>;
   settleLists(lists: Map<number, Buffer> | Error): void;
-  /** The store's answers, for the bases of a thin pack's blobs rebuilt here. */
-  lookups: StoreLookups;
+  /** The store, for the bases of a thin pack's blobs rebuilt here. */
+  lookups: AsyncStoreLookups;
   resolve(result: PackCheckResult): void;
   reject(error: Error): void;
   done(): void;
@@ -177,21 +179,24 @@ export class PackChecker {
    * `object` returns must stay valid (a copy, not a view into storage). `clientShallow`: hex ids
    * of the push's shallow lines.
    */
-  check(pack: Buffer, limits: PackLimits, lookups: StoreLookups, clientShallow: ReadonlySet<string> = new Set()): Promise<PackCheckResult> {
-    if (pack.length <= this.inlineBytesMax) return Promise.resolve(checkReceivedPack(pack, limits, lookups, clientShallow));
-    if (this.closed) return Promise.reject(new Error('the pack checker is closed'));
+  async check(pack: Buffer, limits: PackLimits, lookups: AsyncStoreLookups, clientShallow: ReadonlySet<string> = new Set()): Promise<PackCheckResult> {
+    if (pack.length <= this.inlineBytesMax) {
+      const checked = await checkReceivedPackWithAsyncLookups(pack, limits, lookups, clientShallow);
+      if (checked) return checked;
+    }
+    if (this.closed) throw new Error('the pack checker is closed');
     const worker = (this.worker ??= this.spawn());
     const id = this.nextId++;
     const { port1, port2 } = new MessageChannel();
     const signal = new SharedArrayBuffer(Int32Array.BYTES_PER_ELEMENT);
     const flag = new Int32Array(signal);
-    port1.on('message', ({ want, oid }: { want: 'object' | 'has'; oid: Uint8Array }) => {
+    port1.on('message', async ({ want, oid }: { want: 'object' | 'has'; oid: Uint8Array }) => {
       let answer: { type: ObjectType; body: Uint8Array } | boolean | null = null;
       try {
         const id = Buffer.from(oid.buffer, oid.byteOffset, oid.byteLength);
-        if (want === 'has') answer = lookups.has(id);
+        if (want === 'has') answer = (await lookups.has([id]))[0];
         else {
-          const found = lookups.object(id);
+          const [found] = await lookups.objects([id]);
           if (found) answer = { type: found.type, body: new Uint8Array(found.body) };
         }
       } catch {
@@ -209,7 +214,7 @@ export class PackChecker {
     });
     // Nobody may ask for the lists (a refused pack, a failed store): their failure is theirs to see.
     lists.catch(() => {});
-    return new Promise<PackCheckResult>((resolve, reject) => {
+    return await new Promise<PackCheckResult>((resolve, reject) => {
       if (this.jobs.size === 0) worker.ref();
       this.jobs.set(id, { pack, lookups, lists, settleLists, resolve, reject, done: () => port1.close() });
       worker.postMessage({ id, pack: copy, limits, clientShallow: [...clientShallow], port: port2, signal }, [copy.buffer, port2]);
@@ -279,8 +284,36 @@ export class PackChecker {
       finish();
       return job.resolve({ ok: false, message: answer.message ?? 'pack refused' });
     }
-    job.resolve({ ok: true, objects: objectsOf(answer, job.pack, job.lookups), gaps: new Map(answer.gaps), commitObjects: () => job.lists });
+    externalBasesOf(answer, job.lookups).then(
+      (externalBases) => job.resolve({ ok: true, objects: objectsOf(answer, job.pack, externalBases), gaps: new Map(answer.gaps), commitObjects: () => job.lists }),
+      (error: Error) => job.reject(error),
+    );
   }
+}
+
+/**
+ * The store's copies of a thin pack's delta bases that blobs sent without their bodies may need
+ * to be rebuilt here (bases that are not in the pack), read ahead so the rebuild can be synchronous.
+ */
+async function externalBasesOf(answer: WorkerAnswer, lookups: AsyncStoreLookups): Promise<Map<string, Buffer>> {
+  const { oids, bases, deltas, omitted } = answer as Required<WorkerAnswer>;
+  const received = new Set<string>();
+  for (let i = 0; i < omitted.length; i++) received.add(Buffer.from(oids.buffer, oids.byteOffset + i * 20, 20).toString('hex'));
+  const wanted = new Map<string, Oid>();
+  for (let i = 0; i < omitted.length; i++) {
+    if (!omitted[i] || !deltas[i]) continue;
+    const base = Buffer.from(bases.buffer, bases.byteOffset + i * 20, 20);
+    const hex = oidToHex(base);
+    if (!received.has(hex)) wanted.set(hex, base);
+  }
+  const found = new Map<string, Buffer>();
+  if (wanted.size === 0) return found;
+  const objects = await lookups.objects([...wanted.values()]);
+  [...wanted.keys()].forEach((hex, i) => {
+    const object = objects[i];
+    if (object) found.set(hex, object.body);
+  });
+  return found;
 }
 
 /**
@@ -289,7 +322,7 @@ export class PackChecker {
  * delta base: another received object, or for a thin pack the store's copy); storing a received
  * pack needs only its length (`bodyBytes`) unless its entry cannot be kept as a form.
  */
-function objectsOf(answer: WorkerAnswer, pack: Buffer, lookups: StoreLookups): PackObject[] {
+function objectsOf(answer: WorkerAnswer, pack: Buffer, externalBases: Map<string, Buffer>): PackObject[] {
   const { types, oids, bodies, ends, offsets, depths, spans, bases, deltas, omitted, sizes } = answer as Required<WorkerAnswer>;
   const all = Buffer.from(bodies.buffer, bodies.byteOffset, bodies.byteLength);
   const ids = Buffer.from(oids.buffer, oids.byteOffset, oids.byteLength);
@@ -305,7 +338,7 @@ function objectsOf(answer: WorkerAnswer, pack: Buffer, lookups: StoreLookups): P
     objects.push(object);
     start = ends[i];
   }
-  rebuildBodiesOnRead(objects, (index) => omitted[index] === 1, (oid) => lookups.object(oid)?.body);
+  rebuildBodiesOnRead(objects, (index) => omitted[index] === 1, (oid) => externalBases.get(oidToHex(oid)));
   return objects;
 }
 

@@ -77,7 +77,7 @@ export function openTreehouse(config: Config, store: Store): Treehouse {
           syncAttempts: () => remoteSync.attempts,
         });
   const packChecker = new PackChecker();
-  const git = new GitExport(projects, workspace, packChecker, config, deflateCache, store);
+  const git = new GitExport(projects, workspace, packChecker, config, deflateCache);
   // A branch that moved or appeared is pushed to the linked repository (a seed's is queued by its link).
   projects.events.on((event) => {
     if (event.type === 'branch.created' || (event.type === 'commit.created' && event.data.source !== 'seed')) remoteSync.branchChanged(event.project, event.data.branch);

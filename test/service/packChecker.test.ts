@@ -3,7 +3,8 @@ import { createDelta } from '../../src/git/delta.js';
 import { hashObject, type Oid } from '../../src/git/oid.js';
 import type { ExternalObject } from '../../src/git/pack.js';
 import { PackWriter } from '../../src/git/pack.js';
-import { checkReceivedPack, type StoreLookups } from '../../src/git/packCheck.js';
+import { checkReceivedPack, checkReceivedPackWithAsyncLookups, type AsyncStoreLookups, type StoreLookups } from '../../src/git/packCheck.js';
+import { encodeTree, MODE_FILE, MODE_TREE } from '../../src/git/tree.js';
 import { PackChecker } from '../../src/service/packChecker.js';
 
 const checker = new PackChecker({ inlineBytesMax: 0 });
@@ -13,17 +14,25 @@ const base = Buffer.from('the base text, which only the receiver has\n'.repeat(2
 const baseOid = hashObject('blob', base);
 const store = new Map<string, ExternalObject>([[baseOid.toString('hex'), { type: 'blob', body: base }]]);
 const asked: string[] = [];
-const lookups: StoreLookups = {
-  object: (oid: Oid): ExternalObject | undefined => {
-    asked.push(`object ${oid.toString('hex')}`);
-    return store.get(oid.toString('hex'));
-  },
-  has: (oid: Oid) => {
-    asked.push(`has ${oid.toString('hex')}`);
-    return store.has(oid.toString('hex'));
-  },
+/** The store as the check's synchronous lookups (the inline check of the reference answers). */
+const syncLookups: StoreLookups = {
+  object: (oid: Oid): ExternalObject | undefined => store.get(oid.toString('hex')),
+  has: (oid: Oid) => store.has(oid.toString('hex')),
 };
-const nothing: StoreLookups = { object: () => undefined, has: () => false };
+/** The same store as an asynchronous backend answers, each question written down. */
+const lookups: AsyncStoreLookups = {
+  objects: async (oids) =>
+    oids.map((oid) => {
+      asked.push(`object ${oid.toString('hex')}`);
+      return store.get(oid.toString('hex'));
+    }),
+  has: async (oids) =>
+    oids.map((oid) => {
+      asked.push(`has ${oid.toString('hex')}`);
+      return store.has(oid.toString('hex'));
+    }),
+};
+const nothing: AsyncStoreLookups = { objects: async (oids) => oids.map(() => undefined), has: async (oids) => oids.map(() => false) };
 
 /**
  * A thin pack: a whole blob, an OFS_DELTA on it, a REF_DELTA on a base outside the pack, and a
@@ -56,7 +65,7 @@ function thinPack(): { pack: Buffer; ids: string[]; tree: string; absent: string
 describe('PackChecker on its worker thread', () => {
   it('gives the same objects and gaps as the inline check, asking this thread for thin-pack bases and stored ids', async () => {
     const { pack, ids, tree, absent } = thinPack();
-    const inline = checkReceivedPack(pack, {}, lookups);
+    const inline = checkReceivedPack(pack, {}, syncLookups);
     asked.length = 0;
     const threaded = await checker.check(pack, {}, lookups);
     expect(threaded.ok).toBe(true);
@@ -65,9 +74,10 @@ describe('PackChecker on its worker thread', () => {
     expect(threaded.objects.map((object) => object.oid.toString('hex'))).toEqual(ids);
     expect(threaded.gaps).toEqual(inline.gaps);
     expect([...threaded.gaps]).toEqual([[tree, { missing: absent, shallow: false }]]);
-    expect(asked).toEqual([`object ${baseOid.toString('hex')}`, `has ${absent}`]);
+    // The worker's two questions, then the thin base read again ahead of rebuilding bodies here.
+    expect(asked).toEqual([`object ${baseOid.toString('hex')}`, `has ${absent}`, `object ${baseOid.toString('hex')}`]);
     // Blobs carrying their entry come without their body, with its length; the body is rebuilt
-    // from the pack on first read (the thin delta's base asked of the store again) and kept.
+    // from the pack on first read (the thin delta's base read ahead) and kept.
     const blobs = threaded.objects.filter((object) => object.type === 'blob' && object.packed);
     expect(blobs.length).toBeGreaterThan(0);
     for (const blob of blobs) expect(Object.getOwnPropertyDescriptor(blob, 'body')?.get).toBeDefined();
@@ -76,7 +86,7 @@ describe('PackChecker on its worker thread', () => {
     asked.length = 0;
     expect(threaded.objects.map(({ type, body, oid, offset, deltaDepth }) => ({ type, body: Buffer.from(body), oid: Buffer.from(oid), offset, deltaDepth }))).toEqual(inlineObjects);
     expect(blobs.map((blob) => blob.bodyBytes)).toEqual(blobs.map((blob) => blob.body.length));
-    expect(asked).toEqual([`object ${baseOid.toString('hex')}`]);
+    expect(asked).toEqual([]);
   });
 
   it('refuses a pack whose base nobody has, a corrupt pack and an object fsck refuses, as results', async () => {
@@ -86,7 +96,7 @@ describe('PackChecker on its worker thread', () => {
     const gone = () => {
       throw new Error('storage is gone');
     };
-    const throwing = await checker.check(pack, {}, { object: gone, has: gone });
+    const throwing = await checker.check(pack, {}, { objects: gone, has: gone });
     expect(throwing).toMatchObject({ ok: false });
     const corrupt = Buffer.from(pack);
     corrupt[20] ^= 0xff;
@@ -140,5 +150,87 @@ describe('PackChecker on its worker thread', () => {
     }
     prepared.prepare();
     expect(prepared.started).toBe(false);
+  });
+});
+
+describe('PackChecker inline, over an asynchronous store', () => {
+  const inlineChecker = new PackChecker({ inlineBytesMax: 1024 * 1024 });
+  afterAll(() => inlineChecker.close());
+
+  /** Counts the store's calls (batches), not the ids in them. */
+  function counting(source: AsyncStoreLookups): { lookups: AsyncStoreLookups; calls: () => number } {
+    let calls = 0;
+    return {
+      lookups: {
+        objects: (oids) => (calls++, source.objects(oids)),
+        has: (oids) => (calls++, source.has(oids)),
+      },
+      calls: () => calls,
+    };
+  }
+
+  it('gives what the synchronous check gives, asking the store in a pass of batches', async () => {
+    const { pack, ids, tree, absent } = thinPack();
+    const reference = checkReceivedPack(pack, {}, syncLookups);
+    const { lookups: counted, calls } = counting(lookups);
+    asked.length = 0;
+    const checked = await inlineChecker.check(pack, {}, counted);
+    expect(inlineChecker.started).toBe(false);
+    expect(checked.ok && reference.ok).toBe(true);
+    if (!checked.ok || !reference.ok) return;
+    expect(checked.objects.map((object) => object.oid.toString('hex'))).toEqual(ids);
+    expect([...checked.gaps]).toEqual([[tree, { missing: absent, shallow: false }]]);
+    expect(checked.objects.map((object) => Buffer.from(object.body))).toEqual(reference.objects.map((object) => Buffer.from(object.body)));
+    // The thin base, then (once the pack parsed) the gap's question, each in one batch.
+    expect(asked.sort()).toEqual([`has ${absent}`, `object ${baseOid.toString('hex')}`]);
+    expect(calls()).toBe(2);
+    expect((await checked.commitObjects()).size).toBe(0);
+  });
+
+  it('reads a stored tree the depth check walks a level per batch, not a tree per question', async () => {
+    // A stored tree five levels deep, three subtrees under every directory: 121 trees.
+    const stored = new Map<string, ExternalObject>();
+    const storeTree = (body: Buffer) => {
+      const oid = hashObject('tree', body);
+      stored.set(oid.toString('hex'), { type: 'tree', body });
+      return oid;
+    };
+    let level = Array.from({ length: 81 }, (_, i) => storeTree(encodeTree([{ name: `file-${i}`, mode: MODE_FILE, oid: baseOid }])));
+    while (level.length > 1) {
+      const above: Oid[] = [];
+      for (let i = 0; i < level.length; i += 3) above.push(storeTree(encodeTree(level.slice(i, i + 3).map((oid, k) => ({ name: `d${k}`, mode: MODE_TREE, oid })))));
+      level = above;
+    }
+    const treesStored = stored.size;
+    const top = level[0];
+    const pushedTree = encodeTree([{ name: 'old', mode: MODE_TREE, oid: top }, { name: 'new', mode: MODE_FILE, oid: baseOid }]);
+    const writer = new PackWriter(1);
+    const pack = Buffer.concat([writer.start(), writer.addObject('tree', pushedTree).bytes, writer.finish()]);
+    const source: AsyncStoreLookups = {
+      objects: async (oids) => oids.map((oid) => stored.get(oid.toString('hex'))),
+      has: async (oids) => oids.map((oid) => stored.has(oid.toString('hex')) || oid.equals(baseOid)),
+    };
+    const { lookups: counted, calls } = counting(source);
+    const checked = await inlineChecker.check(pack, {}, counted);
+    expect(checked).toMatchObject({ ok: true });
+    if (!checked.ok) return;
+    expect(checked.gaps.size).toBe(0);
+    // The has() questions and the top tree in pass one, then one batch per level below it.
+    expect(treesStored).toBe(121);
+    expect(calls()).toBeLessThanOrEqual(1 + 5);
+  });
+
+  it('gives up after its passes (null), so a caller can check on the worker instead', async () => {
+    const { pack } = thinPack();
+    // The thin base in the first pass, the gap's question in the second, every answer in the third.
+    expect(await checkReceivedPackWithAsyncLookups(pack, {}, lookups, new Set(), 2)).toBeNull();
+    expect(await checkReceivedPackWithAsyncLookups(pack, {}, lookups, new Set(), 3)).toMatchObject({ ok: true });
+  });
+
+  it('refuses a pack whose base nobody has and a store that fails, as results', async () => {
+    const { pack } = thinPack();
+    expect(await inlineChecker.check(pack, {}, nothing)).toMatchObject({ ok: false, message: expect.stringMatching(/could not be resolved/) });
+    const failing: AsyncStoreLookups = { objects: async () => Promise.reject(new Error('storage is gone')), has: async () => Promise.reject(new Error('storage is gone')) };
+    await expect(inlineChecker.check(pack, {}, failing)).rejects.toThrow(/storage is gone/);
   });
 });

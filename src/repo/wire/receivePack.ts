@@ -12,15 +12,14 @@
  * refusal comes with a hint the client shows as a "remote:" line.
  */
 import { oidToHex, type Oid } from '../../git/oid.js';
-import type { ExternalObject, PackObject } from '../../git/pack.js';
+import type { PackObject } from '../../git/pack.js';
 import { storeReceivedObjects } from './packedForms.js';
-import { checkReceivedPack, type Gap, type PackCheckResult, type PackLimits, type StoreLookups } from '../../git/packCheck.js';
+import { checkReceivedPackWithAsyncLookups, type AsyncStoreLookups, type Gap, type PackCheckResult, type PackLimits } from '../../git/packCheck.js';
 import { BRANCH_REF_PREFIX, branchNameProblem } from '../../git/refname.js';
 import type { RefResult, RefUpdateCommand } from '../../git/smartProtocol.js';
-import type { Store } from '../../store/types.js';
 import { isAncestor } from '../ancestry.js';
 import { lockedChanges, resetWorkingTree, uncommittedPaths } from '../worktree/moveWorkingTree.js';
-import { commitInfo, hasObject, inWriteTx, MAIN_BRANCH, type Repo, type WriteTx } from '../repo.js';
+import { commitInfo, hasObject, inReadTx, inWriteTx, MAIN_BRANCH, type Repo, type WriteTx } from '../repo.js';
 
 export interface ReceivePackInput {
   commands: RefUpdateCommand[];
@@ -32,17 +31,11 @@ export interface ReceivePackInput {
   refUpdatesMax?: number;
   packLimits?: PackLimits;
   /**
-   * The store's answers to the pack check: a thin pack's delta bases, and whether an object is
-   * stored. Synchronous, as the check is: it may run on a worker thread that blocks until this
-   * thread answers. `syncStoreLookups` makes them from the synchronous interface of the store that
-   * holds `repo`'s project (src/store/types.ts Store); the asynchronous one cannot answer at once.
-   */
-  lookups: StoreLookups;
-  /**
    * Parses and checks the pack (src/git/packCheck.ts) somewhere other than this thread, such as
-   * src/service/packChecker.ts; without it the pack is checked inline.
+   * src/service/packChecker.ts, asking the store through `lookups` (storeLookups of the repo);
+   * without it the pack is checked inline.
    */
-  checkPack?: (pack: Buffer, limits: PackLimits, lookups: StoreLookups, clientShallow: ReadonlySet<string>) => Promise<PackCheckResult>;
+  checkPack?: (pack: Buffer, limits: PackLimits, lookups: AsyncStoreLookups, clientShallow: ReadonlySet<string>) => Promise<PackCheckResult>;
 }
 
 /** A push whose pack passed its check: the received objects, the history gaps found, the ref commands. */
@@ -93,9 +86,12 @@ export async function receivePack(repo: Repo, input: ReceivePackInput): Promise<
   let gaps = new Map<string, Gap>();
   let commitObjects: Promise<Map<number, Buffer>> = Promise.resolve(new Map());
   if (input.pack && input.pack.length > 0) {
-    const { lookups } = input;
+    const lookups = storeLookups(repo);
     const limits = input.packLimits ?? {};
-    const checked = input.checkPack ? await input.checkPack(input.pack, limits, lookups, clientShallow) : checkReceivedPack(input.pack, limits, lookups, clientShallow);
+    // Inline, every pass answers at least one question the last did not, so the passes end.
+    const checked = input.checkPack
+      ? await input.checkPack(input.pack, limits, lookups, clientShallow)
+      : (await checkReceivedPackWithAsyncLookups(input.pack, limits, lookups, clientShallow, Infinity))!;
     if (!checked.ok) return refuseAll('unpacker error', checked.message, `the pack was refused and nothing was stored: ${checked.message}`);
     objects = checked.objects;
     gaps = checked.gaps;
@@ -172,19 +168,12 @@ class AtomicFailure extends Error {
 
 const short = (hex: string) => hex.slice(0, 7);
 
-/**
- * The pack check's lookups (ReceivePackInput.lookups) over a synchronous store, for `project`:
- * each answer comes from a read of its own, copied out of it, as the check may run on another thread.
- */
-export function syncStoreLookups(store: Store, project: number): StoreLookups {
+/** The pack check's questions to the project's store, each batch a read of its own (bodies are copies). */
+export function storeLookups(repo: Repo): AsyncStoreLookups {
   return {
-    object: (oid) => store.read((tx) => copyOf(tx.project(project).getObject(oid))),
-    has: (oid) => store.read((tx) => tx.project(project).hasObject(oid)),
+    objects: (oids) => inReadTx(repo, (tx) => tx.getObjects(oids)),
+    has: (oids) => inReadTx(repo, (tx) => tx.hasObjects(oids)),
   };
-}
-
-function copyOf(object: ExternalObject | undefined): ExternalObject | undefined {
-  return object && { type: object.type, body: Buffer.from(object.body) };
 }
 
 /** Applies one update or throws RefusedUpdate with the reason git shows after "ng". */

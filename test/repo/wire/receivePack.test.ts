@@ -5,7 +5,7 @@
  */
 import { afterAll, describe, expect, it } from 'vitest';
 import { branchRef } from '../../../src/git/refname.js';
-import { receivePack, syncStoreLookups, type ReceivePackInput } from '../../../src/repo/wire/receivePack.js';
+import { receivePack } from '../../../src/repo/wire/receivePack.js';
 import type { Repo } from '../../../src/repo/repo.js';
 import type { AsyncStore, AsyncStoreReadTx, ProjectReads } from '../../../src/store/asyncTypes.js';
 import { newTestRepo, openTestStore } from '../../support/store.js';
@@ -50,8 +50,6 @@ async function headOf(repo: Repo): Promise<Buffer> {
   return (await repo.store.read((tx) => tx.project(repo.project).getRef(branchRef('main'))))!;
 }
 
-/** The pack check's lookups, from the synchronous interface of the same store. */
-const lookupsOf = (repo: Repo): Pick<ReceivePackInput, 'lookups'> => ({ lookups: syncStoreLookups(opened.store, repo.project) });
 
 describe('receivePack', () => {
   it('creates 2,000 branches with one branch listing', async () => {
@@ -59,7 +57,7 @@ describe('receivePack', () => {
     const head = await headOf(repo);
     const { store, listings } = countingListRefs(repo.store);
     const commands = Array.from({ length: 2000 }, (_, i) => ({ old: null, new: head, ref: `refs/heads/many/${i}` }));
-    const result = await receivePack({ ...repo, store }, { commands, pack: null, atomic: false, ...lookupsOf(repo) });
+    const result = await receivePack({ ...repo, store }, { commands, pack: null, atomic: false });
     expect(result.results.filter((r) => !r.ok)).toEqual([]);
     expect(result.updatedBranches).toHaveLength(2000);
     expect(listings()).toBe(1);
@@ -69,7 +67,7 @@ describe('receivePack', () => {
     const repo = await newTestRepo(opened.store);
     const head = await headOf(repo);
     const create = (ref: string) => ({ old: null, new: head, ref });
-    await receivePack(repo, { commands: [create('refs/heads/a/b'), create('refs/heads/keep/x')], pack: null, atomic: false, ...lookupsOf(repo) });
+    await receivePack(repo, { commands: [create('refs/heads/a/b'), create('refs/heads/keep/x')], pack: null, atomic: false });
     const result = await receivePack(repo, {
       commands: [
         create('refs/heads/solo'),
@@ -81,7 +79,6 @@ describe('receivePack', () => {
       ],
       pack: null,
       atomic: false,
-      ...lookupsOf(repo),
     });
     expect(result.results).toEqual([
       { ref: 'refs/heads/solo', ok: true },
@@ -98,13 +95,13 @@ describe('receivePack', () => {
     const repo = await newTestRepo(opened.store);
     const head = await headOf(repo);
     const commands = ['x', 'y', 'z'].map((name) => ({ old: null, new: head, ref: `refs/heads/${name}` }));
-    const result = await receivePack(repo, { commands, pack: Buffer.from('not a pack at all'), atomic: false, refUpdatesMax: 2, ...lookupsOf(repo) });
+    const result = await receivePack(repo, { commands, pack: Buffer.from('not a pack at all'), atomic: false, refUpdatesMax: 2 });
     expect(result.unpackError).toBe('refused: 3 ref updates, at most 2 in one push');
     expect(result.results.every((r) => !r.ok && r.reason === 'too many ref updates in one push')).toBe(true);
     expect(result.hints).toEqual(['this push updates 3 refs and a push may update at most 2; push them in smaller batches']);
     expect(await repo.store.read((tx) => tx.project(repo.project).getRef('refs/heads/x'))).toBeUndefined();
     // At the cap, the same push goes through.
-    const within = await receivePack(repo, { commands: commands.slice(0, 2), pack: null, atomic: false, refUpdatesMax: 2, ...lookupsOf(repo) });
+    const within = await receivePack(repo, { commands: commands.slice(0, 2), pack: null, atomic: false, refUpdatesMax: 2 });
     expect(within.results.every((r) => r.ok)).toBe(true);
     expect((await repo.store.read((tx) => tx.project(repo.project).getRef('refs/heads/x')))?.equals(head)).toBe(true);
   });

@@ -16,7 +16,7 @@ import { DEFAULT_REPO_LIMITS, inReadTx, inWriteTx, type Repo } from '../../../sr
 import { exportToBareRepo } from '../../../src/repo/wire/exportToBareRepo.js';
 import { prepareHistory, startMainAt, storeHistoryObjects } from '../../../src/repo/wire/importHistory.js';
 import { planPack } from '../../../src/repo/wire/packObjects.js';
-import { receivePack, syncStoreLookups } from '../../../src/repo/wire/receivePack.js';
+import { receivePack } from '../../../src/repo/wire/receivePack.js';
 import { uploadPackV0 } from '../../../src/repo/wire/uploadPack.js';
 import { git, gitBytes, scratchDir } from '../../support/git.js';
 import { newTestRepo, openTestStore, text } from '../../support/store.js';
@@ -131,7 +131,6 @@ describe('wire round trip against git', () => {
       commands: [{ old: first, new: oidFromHex(pushedHead), ref: 'refs/heads/main' }],
       pack: thinPack,
       atomic: false,
-      lookups: syncStoreLookups(opened.store, repo.project),
     });
     expect(pushed).toEqual({ unpackError: null, results: [{ ref: 'refs/heads/main', ok: true }], updatedBranches: ['main'], hints: [] });
     const head = await headOf(repo);
@@ -195,7 +194,6 @@ describe('wire round trip against git', () => {
       commands: [{ old: first, new: oidFromHex(pushedHead), ref: 'refs/heads/main' }],
       pack,
       atomic: false,
-      lookups: syncStoreLookups(opened.store, repo.project),
     });
     expect(pushed.results).toEqual([{ ref: 'refs/heads/main', ok: true }]);
     for (const request of [fetchRequest([oidFromHex(pushedHead)]), fetchRequest([oidFromHex(pushedHead)], { capabilities: new Set() })]) {
