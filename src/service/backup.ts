@@ -10,7 +10,7 @@
 import { chmodSync, copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { LmdbStore } from '../store/lmdb.js';
-import type { Store } from '../store/types.js';
+import type { AsyncStore } from '../store/asyncTypes.js';
 import { SECRET_FILE } from './secrets.js';
 
 const MANIFEST_FILE = 'treehouse-backup.json';
@@ -39,7 +39,8 @@ function requireEmptyDirectory(dir: string, what: string): void {
 }
 
 /** Backs up the open store and the data directory's secret into `dir` (new or empty). */
-export async function backupDataDir(store: Store, dataDir: string, dir: string): Promise<Manifest> {
+export async function backupDataDir(store: AsyncStore, dataDir: string, dir: string): Promise<Manifest> {
+  if (!store.backup) throw new BackupError("This store is backed up with its database's own tools (README \"Backup and restore\"); nothing was written.");
   requireEmptyDirectory(dir, 'The backup directory');
   try {
     await store.backup(dir);

@@ -6,14 +6,14 @@
  */
 import { statfsSync } from 'node:fs';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
-import type { Store } from '../store/types.js';
+import type { AsyncStore } from '../store/asyncTypes.js';
 
 /** Seconds; from a cached read (~1 ms) to a big clone or seed (~minutes). */
 const REQUEST_BUCKETS_SECONDS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300];
 const WRITE_BUCKETS_SECONDS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 5];
 
 export interface MetricSources {
-  store: Store;
+  store: AsyncStore;
   dataDir: string;
   packCacheBacklog(): number;
   syncQueueDepth(): Promise<number>;
@@ -74,8 +74,8 @@ export class Metrics {
       name: 'treehouse_storage_used_bytes',
       help: "Bytes the store's data takes",
       registers,
-      collect() {
-        this.set(sources.store.storageUsedBytes());
+      async collect() {
+        this.set(await sources.store.storageUsedBytes());
       },
     });
     new Gauge({

@@ -70,7 +70,7 @@ export function openTreehouse(config: Config, store: Store): Treehouse {
     config.metricsPort === null
       ? null
       : new Metrics({
-          store,
+          store: store.async,
           dataDir: config.dataDir,
           packCacheBacklog: () => deflateCache.backlog,
           syncQueueDepth: () => remoteSync.queueDepth(),

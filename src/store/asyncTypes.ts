@@ -134,5 +134,11 @@ export interface AsyncStore {
   onWriteDone(listener: (durationMs: number, committed: boolean) => void): void;
   /** Bytes the backend's data takes now. */
   storageUsedBytes(): Promise<number>;
+  /**
+   * A consistent copy of the whole store into the empty directory `dir`, taken while writers run
+   * (every write committed when it began, none after): a capability of embedded backends; a
+   * database server is backed up with its own tools.
+   */
+  backup?(dir: string): Promise<void>;
   close(): Promise<void>;
 }

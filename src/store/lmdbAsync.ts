@@ -742,6 +742,10 @@ export class LmdbAsyncStore implements AsyncStore {
     return this.sync.storageUsedBytes();
   }
 
+  backup(dir: string): Promise<void> {
+    return this.sync.backup(dir);
+  }
+
   close(): Promise<void> {
     this.closed = true;
     return this.sync.close();
