@@ -68,7 +68,7 @@ const editText = z.string().superRefine((value, context) => {
 
 /** A snippet edit: `old` must occur exactly once in the file's current text and becomes `new`. */
 export const snippetEdit = z.strictObject({
-  old: editText.pipe(z.string().min(1, 'old is empty; it would occur everywhere')).describe('Text that must occur exactly once (overlapping occurrences count) in the text the previous edits left; matched on UTF-8, no normalisation, no line-ending conversion.'),
+  old: editText.pipe(z.string().min(1, 'old is empty; it would occur everywhere')).describe('Non-empty text that must occur exactly once (overlapping occurrences count) in the text the previous edits left; matched on UTF-8, no normalisation, no line-ending conversion.'),
   new: editText.describe('Its replacement (may be empty).'),
 });
 

@@ -201,6 +201,19 @@ describe('POST git/merge with resolutions equals git merge with the same resolut
     await expectSameAsGit(base, target, source, (found) => found.map(({ path }) => ({ path, delete: true })));
   });
 
+  it('a conflict about a directory (directory rename split): delete keeps the merged tree there, content is a 409', async () => {
+    const base = tree({ 'dir/a': text('a'), 'dir/b': text('b'), keep: text('k') });
+    const target = tree({ 'x/a': text('a'), 'y/b': text('b'), keep: text('k') });
+    const source = tree({ 'dir/a': text('a'), 'dir/b': text('b'), 'dir/c': text('c'), keep: text('k') });
+    const c = await pushCase(base, target, source);
+    const before = await projectState(server, project.base, [c.target, c.source]);
+    const refused = await server.call('POST', `${project.base}/git/merge`, { source: c.source, target: c.target, resolutions: [{ path: 'dir', content: 'x' }] });
+    expect(refused.body.error).toMatchObject({ code: 'path_conflict', details: { paths: ['dir'] } });
+    expect(await projectState(server, project.base, [c.target, c.source])).toEqual(before);
+    const conflicts = await expectSameAsGit(base, target, source, (found) => found.map(({ path }) => ({ path, delete: true })));
+    expect(conflicts).toEqual([{ path: 'dir', kind: 'file/directory' }]);
+  });
+
   it(`random conflicted merges (${RUNS} runs, seed ${SEED})`, async () => {
     const kinds = new Set<string>();
     let merges = 0;
