@@ -159,6 +159,21 @@ describe('POST git/merge with resolutions', () => {
     expect((await refused(project, { source: 'main', target: 'topic', expected_source_head: stale }, 409)).details.head).toBe(heads.main);
   });
 
+  it('refuses once a head the caller saw has moved on, for each of the two branches', async () => {
+    for (const branch of ['main', 'topic']) {
+      const project = await threeConflicts();
+      const seen = await project.heads();
+      // Someone commits on the branch after the caller read its head.
+      expect((await server.call('POST', `${project.url}/files/batch`, { branch, files: [{ path: 'later.txt', content: 'later\n' }] })).status).toBe(200);
+      expect((await server.call('POST', `${project.url}/git/commit`, { branch })).status).toBe(201);
+      const now = await project.heads();
+      expect(now[branch]).not.toBe(seen[branch]);
+      const error = await refused(project, { resolutions: allResolved, expected_target_head: seen.main, expected_source_head: seen.topic }, 409);
+      expect(error).toMatchObject({ code: 'ref_changed', details: { head: now[branch], branch } });
+      expect((await merge(project.url, { resolutions: allResolved, expected_target_head: now.main, expected_source_head: now.topic })).status).toBe(201);
+    }
+  });
+
   it('checks the resolved result like a clean one: locked files, dirty target, .gitmodules and .gitattributes', async () => {
     const project = await threeConflicts();
     const lock = await server.call('POST', `${project.url}/files/batch`, { files: [{ path: 'doc.txt', content: lines('1', 'main', '3'), locked: true }] });
