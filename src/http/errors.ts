@@ -17,6 +17,7 @@ export const STATUS_BY_CODE: Record<ErrorCode, number> = {
   path_conflict: 409,
   already_exists: 409,
   ref_changed: 409,
+  edit_mismatch: 409,
   handle_taken: 409,
   payload_too_large: 413,
   file_locked: 423,

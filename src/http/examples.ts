@@ -59,11 +59,12 @@ export const ROUTE_EXAMPLES: Record<string, RouteExample> = {
       files: [
         { path: 'about.html', content: '<h1>About</h1>\n' },
         { path: 'img/logo.png', content: 'iVBORw0KGgo=', encoding: 'base64', locked: true },
+        { path: 'index.html', edits: [{ old: '<title>Home</title>', new: '<title>My first site</title>' }] },
       ],
       deletes: ['old.html'],
       branch: 'main',
     },
-    response: { written: 2 },
+    response: { written: 3 },
   },
   'POST /api/v1/projects/:id/files/move': { body: { from: 'notes', to: 'docs/notes' }, response: { from: 'notes', to: 'docs/notes' } },
   'GET /api/v1/projects/:id/git/log': {
@@ -87,7 +88,18 @@ export const ROUTE_EXAMPLES: Record<string, RouteExample> = {
     },
   },
   'POST /api/v1/projects/:id/git/restore': { body: { oid: PARENT.slice(0, 7), branch: 'main' }, response: { commit: { oid: OID, branch: 'main' } } },
-  'POST /api/v1/projects/:id/git/merge': { body: { source: 'feature/contact', target: 'main' }, response: { merge: { oid: OID, fastForward: false } } },
+  'POST /api/v1/projects/:id/git/merge': {
+    body: {
+      source: 'feature/contact',
+      target: 'main',
+      expected_target_head: PARENT,
+      resolutions: [
+        { path: 'src/a.ts', content: 'export const a = 1;\nexport const b = 4;\n' },
+        { path: 'old-contact.html', delete: true },
+      ],
+    },
+    response: { merge: { oid: OID, fastForward: false } },
+  },
   'GET /api/v1/projects/:id/git/branches': { response: { branches: [{ name: 'feature/contact', oid: PARENT }, { name: 'main', oid: OID }] } },
   'POST /api/v1/projects/:id/git/branches': { body: { name: 'feature/contact', from: 'main' }, response: { branch: { name: 'feature/contact', oid: OID } } },
   'DELETE /api/v1/projects/:id/git/branches/*': { response: { deleted: 'feature/contact' } },

@@ -1,6 +1,7 @@
 /** Schemas several resources share (../shared/API.md "Conventions"). */
 import { z } from 'zod';
 import { identFieldProblem } from '../git/commit.js';
+import { hasLoneSurrogate } from '../git/pathBytes.js';
 import { base64PathProblem, pathFromBase64, textPathProblem } from './apiPath.js';
 import { FRAMEWORKS } from '../service/framework.js';
 
@@ -60,11 +61,54 @@ export const seedFileEntry = z
   .superRefine(exactlyOnePath('path'))
   .transform(({ path, path_base64, ...rest }) => ({ ...rest, path: (path ?? path_base64) as string }));
 
-/** One file of a batch: a seed file that may also set its lock. */
+/** Text of a snippet edit: JSON text that names UTF-8 (a lone surrogate names no bytes). */
+const editText = z.string().superRefine((value, context) => {
+  if (hasLoneSurrogate(value)) context.addIssue({ code: 'custom', message: 'is not valid Unicode (it holds a lone surrogate)' });
+});
+
+/** A snippet edit: `old` must occur exactly once in the file's current text and becomes `new`. */
+export const snippetEdit = z.strictObject({
+  old: editText.pipe(z.string().min(1, 'old is empty; it would occur everywhere')).describe('Non-empty text that must occur exactly once (overlapping occurrences count) in the text the previous edits left; matched on UTF-8, no normalisation, no line-ending conversion.'),
+  new: editText.describe('Its replacement (may be empty).'),
+});
+
+/**
+ * One file of a batch: a seed file that may also set its lock, or (instead of `content`) snippet
+ * edits of the file's current text.
+ */
 export const batchFileEntry = z
-  .strictObject({ ...fileEntryFields, locked: z.boolean().optional() })
+  .strictObject({
+    path: fileEntryFields.path,
+    path_base64: fileEntryFields.path_base64,
+    content: z.string().optional().describe('The whole new content. Give exactly one of content and edits.'),
+    encoding: contentEncoding.optional().describe('Of content; not allowed with edits.'),
+    edits: z.array(snippetEdit).optional().describe('Instead of content: replacements applied in order to the file as the working tree holds it (README "Snippet edits").'),
+    locked: z.boolean().optional(),
+  })
   .superRefine(exactlyOnePath('path'))
-  .transform(({ path, path_base64, ...rest }) => ({ ...rest, path: (path ?? path_base64) as string }));
+  .superRefine((value, context) => {
+    if ((value.content === undefined) === (value.edits === undefined)) context.addIssue({ code: 'custom', path: ['content'], message: 'give exactly one of content and edits' });
+    if (value.edits !== undefined && value.encoding !== undefined) context.addIssue({ code: 'custom', path: ['encoding'], message: 'encoding is for content; edits are text' });
+  })
+  .transform(({ path, path_base64, content, encoding, edits, locked }) => {
+    const named = { path: (path ?? path_base64) as string, locked };
+    return edits !== undefined ? { ...named, edits } : { ...named, content: content as string, encoding };
+  });
+
+/**
+ * A merge conflict's resolution: `path` or `path_base64` (the conflict's path, as merge_conflict
+ * details name it) with the resolved `content`, or `delete: true`.
+ */
+export const mergeResolution = z
+  .union([
+    z.strictObject({ path: pathText.optional(), path_base64: pathBase64.optional(), content: z.string(), encoding: contentEncoding.optional() }),
+    z.strictObject({ path: pathText.optional(), path_base64: pathBase64.optional(), delete: z.literal(true) }),
+  ])
+  .superRefine(exactlyOnePath('path'))
+  .transform((value) => {
+    const path = (value.path ?? value.path_base64) as string;
+    return 'delete' in value ? { path, delete: true as const } : { path, content: value.content, encoding: value.encoding };
+  });
 
 /** A path to delete: text, `{path}` or `{path_base64}`. */
 export const deleteEntry = z

@@ -1,7 +1,7 @@
 /** Records a branch's working tree as a commit on top of its head (nothing when the tree is unchanged). */
 import { TreehouseError } from '../errors.js';
 import { oidToHex } from '../git/oid.js';
-import { branchHead, commitTree, inWriteTx, resolveCommit, type ReadTx, type Repo, type WriteTx } from './repo.js';
+import { branchHead, commitTree, headMatches, inWriteTx, type Repo, type WriteTx } from './repo.js';
 import { WorkingTree } from './worktree/workingTree.js';
 import { writeCommit, type CommitAuthors } from './writeCommit.js';
 
@@ -26,7 +26,7 @@ export async function commit(repo: Repo, input: CommitInput): Promise<CommitResu
 
 export async function commitInTx(tx: WriteTx, input: CommitInput): Promise<CommitResult> {
   const head = await branchHead(tx, input.branch);
-  if (input.expectedHead !== undefined && !(await matchesHead(tx, input.expectedHead, head))) {
+  if (input.expectedHead !== undefined && !(await headMatches(tx, input.expectedHead, head))) {
     throw new TreehouseError('ref_changed', `The head of ${input.branch} is ${oidToHex(head)}.`, { head: oidToHex(head) });
   }
   const tree = await WorkingTree.open(tx, input.branch);
@@ -41,12 +41,4 @@ export async function commitInTx(tx: WriteTx, input: CommitInput): Promise<Commi
     people: input.people,
   });
   return { oid: oidToHex(oid), branch: input.branch, created: true };
-}
-
-async function matchesHead(tx: ReadTx, expected: string, head: Buffer): Promise<boolean> {
-  try {
-    return (await resolveCommit(tx, expected)).equals(head);
-  } catch {
-    return false;
-  }
 }

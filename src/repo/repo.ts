@@ -13,11 +13,17 @@ export interface RepoLimits {
   fileBytesMax: number;
   /** Entries (writes plus deletes) in one batch. */
   batchFilesMax: number;
+  /** Snippet edits in one batch entry. */
+  editsPerFileMax: number;
+  /** Bytes of text one batch's snippet edits may scan in all (each edit scans the file as the edits before it left it). */
+  editScanBytesMax: number;
 }
 
 export const DEFAULT_REPO_LIMITS: RepoLimits = {
   fileBytesMax: 25 * 1024 * 1024,
   batchFilesMax: 10_000,
+  editsPerFileMax: 1000,
+  editScanBytesMax: 256 * 1024 * 1024,
 };
 
 export interface Repo {
@@ -90,6 +96,15 @@ export async function resolveCommit(tx: ProjectReads, text: string): Promise<Oid
     throw new TreehouseError('not_found', `Commit ${JSON.stringify(text)} ${why}.`);
   }
   return matches[0];
+}
+
+/** Whether `expected` (a full commit id or a unique prefix) names `head`. */
+export async function headMatches(tx: ProjectReads, expected: string, head: Oid): Promise<boolean> {
+  try {
+    return (await resolveCommit(tx, expected)).equals(head);
+  } catch {
+    return false;
+  }
 }
 
 export async function commitTree(tx: ProjectReads, commit: Oid): Promise<Oid> {

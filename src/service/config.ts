@@ -8,6 +8,10 @@ export interface Limits {
   requestBodyBytesMax: number;
   fileBytesMax: number;
   batchFilesMax: number;
+  /** Snippet edits in one batch entry. */
+  editsPerFileMax: number;
+  /** Bytes of text one batch's snippet edits may scan in all. */
+  editScanBytesMax: number;
   zipUnpackedBytesMax: number;
   zipEntriesMax: number;
   requestsPerSecondPerKey: number;
@@ -71,6 +75,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       requestBodyBytesMax: integer(env, 'TREEHOUSE_REQUEST_BODY_BYTES_MAX', 100 * MIB),
       fileBytesMax: integer(env, 'TREEHOUSE_FILE_BYTES_MAX', 25 * MIB),
       batchFilesMax: integer(env, 'TREEHOUSE_BATCH_FILES_MAX', 10_000),
+      editsPerFileMax: integer(env, 'TREEHOUSE_EDITS_PER_FILE_MAX', 1000),
+      editScanBytesMax: integer(env, 'TREEHOUSE_EDIT_SCAN_BYTES_MAX', 256 * MIB),
       zipUnpackedBytesMax: integer(env, 'TREEHOUSE_ZIP_UNPACKED_BYTES_MAX', 200 * MIB),
       zipEntriesMax: integer(env, 'TREEHOUSE_ZIP_ENTRIES_MAX', 20_000),
       requestsPerSecondPerKey: integer(env, 'TREEHOUSE_RATE_PER_SECOND', 50),

@@ -104,7 +104,13 @@ export class Projects {
     return {
       store: this.store,
       project: record.seq,
-      limits: { ...DEFAULT_REPO_LIMITS, fileBytesMax: this.config.limits.fileBytesMax, batchFilesMax: this.config.limits.batchFilesMax },
+      limits: {
+        ...DEFAULT_REPO_LIMITS,
+        fileBytesMax: this.config.limits.fileBytesMax,
+        batchFilesMax: this.config.limits.batchFilesMax,
+        editsPerFileMax: this.config.limits.editsPerFileMax,
+        editScanBytesMax: this.config.limits.editScanBytesMax,
+      },
     };
   }
 

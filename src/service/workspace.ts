@@ -16,7 +16,7 @@ import { headSnapshot } from '../repo/headSnapshot.js';
 import { listBranches } from '../repo/listBranches.js';
 import { listFiles } from '../repo/listFiles.js';
 import { log, logByPath } from '../repo/log.js';
-import { mergeBranches } from '../repo/merge/mergeBranches.js';
+import { mergeBranches, type MergeRequest } from '../repo/merge/mergeBranches.js';
 import { moveFile } from '../repo/moveFile.js';
 import { previewMerge } from '../repo/merge/previewMerge.js';
 import { readFile } from '../repo/readFile.js';
@@ -121,7 +121,7 @@ export class Workspace {
     return result;
   }
 
-  async merge(principal: Principal, id: string, input: { source: string; target: string; message?: string }) {
+  async merge(principal: Principal, id: string, input: Omit<MergeRequest, 'people'>) {
     const record = await this.projects.get(principal, id);
     const result = await mergeBranches(this.projects.repo(record), { ...input, people: peopleFor(principal) });
     if (result.created || result.fastForward) await this.headMoved(record, input.target, result.oid, 'merge');

@@ -12,6 +12,7 @@ import { listBranches } from '../../src/repo/listBranches.js';
 import { listFiles } from '../../src/repo/listFiles.js';
 import { log } from '../../src/repo/log.js';
 import { mergeBranchesInTx } from '../../src/repo/merge/mergeBranches.js';
+import { prepareResolutions } from '../../src/repo/merge/resolveConflicts.js';
 import { moveFileInTx } from '../../src/repo/moveFile.js';
 import { restoreInTx } from '../../src/repo/restore.js';
 import { prepareBatch, writeFilesInTx } from '../../src/repo/writeFiles.js';
@@ -87,5 +88,34 @@ describe('transaction-level verb cores', () => {
     await expect(conflicting).rejects.toMatchObject({ code: 'merge_conflict' });
     expect((await listBranches(repo)).map((branch) => branch.name)).not.toContain('doomed');
     expect((await log(repo, { branch: 'main', limit: 1 })).commits[0].oid).toBe(restored.oid);
+  });
+
+  it('snippet edits and a resolved merge inside a caller transaction, rolled back with it when a later core refuses', async () => {
+    const repo = await newTestRepo(opened.store, [text('a.txt', 'one\ntwo\n')]);
+    const head = async () => (await log(repo, { branch: 'main', limit: 1 })).commits[0].oid;
+    const before = await head();
+    const edit = (branch: string, old: string, replacement: string) => prepareBatch(repo.limits, { branch, files: [{ path: 'a.txt', edits: [{ old, new: replacement }] }] });
+    const resolved = (tx: Parameters<typeof writeFilesInTx>[0]) =>
+      mergeBranchesInTx(tx, { source: 'topic', target: 'main', people: testPeople, resolutions: prepareResolutions(repo.limits, [{ path: 'a.txt', content: 'resolved\n' }]) });
+    const work = async (tx: Parameters<typeof writeFilesInTx>[0]) => {
+      await createBranchInTx(tx, { name: 'topic' });
+      await writeFilesInTx(tx, edit('topic', 'one', 'topic'));
+      await commitInTx(tx, { branch: 'topic', people: testPeople });
+      await writeFilesInTx(tx, edit('main', 'one', 'main'));
+      await commitInTx(tx, { branch: 'main', people: testPeople });
+      return resolved(tx);
+    };
+    const refused = repo.store.write(async (store) => {
+      await work(store.project(repo.project));
+      await deleteFileInTx(store.project(repo.project), { branch: 'main', path: 'nothing-here.txt' });
+    });
+    await expect(refused).rejects.toMatchObject({ code: 'not_found' });
+    expect(await head()).toBe(before);
+    expect((await listBranches(repo)).map((branch) => branch.name)).toEqual(['main']);
+
+    const merged = await repo.store.write((store) => work(store.project(repo.project)));
+    expect(merged.created).toBe(true);
+    expect(await head()).toBe(merged.oid);
+    expect((await listFiles(repo, { branch: 'main', content: true })).map((file) => [file.path, file.content])).toEqual([['a.txt', 'resolved\n']]);
   });
 });

@@ -3,7 +3,7 @@ import { z } from 'zod';
 import type { Treehouse } from '../../service/treehouse.js';
 import { pathView } from '../apiPath.js';
 import { defineRoute } from '../route.js';
-import { branchField, cursorField, limitField, personField, projectIdParams, queryBoolean, refField, repeatedQuery } from '../schemas.js';
+import { branchField, cursorField, limitField, mergeResolution, personField, projectIdParams, queryBoolean, refField, repeatedQuery } from '../schemas.js';
 
 export function gitRoutes(app: FastifyInstance, th: Treehouse): void {
   defineRoute(
@@ -117,10 +117,21 @@ export function gitRoutes(app: FastifyInstance, th: Treehouse): void {
       url: '/api/v1/projects/:id/git/merge',
       summary: 'Merge one branch into another',
       params: projectIdParams,
-      body: z.strictObject({ source: z.string().min(1).max(255), target: branchField, message: z.string().min(1).max(100_000).optional() }),
+      body: z.strictObject({
+        source: z.string().min(1).max(255),
+        target: branchField,
+        message: z.string().min(1).max(100_000).optional(),
+        resolutions: z
+          .array(mergeResolution)
+          .optional()
+          .describe('One per conflicted path (as merge_conflict or merge preview name them): the merge then becomes a merge commit of the resolved tree. README "Merge resolutions".'),
+        expected_target_head: z.string().min(1).max(64).optional().describe("The target's head the caller merged against (full id or unique prefix); another is 409 ref_changed."),
+        expected_source_head: z.string().min(1).max(64).optional().describe("The source's head the caller merged against (full id or unique prefix); another is 409 ref_changed."),
+      }),
     },
     async ({ params, body, principal, reply }) => {
-      const { created, ...merge } = await th.workspace.merge(principal, params.id, body);
+      const { expected_target_head, expected_source_head, ...request } = body;
+      const { created, ...merge } = await th.workspace.merge(principal, params.id, { ...request, expectedTargetHead: expected_target_head, expectedSourceHead: expected_source_head });
       reply.code(created ? 201 : 200);
       return { merge };
     },

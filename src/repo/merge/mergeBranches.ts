@@ -3,8 +3,10 @@
  * changes (up to date). Target behind source: the target ref and working tree move to the source
  * head (fast-forward). Otherwise a three-way merge (src/repo/merge/) computed in memory; clean, it
  * becomes a merge commit with parents [target head, source head]; conflicted, nothing changes and the
- * conflicts are reported. A dirty target working tree, or a locked file the result would change,
- * refuses the merge before anything is written.
+ * conflicts are reported, unless the request resolves every one of them (resolveConflicts.ts): then the
+ * resolved tree becomes the merge commit. A head that is not the one the caller expected
+ * (`expectedTargetHead`, `expectedSourceHead`), a dirty target working tree, or a locked file the
+ * result would change refuses the merge before anything is written.
  */
 import { TreehouseError } from '../../errors.js';
 import { oidToHex, type Oid } from '../../git/oid.js';
@@ -16,7 +18,8 @@ import { isAncestor } from '../ancestry.js';
 import { computeMerge, type CommitGraph } from './mergeBase.js';
 import type { DecidedEntry, MergeObjects, StagedObjects, TreeMergeOutcome } from './mergeTrees.js';
 import { requireCleanWorkingTree, requireUnlockedChanges, resetWorkingTree } from '../worktree/moveWorkingTree.js';
-import { branchHead, commitTree, inWriteTx, type ReadTx, type Repo, type WriteTx } from '../repo.js';
+import { branchHead, commitTree, headMatches, inWriteTx, type ReadTx, type Repo, type WriteTx } from '../repo.js';
+import { prepareResolutions, requireNoResolutions, resolveConflicts, type MergeResolution, type PreparedResolution } from './resolveConflicts.js';
 import { specialFileProblem } from '../worktree/specialFiles.js';
 import { writeCommit, type CommitAuthors } from '../writeCommit.js';
 
@@ -28,42 +31,74 @@ export interface MergeResult {
   created: boolean;
 }
 
-export interface MergeInput {
+/** A merge as requested; a head named by an expected head (full id or unique prefix) must still be it. */
+export interface MergeRequest {
   source: string;
   target: string;
   message?: string;
   people: CommitAuthors;
+  resolutions?: MergeResolution[];
+  expectedTargetHead?: string;
+  expectedSourceHead?: string;
 }
 
-export async function mergeBranches(repo: Repo, input: MergeInput): Promise<MergeResult> {
+/** A merge with its resolutions checked where no storage is needed (prepareResolutions). */
+export type MergeInput = Omit<MergeRequest, 'resolutions'> & { resolutions?: PreparedResolution[] };
+
+export async function mergeBranches(repo: Repo, request: MergeRequest): Promise<MergeResult> {
+  const input: MergeInput = { ...request, resolutions: request.resolutions && prepareResolutions(repo.limits, request.resolutions) };
   return inWriteTx(repo, (tx) => mergeBranchesInTx(tx, input));
 }
 
 export async function mergeBranchesInTx(tx: WriteTx, input: MergeInput): Promise<MergeResult> {
+  await requireExpectedHead(tx, input.target, input.expectedTargetHead);
+  await requireExpectedHead(tx, input.source, input.expectedSourceHead);
   const plan = await planMerge(tx, input, mergeObjects(tx));
   const { targetHead, sourceHead } = plan;
-  if (plan.kind === 'up-to-date') return { oid: oidToHex(targetHead), fastForward: false, upToDate: true, created: false };
+  if (plan.kind === 'up-to-date') {
+    requireNoResolutions(input.resolutions, `${input.source} is already merged into ${input.target}`);
+    return { oid: oidToHex(targetHead), fastForward: false, upToDate: true, created: false };
+  }
   if (plan.kind === 'fast-forward') {
+    requireNoResolutions(input.resolutions, 'the merge is a fast-forward');
     await tx.casRef(branchRef(input.target), targetHead, sourceHead);
     await resetWorkingTree(tx, input.target, plan.tree);
     await tx.bumpVersion();
     return { oid: oidToHex(sourceHead), fastForward: true, created: false };
   }
   const { outcome, staged } = plan;
-  if (!outcome.clean) {
+  let tree = outcome.tree;
+  if (outcome.clean) {
+    requireNoResolutions(input.resolutions, 'the merge is clean');
+  } else if (!input.resolutions) {
     const conflicts = outcome.conflicts.map(({ path, kind }) => ({ path, kind }));
     throw new TreehouseError('merge_conflict', `Merging ${input.source} into ${input.target} conflicts in ${conflicts.length} path(s); nothing was changed.`, { conflicts });
+  } else {
+    // The resolved result passes the checks a clean one does in planMerge().
+    const resolved = await resolveConflicts(staged, outcome, input.resolutions);
+    await requireStorableResult(resolved, staged);
+    await requireUnlockedChanges(tx, input.target, resolved.tree, staged);
+    tree = resolved.tree;
   }
-  staged.flush(outcome.tree);
+  staged.flush(tree);
   const oid = await writeCommit(tx, {
     branch: input.target,
-    tree: outcome.tree,
+    tree,
     parents: [targetHead, sourceHead],
     message: input.message ?? `Merge branch '${input.source}' into ${input.target}`,
     people: input.people,
   });
-  await resetWorkingTree(tx, input.target, outcome.tree);
+  await resetWorkingTree(tx, input.target, tree);
   return { oid: oidToHex(oid), fastForward: false, created: true };
+}
+
+/** 409 ref_changed with the branch's current head when it is not the expected one. */
+async function requireExpectedHead(tx: ReadTx, branch: string, expected: string | undefined): Promise<void> {
+  if (expected === undefined) return;
+  const head = await branchHead(tx, branch);
+  if (!(await headMatches(tx, expected, head))) {
+    throw new TreehouseError('ref_changed', `The head of ${branch} is ${oidToHex(head)}, not ${expected}; nothing was changed.`, { head: oidToHex(head), branch });
+  }
 }
 
 /** What merging `source` into `target` would do, computed in memory; nothing is written. */
@@ -99,8 +134,8 @@ export async function planMerge(tx: ReadTx, input: { source: string; target: str
   return { kind: 'merge', targetHead, sourceHead, bases, outcome, staged };
 }
 
-/** Refuses a clean result git would not store: a path deeper than core.maxTreeDepth, or a .gitmodules/.gitattributes fsck refuses. */
-async function requireStorableResult(outcome: TreeMergeOutcome, staged: StagedObjects): Promise<void> {
+/** Refuses a result git would not store: a path deeper than core.maxTreeDepth, or a .gitmodules/.gitattributes fsck refuses. */
+async function requireStorableResult(outcome: Pick<TreeMergeOutcome, 'pathDepthMax' | 'specialFiles'>, staged: StagedObjects): Promise<void> {
   if (outcome.pathDepthMax > TREE_DEPTH_MAX) {
     const message = `The merge would make a path ${outcome.pathDepthMax} components deep; at most ${TREE_DEPTH_MAX} are allowed (git's core.maxTreeDepth). Nothing was changed.`;
     throw new TreehouseError('invalid_request', message, { issues: [{ path: 'source', message }] });

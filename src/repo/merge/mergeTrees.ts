@@ -113,6 +113,11 @@ export interface MergeConflict {
   ours?: ConflictSide;
   theirs?: ConflictSide;
   merged?: ConflictSide;
+  /**
+   * Every entry the merged tree holds for this conflict: `merged`, and for a conflict whose versions
+   * git split ("<path>~<branch>"), the others. A resolution replaces all of them.
+   */
+  placed?: ConflictSide[];
 }
 
 export type TreeMergeResult = { clean: true; tree: Oid; pathDepthMax: number; specialFiles: DecidedEntry[] } | { clean: false; conflicts: MergeConflict[] };
@@ -1080,6 +1085,7 @@ class TreeMerge {
       conflict.theirs ??= sideOf(info, 2);
       const placed = !info.isNull && info.result.mode !== 0 ? { mode: treeModeOf(info.result.mode), oid: info.result.oid, path } : undefined;
       if (placed && (!conflict.merged || path === reportPath)) conflict.merged = placed;
+      if (placed) (conflict.placed ??= []).push(placed);
     }
     for (const conflict of this.pathlessConflicts) if (!byPath.has(conflict.path)) byPath.set(conflict.path, conflict);
     return [...byPath.values()].sort((a, b) => Buffer.compare(encodePath(a.path), encodePath(b.path)));
