@@ -18,6 +18,27 @@ function statusTable(markdown: string, heading: RegExp): Map<string, number> {
   return rows;
 }
 
+/**
+ * Codes the contract's later sections add ("New error code: 410 `events_expired`."): each joins the
+ * registry when its section is built, so the registry may lack some of them but holds no other.
+ */
+function announcedCodes(markdown: string): Map<string, number> {
+  const codes = new Map<string, number>();
+  for (const line of markdown.split('\n')) {
+    if (!/^New error codes?:/.test(line)) continue;
+    for (const match of line.matchAll(/(\d{3}) `([a-z_]+)`/g)) codes.set(match[2], Number(match[1]));
+  }
+  return codes;
+}
+
+/** The registry's codes that are not in the error table must be announced ones, with the same status. */
+function expectContractHolds(contract: string, registry: Map<string, number>): void {
+  const table = statusTable(contract, /^## Errors/m);
+  const announced = announcedCodes(contract);
+  for (const [code, status] of table) expect(registry.get(code), code).toBe(status);
+  for (const [code, status] of registry) expect(table.get(code) ?? announced.get(code), code).toBe(status);
+}
+
 /** The contract as this checkout last saw it, for a checkout with no ../shared beside it (a CI clone). */
 const VENDORED_CONTRACT = join(repoRoot, 'test', 'fixtures', 'contract', 'API.md');
 
@@ -38,13 +59,13 @@ describe('the error registry', () => {
 
   it('matches the contract error table (../shared/API.md, or the copy kept in test/fixtures/contract)', () => {
     const contract = readFileSync(sharedContractPath() ?? VENDORED_CONTRACT, 'utf8');
-    expect(statusTable(contract, /^## Errors/m)).toEqual(registry);
+    expectContractHolds(contract, registry);
   });
 
   it('keeps its copy of the contract equal to ../shared/API.md wherever that is beside the checkout', () => {
     const shared = sharedContractPath();
     const vendored = readFileSync(VENDORED_CONTRACT, 'utf8');
-    expect(statusTable(vendored, /^## Errors/m)).toEqual(registry);
+    expectContractHolds(vendored, registry);
     if (shared) expect(vendored).toBe(readFileSync(shared, 'utf8'));
   });
 
