@@ -59,14 +59,34 @@ export async function commitCreated(tx: ProjectReads, branch: string, oid: strin
   return { branch, oid, parent_oids: (info?.parents ?? []).map((parent) => parent.toString('hex')), source };
 }
 
+/** One event of the team's log, undefined once pruned. */
+export function readEvent(tx: RecordReads, team: string, id: number): Promise<StoredEvent | undefined> {
+  return tx.getRecord<StoredEvent>(logKey(team, id));
+}
+
+/** The team's events after `after`, in id order, at most `limit` (the webhook dispatcher's fan-out). */
+export async function eventsAfter(tx: RecordReads, team: string, after: number, limit: number): Promise<StoredEvent[]> {
+  return (await tx.listRecords<StoredEvent>(logPrefix(team), { after: logKey(team, after), limit })).map(({ value }) => value);
+}
+
+/** The team's last event id, in the caller's transaction. */
+export async function lastEventId(tx: RecordReads, team: string): Promise<number> {
+  return (await tx.getRecord<number>(counterKey(team))) ?? 0;
+}
+
 export interface EventPage {
   events: StoredEvent[];
   /** The id to pass as `after` for the next page: the last event looked at, or where the page started. */
   next_after: string;
 }
 
+/** How often the pruning job runs. */
+const PRUNE_EVERY_MS = 60 * 60_000;
+
 export class EventLog {
   private readonly hooks: ChangeHook[] = [];
+  private pruneTimer: NodeJS.Timeout | null = null;
+  private pruning: Promise<unknown> | null = null;
 
   constructor(
     private readonly store: AsyncStore,
@@ -117,7 +137,7 @@ export class EventLog {
 
   /** The team's last event id (0 before its first). */
   async lastId(team: string): Promise<number> {
-    return this.store.read(async (tx) => (await tx.getRecord<number>(counterKey(team))) ?? 0);
+    return this.store.read((tx) => lastEventId(tx, team));
   }
 
   /**
@@ -135,6 +155,26 @@ export class EventLog {
       }
       return readPage(tx, team, after, input.limit, input.filter, input.scanMax ?? Math.max(input.limit, 10_000));
     });
+  }
+
+  /** Prunes events older than `retentionMs` now, then every hour. */
+  startPruning(retentionMs: number): void {
+    if (this.pruneTimer) return;
+    const run = () => {
+      if (this.pruning) return;
+      this.pruning = this.prune(new Date(Date.now() - retentionMs))
+        .catch((error: Error) => process.stderr.write(`pruning the event log failed: ${error.stack ?? error.message}\n`))
+        .finally(() => (this.pruning = null));
+    };
+    run();
+    this.pruneTimer = setInterval(run, PRUNE_EVERY_MS);
+    this.pruneTimer.unref();
+  }
+
+  async stopPruning(): Promise<void> {
+    if (this.pruneTimer) clearInterval(this.pruneTimer);
+    this.pruneTimer = null;
+    await this.pruning;
   }
 
   /** Removes events older than `cutoff` from every team's log, a batch per transaction. */
