@@ -94,7 +94,7 @@ export interface DeliveryView {
 export const WEBHOOK_URL_LENGTH_MAX = 2000;
 export const WEBHOOK_SECRET_PATTERN = /^[\x21-\x7e]{16,256}$/;
 /** Events fanned out per transaction. */
-const FAN_OUT_PAGE = 200;
+const FAN_OUT_PAGE = 100;
 /** Deliveries removed per transaction when a webhook is deleted. */
 const DELETE_BATCH = 1_000;
 /** A claim outlives its attempt's timeout by this much. */
@@ -105,6 +105,8 @@ const BACKOFF_JITTER = 0.2;
 /** Bytes of a receiver's answer read (and dropped) before the connection is closed. */
 const ANSWER_BYTES_MAX = 64 * 1024;
 const USER_AGENT = 'Treehouse-Webhooks/1';
+/** Event bodies kept in memory for the deliveries that follow their fan-out. */
+const BODIES_KEPT = 2_000;
 const TIMER_DELAY_MS_MAX = 2 ** 31 - 1;
 
 const HOOK_PREFIX = 'webhooks/hook/';
@@ -173,6 +175,15 @@ interface AttemptOutcome {
   error: string | null;
 }
 
+interface FinishedAttempt {
+  key: string;
+  claimed: DeliveryRecord;
+  outcome: AttemptOutcome;
+  /** Whether the event was still kept (if not, the delivery cannot succeed). */
+  eventKept: boolean;
+  at: number;
+}
+
 export class Webhooks {
   private running = false;
   private timer: NodeJS.Timeout | null = null;
@@ -184,6 +195,12 @@ export class Webhooks {
   /** Teams known to have webhooks (this node's view; the sweep corrects it). */
   private readonly teamsWithHooks = new Set<string>();
   private readonly inFlight = new Map<string, Promise<void>>();
+  /** Finished attempts whose outcome the next claiming transaction writes (one transaction for many). */
+  private outcomes: FinishedAttempt[] = [];
+  /** Bodies of recently fanned-out events (each is sent to several webhooks): `<team>/<id>` to its JSON. */
+  private readonly bodies = new Map<string, { type: ChangeType; body: string }>();
+  /** Kept-alive connections per webhook: a receiver is not reconnected to for every delivery. */
+  private readonly agents = new Map<string, http.Agent>();
   private dispatching: Promise<void> | null = null;
   private dispatchAgain = false;
   /** Attempts since start, by outcome (metrics, tests). */
@@ -246,6 +263,8 @@ export class Webhooks {
       tx.deleteRecord(hookKey(team, id));
       await deleteDeliveries(tx, id);
     });
+    this.agents.get(id)?.destroy();
+    this.agents.delete(id);
     // The webhook is gone already (a worker that finds a delivery of it drops it); the rest goes a batch at a time.
     while ((await this.store.write((tx) => deleteDeliveries(tx, id))) === DELETE_BATCH);
   }
@@ -318,6 +337,8 @@ export class Webhooks {
     this.timer = this.sweepTimer = null;
     this.abort.abort();
     await Promise.allSettled([...this.fanning.values(), ...this.inFlight.values(), this.dispatching]);
+    for (const agent of this.agents.values()) agent.destroy();
+    this.agents.clear();
   }
 
   /** Fans out every team with webhooks (at start, and now and then for changes made elsewhere). */
@@ -354,27 +375,38 @@ export class Webhooks {
   }
 
   private async fanOutTeam(team: string): Promise<void> {
-    for (;;) {
-      const { added, more } = await this.store.write(async (tx) => {
-        const hooks = (await tx.listRecords<WebhookRecord>(hookPrefix(team))).map(({ value }) => value);
-        const stored = await tx.getRecord<number>(cursorKey(team));
-        const cursor = Math.max(stored ?? 0, hooks.length === 0 ? 0 : Math.min(...hooks.map((hook) => hook.after_event)));
-        const events = hooks.length === 0 ? [] : await eventsAfter(tx, team, cursor, FAN_OUT_PAGE);
+    while (this.running) {
+      // Events never change once written, so they are read before the write: the write itself reads
+      // only the cursor and the hooks, and the log growing meanwhile does not make it run again.
+      const { hooks, stored } = await this.store.read(async (tx) => ({
+        hooks: (await tx.listRecords<WebhookRecord>(hookPrefix(team))).map(({ value }) => value),
+        stored: (await tx.getRecord<number>(cursorKey(team))) ?? 0,
+      }));
+      if (hooks.length === 0) return;
+      const from = Math.max(stored, Math.min(...hooks.map((hook) => hook.after_event)));
+      const events = await this.store.read((tx) => eventsAfter(tx, team, from, FAN_OUT_PAGE));
+      if (events.length === 0) return;
+      const added = await this.store.write(async (tx) => {
+        // Another node fanned these out meanwhile: read again from where it left the cursor.
+        if (((await tx.getRecord<number>(cursorKey(team))) ?? 0) !== stored) return null;
+        const current = (await tx.listRecords<WebhookRecord>(hookPrefix(team))).map(({ value }) => value);
         const now = Date.now();
         let count = 0;
         for (const event of events) {
-          for (const hook of hooks) {
+          for (const hook of current) {
             if (Number(event.id) <= hook.after_event || !hook.events.includes(event.type)) continue;
             this.enqueueInTx(tx, hook, event, now);
             count++;
           }
         }
-        const last = events.length > 0 ? Number(events[events.length - 1].id) : hooks.length === 0 ? await lastEventId(tx, team) : cursor;
-        if (last !== stored) tx.putRecord(cursorKey(team), last);
-        return { added: count, more: events.length === FAN_OUT_PAGE };
+        tx.putRecord(cursorKey(team), Number(events[events.length - 1].id));
+        return count;
       });
-      if (added > 0) this.dispatch();
-      if (!more || !this.running) return;
+      if (added) {
+        for (const event of events) this.rememberBody(team, event);
+        this.dispatch();
+      }
+      if (added !== null && events.length < FAN_OUT_PAGE) return;
     }
   }
 
@@ -432,10 +464,16 @@ export class Webhooks {
   /** Claims what is due and free slots allow; returns how long until the next due entry (null: none). */
   private async claimDue(): Promise<number | null> {
     const free = this.config.events.webhookConcurrency - this.inFlight.size;
-    if (free <= 0) return null;
+    const finished = this.outcomes;
+    this.outcomes = [];
+    if (free <= 0 && finished.length === 0) return null;
     const now = Date.now();
+    // Listed before the write, which then reads each delivery it claims: the queue growing meanwhile
+    // does not make the claim run again.
+    const due = free <= 0 ? [] : await this.store.read((tx) => tx.listRecords<string>(DUE_PREFIX, { limit: free + this.inFlight.size }));
     const claimed = await this.store.write(async (tx) => {
-      const due = await tx.listRecords<string>(DUE_PREFIX, { limit: free + this.inFlight.size });
+      for (const done of finished) await this.recordOutcomeInTx(tx, done);
+      if (free <= 0) return { out: [], nextAt: null };
       const out: Array<{ key: string; record: DeliveryRecord; hook: WebhookRecord }> = [];
       let nextAt: number | null = null;
       for (const { key: due_key, value: key } of due) {
@@ -475,13 +513,37 @@ export class Webhooks {
       });
       this.inFlight.set(record.id, attempt);
     }
-    if (claimed.out.length === free) return null;
+    if (claimed.out.length === free || free <= 0) return null;
     return claimed.nextAt === null ? null : claimed.nextAt - Date.now();
+  }
+
+  /** Writes an attempt's outcome, unless the claim it ran under was replaced (a redelivery, a deleted webhook). */
+  private async recordOutcomeInTx(tx: AsyncStoreWriteTx, { key, claimed, outcome, eventKept, at }: FinishedAttempt): Promise<void> {
+    const current = await tx.getRecord<DeliveryRecord>(key);
+    if (!current || current.claim?.token !== claimed.claim!.token) return;
+    if (current.due_key) tx.deleteRecord(current.due_key);
+    const attempts = current.attempts + 1;
+    const base = { ...current, attempts, last_status_code: outcome.statusCode, last_error: outcome.error, claim: null };
+    let next: DeliveryRecord;
+    if (outcome.ok) next = { ...base, status: 'delivered', next_attempt_at: null, due_key: null };
+    else {
+      const retryAt = at + backoffMs(this.config.events, attempts);
+      if (retryAt > current.give_up_at || !eventKept) next = { ...base, status: 'failed', next_attempt_at: null, due_key: null };
+      else {
+        next = { ...base, status: 'pending', next_attempt_at: retryAt, due_key: dueKey(retryAt, current.id) };
+        tx.putRecord(next.due_key!, key);
+      }
+    }
+    tx.putRecord(key, next);
   }
 
   private async attempt(key: string, claimed: DeliveryRecord, hook: WebhookRecord): Promise<void> {
     let outcome: AttemptOutcome;
-    const event = await this.store.read((tx) => readEvent(tx, claimed.team_id, Number(claimed.event_id)));
+    let event = this.bodies.get(`${claimed.team_id}/${claimed.event_id}`);
+    if (!event) {
+      const stored = await this.store.read((tx) => readEvent(tx, claimed.team_id, Number(claimed.event_id)));
+      event = stored && { type: stored.type, body: JSON.stringify(stored) };
+    }
     if (!event) outcome = { ok: false, statusCode: null, error: 'The event is no longer kept.' };
     else outcome = await this.post(hook, claimed, event);
     if (this.abort.signal.aborted) {
@@ -490,33 +552,22 @@ export class Webhooks {
     }
     if (outcome.ok) this.attempts.delivered++;
     else this.attempts.failed++;
-    const now = Date.now();
-    await this.store
-      .write(async (tx) => {
-        const current = await tx.getRecord<DeliveryRecord>(key);
-        if (!current || current.claim?.token !== claimed.claim!.token) return;
-        if (current.due_key) tx.deleteRecord(current.due_key);
-        const attempts = current.attempts + 1;
-        const base = { ...current, attempts, last_status_code: outcome.statusCode, last_error: outcome.error, claim: null };
-        let next: DeliveryRecord;
-        if (outcome.ok) next = { ...base, status: 'delivered', next_attempt_at: null, due_key: null };
-        else {
-          const at = now + backoffMs(this.config.events, attempts);
-          if (at > current.give_up_at || !event) next = { ...base, status: 'failed', next_attempt_at: null, due_key: null };
-          else {
-            next = { ...base, status: 'pending', next_attempt_at: at, due_key: dueKey(at, current.id) };
-            tx.putRecord(next.due_key!, key);
-          }
-        }
-        tx.putRecord(key, next);
-      })
-      .catch(() => {
-        // The store is closing: the claim expires and the attempt runs again.
-      });
+    // Written by the next claiming transaction (dispatch runs once this attempt leaves inFlight); if
+    // that never commits (the store closing), the claim expires and the attempt runs again.
+    this.outcomes.push({ key, claimed, outcome, eventKept: event !== undefined, at: Date.now() });
   }
 
   /** One signed POST, to an address checked now (DNS may have changed since the webhook was made). */
-  private async post(hook: WebhookRecord, delivery: DeliveryRecord, event: StoredEvent): Promise<AttemptOutcome> {
+  private rememberBody(team: string, event: StoredEvent): void {
+    this.bodies.set(`${team}/${event.id}`, { type: event.type, body: JSON.stringify(event) });
+    // Oldest first (a Map keeps insertion order).
+    for (const key of this.bodies.keys()) {
+      if (this.bodies.size <= BODIES_KEPT) break;
+      this.bodies.delete(key);
+    }
+  }
+
+  private async post(hook: WebhookRecord, delivery: DeliveryRecord, event: { type: ChangeType; body: string }): Promise<AttemptOutcome> {
     const url = new URL(hook.url);
     let addresses: ResolvedAddress[];
     try {
@@ -524,7 +575,7 @@ export class Webhooks {
     } catch (error) {
       return { ok: false, statusCode: null, error: error instanceof RemoteUrlError ? error.message : String(error) };
     }
-    const body = JSON.stringify(event);
+    const { body } = event;
     let secret: string;
     try {
       secret = this.sealer.open(hook.secret_sealed);
@@ -538,20 +589,33 @@ export class Webhooks {
       'treehouse-delivery': delivery.id,
       'treehouse-signature': signature(secret, Math.floor(Date.now() / 1000), body),
     };
-    const signal = AbortSignal.any([this.abort.signal, AbortSignal.timeout(this.config.events.webhookTimeoutMs)]);
+    const timeoutMs = this.config.events.webhookTimeoutMs;
     return new Promise<AttemptOutcome>((resolve) => {
       const client = url.protocol === 'https:' ? https : http;
       const request = client.request(url, {
         method: 'POST',
         headers: { ...headers, 'content-length': String(Buffer.byteLength(body)) },
         lookup: pinnedLookup(addresses),
-        agent: false,
-        signal,
+        agent: this.agentFor(hook),
       });
-      const fail = (error: Error) => {
-        const timedOut = (signal.reason as Error | undefined)?.name === 'TimeoutError';
-        resolve({ ok: false, statusCode: null, error: timedOut ? `No answer within ${this.config.events.webhookTimeoutMs} ms.` : `The receiver could not be reached (${(error as { code?: string }).code ?? error.message}).` });
+      let settled = false;
+      let timedOut = false;
+      // A timer of its own rather than a composed AbortSignal: the whole exchange, answer included, has timeoutMs.
+      const timer = setTimeout(() => {
+        timedOut = true;
+        request.destroy(new Error('timed out'));
+      }, timeoutMs);
+      const stopped = () => request.destroy(new Error('the server is stopping'));
+      this.abort.signal.addEventListener('abort', stopped, { once: true });
+      const settle = (outcome: AttemptOutcome) => {
+        if (settled) return;
+        settled = true;
+        clearTimeout(timer);
+        this.abort.signal.removeEventListener('abort', stopped);
+        resolve(outcome);
       };
+      const fail = (error: Error) =>
+        settle({ ok: false, statusCode: null, error: timedOut ? `No answer within ${timeoutMs} ms.` : `The receiver could not be reached (${(error as { code?: string }).code ?? error.message}).` });
       request.on('error', fail);
       request.on('response', (response) => {
         const status = response.statusCode ?? 0;
@@ -561,13 +625,25 @@ export class Webhooks {
           if (read > ANSWER_BYTES_MAX) response.destroy();
         });
         response.on('error', () => {});
-        const done = () =>
-          resolve(status >= 200 && status < 300 ? { ok: true, statusCode: status, error: null } : { ok: false, statusCode: status, error: status >= 300 && status < 400 ? 'Redirects are not followed.' : `Answered ${status}.` });
+        const done = () => {
+          if (timedOut) return fail(new Error('timed out'));
+          settle(status >= 200 && status < 300 ? { ok: true, statusCode: status, error: null } : { ok: false, statusCode: status, error: status >= 300 && status < 400 ? 'Redirects are not followed.' : `Answered ${status}.` });
+        };
         response.on('end', done);
         response.on('close', done);
       });
       request.end(body);
     });
+  }
+
+  private agentFor(hook: WebhookRecord): http.Agent {
+    let agent = this.agents.get(hook.id);
+    if (!agent) {
+      const options = { keepAlive: true, maxSockets: this.config.events.webhookConcurrency, maxFreeSockets: 4, timeout: this.config.events.webhookTimeoutMs };
+      agent = hook.url.startsWith('https:') ? new https.Agent(options) : new http.Agent(options);
+      this.agents.set(hook.id, agent);
+    }
+    return agent;
   }
 
   private async checkHost(url: URL, path: string): Promise<void> {

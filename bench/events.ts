@@ -1,0 +1,194 @@
+/**
+ * Events and webhooks (issue 17), against a server process (src/server.ts, as `npm start` runs it)
+ * on 127.0.0.1, in well under a minute:
+ *
+ *   npx tsx bench/events.ts [--writes=300] [--seconds=5]
+ *
+ * 1. latency: 100 event streams open (GET /events/stream), one client writes a file at a time; for
+ *    each write, the time from its answer (the acknowledged write) to its event reaching each
+ *    stream, p50/p99/max over all streams and writes (target: p99 at most 100 ms).
+ * 2. throughput: 8 clients write + commit on branches of their own for --seconds, with no webhook,
+ *    then with 10 webhooks subscribed to every type (receivers in this process answering 204 at
+ *    once), in alternating rounds; requests per second, and the ratio (target: at least 0.9).
+ * 3. request path under a hanging receiver: writes paced at 100 per second for --seconds, with no
+ *    webhook, then with 10 webhooks whose receiver never answers; p50/p99 of the write requests.
+ */
+import { createServer, get, type IncomingMessage, type Server } from 'node:http';
+import { rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { percentile } from '../test/support/load.js';
+import { startServerProcess } from '../test/support/process.js';
+
+const STREAMS = 100;
+const WEBHOOKS = 10;
+const WRITERS = 8;
+const PACED_PER_SECOND = 100;
+const THROUGHPUT_ROUNDS = 4;
+
+const args = new Map(process.argv.slice(2).map((arg) => arg.replace(/^--/, '').split('=') as [string, string]));
+const writes = Number(args.get('writes') ?? 300);
+const seconds = Number(args.get('seconds') ?? 8);
+
+const dataDir = join(import.meta.dirname, '.work', `events-${process.pid}`);
+rmSync(dataDir, { recursive: true, force: true });
+const server = await startServerProcess({
+  TREEHOUSE_DATA_DIR: dataDir,
+  TREEHOUSE_ALLOW_PRIVATE_GIT_HOSTS: '1',
+  TREEHOUSE_RATE_PER_SECOND: '1000000',
+  TREEHOUSE_RATE_BURST: '1000000',
+  TREEHOUSE_CONNECTIONS_PER_ADDRESS_MAX: '1000',
+});
+const key = (await server.waitFor(/API key for team default: (th_\S+)/))[1];
+
+async function call(method: string, path: string, body?: unknown): Promise<any> {
+  const response = await fetch(`${server.url}/api/v1${path}`, {
+    method,
+    headers: { authorization: `Bearer ${key}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const answer = await response.json();
+  if (response.status >= 300) throw new Error(`${method} ${path}: ${response.status} ${JSON.stringify(answer)}`);
+  return answer;
+}
+
+const fmt = (ms: number) => `${ms.toFixed(2)} ms`;
+
+try {
+  // 1. Latency from the acknowledged write to 100 streams.
+  const project = (await call('POST', '/projects', { title: 'Events bench' })).project.id;
+  const arrivals = new Map<string, number[]>();
+  const streams: IncomingMessage[] = [];
+  await Promise.all(
+    Array.from(
+      { length: STREAMS },
+      () =>
+        new Promise<void>((resolve, reject) => {
+          const request = get(`${server.url}/api/v1/events/stream?types=files.changed`, { headers: { authorization: `Bearer ${key}` }, agent: false }, (response) => {
+            streams.push(response);
+            let buffer = '';
+            response.setEncoding('utf8');
+            response.on('data', (chunk: string) => {
+              const now = performance.now();
+              buffer += chunk;
+              if (buffer.includes(': stream open')) resolve();
+              for (let end = buffer.indexOf('\n\n'); end >= 0; end = buffer.indexOf('\n\n')) {
+                const frame = buffer.slice(0, end);
+                buffer = buffer.slice(end + 2);
+                const data = /^data: (.*)$/m.exec(frame)?.[1];
+                if (data) {
+                  const path = JSON.parse(data).data.paths[0] as string;
+                  const list = arrivals.get(path) ?? [];
+                  list.push(now);
+                  arrivals.set(path, list);
+                }
+              }
+            });
+          });
+          request.on('error', reject);
+        }),
+    ),
+  );
+  const latencies: number[] = [];
+  for (let index = 0; index < writes; index++) {
+    const path = `l${index}.txt`;
+    await call('POST', `/projects/${project}/files/batch`, { files: [{ path, content: `${index}\n` }] });
+    const acknowledged = performance.now();
+    while ((arrivals.get(path)?.length ?? 0) < STREAMS) await new Promise((resolve) => setImmediate(resolve));
+    // A stream that got the event before the answer arrived counts as 0.
+    for (const at of arrivals.get(path)!) latencies.push(Math.max(0, at - acknowledged));
+  }
+  for (const stream of streams) stream.destroy();
+  console.log(
+    `latency write→SSE, ${STREAMS} streams × ${writes} writes: p50 ${fmt(percentile(latencies, 0.5))}, p99 ${fmt(percentile(latencies, 0.99))}, max ${fmt(Math.max(...latencies))} (target p99 ≤ 100 ms: ${percentile(latencies, 0.99) <= 100 ? 'PASS' : 'FAIL'})`,
+  );
+
+  // 2. Write throughput without and with 10 webhooks.
+  const quick = await receiver(() => 204);
+  for (let writer = 0; writer < WRITERS; writer++) await call('POST', `/projects/${project}/git/branches`, { name: `w${writer}` });
+  const throughput = async (runSeconds: number): Promise<number> => {
+    const until = performance.now() + runSeconds * 1000;
+    let done = 0;
+    await Promise.all(
+      Array.from({ length: WRITERS }, async (_, writer) => {
+        for (let round = 0; performance.now() < until; round++) {
+          await call('POST', `/projects/${project}/files/batch`, { branch: `w${writer}`, files: [{ path: `t${writer}.txt`, content: `${round}\n` }] });
+          await call('POST', `/projects/${project}/git/commit`, { branch: `w${writer}`, message: `r${round}` });
+          done += 2;
+        }
+      }),
+    );
+    return done / runSeconds;
+  };
+  // Alternating runs, so the load of a shared machine falls on both sides alike.
+  let bare = 0;
+  let hooked = 0;
+  const before = quick.count;
+  for (let round = 0; round < THROUGHPUT_ROUNDS; round++) {
+    bare += (await throughput(seconds / THROUGHPUT_ROUNDS)) / THROUGHPUT_ROUNDS;
+    const hooks: string[] = [];
+    for (let index = 0; index < WEBHOOKS; index++) hooks.push((await call('POST', '/webhooks', { url: `${quick.url}/${index}`, events: ['files.changed', 'commit.created', 'branch.created'] })).webhook.id);
+    hooked += (await throughput(seconds / THROUGHPUT_ROUNDS)) / THROUGHPUT_ROUNDS;
+    for (const id of hooks) await call('DELETE', `/webhooks/${id}`);
+  }
+  console.log(
+    `throughput, ${WRITERS} writers (write + commit): ${bare.toFixed(0)} requests/s without webhooks, ${hooked.toFixed(0)} with ${WEBHOOKS} (${(hooked / bare).toFixed(2)}x, target ≥ 0.9x: ${hooked / bare >= 0.9 ? 'PASS' : 'FAIL'}); ${quick.count - before} deliveries received meanwhile`,
+  );
+
+  // 3. The request path at 100 writes/s, with no webhook and with 10 whose receiver hangs.
+  const paced = async (): Promise<number[]> => {
+    const samples: number[] = [];
+    const pending: Array<Promise<void>> = [];
+    const start = performance.now();
+    for (let index = 0; index < PACED_PER_SECOND * seconds; index++) {
+      const due = start + (index * 1000) / PACED_PER_SECOND;
+      const wait = due - performance.now();
+      if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
+      pending.push(
+        (async () => {
+          const sent = performance.now();
+          await call('POST', `/projects/${project}/files/batch`, { files: [{ path: `p${index % 50}.txt`, content: `${index}\n` }] });
+          samples.push(performance.now() - sent);
+        })(),
+      );
+    }
+    await Promise.all(pending);
+    return samples;
+  };
+  const calm = await paced();
+  const hanging = await receiver(() => 'hang');
+  for (let index = 0; index < WEBHOOKS; index++) await call('POST', '/webhooks', { url: `${hanging.url}/${index}`, events: ['files.changed'] });
+  const held = await paced();
+  console.log(
+    `request path at ${PACED_PER_SECOND} writes/s: p50 ${fmt(percentile(calm, 0.5))}, p99 ${fmt(percentile(calm, 0.99))} without webhooks; p50 ${fmt(percentile(held, 0.5))}, p99 ${fmt(percentile(held, 0.99))} with ${WEBHOOKS} hanging receivers (${hanging.count} requests held open)`,
+  );
+  await Promise.all([quick.close(), hanging.close()]);
+} finally {
+  server.child.kill('SIGTERM');
+  await server.exited;
+  rmSync(dataDir, { recursive: true, force: true });
+}
+
+interface Receiver {
+  url: string;
+  count: number;
+  close(): Promise<void>;
+}
+
+async function receiver(answer: () => number | 'hang'): Promise<Receiver> {
+  const made: Receiver & { server?: Server } = { url: '', count: 0, close: async () => {} };
+  const http = createServer((request, response) => {
+    request.resume();
+    request.on('end', () => {
+      made.count++;
+      const status = answer();
+      if (status !== 'hang') response.writeHead(status).end();
+    });
+  });
+  await new Promise<void>((resolve) => http.listen(0, '127.0.0.1', () => resolve()));
+  made.url = `http://127.0.0.1:${(http.address() as { port: number }).port}`;
+  made.close = async () => {
+    http.closeAllConnections();
+    await new Promise<void>((resolve) => http.close(() => resolve()));
+  };
+  return made;
+}
