@@ -21,13 +21,9 @@
  * - `webhooks/hook/<team>/<webhook id>` (WebhookRecord)
  * - `webhooks/cursor/<team>`: the last event fanned out
  * - `webhooks/delivery/<webhook id>/<event id, 16 digits>` (DeliveryRecord)
- * - `webhooks/delivery-id/<delivery id>`: the delivery's key
  * - `webhooks/due/<epoch ms, 15 digits>/<delivery id>`: the delivery's key, while it is pending
  */
 import { createHmac, randomBytes, randomUUID } from 'node:crypto';
-import http from 'node:http';
-import https from 'node:https';
-import type { LookupFunction } from 'node:net';
 import { TreehouseError } from '../errors.js';
 import type { AsyncStore, AsyncStoreWriteTx, RecordReads } from '../store/asyncTypes.js';
 import type { Principal } from './accounts.js';
@@ -37,6 +33,7 @@ import type { ChangeType, EventBus } from './events.js';
 import { newId } from './ids.js';
 import type { Sealer } from './secrets.js';
 import { RemoteUrlError, resolveRemoteHost, type ResolvedAddress } from './ssrf.js';
+import { WebhookSender, type AttemptOutcome } from './webhookSender.js';
 
 export interface WebhookRecord {
   id: string;
@@ -102,8 +99,6 @@ const CLAIM_MARGIN_MS = 30_000;
 /** The fan-out of every team with webhooks runs this often too, for changes made through another node. */
 const SWEEP_MS = 10_000;
 const BACKOFF_JITTER = 0.2;
-/** Bytes of a receiver's answer read (and dropped) before the connection is closed. */
-const ANSWER_BYTES_MAX = 64 * 1024;
 const USER_AGENT = 'Treehouse-Webhooks/1';
 /** Event bodies kept in memory for the deliveries that follow their fan-out. */
 const BODIES_KEPT = 2_000;
@@ -115,7 +110,9 @@ const hookKey = (team: string, id: string) => `${hookPrefix(team)}${id}`;
 const cursorKey = (team: string) => `webhooks/cursor/${team}`;
 const deliveryPrefix = (webhook: string) => `webhooks/delivery/${webhook}/`;
 const deliveryKey = (webhook: string, eventId: string) => `${deliveryPrefix(webhook)}${eventId.padStart(16, '0')}`;
-const deliveryIdKey = (id: string) => `webhooks/delivery-id/${id}`;
+/** A delivery id names its event, so the id alone finds the record under its webhook. */
+const newDeliveryId = (eventId: string) => `dlv_${eventId}_${randomBytes(9).toString('base64url')}`;
+const DELIVERY_ID_PATTERN = /^dlv_(\d{1,16})_[A-Za-z0-9_-]{1,32}$/;
 const DUE_PREFIX = 'webhooks/due/';
 const dueKey = (at: number, id: string) => `${DUE_PREFIX}${String(Math.max(0, Math.floor(at))).padStart(15, '0')}/${id}`;
 
@@ -169,10 +166,11 @@ function backoffMs(config: Config['events'], attempts: number): number {
   return Math.round(plain * (1 + BACKOFF_JITTER * (2 * Math.random() - 1)));
 }
 
-interface AttemptOutcome {
-  ok: boolean;
-  statusCode: number | null;
-  error: string | null;
+
+interface Claimed {
+  key: string;
+  record: DeliveryRecord;
+  hook: WebhookRecord;
 }
 
 interface FinishedAttempt {
@@ -199,8 +197,10 @@ export class Webhooks {
   private outcomes: FinishedAttempt[] = [];
   /** Bodies of recently fanned-out events (each is sent to several webhooks): `<team>/<id>` to its JSON. */
   private readonly bodies = new Map<string, { type: ChangeType; body: string }>();
-  /** Kept-alive connections per webhook: a receiver is not reconnected to for every delivery. */
-  private readonly agents = new Map<string, http.Agent>();
+  /** Secrets opened, by webhook: each is opened once, not per delivery. */
+  private readonly secrets = new Map<string, string>();
+  /** Sends on a worker thread of lowered priority (src/service/webhookSender.ts). */
+  private readonly sender = new WebhookSender();
   private dispatching: Promise<void> | null = null;
   private dispatchAgain = false;
   /** Attempts since start, by outcome (metrics, tests). */
@@ -263,8 +263,8 @@ export class Webhooks {
       tx.deleteRecord(hookKey(team, id));
       await deleteDeliveries(tx, id);
     });
-    this.agents.get(id)?.destroy();
-    this.agents.delete(id);
+    this.sender.forget(id);
+    this.secrets.delete(id);
     // The webhook is gone already (a worker that finds a delivery of it drops it); the rest goes a batch at a time.
     while ((await this.store.write((tx) => deleteDeliveries(tx, id))) === DELETE_BATCH);
   }
@@ -293,9 +293,10 @@ export class Webhooks {
     const now = Date.now();
     const delivery = await this.store.write(async (tx) => {
       await requireHook(tx, principal.teamId, webhookId);
-      const key = await tx.getRecord<string>(deliveryIdKey(deliveryId));
+      const eventId = DELIVERY_ID_PATTERN.exec(deliveryId)?.[1];
+      const key = eventId === undefined ? undefined : deliveryKey(webhookId, eventId);
       const record = key === undefined ? undefined : await tx.getRecord<DeliveryRecord>(key);
-      if (!key || !record || record.webhook_id !== webhookId) throw new TreehouseError('not_found', 'Delivery not found.');
+      if (!key || !record || record.id !== deliveryId) throw new TreehouseError('not_found', 'Delivery not found.');
       if (!(await readEvent(tx, record.team_id, Number(record.event_id)))) {
         throw new TreehouseError('events_expired', `Event ${record.event_id} is no longer kept, so it cannot be sent again.`);
       }
@@ -336,9 +337,9 @@ export class Webhooks {
     if (this.sweepTimer) clearInterval(this.sweepTimer);
     this.timer = this.sweepTimer = null;
     this.abort.abort();
+    // The sender's end answers the attempts under way (cut short), so waiting for them is short.
+    await this.sender.stop();
     await Promise.allSettled([...this.fanning.values(), ...this.inFlight.values(), this.dispatching]);
-    for (const agent of this.agents.values()) agent.destroy();
-    this.agents.clear();
   }
 
   /** Fans out every team with webhooks (at start, and now and then for changes made elsewhere). */
@@ -391,28 +392,35 @@ export class Webhooks {
         if (((await tx.getRecord<number>(cursorKey(team))) ?? 0) !== stored) return null;
         const current = (await tx.listRecords<WebhookRecord>(hookPrefix(team))).map(({ value }) => value);
         const now = Date.now();
+        // Deliveries that free slots can take are claimed here, saving each a claiming transaction.
+        let slots = this.config.events.webhookConcurrency - this.inFlight.size;
+        const claimed: Claimed[] = [];
         let count = 0;
         for (const event of events) {
           for (const hook of current) {
             if (Number(event.id) <= hook.after_event || !hook.events.includes(event.type)) continue;
-            this.enqueueInTx(tx, hook, event, now);
+            const made = this.enqueueInTx(tx, hook, event, now, slots > 0);
+            if (slots-- > 0) claimed.push({ ...made, hook });
             count++;
           }
         }
         tx.putRecord(cursorKey(team), Number(events[events.length - 1].id));
-        return count;
+        return { count, claimed };
       });
-      if (added) {
+      if (added?.count) {
         for (const event of events) this.rememberBody(team, event);
-        this.dispatch();
+        this.startAttempts(added.claimed);
+        if (added.count > added.claimed.length) this.dispatch();
       }
       if (added !== null && events.length < FAN_OUT_PAGE) return;
     }
   }
 
-  private enqueueInTx(tx: AsyncStoreWriteTx, hook: WebhookRecord, event: StoredEvent, now: number): void {
+  /** A new delivery, claimed at once when `claim` (a slot is free to send it right after the commit). */
+  private enqueueInTx(tx: AsyncStoreWriteTx, hook: WebhookRecord, event: StoredEvent, now: number, claim: boolean): { key: string; record: DeliveryRecord } {
     const key = deliveryKey(hook.id, event.id);
-    const id = newId('dlv');
+    const id = newDeliveryId(event.id);
+    const until = now + this.config.events.webhookTimeoutMs + CLAIM_MARGIN_MS;
     const record: DeliveryRecord = {
       id,
       webhook_id: hook.id,
@@ -426,12 +434,12 @@ export class Webhooks {
       created_at: new Date(now).toISOString(),
       next_attempt_at: now,
       give_up_at: now + this.config.events.webhookGiveUpMs,
-      due_key: dueKey(now, id),
-      claim: null,
+      due_key: claim ? dueKey(until, id) : dueKey(now, id),
+      claim: claim ? { token: randomUUID(), until } : null,
     };
     tx.putRecord(key, record);
-    tx.putRecord(deliveryIdKey(id), key);
     tx.putRecord(record.due_key!, key);
+    return { key, record };
   }
 
   /** Claims and starts due deliveries, up to the concurrency; then waits for the next due one. */
@@ -474,7 +482,7 @@ export class Webhooks {
     const claimed = await this.store.write(async (tx) => {
       for (const done of finished) await this.recordOutcomeInTx(tx, done);
       if (free <= 0) return { out: [], nextAt: null };
-      const out: Array<{ key: string; record: DeliveryRecord; hook: WebhookRecord }> = [];
+      const out: Claimed[] = [];
       let nextAt: number | null = null;
       for (const { key: due_key, value: key } of due) {
         const at = Number(due_key.slice(DUE_PREFIX.length, DUE_PREFIX.length + 15));
@@ -493,7 +501,6 @@ export class Webhooks {
           // Its webhook was deleted: never sent.
           tx.deleteRecord(due_key);
           tx.deleteRecord(key);
-          tx.deleteRecord(deliveryIdKey(record.id));
           continue;
         }
         const until = now + this.config.events.webhookTimeoutMs + CLAIM_MARGIN_MS;
@@ -506,15 +513,19 @@ export class Webhooks {
       }
       return { out, nextAt };
     });
-    for (const { key, record, hook } of claimed.out) {
+    this.startAttempts(claimed.out);
+    if (claimed.out.length === free || free <= 0) return null;
+    return claimed.nextAt === null ? null : claimed.nextAt - Date.now();
+  }
+
+  private startAttempts(claimed: Claimed[]): void {
+    for (const { key, record, hook } of claimed) {
       const attempt = this.attempt(key, record, hook).finally(() => {
         this.inFlight.delete(record.id);
         this.dispatch();
       });
       this.inFlight.set(record.id, attempt);
     }
-    if (claimed.out.length === free || free <= 0) return null;
-    return claimed.nextAt === null ? null : claimed.nextAt - Date.now();
   }
 
   /** Writes an attempt's outcome, unless the claim it ran under was replaced (a redelivery, a deleted webhook). */
@@ -576,11 +587,14 @@ export class Webhooks {
       return { ok: false, statusCode: null, error: error instanceof RemoteUrlError ? error.message : String(error) };
     }
     const { body } = event;
-    let secret: string;
-    try {
-      secret = this.sealer.open(hook.secret_sealed);
-    } catch {
-      return { ok: false, statusCode: null, error: 'The secret could not be read (was the server secret changed?).' };
+    let secret = this.secrets.get(hook.id);
+    if (secret === undefined) {
+      try {
+        secret = this.sealer.open(hook.secret_sealed);
+      } catch {
+        return { ok: false, statusCode: null, error: 'The secret could not be read (was the server secret changed?).' };
+      }
+      this.secrets.set(hook.id, secret);
     }
     const headers = {
       'content-type': 'application/json',
@@ -589,61 +603,15 @@ export class Webhooks {
       'treehouse-delivery': delivery.id,
       'treehouse-signature': signature(secret, Math.floor(Date.now() / 1000), body),
     };
-    const timeoutMs = this.config.events.webhookTimeoutMs;
-    return new Promise<AttemptOutcome>((resolve) => {
-      const client = url.protocol === 'https:' ? https : http;
-      const request = client.request(url, {
-        method: 'POST',
-        headers: { ...headers, 'content-length': String(Buffer.byteLength(body)) },
-        lookup: pinnedLookup(addresses),
-        agent: this.agentFor(hook),
-      });
-      let settled = false;
-      let timedOut = false;
-      // A timer of its own rather than a composed AbortSignal: the whole exchange, answer included, has timeoutMs.
-      const timer = setTimeout(() => {
-        timedOut = true;
-        request.destroy(new Error('timed out'));
-      }, timeoutMs);
-      const stopped = () => request.destroy(new Error('the server is stopping'));
-      this.abort.signal.addEventListener('abort', stopped, { once: true });
-      const settle = (outcome: AttemptOutcome) => {
-        if (settled) return;
-        settled = true;
-        clearTimeout(timer);
-        this.abort.signal.removeEventListener('abort', stopped);
-        resolve(outcome);
-      };
-      const fail = (error: Error) =>
-        settle({ ok: false, statusCode: null, error: timedOut ? `No answer within ${timeoutMs} ms.` : `The receiver could not be reached (${(error as { code?: string }).code ?? error.message}).` });
-      request.on('error', fail);
-      request.on('response', (response) => {
-        const status = response.statusCode ?? 0;
-        let read = 0;
-        response.on('data', (chunk: Buffer) => {
-          read += chunk.length;
-          if (read > ANSWER_BYTES_MAX) response.destroy();
-        });
-        response.on('error', () => {});
-        const done = () => {
-          if (timedOut) return fail(new Error('timed out'));
-          settle(status >= 200 && status < 300 ? { ok: true, statusCode: status, error: null } : { ok: false, statusCode: status, error: status >= 300 && status < 400 ? 'Redirects are not followed.' : `Answered ${status}.` });
-        };
-        response.on('end', done);
-        response.on('close', done);
-      });
-      request.end(body);
+    return this.sender.send({
+      webhookId: hook.id,
+      url: hook.url,
+      addresses,
+      headers,
+      body,
+      timeoutMs: this.config.events.webhookTimeoutMs,
+      socketsMax: this.config.events.webhookConcurrency,
     });
-  }
-
-  private agentFor(hook: WebhookRecord): http.Agent {
-    let agent = this.agents.get(hook.id);
-    if (!agent) {
-      const options = { keepAlive: true, maxSockets: this.config.events.webhookConcurrency, maxFreeSockets: 4, timeout: this.config.events.webhookTimeoutMs };
-      agent = hook.url.startsWith('https:') ? new https.Agent(options) : new http.Agent(options);
-      this.agents.set(hook.id, agent);
-    }
-    return agent;
   }
 
   private async checkHost(url: URL, path: string): Promise<void> {
@@ -667,16 +635,7 @@ async function deleteDeliveries(tx: AsyncStoreWriteTx, webhookId: string): Promi
   const found = await tx.listRecords<DeliveryRecord>(deliveryPrefix(webhookId), { limit: DELETE_BATCH });
   for (const { key, value } of found) {
     tx.deleteRecord(key);
-    tx.deleteRecord(deliveryIdKey(value.id));
     if (value.due_key) tx.deleteRecord(value.due_key);
   }
   return found.length;
-}
-
-/** A lookup that answers with the addresses already checked, whatever the caller asks. */
-function pinnedLookup(resolved: ResolvedAddress[]): LookupFunction {
-  return ((_hostname: string, options: { all?: boolean }, callback: (...args: unknown[]) => void) => {
-    if (options?.all) callback(null, resolved.map(({ address, family }) => ({ address, family })));
-    else callback(null, resolved[0].address, resolved[0].family);
-  }) as unknown as LookupFunction;
 }
