@@ -340,6 +340,18 @@ export class Webhooks {
     // The sender's end answers the attempts under way (cut short), so waiting for them is short.
     await this.sender.stop();
     await Promise.allSettled([...this.fanning.values(), ...this.inFlight.values(), this.dispatching]);
+    // Outcomes not yet written (a delivery answered just before the stop is not sent again after it).
+    const finished = this.outcomes;
+    this.outcomes = [];
+    if (finished.length > 0) {
+      await this.store
+        .write(async (tx) => {
+          for (const done of finished) await this.recordOutcomeInTx(tx, done);
+        })
+        .catch(() => {
+          // The store is closing: their claims expire and they are sent again after the restart.
+        });
+    }
   }
 
   /** Fans out every team with webhooks (at start, and now and then for changes made elsewhere). */
