@@ -17,6 +17,7 @@ import { defineRoute, registeredRoutes } from './route.js';
 import { credentialOf } from './credentials.js';
 import { createGuardedServer, rawErrorResponse } from './connectionGuard.js';
 import { gitHttpRoutes } from './gitHttp.js';
+import { eventRoutes } from './routes/events.js';
 import { fileRoutes } from './routes/files.js';
 import { gitRoutes } from './routes/git.js';
 import { lintRoutes } from './routes/lint.js';
@@ -25,6 +26,7 @@ import { projectRoutes } from './routes/projects.js';
 import { remoteRoutes } from './routes/remote.js';
 import { searchRoutes } from './routes/search.js';
 import { templateRoutes } from './routes/templates.js';
+import { webhookRoutes } from './routes/webhooks.js';
 
 /** Node's limit on the request head (its default; Treehouse does not change it). */
 const HEADER_BYTES_MAX = maxHeaderSize;
@@ -57,6 +59,8 @@ export function buildApp(th: Treehouse, options: AppOptions = {}): FastifyInstan
   let closing = false;
   app.addHook('preClose', async () => {
     closing = true;
+    // Open event streams end, so the server can close; their clients resume with Last-Event-ID.
+    th.eventStreams.closeAll();
   });
   app.addHook('onSend', async (request, reply) => {
     // An answer given before the body was read (401, 404, 413) closes the connection: keeping it
@@ -129,6 +133,8 @@ export function buildApp(th: Treehouse, options: AppOptions = {}): FastifyInstan
   remoteRoutes(app, th);
   searchRoutes(app, th);
   templateRoutes(app);
+  eventRoutes(app, th);
+  webhookRoutes(app, th);
   gitHttpRoutes(app, th);
   lintRoutes(app, th);
   publicSiteRoutes(app, th);

@@ -19,6 +19,7 @@ export const STATUS_BY_CODE: Record<ErrorCode, number> = {
   ref_changed: 409,
   edit_mismatch: 409,
   handle_taken: 409,
+  events_expired: 410,
   payload_too_large: 413,
   file_locked: 423,
   rate_limited: 429,

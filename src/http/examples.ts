@@ -33,6 +33,18 @@ const remote = {
   sync: { status: 'synced', oid: OID, at: AT, error: null },
 };
 const fileEntry = { path: 'index.html', size: 48, locked: false };
+const webhook = { id: 'whk_Qm3x9TzLp0aB4cD7', url: 'https://hooks.example.com/treehouse', events: ['commit.created', 'branch.created'], created_at: AT };
+const delivery = {
+  id: 'dlv_Vb8nK2sQw5eR1tY6',
+  event_id: '42',
+  event_type: 'commit.created',
+  status: 'delivered',
+  attempts: 2,
+  last_status_code: 200,
+  last_error: null,
+  created_at: AT,
+  next_attempt_at: null,
+};
 
 export const ROUTE_EXAMPLES: Record<string, RouteExample> = {
   'GET /api/v1/projects': { response: { projects: [project], next_cursor: null } },
@@ -181,6 +193,24 @@ export const ROUTE_EXAMPLES: Record<string, RouteExample> = {
     },
   },
   'GET /api/v1/templates': { response: { templates: [{ name: 'static-html', description: 'A static HTML site with a stylesheet and a script.', framework: 'static' }] } },
+  'GET /api/v1/events': {
+    response: {
+      events: [
+        { id: '41', type: 'files.changed', project_id: PROJECT_ID, at: AT, data: { branch: 'main', paths: ['index.html'], version: 7 } },
+        { id: '42', type: 'commit.created', project_id: PROJECT_ID, at: AT, data: { branch: 'main', oid: OID, parent_oids: [PARENT], source: 'api' } },
+      ],
+      next_after: '42',
+    },
+  },
+  'GET /api/v1/events/stream': { produces: ['text/event-stream'] },
+  'POST /api/v1/webhooks': {
+    body: { url: 'https://hooks.example.com/treehouse', events: ['commit.created', 'branch.created'] },
+    response: { webhook: { ...webhook, secret: 'whsec_3q2+7w1bXk9cZ0yJmV4sT8nR6pL5oA2dF1gH0jK9lE' } },
+  },
+  'GET /api/v1/webhooks': { response: { webhooks: [webhook] } },
+  'DELETE /api/v1/webhooks/:id': { response: { deleted: webhook.id } },
+  'GET /api/v1/webhooks/:id/deliveries': { response: { deliveries: [delivery], next_cursor: null } },
+  'POST /api/v1/webhooks/:id/deliveries/:delivery_id/redeliver': { response: { delivery: { ...delivery, status: 'pending', next_attempt_at: AT } } },
   'GET /api/v1/openapi.json': { response: { openapi: '3.1.0', info: { title: 'Treehouse', version: '1' }, paths: {} } },
 };
 

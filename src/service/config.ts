@@ -37,6 +37,26 @@ export interface ConnectionLimits {
   connectionsPerAddressMax: number;
 }
 
+/** The event log, its streams and webhooks (README "Change events"). */
+export interface EventsConfig {
+  /** Events are kept at least this long (the contract: at least 7 days). */
+  retentionMs: number;
+  /** A comment line on every open stream this often. */
+  streamHeartbeatMs: number;
+  /** Unsent bytes a stream's client may let pile up before the stream is closed. */
+  streamBufferBytesMax: number;
+  webhooksPerTeamMax: number;
+  /** A delivery not answered 2xx within this long failed. */
+  webhookTimeoutMs: number;
+  /** The first retry waits this long, each further one twice as long, up to webhookRetryMaxMs (±20 %). */
+  webhookRetryBaseMs: number;
+  webhookRetryMaxMs: number;
+  /** A delivery still failing this long after its event is `failed`. */
+  webhookGiveUpMs: number;
+  /** Deliveries under way at once. */
+  webhookConcurrency: number;
+}
+
 export interface Config {
   port: number;
   host: string;
@@ -48,9 +68,12 @@ export interface Config {
   metricsPort: number | null;
   limits: Limits;
   connections: ConnectionLimits;
+  events: EventsConfig;
 }
 
 const MIB = 1024 * 1024;
+const MINUTE_MS = 60_000;
+const HOUR_MS = 60 * MINUTE_MS;
 
 function integer(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
   const raw = env[name];
@@ -89,6 +112,17 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       bodyIdleTimeoutMs: integer(env, 'TREEHOUSE_BODY_IDLE_TIMEOUT_MS', 30_000),
       keepAliveTimeoutMs: integer(env, 'TREEHOUSE_KEEP_ALIVE_TIMEOUT_MS', 5_000),
       connectionsPerAddressMax: integer(env, 'TREEHOUSE_CONNECTIONS_PER_ADDRESS_MAX', 256),
+    },
+    events: {
+      retentionMs: integer(env, 'TREEHOUSE_EVENT_RETENTION_HOURS', 7 * 24) * HOUR_MS,
+      streamHeartbeatMs: integer(env, 'TREEHOUSE_EVENT_STREAM_HEARTBEAT_MS', 15_000),
+      streamBufferBytesMax: integer(env, 'TREEHOUSE_EVENT_STREAM_BUFFER_BYTES_MAX', MIB),
+      webhooksPerTeamMax: integer(env, 'TREEHOUSE_WEBHOOKS_PER_TEAM_MAX', 20),
+      webhookTimeoutMs: integer(env, 'TREEHOUSE_WEBHOOK_TIMEOUT_MS', 10_000),
+      webhookRetryBaseMs: integer(env, 'TREEHOUSE_WEBHOOK_RETRY_BASE_MS', MINUTE_MS),
+      webhookRetryMaxMs: integer(env, 'TREEHOUSE_WEBHOOK_RETRY_MAX_MS', 6 * HOUR_MS),
+      webhookGiveUpMs: integer(env, 'TREEHOUSE_WEBHOOK_GIVE_UP_MS', 24 * HOUR_MS),
+      webhookConcurrency: Math.max(1, integer(env, 'TREEHOUSE_WEBHOOK_CONCURRENCY', 16)),
     },
   };
 }

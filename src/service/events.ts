@@ -2,7 +2,9 @@
  * The service's one event bus: every change a project goes through is announced here once it is
  * acknowledged (its write committed), whichever way it came (an API request, a git push, a seed, the
  * linked-repository sync), with the types and `data` of ../shared/API.md "Events and webhooks
- * (v1.1)". Work that follows a change (framework detection, linked-repository sync) listens here
+ * (v1.1)". Events are written to the team's event log in the change's own transaction
+ * (src/service/eventLog.ts), which publishes them here, with their ids, after the commit. Work that
+ * follows a change (linked-repository sync, the event streams, the webhook dispatcher) listens here
  * instead of being called by each route; a change that fails announces nothing.
  *
  * Listeners run synchronously in the order they subscribed, after the change; one that throws is
@@ -27,7 +29,22 @@ export interface ChangeData {
 
 export type ChangeType = keyof ChangeData;
 
-export type ChangeEvent = { [T in ChangeType]: { type: T; project: ProjectRecord; at: string; data: ChangeData[T] } }[ChangeType];
+/** An event as the log keeps it: `id` is decimal digits, increasing per team. */
+export type ChangeEvent = { [T in ChangeType]: { id: string; type: T; project: ProjectRecord; at: string; data: ChangeData[T] } }[ChangeType];
+
+/** The types the contract names, for validating `types` filters and webhook subscriptions. */
+export const CHANGE_TYPES: readonly ChangeType[] = [
+  'files.changed',
+  'commit.created',
+  'branch.created',
+  'branch.deleted',
+  'project.created',
+  'project.updated',
+  'project.deleted',
+  'project.published',
+  'project.unpublished',
+  'sync.status',
+];
 
 export type ChangeListener = (event: ChangeEvent) => void;
 
@@ -45,8 +62,8 @@ export class EventBus {
     };
   }
 
-  emit<T extends ChangeType>(type: T, project: ProjectRecord, data: ChangeData[T]): void {
-    const event = { type, project, at: new Date().toISOString(), data } as ChangeEvent;
+  /** Hands a committed event (src/service/eventLog.ts) to every listener. */
+  publish(event: ChangeEvent): void {
     for (const listener of [...this.listeners]) {
       try {
         listener(event);

@@ -10,6 +10,7 @@ import type { FetchRequest, Service, V2Command } from '../git/smartProtocol.js';
 import { receivePack, type ReceivePackInput, type ReceivePackResult } from '../repo/wire/receivePack.js';
 import { advertise, fetchV2, lsRefs, uploadPackV0, type UploadPackOptions } from '../repo/wire/uploadPack.js';
 import type { Config } from './config.js';
+import { commitCreated } from './eventLog.js';
 import type { DeflateCache } from './deflateCache.js';
 import type { PackChecker } from './packChecker.js';
 import type { ProjectRecord, Projects } from './projects.js';
@@ -50,23 +51,28 @@ export class GitExport {
   }
 
   async receivePack(record: ProjectRecord, push: PushInput): Promise<ReceivePackResult> {
+    const refs = new Map(push.commands.map((command) => [command.ref, command]));
+    const moved = (result: ReceivePackResult) =>
+      result.results.flatMap(({ ref, ok }) => {
+        const command = refs.get(ref);
+        return ok && command ? [{ branch: ref.slice(BRANCH_REF_PREFIX.length), command }] : [];
+      });
     const result = await receivePack(this.projects.repo(record), {
       ...push,
       refUpdatesMax: this.config.limits.pushRefsMax,
       checkPack: (pack, limits, lookups, clientShallow) => this.packChecker.check(pack, limits, lookups, clientShallow),
+      // Each ref the push moved, as the event its kind of move is (src/service/events.ts), in the push's transaction.
+      runInTx: (apply) =>
+        this.projects.outbox.runChange(record, apply, async (applied, tx, announce) => {
+          for (const { branch, command } of moved(applied)) {
+            if (command.new === null) announce('branch.deleted', record, { branch, oid: oidToHex(command.old!) });
+            else if (command.old === null) announce('branch.created', record, { branch, oid: oidToHex(command.new) });
+            else if (!command.old.equals(command.new)) announce('commit.created', record, await commitCreated(tx, branch, oidToHex(command.new), 'push'));
+          }
+        }),
     });
-    // Each ref the push moved, as the event its kind of move is (src/service/events.ts).
-    const refs = new Map(push.commands.map((command) => [command.ref, command]));
-    for (const { ref, ok } of result.results) {
-      const command = refs.get(ref);
-      if (!ok || !command) continue;
-      const branch = ref.slice(BRANCH_REF_PREFIX.length);
-      if (command.new === null) this.projects.events.emit('branch.deleted', record, { branch, oid: oidToHex(command.old!) });
-      else if (command.old === null) this.projects.events.emit('branch.created', record, { branch, oid: oidToHex(command.new) });
-      if (command.new !== null) {
-        await this.workspace.refreshFrameworkIfMain(record, branch);
-        if (command.old !== null && !command.old.equals(command.new)) await this.projects.announceCommit(record, branch, oidToHex(command.new), 'push');
-      }
+    for (const { branch, command } of moved(result)) {
+      if (command.new !== null) await this.workspace.refreshFrameworkIfMain(record, branch);
     }
     return result;
   }

@@ -1,7 +1,7 @@
 /** Opaque, URL-safe ids and API keys. */
 import { randomBytes } from 'node:crypto';
 
-export function newId(prefix: 'prj' | 'key' | 'team'): string {
+export function newId(prefix: 'prj' | 'key' | 'team' | 'whk'): string {
   return `${prefix}_${randomBytes(12).toString('base64url')}`;
 }
 

@@ -9,12 +9,13 @@
  *   transaction that points main at them (a failure drops what was stored).
  */
 import { startMainAt, storeHistoryObjects } from '../repo/wire/importHistory.js';
-import { initProjectInTx, type SeedFile } from '../repo/initProject.js';
+import type { SeedFile } from '../repo/initProject.js';
 import type { AsyncStoreWriteTx } from '../store/asyncTypes.js';
 import type { ContentEncoding } from '../repo/fileContent.js';
 import type { StoreWriteTx } from '../store/types.js';
 import type { Principal } from './accounts.js';
 import type { Config } from './config.js';
+import type { Announce } from './eventLog.js';
 import type { Framework } from './framework.js';
 import { detectionFiles, fetchGitSeed, type GitSeedSource } from './gitSeed.js';
 import type { PackChecker } from './packChecker.js';
@@ -51,9 +52,7 @@ export class ProjectCreation {
     const common = { title: input.title, handle: input.handle, framework: input.framework, commerce: input.commerce, people };
     const source = input.source;
     const remote = input.git_remote ? await this.remoteSync.prepareLink(input.git_remote, 'git_remote.url') : null;
-    const link = async (tx: AsyncStoreWriteTx, created: ProjectRecord) => {
-      if (remote) await this.remoteSync.linkInTx(tx, created, remote);
-    };
+    const link = remote ? (tx: AsyncStoreWriteTx, created: ProjectRecord, announce: Announce) => this.remoteSync.linkInTx(tx, created, remote, announce) : undefined;
     let record: ProjectRecord;
     if (source?.kind === 'git') {
       const history = await fetchGitSeed(this.config, source, this.packChecker);
@@ -64,10 +63,8 @@ export class ProjectCreation {
           ...common,
           seq,
           files: detectionFiles(history),
-          seedHistory: async (tx, created) => {
-            await startMainAt(tx.project(created.seq), history);
-            await link(tx, created);
-          },
+          seedHistory: (tx, created) => startMainAt(tx.project(created.seq), history),
+          alsoInTx: link,
         });
       } catch (error) {
         await this.projects.releaseSeq(seq);
@@ -75,18 +72,9 @@ export class ProjectCreation {
       }
     } else {
       const files = await this.seedFiles(source);
-      const seedHistory = remote
-        ? async (tx: AsyncStoreWriteTx, created: ProjectRecord) => {
-            await initProjectInTx(tx.project(created.seq), { files, people });
-            await link(tx, created);
-          }
-        : undefined;
-      record = await this.projects.create(principal, { ...common, files, seedHistory });
+      record = await this.projects.create(principal, { ...common, files, alsoInTx: link });
     }
-    if (remote) {
-      await this.remoteSync.announceLinked(record);
-      this.remoteSync.kick();
-    }
+    if (remote) this.remoteSync.kick();
     return record;
   }
 

@@ -10,7 +10,8 @@ import type { CommitAuthors } from '../repo/writeCommit.js';
 import type { Principal } from './accounts.js';
 import type { Config } from './config.js';
 import { detectFramework, type Framework } from './framework.js';
-import { EventBus, type CommitSource } from './events.js';
+import { commitCreated, EventLog, type Announce } from './eventLog.js';
+import { EventBus } from './events.js';
 import { newId } from './ids.js';
 import type { Sealer } from './secrets.js';
 
@@ -72,6 +73,8 @@ export interface CreateProjectInput {
   people: CommitAuthors;
   /** Seeds that bring history (git) write it themselves inside the same transaction. */
   seedHistory?: (tx: AsyncStoreWriteTx, record: ProjectRecord) => Promise<void>;
+  /** Joins the creation's transaction once the project is seeded, before its record is stored (a linked repository). */
+  alsoInTx?: (tx: AsyncStoreWriteTx, record: ProjectRecord, announce: Announce) => Promise<void>;
   /** A number from reserveSeq(), whose objects were stored ahead of the project. */
   seq?: number;
 }
@@ -82,18 +85,15 @@ export class Projects {
 
   /** Every change of a project is announced here once it is committed (src/service/events.ts). */
   readonly events = new EventBus();
+  /** Every change runs through here, so its events are written in its transaction (src/service/eventLog.ts). */
+  readonly outbox: EventLog;
 
   constructor(
     readonly store: AsyncStore,
     private readonly config: Config,
     private readonly sealer: Sealer,
-  ) {}
-
-  /** Announces a commit that `branch` now points at, with its parents from the commit index (commits never change). */
-  async announceCommit(record: ProjectRecord, branch: string, oid: string, source: CommitSource): Promise<void> {
-    const [info] = await this.store.read((tx) => tx.project(record.seq).getCommitInfos([Buffer.from(oid, 'hex')]));
-    const parents = info?.parents ?? [];
-    this.events.emit('commit.created', record, { branch, oid, parent_oids: parents.map((parent) => parent.toString('hex')), source });
+  ) {
+    this.outbox = new EventLog(store, this.events);
   }
 
   onDelete(hook: (tx: AsyncStoreWriteTx, record: ProjectRecord) => Promise<void>): void {
@@ -161,7 +161,7 @@ export class Projects {
   async create(principal: Principal, input: CreateProjectInput): Promise<ProjectRecord> {
     if (input.handle !== undefined) requireHandle(input.handle);
     const detected = input.framework === undefined ? detectFrameworkOf(input.files) : input.framework;
-    const { record, main } = await this.store.write(async (tx) => {
+    return this.outbox.change(async (tx, announce) => {
       const handle = input.handle ?? (await uniqueHandle(tx, input.title));
       if (await tx.getRecord(handleKey(handle))) throw new TreehouseError('handle_taken', `Handle ${handle} is in use.`);
       const seq = input.seq ?? (await nextSeq(tx));
@@ -184,16 +184,17 @@ export class Projects {
         commerce_sealed: input.commerce ? this.sealer.seal(JSON.stringify(input.commerce)) : null,
         git_remote: null,
       };
+      announce('project.created', record, {});
       if (input.seedHistory) await input.seedHistory(tx, record);
       else await initProjectInTx(tx.project(seq), { files: input.files, people: input.people });
+      const main = await tx.project(seq).getRef(`refs/heads/${MAIN_BRANCH}`);
+      if (main) announce('commit.created', record, await commitCreated(tx.project(seq), MAIN_BRANCH, main.toString('hex'), 'seed'));
+      if (input.alsoInTx) await input.alsoInTx(tx, record, announce);
       tx.putRecord(projectKey(record.id), record);
       tx.putRecord(handleKey(handle), record.id);
       tx.putRecord(teamIndexKey(record), record.id);
-      return { record, main: await tx.project(seq).getRef(`refs/heads/${MAIN_BRANCH}`) };
+      return record;
     });
-    this.events.emit('project.created', record, {});
-    if (main) await this.announceCommit(record, MAIN_BRANCH, main.toString('hex'), 'seed');
-    return record;
   }
 
   async update(
@@ -235,14 +236,16 @@ export class Projects {
    */
   async delete(principal: Principal, id: string): Promise<void> {
     const record = await this.get(principal, id);
-    await this.store.write(async (tx) => {
+    await this.outbox.change(async (tx, announce) => {
+      // Read again in the transaction: a delete racing this one finds nothing and announces nothing.
+      if (!(await tx.getRecord(projectKey(record.id)))) throw new TreehouseError('not_found', 'Project not found.');
       tx.deleteRecord(projectKey(record.id));
       tx.deleteRecord(handleKey(record.handle));
       tx.deleteRecord(teamIndexKey(record));
       tx.putRecord(unownedKey(record.seq), new Date().toISOString());
       for (const hook of this.deleteHooks) await hook(tx, record);
+      announce('project.deleted', record, {});
     });
-    this.events.emit('project.deleted', record, {});
     await this.dropUnowned(record.seq);
   }
 
@@ -276,14 +279,13 @@ export class Projects {
     if (record.framework_chosen) return;
     const framework = detectFramework(rootNames, packageJson);
     if (framework === record.framework) return;
-    const changed = await this.store.write(async (tx) => {
+    await this.outbox.change(async (tx, announce) => {
       const current = await tx.getRecord<ProjectRecord>(projectKey(record.id));
-      if (!current || current.framework_chosen || current.framework === framework) return null;
+      if (!current || current.framework_chosen || current.framework === framework) return;
       const next = { ...current, framework };
       this.putProject(tx, next);
-      return next;
+      announce('project.updated', next, { framework });
     });
-    if (changed) this.events.emit('project.updated', changed, { framework });
   }
 
   hasCommerceCredentials(record: ProjectRecord): boolean {
@@ -305,37 +307,41 @@ export class Projects {
     apply: (tx: AsyncStoreWriteTx, record: ProjectRecord) => Promise<ProjectRecord>,
   ): Promise<ProjectRecord> {
     await this.get(principal, id);
-    const { before, after } = await this.store.write(async (tx) => {
+    return this.outbox.change(async (tx, announce) => {
       const record = await tx.getRecord<ProjectRecord>(projectKey(id));
       if (!record || record.team_id !== principal.teamId) throw new TreehouseError('not_found', 'Project not found.');
       const next = await apply(tx, record);
-      if (next === record) return { before: record, after: record };
+      if (next === record) return record;
       next.updated_at = new Date().toISOString();
       this.putProject(tx, next);
       await tx.project(record.seq).bumpVersion();
-      return { before: record, after: next };
+      announceChange(record, next, announce);
+      return next;
     });
-    if (after !== before) this.announceChange(before, after);
-    return after;
-  }
-
-  /** project.published / project.unpublished, and project.updated with the public fields that changed. */
-  private announceChange(before: ProjectRecord, after: ProjectRecord): void {
-    if (before.published !== after.published) this.events.emit(after.published ? 'project.published' : 'project.unpublished', after, {});
-    const changed: Record<string, unknown> = {};
-    if (before.title !== after.title) changed.title = after.title;
-    if (before.handle !== after.handle) changed.handle = after.handle;
-    if (before.framework !== after.framework) changed.framework = after.framework;
-    if (JSON.stringify(before.git_remote) !== JSON.stringify(after.git_remote)) {
-      // The link as the API shows it: never its credentials.
-      changed.git_remote = after.git_remote && { url: after.git_remote.url, linked_at: after.git_remote.linked_at };
-    }
-    if (Object.keys(changed).length > 0) this.events.emit('project.updated', after, changed);
   }
 
   private putProject(tx: AsyncStoreWriteTx, record: ProjectRecord): void {
     tx.putRecord(projectKey(record.id), record);
   }
+}
+
+/** A project record read in the caller's transaction (undefined once deleted). */
+export function projectInTx(tx: RecordReads, id: string): Promise<ProjectRecord | undefined> {
+  return tx.getRecord<ProjectRecord>(projectKey(id));
+}
+
+/** project.published / project.unpublished, and project.updated with the public fields that changed. */
+function announceChange(before: ProjectRecord, after: ProjectRecord, announce: Announce): void {
+  if (before.published !== after.published) announce(after.published ? 'project.published' : 'project.unpublished', after, {});
+  const changed: Record<string, unknown> = {};
+  if (before.title !== after.title) changed.title = after.title;
+  if (before.handle !== after.handle) changed.handle = after.handle;
+  if (before.framework !== after.framework) changed.framework = after.framework;
+  if (JSON.stringify(before.git_remote) !== JSON.stringify(after.git_remote)) {
+    // The link as the API shows it: never its credentials.
+    changed.git_remote = after.git_remote && { url: after.git_remote.url, linked_at: after.git_remote.linked_at };
+  }
+  if (Object.keys(changed).length > 0) announce('project.updated', after, changed);
 }
 
 function requireHandle(handle: string): void {

@@ -22,7 +22,8 @@ import type { AsyncStore, AsyncStoreWriteTx } from '../store/asyncTypes.js';
 import type { Principal } from './accounts.js';
 import type { Config } from './config.js';
 import { checkRemoteHost, endpointFromUrl, pushBranch, RemoteError, type RemoteEndpoint } from './gitClient.js';
-import type { GitRemoteRecord, ProjectRecord, Projects } from './projects.js';
+import type { Announce } from './eventLog.js';
+import { projectInTx, type GitRemoteRecord, type ProjectRecord, type Projects } from './projects.js';
 
 export type SyncStatus = 'synced' | 'pending' | 'diverged' | 'error';
 
@@ -159,23 +160,17 @@ export class RemoteSync {
    * project's record, which create() stores after its seed hook returns, so the link, the first
    * sync of every branch and the project itself land together.
    */
-  async linkInTx(tx: AsyncStoreWriteTx, record: ProjectRecord, remote: GitRemoteRecord): Promise<void> {
+  async linkInTx(tx: AsyncStoreWriteTx, record: ProjectRecord, remote: GitRemoteRecord, announce: Announce): Promise<void> {
     record.git_remote = remote;
-    await this.enqueueAllInTx(tx, record);
-  }
-
-  /** Announces the state a creation's link queued (linkInTx), once the project is created. */
-  async announceLinked(record: ProjectRecord): Promise<void> {
-    const state = await this.store.read((tx) => tx.getRecord<SyncState>(stateKey(record.id)));
-    if (state) this.announce(record, MAIN_BRANCH, state);
+    const queued = await this.enqueueAllInTx(tx, record);
+    if (queued) announceState(announce, record, queued.branch, queued.state);
   }
 
   async link(principal: Principal, id: string, input: LinkInput): Promise<RemoteView> {
     await this.projects.get(principal, id);
     const remote = await this.prepareLink(input, 'url');
     const record = await this.projects.setRemote(principal, id, remote);
-    const queued = await this.store.write((tx) => this.enqueueAllInTx(tx, record));
-    if (queued) this.announce(record, queued.branch, queued.state);
+    await this.projects.outbox.change((tx, announce) => this.enqueueAllAnnounced(tx, record, announce));
     this.wake();
     return (await this.view(record))!;
   }
@@ -191,8 +186,7 @@ export class RemoteSync {
   async requestSync(principal: Principal, id: string): Promise<RemoteView> {
     const record = await this.projects.get(principal, id);
     if (!record.git_remote) throw notLinked();
-    const queued = await this.store.write((tx) => this.enqueueAllInTx(tx, record));
-    if (queued) this.announce(record, queued.branch, queued.state);
+    await this.projects.outbox.change((tx, announce) => this.enqueueAllAnnounced(tx, record, announce));
     this.wake();
     return (await this.view(record))!;
   }
@@ -235,17 +229,17 @@ export class RemoteSync {
     // The caller's record was read before its change; the link may have changed since.
     const record = await this.projectOf({ project_id: given.id, team_id: given.team_id });
     if (!record?.git_remote) return false;
-    const queued = await this.store.write(async (tx) => {
+    return this.projects.outbox.change(async (tx, announce) => {
       const head = await tx.project(record.seq).getRef(`${BRANCH_REF_PREFIX}${branch}`);
-      return head ? this.enqueueInTx(tx, record, [{ branch, oid: head }]) : null;
+      const queued = head ? this.enqueueInTx(tx, record, [{ branch, oid: head }]) : null;
+      if (queued) announceState(announce, record, queued.branch, queued.state);
+      return queued !== null;
     });
-    if (queued) this.announce(record, queued.branch, queued.state);
-    return queued !== null;
   }
 
-  /** sync.status on the event bus, after the state was committed. */
-  private announce(record: ProjectRecord, branch: string, state: SyncState): void {
-    this.projects.events.emit('sync.status', record, { branch, status: state.status, oid: state.oid, error: state.error });
+  private async enqueueAllAnnounced(tx: AsyncStoreWriteTx, record: ProjectRecord, announce: Announce): Promise<void> {
+    const queued = await this.enqueueAllInTx(tx, record);
+    if (queued) announceState(announce, record, queued.branch, queued.state);
   }
 
   private async enqueueAllInTx(tx: AsyncStoreWriteTx, record: ProjectRecord): Promise<{ branch: string; state: SyncState } | null> {
@@ -396,10 +390,10 @@ export class RemoteSync {
         idleTimeoutMs: this.options.idleTimeoutMs,
       });
       this.attempts.completed++;
-      const written = await this.store.write(async (tx): Promise<SyncState | null> => {
+      await this.projects.outbox.change(async (tx, announce): Promise<void> => {
         const current = await removeIfUnchanged(tx, key, entry);
         // A newer change of this branch is queued: its `pending` stays until that push runs.
-        if (!current) return null;
+        if (!current) return;
         let state: SyncState | null = null;
         if (outcome.status === 'pushed') {
           state = { status: 'synced', oid: oidToHex(outcome.oid), at: at(), error: null };
@@ -411,10 +405,10 @@ export class RemoteSync {
           const before = await tx.getRecord<SyncState>(stateKey(entry.project_id));
           if (before?.status === 'pending' && (await tx.listRecords(queuePrefix(entry.project_id), { limit: 1 })).length === 0) state = { ...before, status: 'synced', at: at() };
         }
-        if (state) tx.putRecord<SyncState>(stateKey(entry.project_id), state);
-        return state;
+        if (!state) return;
+        tx.putRecord<SyncState>(stateKey(entry.project_id), state);
+        announceState(announce, record, entry.branch, state);
       });
-      if (written) this.announce(record, entry.branch, written);
     } catch (error) {
       if (!this.running && error instanceof RemoteError && error.kind === 'aborted') return;
       await this.recordFailure(key, entry, error);
@@ -428,7 +422,7 @@ export class RemoteSync {
     const attempts = entry.attempts + 1;
     const retry = transient && attempts < this.options.attemptsMax;
     const now = new Date();
-    const state = await this.store.write(async (tx): Promise<SyncState> => {
+    await this.projects.outbox.change(async (tx, announce): Promise<void> => {
       const current = await tx.getRecord<QueueEntry>(key);
       const unchanged = current?.ticket === entry.ticket;
       if (unchanged && retry) {
@@ -440,10 +434,10 @@ export class RemoteSync {
       const error = retry || !unchanged ? message : attempts >= this.options.attemptsMax && transient ? `${message} (gave up after ${attempts} attempts)` : message;
       const state: SyncState = { status, oid: entry.oid, at: now.toISOString(), error };
       tx.putRecord<SyncState>(stateKey(entry.project_id), state);
-      return state;
+      // The project as it is now (deleted meanwhile: nothing to announce it on).
+      const record = await projectInTx(tx, entry.project_id);
+      if (record) announceState(announce, record, entry.branch, state);
     });
-    const record = await this.projectOf(entry);
-    if (record) this.announce(record, entry.branch, state);
   }
 
   private backoffMs(attempts: number): number {
@@ -461,6 +455,11 @@ export class RemoteSync {
       throw error;
     }
   }
+}
+
+/** sync.status, in the transaction that wrote the state. */
+function announceState(announce: Announce, record: ProjectRecord, branch: string, state: SyncState): void {
+  announce('sync.status', record, { branch, status: state.status, oid: state.oid, error: state.error });
 }
 
 function notLinked(): TreehouseError {

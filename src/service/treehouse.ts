@@ -6,6 +6,9 @@ import { mkdirSync } from 'node:fs';
 import type { Store } from '../store/types.js';
 import { Accounts } from './accounts.js';
 import type { EventBus } from './events.js';
+import type { EventLog } from './eventLog.js';
+import { EventStreams } from './eventStreams.js';
+import { Webhooks } from './webhooks.js';
 import { DeflateCache } from './deflateCache.js';
 import { EventLoopMonitor } from './eventLoopMonitor.js';
 import { GitExport } from './gitExport.js';
@@ -28,6 +31,12 @@ export interface Treehouse {
   projects: Projects;
   /** Every change of every project, once committed (src/service/events.ts). */
   events: EventBus;
+  /** The per-team event log every change is written to (src/service/eventLog.ts). */
+  eventLog: EventLog;
+  /** GET /events/stream (src/service/eventStreams.ts). */
+  eventStreams: EventStreams;
+  /** Subscriptions and the delivery queue (src/service/webhooks.ts). */
+  webhooks: Webhooks;
   workspace: Workspace;
   linter: Linter;
   rateLimiter: RateLimiter;
@@ -77,6 +86,8 @@ export function openTreehouse(config: Config, store: Store): Treehouse {
           syncAttempts: () => remoteSync.attempts,
         });
   const packChecker = new PackChecker();
+  const eventStreams = new EventStreams(projects.outbox, projects.events, { bufferBytesMax: config.events.streamBufferBytesMax });
+  const webhooks = new Webhooks(store.async, projects.events, sealer, config);
   const git = new GitExport(projects, workspace, packChecker, config, deflateCache);
   // A branch that moved or appeared is pushed to the linked repository (a seed's is queued by its link).
   projects.events.on((event) => {
@@ -88,6 +99,9 @@ export function openTreehouse(config: Config, store: Store): Treehouse {
     accounts,
     projects,
     events: projects.events,
+    eventLog: projects.outbox,
+    eventStreams,
+    webhooks,
     workspace,
     linter,
     rateLimiter,
@@ -102,16 +116,24 @@ export function openTreehouse(config: Config, store: Store): Treehouse {
     start: () => {
       projects.start().catch((error: Error) => process.stderr.write(`finishing project drops failed: ${error.stack ?? error.message}\n`));
       remoteSync.start();
+      webhooks.start();
+      projects.outbox.startPruning(config.events.retentionMs);
       deflateCache.start();
       eventLoop.start();
     },
     stop: async () => {
       eventLoop.stop();
+      eventStreams.closeAll();
+      await webhooks.stop();
+      await projects.outbox.stopPruning();
       await remoteSync.stop();
       await deflateCache.stop();
     },
     close: async () => {
       eventLoop.stop();
+      eventStreams.closeAll();
+      await webhooks.stop();
+      await projects.outbox.stopPruning();
       await remoteSync.stop();
       await deflateCache.stop();
       await linter.close();

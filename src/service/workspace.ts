@@ -1,34 +1,36 @@
 /**
  * File and git operations on a project, on behalf of a caller: resolves the project (404 across
  * teams), names the commit's author after the caller's key, runs what follows a change of main
- * (framework detection), and announces each change on the projects' event bus (src/service/events.ts),
- * where linked-repository sync listens.
+ * (framework detection), and runs each change through the outbox (src/service/eventLog.ts): the
+ * verb's transaction-level core and its events in one transaction, published once it commits.
  */
 import { openArchive, type ArchiveFormat } from '../repo/archive.js';
 import { blame } from '../repo/blame.js';
 import { identFieldSanitised } from '../git/commit.js';
-import { commit } from '../repo/commit.js';
+import { commitInTx } from '../repo/commit.js';
 import { compare, type CompareInput } from '../repo/compare.js';
-import { createBranch } from '../repo/createBranch.js';
-import { deleteBranch } from '../repo/deleteBranch.js';
-import { deleteFile } from '../repo/deleteFile.js';
+import { createBranchInTx } from '../repo/createBranch.js';
+import { deleteBranchInTx } from '../repo/deleteBranch.js';
+import { deleteFileInTx } from '../repo/deleteFile.js';
 import { headSnapshot } from '../repo/headSnapshot.js';
 import { listBranches } from '../repo/listBranches.js';
 import { listFiles } from '../repo/listFiles.js';
 import { log, logByPath } from '../repo/log.js';
-import { mergeBranches, type MergeRequest } from '../repo/merge/mergeBranches.js';
-import { moveFile } from '../repo/moveFile.js';
+import { mergeBranchesInTx, type MergeRequest } from '../repo/merge/mergeBranches.js';
+import { prepareResolutions } from '../repo/merge/resolveConflicts.js';
+import { moveFileInTx } from '../repo/moveFile.js';
 import { previewMerge } from '../repo/merge/previewMerge.js';
 import { readFile } from '../repo/readFile.js';
-import { MAIN_BRANCH } from '../repo/repo.js';
-import { restore } from '../repo/restore.js';
+import { MAIN_BRANCH, type WriteTx } from '../repo/repo.js';
+import { restoreInTx } from '../repo/restore.js';
 import { search, type SearchInput } from '../repo/search.js';
 import { showCommit } from '../repo/showCommit.js';
 import { AUTHOR_EMAIL_DOMAIN } from '../repo/commitView.js';
 import type { Person } from '../repo/signature.js';
-import { writeFiles, type WriteFilesInput } from '../repo/writeFiles.js';
+import { prepareBatch, writeFilesInTx, type WriteFilesInput } from '../repo/writeFiles.js';
 import type { CommitAuthors } from '../repo/writeCommit.js';
 import type { Principal } from './accounts.js';
+import { commitCreated, type Announce } from './eventLog.js';
 import type { CommitSource } from './events.js';
 import type { ProjectRecord, Projects } from './projects.js';
 
@@ -36,6 +38,11 @@ export function peopleFor(principal: Principal, author?: Person): CommitAuthors 
   // Key labels are checked when keys are made; one made before that check is cleaned as git cleans names.
   const person = author ?? { name: identFieldSanitised(principal.keyName) || 'api key', email: `${principal.keyId}@${AUTHOR_EMAIL_DOMAIN}` };
   return { author: person, committer: person };
+}
+
+/** `commit.created` for a head a change moved to a new commit, announced in the change's transaction. */
+async function headMovedEvent(tx: WriteTx, announce: Announce, record: ProjectRecord, branch: string, oid: string, source: CommitSource): Promise<void> {
+  announce('commit.created', record, await commitCreated(tx, branch, oid, source));
 }
 
 export class Workspace {
@@ -58,23 +65,33 @@ export class Workspace {
 
   async writeFiles(principal: Principal, id: string, input: WriteFilesInput) {
     const record = await this.projects.get(principal, id);
-    const { written, version } = await writeFiles(this.projects.repo(record), input);
+    const batch = prepareBatch(this.projects.repo(record).limits, input);
     const paths = [...input.files.map((file) => file.path), ...(input.deletes ?? [])];
-    this.projects.events.emit('files.changed', record, { branch: input.branch, paths, version });
+    const { written } = await this.projects.outbox.runChange(
+      record,
+      (tx) => writeFilesInTx(tx, batch),
+      ({ version }, _tx, announce) => announce('files.changed', record, { branch: input.branch, paths, version }),
+    );
     return { written };
   }
 
   async moveFile(principal: Principal, id: string, input: { branch: string; from: string; to: string }) {
     const record = await this.projects.get(principal, id);
-    const { from, to, version } = await moveFile(this.projects.repo(record), input);
-    this.projects.events.emit('files.changed', record, { branch: input.branch, paths: [from, to], version });
+    const { from, to } = await this.projects.outbox.runChange(
+      record,
+      (tx) => moveFileInTx(tx, input),
+      (moved, _tx, announce) => announce('files.changed', record, { branch: input.branch, paths: [moved.from, moved.to], version: moved.version }),
+    );
     return { from, to };
   }
 
   async deleteFile(principal: Principal, id: string, input: { branch: string; path: string }) {
     const record = await this.projects.get(principal, id);
-    const { path, version } = await deleteFile(this.projects.repo(record), input);
-    this.projects.events.emit('files.changed', record, { branch: input.branch, paths: [path], version });
+    const { path } = await this.projects.outbox.runChange(
+      record,
+      (tx) => deleteFileInTx(tx, input),
+      (deleted, _tx, announce) => announce('files.changed', record, { branch: input.branch, paths: [deleted.path], version: deleted.version }),
+    );
     return { path };
   }
 
@@ -109,22 +126,36 @@ export class Workspace {
 
   async commit(principal: Principal, id: string, input: { branch: string; message?: string; expectedHead?: string; author?: Person }) {
     const record = await this.projects.get(principal, id);
-    const result = await commit(this.projects.repo(record), { ...input, people: peopleFor(principal, input.author) });
-    if (result.created) await this.headMoved(record, input.branch, result.oid, 'api');
+    const result = await this.projects.outbox.runChange(
+      record,
+      (tx) => commitInTx(tx, { ...input, people: peopleFor(principal, input.author) }),
+      (done, tx, announce) => (done.created ? headMovedEvent(tx, announce, record, input.branch, done.oid, 'api') : undefined),
+    );
+    if (result.created) await this.refreshFrameworkIfMain(record, input.branch);
     return result;
   }
 
   async restore(principal: Principal, id: string, input: { branch: string; oid: string; force?: boolean }) {
     const record = await this.projects.get(principal, id);
-    const result = await restore(this.projects.repo(record), { ...input, people: peopleFor(principal) });
-    if (result.created) await this.headMoved(record, input.branch, result.oid, 'restore');
+    const result = await this.projects.outbox.runChange(
+      record,
+      (tx) => restoreInTx(tx, { ...input, people: peopleFor(principal) }),
+      (done, tx, announce) => (done.created ? headMovedEvent(tx, announce, record, input.branch, done.oid, 'restore') : undefined),
+    );
+    if (result.created) await this.refreshFrameworkIfMain(record, input.branch);
     return result;
   }
 
   async merge(principal: Principal, id: string, input: Omit<MergeRequest, 'people'>) {
     const record = await this.projects.get(principal, id);
-    const result = await mergeBranches(this.projects.repo(record), { ...input, people: peopleFor(principal) });
-    if (result.created || result.fastForward) await this.headMoved(record, input.target, result.oid, 'merge');
+    // Resolutions are checked where no storage is needed before the transaction, as a batch's files are.
+    const resolutions = input.resolutions && prepareResolutions(this.projects.repo(record).limits, input.resolutions);
+    const result = await this.projects.outbox.runChange(
+      record,
+      (tx) => mergeBranchesInTx(tx, { ...input, resolutions, people: peopleFor(principal) }),
+      (done, tx, announce) => (done.created || done.fastForward ? headMovedEvent(tx, announce, record, input.target, done.oid, 'merge') : undefined),
+    );
+    if (result.created || result.fastForward) await this.refreshFrameworkIfMain(record, input.target);
     return result;
   }
 
@@ -142,22 +173,21 @@ export class Workspace {
 
   async createBranch(principal: Principal, id: string, input: { name: string; from?: string }) {
     const record = await this.projects.get(principal, id);
-    const created = await createBranch(this.projects.repo(record), input);
-    this.projects.events.emit('branch.created', record, { branch: created.name, oid: created.oid });
-    return created;
+    return this.projects.outbox.runChange(
+      record,
+      (tx) => createBranchInTx(tx, input),
+      (created, _tx, announce) => announce('branch.created', record, { branch: created.name, oid: created.oid }),
+    );
   }
 
   async deleteBranch(principal: Principal, id: string, input: { name: string }) {
     const record = await this.projects.get(principal, id);
-    const { deleted, oid } = await deleteBranch(this.projects.repo(record), input);
-    this.projects.events.emit('branch.deleted', record, { branch: deleted, oid });
+    const { deleted } = await this.projects.outbox.runChange(
+      record,
+      (tx) => deleteBranchInTx(tx, input),
+      (done, _tx, announce) => announce('branch.deleted', record, { branch: done.deleted, oid: done.oid }),
+    );
     return { deleted };
-  }
-
-  /** What follows a head that moved to a new commit: framework detection on main, then the event. */
-  private async headMoved(record: ProjectRecord, branch: string, oid: string, source: CommitSource): Promise<void> {
-    await this.refreshFrameworkIfMain(record, branch);
-    await this.projects.announceCommit(record, branch, oid, source);
   }
 
   private async repo(principal: Principal, id: string) {

@@ -36,6 +36,11 @@ export interface ReceivePackInput {
    * without it the pack is checked inline.
    */
   checkPack?: (pack: Buffer, limits: PackLimits, lookups: AsyncStoreLookups, clientShallow: ReadonlySet<string>) => Promise<PackCheckResult>;
+  /**
+   * Runs the push's transaction-level core (applyPushInTx) in the caller's write transaction, so
+   * the caller commits its own records with the push (its events); by default a transaction of its own.
+   */
+  runInTx?: (apply: (tx: WriteTx) => Promise<ReceivePackResult>) => Promise<ReceivePackResult>;
 }
 
 /** A push whose pack passed its check: the received objects, the history gaps found, the ref commands. */
@@ -99,7 +104,8 @@ export async function receivePack(repo: Repo, input: ReceivePackInput): Promise<
     commitObjects = checked.commitObjects();
   }
   try {
-    const result = await inWriteTx(repo, (tx) => applyPushInTx(tx, { objects, gaps, commands: input.commands, atomic: input.atomic }));
+    const apply = (tx: WriteTx) => applyPushInTx(tx, { objects, gaps, commands: input.commands, atomic: input.atomic });
+    const result = await (input.runInTx ? input.runInTx(apply) : inWriteTx(repo, apply));
     await indexCommitObjects(repo, objects, commitObjects);
     return result;
   } catch (error) {

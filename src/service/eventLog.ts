@@ -1,0 +1,252 @@
+/**
+ * The transactional outbox (../shared/API.md "Events and webhooks (v1.1)"): every change runs in one
+ * write transaction that also appends the change's events to its team's event log, so an
+ * acknowledged change always has its events and a change that failed has none. Once the
+ * transaction is durable the events, with their ids, go on the in-process bus (src/service/events.ts),
+ * which wakes the event streams and the webhook dispatcher.
+ *
+ * Records:
+ * - `events/counter/<team>`: the team's last event id (a number). Read and bumped in the change's
+ *   transaction: on a backend whose writers run concurrently (PostgreSQL), this row serialises the
+ *   team's changes, so ids commit in id order and a reader tailing the log never sees a later id
+ *   before an earlier one.
+ * - `events/log/<team>/<id, 16 digits>`: the event as the API shows it (StoredEvent); a listing in
+ *   key order is id order.
+ * - `events/pruned/<team>`: the highest id pruned (retention): an `after` below it is 410.
+ */
+import { TreehouseError } from '../errors.js';
+import { oidFromHex } from '../git/oid.js';
+import type { WriteTx } from '../repo/repo.js';
+import type { AsyncStore, AsyncStoreWriteTx, ProjectReads, RecordReads } from '../store/asyncTypes.js';
+import type { ChangeData, ChangeEvent, ChangeType, CommitSource, EventBus } from './events.js';
+import type { ProjectRecord } from './projects.js';
+
+/** An event as the feed, the stream and webhooks show it. */
+export interface StoredEvent {
+  id: string;
+  type: ChangeType;
+  project_id: string;
+  at: string;
+  data: unknown;
+}
+
+/** Adds an event to the change under way; it is written with the change, or not at all. */
+export type Announce = <T extends ChangeType>(type: T, project: ProjectRecord, data: ChangeData[T]) => void;
+
+/**
+ * Work that joins a change's transaction after its events were appended (an idempotency record, say):
+ * it sees the events with their ids, and a throw undoes the whole change.
+ */
+export type ChangeHook = (tx: AsyncStoreWriteTx, events: readonly ChangeEvent[]) => Promise<void> | void;
+
+const ID_DIGITS = 16;
+export const EVENT_ID_PATTERN = /^\d{1,16}$/;
+const COUNTER_PREFIX = 'events/counter/';
+const counterKey = (team: string) => `${COUNTER_PREFIX}${team}`;
+const logPrefix = (team: string) => `events/log/${team}/`;
+const logKey = (team: string, id: number) => `${logPrefix(team)}${String(id).padStart(ID_DIGITS, '0')}`;
+const prunedKey = (team: string) => `events/pruned/${team}`;
+/** Events removed per pruning transaction. */
+const PRUNE_BATCH = 1_000;
+
+export function storedEvent(event: ChangeEvent): StoredEvent {
+  return { id: event.id, type: event.type, project_id: event.project.id, at: event.at, data: event.data };
+}
+
+/** `commit.created` data for a head that moved to `oid`, its parents read in the change's own transaction. */
+export async function commitCreated(tx: ProjectReads, branch: string, oid: string, source: CommitSource): Promise<ChangeData['commit.created']> {
+  const [info] = await tx.getCommitInfos([oidFromHex(oid)]);
+  return { branch, oid, parent_oids: (info?.parents ?? []).map((parent) => parent.toString('hex')), source };
+}
+
+/** One event of the team's log, undefined once pruned. */
+export function readEvent(tx: RecordReads, team: string, id: number): Promise<StoredEvent | undefined> {
+  return tx.getRecord<StoredEvent>(logKey(team, id));
+}
+
+/** The team's events after `after`, in id order, at most `limit` (the webhook dispatcher's fan-out). */
+export async function eventsAfter(tx: RecordReads, team: string, after: number, limit: number): Promise<StoredEvent[]> {
+  return (await tx.listRecords<StoredEvent>(logPrefix(team), { after: logKey(team, after), limit })).map(({ value }) => value);
+}
+
+/** The team's last event id, in the caller's transaction. */
+export async function lastEventId(tx: RecordReads, team: string): Promise<number> {
+  return (await tx.getRecord<number>(counterKey(team))) ?? 0;
+}
+
+export interface EventPage {
+  events: StoredEvent[];
+  /** The id to pass as `after` for the next page: the last event looked at, or where the page started. */
+  next_after: string;
+}
+
+/** How often the pruning job runs. */
+const PRUNE_EVERY_MS = 60 * 60_000;
+
+export class EventLog {
+  private readonly hooks: ChangeHook[] = [];
+  private pruneTimer: NodeJS.Timeout | null = null;
+  private pruning: Promise<unknown> | null = null;
+
+  constructor(
+    private readonly store: AsyncStore,
+    private readonly bus: EventBus,
+  ) {}
+
+  /** Runs `hook` in every change's transaction, after its events are appended. */
+  onChange(hook: ChangeHook): void {
+    this.hooks.push(hook);
+  }
+
+  /**
+   * One change: `action` writes through `tx` and announces its events; they are appended to their
+   * teams' logs in the same transaction, then published on the bus once it is durable. `action` may
+   * run more than once (src/store/asyncTypes.ts): only the last run's events count.
+   */
+  async change<T>(action: (tx: AsyncStoreWriteTx, announce: Announce) => Promise<T>): Promise<T> {
+    let appended: ChangeEvent[] = [];
+    const result = await this.store.write(async (tx) => {
+      const drafts: Array<Omit<ChangeEvent, 'id' | 'at'>> = [];
+      const out = await action(tx, (type, project, data) => drafts.push({ type, project, data } as Omit<ChangeEvent, 'id' | 'at'>));
+      appended = await appendInTx(tx, drafts);
+      for (const hook of this.hooks) await hook(tx, appended);
+      return out;
+    });
+    for (const event of appended) this.bus.publish(event);
+    return result;
+  }
+
+  /**
+   * A verb's transaction-level core on `record`'s project, and the events its result means, in one
+   * transaction. `alsoInTx` adds the caller's own records to the same transaction.
+   */
+  runChange<T>(
+    record: ProjectRecord,
+    core: (tx: WriteTx) => Promise<T>,
+    eventsOf: (result: T, tx: WriteTx, announce: Announce) => Promise<void> | void,
+    alsoInTx?: (tx: AsyncStoreWriteTx, result: T) => Promise<void> | void,
+  ): Promise<T> {
+    return this.change(async (tx, announce) => {
+      const project = tx.project(record.seq);
+      const result = await core(project);
+      await eventsOf(result, project, announce);
+      if (alsoInTx) await alsoInTx(tx, result);
+      return result;
+    });
+  }
+
+  /** The team's last event id (0 before its first). */
+  async lastId(team: string): Promise<number> {
+    return this.store.read((tx) => lastEventId(tx, team));
+  }
+
+  /**
+   * Up to `limit` events of the team after `after` (id order) that pass `filter`, looking at no more
+   * than `scanMax` events: a filter that matches rarely ends the page early, and `next_after` then
+   * names the last event looked at so the next call goes on from there. 410 when `after` is older
+   * than the oldest kept event.
+   */
+  async page(team: string, input: { after?: string; limit: number; filter?: (event: StoredEvent) => boolean; scanMax?: number }): Promise<EventPage> {
+    return this.store.read(async (tx) => {
+      const pruned = (await tx.getRecord<number>(prunedKey(team))) ?? 0;
+      const after = input.after === undefined ? pruned : Number(input.after);
+      if (after < pruned) {
+        throw new TreehouseError('events_expired', `Events after ${after} are no longer kept; the oldest kept event follows ${pruned}.`, { oldest_after: String(pruned) });
+      }
+      return readPage(tx, team, after, input.limit, input.filter, input.scanMax ?? Math.max(input.limit, 10_000));
+    });
+  }
+
+  /** Prunes events older than `retentionMs` now, then every hour. */
+  startPruning(retentionMs: number): void {
+    if (this.pruneTimer) return;
+    const run = () => {
+      if (this.pruning) return;
+      this.pruning = this.prune(new Date(Date.now() - retentionMs))
+        .catch((error: Error) => process.stderr.write(`pruning the event log failed: ${error.stack ?? error.message}\n`))
+        .finally(() => (this.pruning = null));
+    };
+    run();
+    this.pruneTimer = setInterval(run, PRUNE_EVERY_MS);
+    this.pruneTimer.unref();
+  }
+
+  async stopPruning(): Promise<void> {
+    if (this.pruneTimer) clearInterval(this.pruneTimer);
+    this.pruneTimer = null;
+    await this.pruning;
+  }
+
+  /** Removes events older than `cutoff` from every team's log, a batch per transaction. */
+  async prune(cutoff: Date): Promise<number> {
+    const before = cutoff.toISOString();
+    const teams = await this.store.read((tx) => tx.listRecords<number>(COUNTER_PREFIX));
+    let removed = 0;
+    for (const { key } of teams) {
+      const team = key.slice(COUNTER_PREFIX.length);
+      for (;;) {
+        const count = await this.store.write(async (tx) => {
+          const oldest = await tx.listRecords<StoredEvent>(logPrefix(team), { limit: PRUNE_BATCH });
+          // Ids and times rise together, so the expired events are a prefix of the log.
+          const cut = oldest.findIndex(({ value }) => value.at >= before);
+          const taken = cut < 0 ? oldest : oldest.slice(0, cut);
+          for (const { key: eventKey } of taken) tx.deleteRecord(eventKey);
+          if (taken.length > 0) tx.putRecord(prunedKey(team), Number(taken[taken.length - 1].value.id));
+          return taken.length;
+        });
+        removed += count;
+        if (count < PRUNE_BATCH) break;
+      }
+    }
+    return removed;
+  }
+}
+
+async function readPage(
+  tx: RecordReads,
+  team: string,
+  after: number,
+  limit: number,
+  filter: ((event: StoredEvent) => boolean) | undefined,
+  scanMax: number,
+): Promise<EventPage> {
+  const events: StoredEvent[] = [];
+  let last = after;
+  let scanned = 0;
+  let cursor = logKey(team, after);
+  while (events.length < limit && scanned < scanMax) {
+    const wanted = Math.min(1_000, scanMax - scanned);
+    const chunk = await tx.listRecords<StoredEvent>(logPrefix(team), { after: cursor, limit: wanted });
+    for (const { key, value } of chunk) {
+      cursor = key;
+      scanned++;
+      last = Number(value.id);
+      if (!filter || filter(value)) {
+        events.push(value);
+        if (events.length === limit) break;
+      }
+    }
+    if (chunk.length < wanted) break;
+  }
+  return { events, next_after: String(last) };
+}
+
+/** Gives each draft its team's next id and writes it to the log, in the caller's transaction. */
+async function appendInTx(tx: AsyncStoreWriteTx, drafts: Array<Omit<ChangeEvent, 'id' | 'at'>>): Promise<ChangeEvent[]> {
+  if (drafts.length === 0) return [];
+  const at = new Date().toISOString();
+  const next = new Map<string, number>();
+  const out: ChangeEvent[] = [];
+  for (const draft of drafts) {
+    const team = draft.project.team_id;
+    let last = next.get(team);
+    if (last === undefined) last = (await tx.getRecord<number>(counterKey(team))) ?? 0;
+    const id = last + 1;
+    next.set(team, id);
+    const event = { ...draft, id: String(id), at } as ChangeEvent;
+    tx.putRecord<StoredEvent>(logKey(team, id), storedEvent(event));
+    out.push(event);
+  }
+  for (const [team, last] of next) tx.putRecord(counterKey(team), last);
+  return out;
+}
