@@ -304,3 +304,46 @@ describe('PostgresStore when the database is unavailable', () => {
     }
   });
 });
+
+describe('PostgresStore hostile input', () => {
+  it('finds no object for a prefix that is not lowercase hex or is longer than an id, nor for a limit below one, inside a write and out', async () => {
+    const store = await PostgresStore.open({ url: database.url });
+    try {
+      const project = freshProject();
+      const oid = await store.write(async (tx) => tx.project(project).putObject('blob', Buffer.from('findable')));
+      const hex = oid.toString('hex');
+      const hostile: Array<[string, number]> = [
+        ['zz', 10],
+        [hex.slice(0, 6).toUpperCase(), 10],
+        [`${hex}0`, 10],
+        ['%', 10],
+        [hex.slice(0, 6), 0],
+        [hex.slice(0, 6), -1],
+        [hex.slice(0, 6), Number.NaN],
+      ];
+      for (const [prefix, limit] of hostile) {
+        expect(await store.read((tx) => tx.project(project).findObjectsByPrefix(prefix, limit)), `${prefix} ${limit}`).toEqual([]);
+        expect(await store.write(async (tx) => tx.project(project).findObjectsByPrefix(prefix, limit)), `${prefix} ${limit}`).toEqual([]);
+      }
+      expect(await store.read((tx) => tx.project(project).findObjectsByPrefix(hex.slice(0, 6), 2.5))).toEqual([oid]);
+    } finally {
+      await store.close();
+    }
+  });
+
+  it('refuses a record key with a NUL character when it is put, and the write leaves nothing', async () => {
+    const store = await PostgresStore.open({ url: database.url });
+    try {
+      const prefix = `pg/${freshProject()}/`;
+      await expect(
+        store.write(async (tx) => {
+          tx.putRecord(`${prefix}fine`, 1);
+          tx.putRecord(`${prefix}nul\0here`, 2);
+        }),
+      ).rejects.toThrow(/NUL/);
+      expect(await store.read((tx) => tx.listRecords(prefix))).toEqual([]);
+    } finally {
+      await store.close();
+    }
+  });
+});

@@ -41,6 +41,11 @@ export function prefixEnd(prefix: Buffer): Buffer | null {
   return null;
 }
 
+/** Ids are lowercase hex: a prefix with anything else (or longer than an id) names no object, as in LMDB. */
+export function isIdPrefix(hexPrefix: string): boolean {
+  return /^[0-9a-f]{0,40}$/.test(hexPrefix);
+}
+
 /**
  * The range of ids that start with the hex digits `hexPrefix` (odd lengths too): from the prefix
  * padded with 0, to the first id past it padded with f (null: no end).

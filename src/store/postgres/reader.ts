@@ -9,7 +9,7 @@ import type { Oid } from '../../git/oid.js';
 import type { AsyncStoreReadTx, ProjectReads } from '../asyncTypes.js';
 import type { AnnexedObject, CommitInfo, StoredObject, WorkingTreeState } from '../types.js';
 import type { CommitCache, ObjectCache } from './caches.js';
-import { decodeRecord, oidPrefixRange } from './codec.js';
+import { decodeRecord, isIdPrefix, oidPrefixRange } from './codec.js';
 import { isStale, storeError } from './errors.js';
 import {
   idKey,
@@ -99,9 +99,9 @@ export class ProjectReader implements ProjectReads {
   }
 
   async findObjectsByPrefix(hexPrefix: string, limit: number): Promise<Oid[]> {
-    if (limit <= 0) return [];
+    if (!isIdPrefix(hexPrefix) || !(limit >= 1)) return [];
     const { start, end } = oidPrefixRange(hexPrefix);
-    return mapped(() => selectObjectIdsInRange(this.context.reads, this.project, start, end, limit));
+    return mapped(() => selectObjectIdsInRange(this.context.reads, this.project, start, end, Math.floor(Math.min(limit, Number.MAX_SAFE_INTEGER))));
   }
 
   async getCommitInfos(oids: readonly Oid[]): Promise<Array<CommitInfo | undefined>> {

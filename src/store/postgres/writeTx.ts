@@ -31,7 +31,7 @@ import { hashObject, type ObjectType, type Oid } from '../../git/oid.js';
 import type { AsyncStoreWriteTx, ProjectWrites } from '../asyncTypes.js';
 import { commitInfoFromBody } from '../commitIndex.js';
 import { RefChangedError, type AnnexedObject, type CommitInfo, type NewObject, type WorkingTreeState } from '../types.js';
-import { decodeRecord, encodeRecord, nameBytes, numberArray, oidPrefixRange, TYPE_CODES } from './codec.js';
+import { decodeRecord, encodeRecord, isIdPrefix, nameBytes, numberArray, oidPrefixRange, TYPE_CODES } from './codec.js';
 import { isUnavailable, storeError } from './errors.js';
 import { copyInfo, ProjectReader, type StoreContext } from './reader.js';
 import {
@@ -192,6 +192,12 @@ function namespacesOfKey(key: string): string[] {
   return out;
 }
 
+/** PostgreSQL's text holds no NUL: a key with one is refused when it is put, not at the commit. */
+function checkedKey(key: string): string {
+  if (key.includes('\0')) throw new RangeError(`record key ${JSON.stringify(key)} holds a NUL character`);
+  return key;
+}
+
 function byKey<T>(a: { key: string } & T, b: { key: string } & T): number {
   return a.key < b.key ? -1 : a.key > b.key ? 1 : 0;
 }
@@ -247,11 +253,11 @@ export class WriteTx implements AsyncStoreWriteTx {
   }
 
   putRecord<T>(key: string, value: T): void {
-    this.records.set(key, encodeRecord(value));
+    this.records.set(checkedKey(key), encodeRecord(value));
   }
 
   deleteRecord(key: string): void {
-    this.records.set(key, null);
+    this.records.set(checkedKey(key), null);
   }
 
   /** Exclusive locks on records' keys (sorted, so two writers take them in one order). */
@@ -344,7 +350,11 @@ export class WriteProject extends ProjectReader implements ProjectWrites {
   /** Refs moved: from the stored value the first casRef matched, to the last one's. */
   private readonly refs = new Map<string, { from: Oid | null; to: Oid | null }>();
   private readonly workingTrees = new Map<string, WorkingTreeChange>();
-  /** Working trees as stored when this transaction first read them. */
+  /**
+   * Refs and working trees as stored when this transaction read them, under the project's lock:
+   * nothing else moves them until it commits, so a second read is answered from here.
+   */
+  private readonly refsRead = new Map<string, Oid | null>();
   private readonly workingTreesRead = new Map<string, WorkingTreeState | null>();
   /** The project's lock, once asked for: resolves to the stored version. */
   private lock: Promise<number> | null = null;
@@ -389,6 +399,7 @@ export class WriteProject extends ProjectReader implements ProjectWrites {
   }
 
   override async findObjectsByPrefix(hexPrefix: string, limit: number): Promise<Oid[]> {
+    if (!isIdPrefix(hexPrefix) || !(limit >= 1)) return [];
     const found = await super.findObjectsByPrefix(hexPrefix, limit);
     const { start, end } = oidPrefixRange(hexPrefix);
     const seen = new Set(found.map(idKey));
@@ -398,7 +409,7 @@ export class WriteProject extends ProjectReader implements ProjectWrites {
         found.push(oid);
       }
     }
-    return found.sort(Buffer.compare).slice(0, limit).map(copy);
+    return found.sort(Buffer.compare).slice(0, Math.floor(limit)).map(copy);
   }
 
   override async getCommitInfos(oids: readonly Oid[]): Promise<Array<CommitInfo | undefined>> {
@@ -417,7 +428,11 @@ export class WriteProject extends ProjectReader implements ProjectWrites {
   override async getRef(name: string): Promise<Oid | undefined> {
     const mine = this.refs.get(name);
     if (mine) return mine.to ? copy(mine.to) : undefined;
-    return this.locked((tx) => selectRef(tx, this.project, name));
+    const read = this.refsRead.get(name);
+    if (read !== undefined) return read ? copy(read) : undefined;
+    const stored = await this.locked((tx) => selectRef(tx, this.project, name));
+    this.refsRead.set(name, stored ? copy(stored) : null);
+    return stored;
   }
 
   override async listRefs(prefix: string): Promise<Array<{ name: string; oid: Oid }>> {
@@ -434,8 +449,10 @@ export class WriteProject extends ProjectReader implements ProjectWrites {
   override async getWorkingTree(branch: string): Promise<WorkingTreeState | undefined> {
     const mine = this.workingTrees.get(branch);
     if (mine) return mine.to ? copyState(mine.to) : undefined;
+    const read = this.workingTreesRead.get(branch);
+    if (read !== undefined) return read ? copyState(read) : undefined;
     const stored = await this.locked((tx) => selectWorkingTree(tx, this.project, branch));
-    if (!this.workingTreesRead.has(branch)) this.workingTreesRead.set(branch, stored ? copyState(stored) : null);
+    this.workingTreesRead.set(branch, stored ? copyState(stored) : null);
     return stored;
   }
 
