@@ -138,6 +138,34 @@ describe('PostgresStore deadlocks', () => {
   });
 });
 
+describe('PostgresStore deadlocks at the commit', () => {
+  it('run the callback again when the locks a commit takes for its records deadlock with another writer', async () => {
+    const store = await PostgresStore.open({ url: database.url });
+    try {
+      const prefix = `pg/${freshProject()}/`;
+      const [first, second] = [`${prefix}first`, `${prefix}second`];
+      const holding = [signal(), signal()];
+      let runs = 0;
+      // Each reads (and so locks) one record, waits until the other holds its own, then writes the other's.
+      const writer = (index: 0 | 1, read: string, written: string) =>
+        store.write(async (tx) => {
+          runs++;
+          await tx.getRecord(read);
+          holding[index].resolve();
+          await holding[1 - index].promise;
+          tx.putRecord(written, index);
+        });
+      await Promise.all([writer(0, first, second), writer(1, second, first)]);
+      expect(runs).toBe(3);
+      const values = await store.read(async (tx) => [await tx.getRecord<number>(first), await tx.getRecord<number>(second)]);
+      // Whichever ran again, each record holds what the writer of it put.
+      expect(values).toEqual([1, 0]);
+    } finally {
+      await store.close();
+    }
+  });
+});
+
 describe('PostgresStore commit index', () => {
   it('gives generations from the commits put in one transaction in any order, children first too (2,000 merges, no recursion)', async () => {
     const store = await PostgresStore.open({ url: database.url });

@@ -281,20 +281,25 @@ export class WriteTx implements AsyncStoreWriteTx {
     if (writing.length > 0 || this.records.size > 0) {
       await this.transaction.run(async (tx) => {
         const sent: Array<Promise<unknown>> = [];
+        // After one statement fails, those behind it fail as "transaction aborted": the first says why.
+        let firstFailure: unknown = null;
         const send = <T>(statement: Promise<T> | undefined): Promise<T> | undefined => {
           if (statement) {
-            // Awaited below with the rest; a failure of one must not go unhandled while others run.
-            statement.catch(() => undefined);
+            statement.catch((error: unknown) => (firstFailure ??= error));
             sent.push(statement);
           }
           return statement;
         };
-        this.sendRecords(tx, send);
-        for (const project of writing) {
-          const stored = await project.send(tx, send, committed);
-          if (stored.length > 0) committed.stored.set(project.project, stored);
+        try {
+          this.sendRecords(tx, send);
+          for (const project of writing) {
+            const stored = await project.send(tx, send, committed);
+            if (stored.length > 0) committed.stored.set(project.project, stored);
+          }
+          await Promise.all(sent);
+        } catch (error) {
+          throw firstFailure ?? error;
         }
-        await Promise.all(sent);
       });
     }
     await this.transaction.commit();
