@@ -51,6 +51,7 @@ import {
 } from './types.js';
 import { decodeCommitInfo, encodeCommitInfo, commitInfoFromBody } from './commitIndex.js';
 import { LmdbAsyncStore } from './lmdbAsync.js';
+import { LruCache } from './lruCache.js';
 
 const PROJECT_PREFIX_BYTES = 4;
 const TYPE_CODES: Record<ObjectType, number> = { commit: 1, tree: 2, blob: 3, tag: 4 };
@@ -131,48 +132,6 @@ function packedValue(typeCode: number, inflatedBytes: number, deflated: Buffer, 
 /** Inflates a stream whose inflated size is known: one output buffer of that size, not zlib's 16 KB chunks. */
 function inflateKnown(stream: Buffer, bytes: number): Buffer {
   return inflateSync(stream, { chunkSize: Math.max(64, bytes), maxOutputLength: Math.max(1, bytes) });
-}
-
-/**
- * Values by key, least recently used first, bounded in bytes: bodies rebuilt from pack-ready forms,
- * and shelves. Both are named by what they hold (an object id, a random shelf id never reused), so an
- * entry never goes stale.
- */
-class LruCache<K, V> {
-  private readonly entries = new Map<K, V>();
-  private bytes = 0;
-
-  constructor(
-    private readonly bytesMax: number,
-    private readonly entryBytesMax: number,
-    private readonly sizeOf: (value: V) => number,
-  ) {}
-
-  get(key: K): V | undefined {
-    const hit = this.entries.get(key);
-    if (hit) {
-      this.entries.delete(key);
-      this.entries.set(key, hit);
-    }
-    return hit;
-  }
-
-  /** Adds or replaces (a cache key may stand for part of a longer name). */
-  set(key: K, value: V): void {
-    if (this.sizeOf(value) > this.entryBytesMax) return;
-    const replaced = this.entries.get(key);
-    if (replaced !== undefined) {
-      this.entries.delete(key);
-      this.bytes -= this.sizeOf(replaced);
-    }
-    this.entries.set(key, value);
-    this.bytes += this.sizeOf(value);
-    for (const [oldest, evicted] of this.entries) {
-      if (this.bytes <= this.bytesMax) break;
-      this.entries.delete(oldest);
-      this.bytes -= this.sizeOf(evicted);
-    }
-  }
 }
 
 /** A shelf read lately, with what names it (the cache's key holds only part of the id). */

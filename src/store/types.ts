@@ -206,3 +206,20 @@ export class RefChangedError extends Error {
 export class StorageFullError extends Error {
   override name = 'StorageFullError';
 }
+
+/**
+ * The backend cannot be reached now (a networked database that is down, restarting, refusing
+ * connections or dropped the connection mid-transaction). Nothing was written, unless the
+ * connection was lost while the commit was under way: `commitUnknown` is then true, and the write
+ * may or may not have landed (a caller that retries should expect either).
+ */
+export class StoreUnavailableError extends Error {
+  override name = 'StoreUnavailableError';
+  constructor(
+    message: string,
+    readonly commitUnknown = false,
+    options?: { cause?: unknown },
+  ) {
+    super(message, options);
+  }
+}

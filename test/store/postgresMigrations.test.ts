@@ -24,9 +24,9 @@ describe('migrations', () => {
       expect(applied.map((row) => row.version)).toEqual(MIGRATIONS.map((migration) => migration.version));
       const tables = await nodes[0]`SELECT tablename FROM pg_tables WHERE tablename LIKE 'treehouse_%' ORDER BY tablename`;
       expect(tables.map((row) => row.tablename)).toEqual([
+        'treehouse_commit_objects',
         'treehouse_commits',
         'treehouse_objects',
-        'treehouse_pack_cache',
         'treehouse_records',
         'treehouse_refs',
         'treehouse_schema_migrations',

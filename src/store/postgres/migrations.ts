@@ -9,6 +9,21 @@
  * request joins or transacts across projects; service records (teams, keys, the project index,
  * queues) live in one small key-value table, a Citus reference table. Names that are bytes in git
  * (ref names, branch names, locked paths) are stored as bytea; object ids are 20-byte bytea.
+ *
+ * - objects: the raw body and its annex (src/store/asyncTypes.ts putObject), type as a code
+ *   (src/store/postgres/codec.ts); immutable, inserted with ON CONFLICT DO NOTHING.
+ * - commits: the commit index (src/store/types.ts CommitInfo); `parents` is the parents' ids
+ *   concatenated (20 bytes each), so a batch of commits goes in one multi-row statement.
+ * - commit_objects: a commit's introducedObjects() list (src/git/introducedObjects.ts).
+ * - refs, worktrees: moved by compare-and-swap in the transaction that writes the change; a
+ *   working tree's locked paths are one bytea, each path's bytes followed by a NUL (codec.ts).
+ * - versions: one row per project; a write transaction locks it (SELECT … FOR UPDATE) before it
+ *   reads or writes the project's refs, working trees or version (src/store/postgres/writeTx.ts).
+ * - records: service records, msgpack-encoded, in key order (COLLATE "C": byte order).
+ *
+ * Migration 1 was edited before any release (the groundwork's version had no table for commit
+ * object lists, parents and locked paths as bytea[], and an unused pack-form table); no database outside the tests
+ * ever held it. From the first release on, a change is a new migration.
  */
 import type { Sql } from 'postgres';
 
@@ -24,7 +39,7 @@ export const MIGRATION_LOCK_KEY = 0x7ee_4005;
 export const MIGRATIONS: readonly Migration[] = [
   {
     version: 1,
-    name: 'objects, commit index, refs, working trees, versions, pack cache, records',
+    name: 'objects, commit index, commit object lists, refs, working trees, versions, records',
     sql: `
       CREATE TABLE treehouse_objects (
         project_id bigint NOT NULL,
@@ -38,9 +53,15 @@ export const MIGRATIONS: readonly Migration[] = [
         project_id bigint NOT NULL,
         oid bytea NOT NULL,
         tree bytea NOT NULL,
-        parents bytea[] NOT NULL,
+        parents bytea NOT NULL,
         commit_time double precision NOT NULL,
         generation integer NOT NULL,
+        PRIMARY KEY (project_id, oid)
+      );
+      CREATE TABLE treehouse_commit_objects (
+        project_id bigint NOT NULL,
+        oid bytea NOT NULL,
+        records bytea NOT NULL,
         PRIMARY KEY (project_id, oid)
       );
       CREATE TABLE treehouse_refs (
@@ -53,18 +74,12 @@ export const MIGRATIONS: readonly Migration[] = [
         project_id bigint NOT NULL,
         branch bytea NOT NULL,
         tree bytea NOT NULL,
-        locks bytea[] NOT NULL,
+        locks bytea NOT NULL,
         PRIMARY KEY (project_id, branch)
       );
       CREATE TABLE treehouse_versions (
         project_id bigint PRIMARY KEY,
         version bigint NOT NULL
-      );
-      CREATE TABLE treehouse_pack_cache (
-        project_id bigint NOT NULL,
-        oid bytea NOT NULL,
-        entry bytea NOT NULL,
-        PRIMARY KEY (project_id, oid)
       );
       CREATE TABLE treehouse_records (
         key text COLLATE "C" PRIMARY KEY,

@@ -1,0 +1,162 @@
+/**
+ * Reads of the PostgreSQL backend outside write transactions: each call is one statement (or one
+ * per IDS_PER_STATEMENT_MAX ids) on the read pool, in its own snapshot, so a reader sees every
+ * committed write whole and never part of one. Objects and commit index entries are answered from
+ * the node's caches first (immutable; caches.ts).
+ */
+import type postgres from 'postgres';
+import type { Oid } from '../../git/oid.js';
+import type { AsyncStoreReadTx, ProjectReads } from '../asyncTypes.js';
+import type { AnnexedObject, CommitInfo, StoredObject, WorkingTreeState } from '../types.js';
+import type { CommitCache, ObjectCache } from './caches.js';
+import { decodeRecord, isIdPrefix, oidPrefixRange } from './codec.js';
+import { isStale, storeError } from './errors.js';
+import {
+  idKey,
+  selectCommitInfos,
+  selectCommitObjects,
+  selectObjectIdsInRange,
+  selectObjects,
+  selectObjectSizes,
+  selectRecord,
+  selectRecords,
+  selectRef,
+  selectRefs,
+  selectVersion,
+  selectWorkingTree,
+  type RecordRange,
+} from './statements.js';
+
+/** What reads and writes of one store share. */
+export interface StoreContext {
+  /** The pool reads run on (write transactions have connections of their own: store.ts). */
+  readonly reads: postgres.Sql;
+  readonly writes: postgres.Sql;
+  readonly objects: ObjectCache;
+  readonly commits: CommitCache;
+}
+
+/**
+ * A read's result, with the driver's errors turned into the store's (errors.ts); a read that
+ * failed with an error the driver may have kept from an earlier session (isStale) runs once more.
+ */
+export async function mapped<T>(read: () => Promise<T>): Promise<T> {
+  try {
+    return await read();
+  } catch (error) {
+    if (!isStale(error)) throw storeError(error);
+  }
+  try {
+    return await read();
+  } catch (error) {
+    throw storeError(error);
+  }
+}
+
+const copyObject = (object: AnnexedObject): AnnexedObject => ({ type: object.type, body: Buffer.from(object.body), annex: object.annex && Buffer.from(object.annex) });
+
+export class ProjectReader implements ProjectReads {
+  constructor(
+    protected readonly context: StoreContext,
+    readonly project: number,
+  ) {}
+
+  async getObject(oid: Oid): Promise<StoredObject | undefined> {
+    return (await this.getObjects([oid]))[0];
+  }
+
+  async getObjects(oids: readonly Oid[]): Promise<Array<StoredObject | undefined>> {
+    return (await this.getObjectsWithAnnex(oids)).map((object) => object && { type: object.type, body: object.body });
+  }
+
+  async getObjectsWithAnnex(oids: readonly Oid[]): Promise<Array<AnnexedObject | undefined>> {
+    const { objects } = this.context;
+    const out = oids.map((oid) => objects.get(this.project, oid));
+    const missing = oids.filter((_, index) => out[index] === undefined);
+    if (missing.length === 0) return out;
+    const found = await mapped(() => selectObjects(this.context.reads, this.project, missing));
+    for (const [key, object] of found) objects.adopt(this.project, Buffer.from(key, 'latin1'), object);
+    return oids.map((oid, index) => {
+      if (out[index]) return out[index];
+      const object = found.get(idKey(oid));
+      // Every answer a copy of its own: the cache keeps the row, and an id may be asked twice.
+      return object && copyObject(object);
+    });
+  }
+
+  async hasObjects(oids: readonly Oid[]): Promise<boolean[]> {
+    const sizes = await this.objectSizes(oids);
+    return sizes.map((size) => size !== undefined);
+  }
+
+  async objectSizes(oids: readonly Oid[]): Promise<Array<number | undefined>> {
+    const { objects } = this.context;
+    const out = oids.map((oid) => objects.size(this.project, oid));
+    const missing = oids.filter((_, index) => out[index] === undefined);
+    if (missing.length === 0) return out;
+    const found = await mapped(() => selectObjectSizes(this.context.reads, this.project, missing));
+    return oids.map((oid, index) => out[index] ?? found.get(idKey(oid)));
+  }
+
+  async findObjectsByPrefix(hexPrefix: string, limit: number): Promise<Oid[]> {
+    if (!isIdPrefix(hexPrefix) || !(limit >= 1)) return [];
+    const { start, end } = oidPrefixRange(hexPrefix);
+    return mapped(() => selectObjectIdsInRange(this.context.reads, this.project, start, end, Math.floor(Math.min(limit, Number.MAX_SAFE_INTEGER))));
+  }
+
+  async getCommitInfos(oids: readonly Oid[]): Promise<Array<CommitInfo | undefined>> {
+    const { commits } = this.context;
+    const out = oids.map((oid) => commits.get(this.project, oid));
+    const missing = oids.filter((_, index) => out[index] === undefined);
+    if (missing.length === 0) return out;
+    const found = await mapped(() => selectCommitInfos(this.context.reads, this.project, missing));
+    for (const [key, info] of found) commits.adopt(this.project, Buffer.from(key, 'latin1'), info);
+    return oids.map((oid, index) => {
+      if (out[index]) return out[index];
+      const info = found.get(idKey(oid));
+      return info && copyInfo(info);
+    });
+  }
+
+  async getCommitObjects(commit: Oid): Promise<Buffer | undefined> {
+    return mapped(() => selectCommitObjects(this.context.reads, this.project, commit));
+  }
+
+  async getRef(name: string): Promise<Oid | undefined> {
+    return mapped(() => selectRef(this.context.reads, this.project, name));
+  }
+
+  async listRefs(prefix: string): Promise<Array<{ name: string; oid: Oid }>> {
+    return mapped(() => selectRefs(this.context.reads, this.project, prefix));
+  }
+
+  async getWorkingTree(branch: string): Promise<WorkingTreeState | undefined> {
+    return mapped(() => selectWorkingTree(this.context.reads, this.project, branch));
+  }
+
+  async getVersion(): Promise<number> {
+    return mapped(() => selectVersion(this.context.reads, this.project));
+  }
+}
+
+export function copyInfo(info: CommitInfo): CommitInfo {
+  return { tree: Buffer.from(info.tree), parents: info.parents.map((parent) => Buffer.from(parent)), commitTime: info.commitTime, generation: info.generation };
+}
+
+export class ReadTx implements AsyncStoreReadTx {
+  constructor(private readonly context: StoreContext) {}
+
+  project(project: number): ProjectReader {
+    return new ProjectReader(this.context, project);
+  }
+
+  async getRecord<T>(key: string): Promise<T | undefined> {
+    const value = await mapped(() => selectRecord(this.context.reads, key));
+    return value === undefined ? undefined : decodeRecord<T>(value);
+  }
+
+  async listRecords<T>(prefix: string, options: RecordRange = {}): Promise<Array<{ key: string; value: T }>> {
+    const rows = await mapped(() => selectRecords(this.context.reads, prefix, options));
+    return rows.map((row) => ({ key: row.key, value: decodeRecord<T>(row.value) }));
+  }
+}

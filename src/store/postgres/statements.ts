@@ -1,0 +1,367 @@
+/**
+ * The PostgreSQL backend's SQL: every statement it runs, as functions over a connection (the read
+ * pool, or a write transaction's connection). Batched reads are one statement per batch of at most
+ * IDS_PER_STATEMENT_MAX ids (`= ANY($ids)`); their answers come keyed by id (idKey), and the
+ * callers put them in the order asked. Batched writes are multi-row statements: object bodies go
+ * to the server as one bytea of concatenated bodies, cut apart there (OBJECT_BATCH_BYTES_MAX each):
+ * 80-103 ms against 93-160 ms for an array of 1,000 bodies of 3.4 KB (postgres.js sends every
+ * parameter as text, a bytea array escaped element by element).
+ */
+import type postgres from 'postgres';
+import type { Oid } from '../../git/oid.js';
+import type { AnnexedObject, CommitInfo, WorkingTreeState } from '../types.js';
+import { byteaArray, decodeLocks, decodeParents, encodeLocks, encodeParents, nameBytes, nameFromBytes, numberArray, prefixEnd, recordPrefixEnd, textArray, typeFromCode } from './codec.js';
+
+export type Db = postgres.ISql;
+
+/** Ids in one `= ANY(…)` statement; a larger batch is cut into statements that run side by side. */
+export const IDS_PER_STATEMENT_MAX = 10_000;
+/** Bytes of object bodies (and annexes) in one insert statement. */
+export const OBJECT_BATCH_BYTES_MAX = 16 * 1024 * 1024;
+/** Objects in one insert statement. */
+export const OBJECT_BATCH_ROWS_MAX = 10_000;
+
+/** A Map key for an id: its bytes as latin1, one character a byte (no hex conversion). */
+export function idKey(oid: Oid): string {
+  return oid.toString('latin1');
+}
+
+function chunks<T>(items: readonly T[], size: number): T[][] {
+  const out: T[][] = [];
+  for (let at = 0; at < items.length; at += size) out.push(items.slice(at, at + size));
+  return out;
+}
+
+/** The distinct ids of `oids`, in statements of at most IDS_PER_STATEMENT_MAX. */
+function idBatches(oids: readonly Oid[]): Oid[][] {
+  const distinct = new Map<string, Oid>();
+  for (const oid of oids) distinct.set(idKey(oid), oid);
+  return chunks([...distinct.values()], IDS_PER_STATEMENT_MAX);
+}
+
+async function byId<Row extends { oid: Buffer }, V>(oids: readonly Oid[], select: (batch: Oid[]) => Promise<readonly Row[]>, value: (row: Row) => V): Promise<Map<string, V>> {
+  const found = new Map<string, V>();
+  if (oids.length === 0) return found;
+  await Promise.all(
+    idBatches(oids).map(async (batch) => {
+      for (const row of await select(batch)) found.set(idKey(row.oid), value(row));
+    }),
+  );
+  return found;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Objects and the commit index (immutable).
+
+interface ObjectRow {
+  oid: Buffer;
+  type: number;
+  body: Buffer;
+  annex: Buffer | null;
+}
+
+export function selectObjects(db: Db, project: number, oids: readonly Oid[]): Promise<Map<string, AnnexedObject>> {
+  return byId(
+    oids,
+    (batch) => db<ObjectRow[]>`SELECT oid, type, body, annex FROM treehouse_objects WHERE project_id = ${project} AND oid = ANY(${byteaArray(batch)}::bytea[])`.execute(),
+    (row) => ({ type: typeFromCode(row.type), body: row.body, annex: row.annex }),
+  );
+}
+
+export function selectObjectSizes(db: Db, project: number, oids: readonly Oid[]): Promise<Map<string, number>> {
+  // octet_length of a bytea reads its size from the TOAST pointer, without fetching the body.
+  return byId(
+    oids,
+    (batch) => db<Array<{ oid: Buffer; size: number }>>`SELECT oid, octet_length(body) AS size FROM treehouse_objects WHERE project_id = ${project} AND oid = ANY(${byteaArray(batch)}::bytea[])`.execute(),
+    (row) => row.size,
+  );
+}
+
+export async function selectObjectIdsInRange(db: Db, project: number, start: Buffer, end: Buffer | null, limit: number): Promise<Oid[]> {
+  const rows = end
+    ? await db<Array<{ oid: Buffer }>>`SELECT oid FROM treehouse_objects WHERE project_id = ${project} AND oid >= ${start} AND oid < ${end} ORDER BY oid LIMIT ${limit}`.execute()
+    : await db<Array<{ oid: Buffer }>>`SELECT oid FROM treehouse_objects WHERE project_id = ${project} AND oid >= ${start} ORDER BY oid LIMIT ${limit}`.execute();
+  return rows.map((row) => row.oid);
+}
+
+interface CommitRow {
+  oid: Buffer;
+  tree: Buffer;
+  parents: Buffer;
+  commit_time: number;
+  generation: number;
+}
+
+export function selectCommitInfos(db: Db, project: number, oids: readonly Oid[]): Promise<Map<string, CommitInfo>> {
+  return byId(
+    oids,
+    (batch) => db<CommitRow[]>`SELECT oid, tree, parents, commit_time, generation FROM treehouse_commits WHERE project_id = ${project} AND oid = ANY(${byteaArray(batch)}::bytea[])`.execute(),
+    (row) => ({ tree: row.tree, parents: decodeParents(row.parents), commitTime: row.commit_time, generation: row.generation }),
+  );
+}
+
+export async function selectCommitObjects(db: Db, project: number, commit: Oid): Promise<Buffer | undefined> {
+  const [row] = await db<Array<{ records: Buffer }>>`SELECT records FROM treehouse_commit_objects WHERE project_id = ${project} AND oid = ${commit}`.execute();
+  return row?.records;
+}
+
+export interface ObjectToInsert {
+  oid: Oid;
+  type: number;
+  body: Buffer;
+  annex: Buffer | null;
+}
+
+/** Objects in insert statements of at most OBJECT_BATCH_BYTES_MAX bytes and OBJECT_BATCH_ROWS_MAX rows each. */
+export function objectInsertBatches(objects: readonly ObjectToInsert[]): ObjectToInsert[][] {
+  const out: ObjectToInsert[][] = [];
+  let batch: ObjectToInsert[] = [];
+  let bytes = 0;
+  for (const object of objects) {
+    const size = object.body.length + (object.annex?.length ?? 0);
+    if (batch.length > 0 && (bytes + size > OBJECT_BATCH_BYTES_MAX || batch.length >= OBJECT_BATCH_ROWS_MAX)) {
+      out.push(batch);
+      batch = [];
+      bytes = 0;
+    }
+    batch.push(object);
+    bytes += size;
+  }
+  if (batch.length > 0) out.push(batch);
+  return out;
+}
+
+/**
+ * Inserts the objects that are not stored yet (a stored id keeps its first copy) and answers the
+ * ids it inserted. Bodies and annexes travel concatenated, with 1-based offsets and lengths (-1: no
+ * annex), and are cut apart by the server.
+ */
+export async function insertObjects(db: Db, project: number, batch: readonly ObjectToInsert[]): Promise<Oid[]> {
+  const ids = Buffer.concat(batch.map((object) => object.oid));
+  const bodies = Buffer.concat(batch.map((object) => object.body));
+  const annexes = Buffer.concat(batch.flatMap((object) => (object.annex ? [object.annex] : [])));
+  const bodyAt: number[] = [];
+  const bodyBytes: number[] = [];
+  const annexAt: number[] = [];
+  const annexBytes: number[] = [];
+  let bodyOffset = 1;
+  let annexOffset = 1;
+  for (const object of batch) {
+    bodyAt.push(bodyOffset);
+    bodyBytes.push(object.body.length);
+    bodyOffset += object.body.length;
+    annexAt.push(annexOffset);
+    annexBytes.push(object.annex ? object.annex.length : -1);
+    annexOffset += object.annex?.length ?? 0;
+  }
+  const rows = await db<Array<{ oid: Buffer }>>`
+    INSERT INTO treehouse_objects (project_id, oid, type, body, annex)
+    SELECT ${project}::bigint, substring(${ids}::bytea FROM (n::int - 1) * 20 + 1 FOR 20), type,
+           substring(${bodies}::bytea FROM body_at FOR body_bytes),
+           CASE WHEN annex_bytes < 0 THEN NULL ELSE substring(${annexes}::bytea FROM annex_at FOR annex_bytes) END
+    FROM unnest(${numberArray(batch.map((object) => object.type))}::int2[], ${numberArray(bodyAt)}::int[], ${numberArray(bodyBytes)}::int[],
+                ${numberArray(annexAt)}::int[], ${numberArray(annexBytes)}::int[]) WITH ORDINALITY AS t(type, body_at, body_bytes, annex_at, annex_bytes, n)
+    ORDER BY 2
+    ON CONFLICT DO NOTHING
+    RETURNING oid`.execute();
+  return rows.map((row) => row.oid);
+}
+
+export async function insertCommits(db: Db, project: number, commits: ReadonlyArray<{ oid: Oid; info: CommitInfo }>): Promise<void> {
+  for (const batch of chunks(commits, IDS_PER_STATEMENT_MAX)) {
+    await db`
+      INSERT INTO treehouse_commits (project_id, oid, tree, parents, commit_time, generation)
+      SELECT ${project}::bigint, * FROM unnest(${byteaArray(batch.map((c) => c.oid))}::bytea[], ${byteaArray(batch.map((c) => c.info.tree))}::bytea[],
+                                               ${byteaArray(batch.map((c) => encodeParents(c.info.parents)))}::bytea[],
+                                               ${numberArray(batch.map((c) => c.info.commitTime))}::float8[], ${numberArray(batch.map((c) => c.info.generation))}::int[])
+      ORDER BY 2
+      ON CONFLICT DO NOTHING`.execute();
+  }
+}
+
+/** Indexes object lists of stored commits; answers the commits it found stored (the others got nothing). */
+export async function upsertCommitObjects(db: Db, project: number, lists: ReadonlyArray<{ oid: Oid; records: Buffer }>): Promise<Set<string>> {
+  const stored = new Set<string>();
+  for (const batch of chunks(lists, IDS_PER_STATEMENT_MAX)) {
+    const rows = await db<Array<{ oid: Buffer }>>`
+      INSERT INTO treehouse_commit_objects (project_id, oid, records)
+      SELECT ${project}::bigint, l.oid, l.records FROM unnest(${byteaArray(batch.map((list) => list.oid))}::bytea[], ${byteaArray(batch.map((list) => list.records))}::bytea[]) AS l(oid, records)
+      WHERE EXISTS (SELECT 1 FROM treehouse_commits c WHERE c.project_id = ${project} AND c.oid = l.oid)
+      ORDER BY 1
+      ON CONFLICT (project_id, oid) DO UPDATE SET records = EXCLUDED.records
+      RETURNING oid`.execute();
+    for (const row of rows) stored.add(idKey(row.oid));
+  }
+  return stored;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Refs, working trees, versions (moved in write transactions that hold the project's lock).
+
+export async function selectRef(db: Db, project: number, name: string): Promise<Oid | undefined> {
+  const [row] = await db<Array<{ oid: Buffer }>>`SELECT oid FROM treehouse_refs WHERE project_id = ${project} AND name = ${nameBytes(name)}`.execute();
+  return row?.oid;
+}
+
+export async function selectRefs(db: Db, project: number, prefix: string): Promise<Array<{ name: string; oid: Oid }>> {
+  const start = nameBytes(prefix);
+  const end = prefixEnd(start);
+  const rows = end
+    ? await db<Array<{ name: Buffer; oid: Buffer }>>`SELECT name, oid FROM treehouse_refs WHERE project_id = ${project} AND name >= ${start} AND name < ${end} ORDER BY name`.execute()
+    : await db<Array<{ name: Buffer; oid: Buffer }>>`SELECT name, oid FROM treehouse_refs WHERE project_id = ${project} AND name >= ${start} ORDER BY name`.execute();
+  return rows.map((row) => ({ name: nameFromBytes(row.name), oid: row.oid }));
+}
+
+/** A ref's compare-and-swap: true when the ref was at `from` and now is at `to`. */
+export async function swapRef(db: Db, project: number, name: string, from: Oid | null, to: Oid | null): Promise<boolean> {
+  const key = nameBytes(name);
+  if (from === null && to === null) {
+    const [row] = await db`SELECT 1 FROM treehouse_refs WHERE project_id = ${project} AND name = ${key}`.execute();
+    return row === undefined;
+  }
+  const rows =
+    from === null
+      ? await db`INSERT INTO treehouse_refs (project_id, name, oid) VALUES (${project}, ${key}, ${to}) ON CONFLICT DO NOTHING RETURNING 1`.execute()
+      : to === null
+        ? await db`DELETE FROM treehouse_refs WHERE project_id = ${project} AND name = ${key} AND oid = ${from} RETURNING 1`.execute()
+        : await db`UPDATE treehouse_refs SET oid = ${to} WHERE project_id = ${project} AND name = ${key} AND oid = ${from} RETURNING 1`.execute();
+  return rows.length === 1;
+}
+
+interface WorkingTreeRow {
+  tree: Buffer;
+  locks: Buffer;
+}
+
+export async function selectWorkingTree(db: Db, project: number, branch: string): Promise<WorkingTreeState | undefined> {
+  const [row] = await db<WorkingTreeRow[]>`SELECT tree, locks FROM treehouse_worktrees WHERE project_id = ${project} AND branch = ${nameBytes(branch)}`.execute();
+  return row && { tree: row.tree, locks: decodeLocks(row.locks) };
+}
+
+/**
+ * A working tree's compare-and-swap: `from` is what the transaction read (null: absent), or
+ * 'unread' for a blind write (the project's lock alone guards it). True when it moved.
+ */
+export async function swapWorkingTree(db: Db, project: number, branch: string, from: WorkingTreeState | null | 'unread', to: WorkingTreeState | null): Promise<boolean> {
+  const key = nameBytes(branch);
+  const locks = to && encodeLocks(to.locks);
+  if (from === 'unread') {
+    if (to === null) await db`DELETE FROM treehouse_worktrees WHERE project_id = ${project} AND branch = ${key}`.execute();
+    else await db`INSERT INTO treehouse_worktrees (project_id, branch, tree, locks) VALUES (${project}, ${key}, ${to.tree}, ${locks!}) ON CONFLICT (project_id, branch) DO UPDATE SET tree = EXCLUDED.tree, locks = EXCLUDED.locks`.execute();
+    return true;
+  }
+  if (from === null && to === null) {
+    const [row] = await db`SELECT 1 FROM treehouse_worktrees WHERE project_id = ${project} AND branch = ${key}`.execute();
+    return row === undefined;
+  }
+  const was = from && encodeLocks(from.locks);
+  const rows =
+    from === null
+      ? await db`INSERT INTO treehouse_worktrees (project_id, branch, tree, locks) VALUES (${project}, ${key}, ${to!.tree}, ${locks!}) ON CONFLICT DO NOTHING RETURNING 1`.execute()
+      : to === null
+        ? await db`DELETE FROM treehouse_worktrees WHERE project_id = ${project} AND branch = ${key} AND tree = ${from.tree} AND locks = ${was!} RETURNING 1`.execute()
+        : await db`UPDATE treehouse_worktrees SET tree = ${to.tree}, locks = ${locks!} WHERE project_id = ${project} AND branch = ${key} AND tree = ${from.tree} AND locks = ${was!} RETURNING 1`.execute();
+  return rows.length === 1;
+}
+
+export async function selectVersion(db: Db, project: number): Promise<number> {
+  const [row] = await db<Array<{ version: string }>>`SELECT version FROM treehouse_versions WHERE project_id = ${project}`.execute();
+  return row ? Number(row.version) : 0;
+}
+
+/**
+ * The project's lock: its version row, created when missing, locked FOR UPDATE until the
+ * transaction ends; answers the version. Two statements on one connection, sent together.
+ */
+export async function lockProject(db: Db, project: number): Promise<number> {
+  const [, rows] = await Promise.all([
+    db`INSERT INTO treehouse_versions (project_id, version) VALUES (${project}, 0) ON CONFLICT DO NOTHING`.execute(),
+    db<Array<{ version: string }>>`SELECT version FROM treehouse_versions WHERE project_id = ${project} FOR UPDATE`.execute(),
+  ]);
+  if (rows.length !== 1) throw new Error(`project ${project}'s version row vanished while it was being locked`);
+  return Number(rows[0].version);
+}
+
+/** The version's compare-and-swap, under the project's lock. */
+export async function swapVersion(db: Db, project: number, from: number, to: number): Promise<boolean> {
+  const rows = await db`UPDATE treehouse_versions SET version = ${to} WHERE project_id = ${project} AND version = ${from} RETURNING 1`.execute();
+  return rows.length === 1;
+}
+
+/** Tables of project data, in the order a drop empties them (the version row, the project's lock, last). */
+const PROJECT_TABLES = ['treehouse_objects', 'treehouse_commit_objects', 'treehouse_commits', 'treehouse_refs', 'treehouse_worktrees', 'treehouse_versions'] as const;
+const PROJECT_TABLE_KEYS: Record<(typeof PROJECT_TABLES)[number], string> = {
+  treehouse_objects: 'oid',
+  treehouse_commit_objects: 'oid',
+  treehouse_commits: 'oid',
+  treehouse_refs: 'name',
+  treehouse_worktrees: 'branch',
+  treehouse_versions: 'project_id',
+};
+
+/** Deletes at most `rowsMax` rows of the project's data; answers how many it deleted. */
+export async function deleteProjectRows(db: Db, project: number, rowsMax: number): Promise<number> {
+  let removed = 0;
+  for (const table of PROJECT_TABLES) {
+    if (removed >= rowsMax) break;
+    const key = PROJECT_TABLE_KEYS[table];
+    const rows = await db.unsafe(
+      `DELETE FROM ${table} WHERE project_id = $1 AND ${key} IN (SELECT ${key} FROM ${table} WHERE project_id = $1 LIMIT $2) RETURNING 1`,
+      [project, rowsMax - removed],
+    );
+    removed += rows.length;
+  }
+  return removed;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Records.
+
+export async function selectRecord(db: Db, key: string): Promise<Buffer | undefined> {
+  const [row] = await db<Array<{ value: Buffer }>>`SELECT value FROM treehouse_records WHERE key = ${key}`.execute();
+  return row?.value;
+}
+
+export interface RecordRange {
+  reverse?: boolean;
+  after?: string;
+  limit?: number;
+}
+
+export async function selectRecords(db: Db, prefix: string, range: RecordRange): Promise<Array<{ key: string; value: Buffer }>> {
+  const end = recordPrefixEnd(prefix);
+  const limit = range.limit ?? null;
+  const after = range.after;
+  if (range.reverse) {
+    return after === undefined
+      ? db<Array<{ key: string; value: Buffer }>>`SELECT key, value FROM treehouse_records WHERE key >= ${prefix} AND key < ${end} ORDER BY key DESC LIMIT ${limit}`.execute()
+      : db<Array<{ key: string; value: Buffer }>>`SELECT key, value FROM treehouse_records WHERE key >= ${prefix} AND key < ${end} AND key < ${after} ORDER BY key DESC LIMIT ${limit}`.execute();
+  }
+  return after === undefined
+    ? db<Array<{ key: string; value: Buffer }>>`SELECT key, value FROM treehouse_records WHERE key >= ${prefix} AND key < ${end} ORDER BY key LIMIT ${limit}`.execute()
+    : db<Array<{ key: string; value: Buffer }>>`SELECT key, value FROM treehouse_records WHERE key >= ${prefix} AND key < ${end} AND key > ${after} ORDER BY key LIMIT ${limit}`.execute();
+}
+
+export async function upsertRecords(db: Db, records: ReadonlyArray<{ key: string; value: Buffer }>): Promise<void> {
+  if (records.length === 0) return;
+  await db`
+    INSERT INTO treehouse_records (key, value)
+    SELECT * FROM unnest(${textArray(records.map((record) => record.key))}::text[], ${byteaArray(records.map((record) => record.value))}::bytea[])
+    ORDER BY 1
+    ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value`.execute();
+}
+
+export async function deleteRecords(db: Db, keys: readonly string[]): Promise<void> {
+  if (keys.length === 0) return;
+  await db`DELETE FROM treehouse_records WHERE key = ANY(${textArray(keys)}::text[])`.execute();
+}
+
+/** Bytes the backend's tables take (with their TOAST and indexes). */
+export async function selectStorageBytes(db: Db): Promise<number> {
+  const [row] = await db<Array<{ bytes: number }>>`
+    SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0)::float8 AS bytes
+    FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+    WHERE c.relkind = 'r' AND c.relname LIKE 'treehouse\\_%' AND n.nspname = current_schema()`.execute();
+  return row.bytes;
+}
+

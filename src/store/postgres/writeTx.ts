@@ -1,0 +1,607 @@
+/**
+ * A write transaction of the PostgreSQL backend (src/store/asyncTypes.ts).
+ *
+ * Writes are buffered in the transaction (its own reads see them) and sent when the callback
+ * resolves, in a few multi-row statements, followed by COMMIT (synchronous_commit on: `write`
+ * resolves once the commit is durable). A callback that throws sends nothing.
+ *
+ * Serialisable by locks, held from the first read to the commit: a PostgreSQL transaction (READ
+ * COMMITTED) is opened on the write pool when the callback first reads a project's refs, working
+ * trees or version, or a record, and
+ * - a project's refs, working trees and version are guarded by one lock, its version row
+ *   (SELECT … FOR UPDATE, taken before the first such read or write of the project): writes of one
+ *   project nearly always bump its version, so they would wait for each other on that row anyway,
+ *   and a lock per project also covers listings and refs that do not exist yet. A row lock lives
+ *   on the project's shard, so it holds across nodes under Citus too;
+ * - a record read is guarded by an advisory lock on its key, a listing by one on its prefix's
+ *   namespace (the prefix up to its last "/"), which every writer of a key under it takes shared:
+ *   a record is written under its key's lock and shared locks on each "/"-prefix of the key.
+ * What a transaction read cannot change before it commits, so no callback runs twice for a
+ * conflict; a deadlock between two writers (PostgreSQL detects it) rolls one back, and its
+ * callback runs again. Refs, working trees and the version still move by compare-and-swap
+ * (conditional statements whose row counts are checked), which the locks make certain to match;
+ * one that does not (a writer outside these rules) runs the callback again too.
+ *
+ * Objects and commit index entries are immutable: they need no lock, are read on the read pool
+ * (through the node's caches) and inserted with ON CONFLICT DO NOTHING.
+ */
+import type postgres from 'postgres';
+import { OBJECT_RECORD_BYTES } from '../../git/introducedObjects.js';
+import { hashObject, type ObjectType, type Oid } from '../../git/oid.js';
+import type { AsyncStoreWriteTx, ProjectWrites } from '../asyncTypes.js';
+import { commitInfoFromBody } from '../commitIndex.js';
+import { RefChangedError, type AnnexedObject, type CommitInfo, type NewObject, type WorkingTreeState } from '../types.js';
+import { decodeRecord, encodeRecord, isIdPrefix, nameBytes, numberArray, oidPrefixRange, TYPE_CODES } from './codec.js';
+import { isUnavailable, storeError } from './errors.js';
+import { copyInfo, ProjectReader, type StoreContext } from './reader.js';
+import {
+  deleteRecords,
+  idKey,
+  insertCommits,
+  insertObjects,
+  lockProject,
+  objectInsertBatches,
+  selectRecord,
+  selectRecords,
+  selectRef,
+  selectRefs,
+  selectWorkingTree,
+  swapRef,
+  swapVersion,
+  swapWorkingTree,
+  upsertCommitObjects,
+  upsertRecords,
+  type ObjectToInsert,
+  type RecordRange,
+} from './statements.js';
+
+/** Advisory lock classes (the first key of pg_advisory_xact_lock(int, int)) of records' keys and namespaces. */
+const RECORD_KEY_LOCK = 0x7ee_4010;
+const RECORD_NAMESPACE_LOCK = 0x7ee_4011;
+
+/** A compare-and-swap the locks should have made certain failed: the callback runs again. */
+export class WriteConflict extends Error {
+  override name = 'WriteConflict';
+}
+
+/** What a transaction stored, for the caches and the onObjectsStored listeners once it has committed. */
+export interface CommittedWrites {
+  stored: Map<number, NewObject[]>;
+  /** Objects worth caching (trees, commits, tags), as copies, and the commits' index entries. */
+  objects: Array<{ project: number; oid: Oid; object: AnnexedObject }>;
+  commits: Array<{ project: number; oid: Oid; info: CommitInfo }>;
+}
+
+/** Objects larger than this are not copied into the cache after a write. */
+const CACHED_AFTER_WRITE_BYTES_MAX = 256 * 1024;
+
+const ROLLED_BACK = new Error('the write transaction was rolled back');
+
+/**
+ * The PostgreSQL transaction of one write, opened on first use (a write that only puts objects
+ * opens it at its commit), on postgres.js's `begin`, whose callback is held open until the write
+ * commits or rolls back.
+ *
+ * When its connection closes, the transaction is over, and `begin` says so (it rejects):
+ * nothing more is sent on it (postgres.js would send it on whatever session reuses the connection
+ * next, or throw from a timer), its commit or rollback is never asked for (the callback `begin`
+ * holds is left waiting, and is collected with the connection's state), and every run of
+ * statements under way fails at once (statements queued behind one that waits for its
+ * description are never sent nor failed by the driver, so each run races the transaction's end).
+ * A statement's error alone does not mean the connection closed: postgres.js 3.4 keeps the error
+ * of a statement cut off by a closing connection and gives it to the first statement on the
+ * connection it opens next, so a connection error on a live connection is rolled back as any other.
+ */
+export class Transaction {
+  private handle: Promise<postgres.TransactionSql> | null = null;
+  private decide: ((commit: boolean) => void) | null = null;
+  private finished: Promise<unknown> | null = null;
+  /** Rejects when the transaction ends before its commit or rollback was asked for (its connection closed). */
+  private ended: Promise<never> | null = null;
+  /** Why the transaction ended before its commit or rollback was asked for. */
+  private lost: unknown = null;
+  /** Whether BEGIN went through: before that, nothing of this transaction was sent. */
+  private started = false;
+
+  constructor(private readonly pool: postgres.Sql) {}
+
+  /** Runs statements on the transaction's connection; the driver's errors become the store's. */
+  async run<T>(statements: (tx: postgres.TransactionSql) => Promise<T>): Promise<T> {
+    try {
+      if (this.lost) throw this.lost;
+      const tx = await this.open();
+      if (this.lost) throw this.lost;
+      const work = statements(tx);
+      // Lost to the race below, it may still fail later: that is no unhandled rejection.
+      work.catch(() => undefined);
+      return await Promise.race([work, this.ended!]);
+    } catch (error) {
+      throw storeError(error);
+    }
+  }
+
+  private open(): Promise<postgres.TransactionSql> {
+    if (this.handle) return this.handle;
+    const decision = new Promise<boolean>((resolve) => (this.decide = resolve));
+    this.handle = new Promise((resolve, reject) => {
+      const finished = this.pool.begin(async (tx) => {
+        this.started = true;
+        resolve(tx);
+        if (!(await decision)) throw ROLLED_BACK;
+      });
+      this.finished = finished;
+      this.ended = finished.then(
+        () => new Promise<never>(() => undefined),
+        (error: unknown) => {
+          // Before a decision, `begin` rejects only when it could not start or its connection closed.
+          this.lost ??= error;
+          reject(error);
+          throw error;
+        },
+      );
+      // Awaited by run() and commit(); these only keep a failure from being an unhandled rejection.
+      this.ended.catch(() => undefined);
+    });
+    this.handle.catch(() => undefined);
+    return this.handle;
+  }
+
+  /** Commits what was sent; resolves once the commit is durable. */
+  async commit(): Promise<void> {
+    if (!this.handle) return;
+    if (this.lost) throw storeError(this.lost);
+    this.decide!(true);
+    try {
+      await this.finished;
+    } catch (error) {
+      // The connection may have dropped after COMMIT went out: the outcome is unknown.
+      throw storeError(error, isUnavailable(error));
+    }
+  }
+
+  /** Rolls back; true when nothing of the transaction can have been committed and its connection was alive (or never opened). */
+  async rollback(): Promise<boolean> {
+    if (!this.handle) return true;
+    // A connection that closed fails its statements before `begin` hears of it: let it hear first.
+    await new Promise((resolve) => setImmediate(resolve));
+    if (!this.started) return true;
+    // A lost connection took its transaction with it; the driver must not be asked to send more.
+    if (this.lost) return false;
+    this.decide!(false);
+    await this.finished!.catch(() => undefined);
+    return true;
+  }
+}
+
+/** FNV-1a of the key's UTF-8, as the signed 32-bit second key of an advisory lock. */
+function lockHash(text: string): number {
+  let hash = 0x811c9dc5;
+  for (const byte of Buffer.from(text, 'utf8')) hash = Math.imul(hash ^ byte, 0x01000193);
+  return hash | 0;
+}
+
+/** The namespace a listing of `prefix` locks: the prefix up to and with its last "/". */
+function namespaceOf(prefix: string): string {
+  return prefix.slice(0, prefix.lastIndexOf('/') + 1);
+}
+
+/** Every namespace a key lies in: "", and the key up to each "/". */
+function namespacesOfKey(key: string): string[] {
+  const out = [''];
+  for (let at = key.indexOf('/'); at >= 0; at = key.indexOf('/', at + 1)) out.push(key.slice(0, at + 1));
+  return out;
+}
+
+/** PostgreSQL's text holds no NUL: a key with one is refused when it is put, not at the commit. */
+function checkedKey(key: string): string {
+  if (key.includes('\0')) throw new RangeError(`record key ${JSON.stringify(key)} holds a NUL character`);
+  return key;
+}
+
+function byKey<T>(a: { key: string } & T, b: { key: string } & T): number {
+  return a.key < b.key ? -1 : a.key > b.key ? 1 : 0;
+}
+
+export class WriteTx implements AsyncStoreWriteTx {
+  readonly transaction: Transaction;
+  private readonly projects = new Map<number, WriteProject>();
+  /** Records put (their msgpack) or deleted (null). */
+  private readonly records = new Map<string, Buffer | null>();
+  private readonly lockedKeys = new Set<number>();
+  private readonly lockedNamespaces = new Set<number>();
+
+  constructor(private readonly context: StoreContext) {
+    this.transaction = new Transaction(context.writes);
+  }
+
+  project(project: number): WriteProject {
+    let tx = this.projects.get(project);
+    if (!tx) this.projects.set(project, (tx = new WriteProject(this.context, project, this.transaction)));
+    return tx;
+  }
+
+  async getRecord<T>(key: string): Promise<T | undefined> {
+    const mine = this.records.get(key);
+    if (mine !== undefined) return mine === null ? undefined : decodeRecord<T>(mine);
+    const stored = await this.transaction.run(async (tx) => {
+      const [, value] = await Promise.all([this.lockKeys(tx, [key]), selectRecord(tx, key)]);
+      return value;
+    });
+    return stored === undefined ? undefined : decodeRecord<T>(stored);
+  }
+
+  async listRecords<T>(prefix: string, options: RecordRange = {}): Promise<Array<{ key: string; value: T }>> {
+    const mine = [...this.records].filter(([key]) => key.startsWith(prefix));
+    // Enough of the stored records to fill `limit` whatever this transaction deleted.
+    const asked = { ...options, limit: options.limit === undefined ? undefined : options.limit + mine.length };
+    const stored = await this.transaction.run(async (tx) => {
+      const namespace = lockHash(namespaceOf(prefix));
+      const lock = this.lockedNamespaces.has(namespace) ? undefined : tx`SELECT pg_advisory_xact_lock(${RECORD_NAMESPACE_LOCK}::int, ${namespace}::int)`.execute();
+      this.lockedNamespaces.add(namespace);
+      const [, rows] = await Promise.all([lock, selectRecords(tx, prefix, asked)]);
+      return rows;
+    });
+    const merged = new Map<string, Buffer>(stored.map((row) => [row.key, row.value]));
+    for (const [key, value] of mine) {
+      if (value) merged.set(key, value);
+      else merged.delete(key);
+    }
+    const after = options.after;
+    const keys = [...merged.keys()].filter((key) => after === undefined || (options.reverse ? key < after : key > after)).sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+    if (options.reverse) keys.reverse();
+    return keys.slice(0, options.limit ?? keys.length).map((key) => ({ key, value: decodeRecord<T>(merged.get(key)!) }));
+  }
+
+  putRecord<T>(key: string, value: T): void {
+    this.records.set(checkedKey(key), encodeRecord(value));
+  }
+
+  deleteRecord(key: string): void {
+    this.records.set(checkedKey(key), null);
+  }
+
+  /** Exclusive locks on records' keys (sorted, so two writers take them in one order). */
+  private lockKeys(tx: postgres.TransactionSql, keys: readonly string[]): Promise<unknown> | undefined {
+    const hashes = [...new Set(keys.map(lockHash))].filter((hash) => !this.lockedKeys.has(hash)).sort((a, b) => a - b);
+    if (hashes.length === 0) return undefined;
+    for (const hash of hashes) this.lockedKeys.add(hash);
+    return tx`SELECT pg_advisory_xact_lock(${RECORD_KEY_LOCK}::int, h) FROM unnest(${numberArray(hashes)}::int[]) AS h`.execute();
+  }
+
+  /**
+   * Sends every buffered write and commits. The statements go out together on the transaction's
+   * connection (the lock statements first), object bodies a batch at a time.
+   */
+  async commit(): Promise<CommittedWrites> {
+    const projects = [...this.projects.values()];
+    // Generations need the parents' entries: read on the read pool, before the transaction sends its writes.
+    for (const project of projects) await project.resolveGenerations();
+    const writing = projects.filter((project) => project.hasWrites());
+    const committed: CommittedWrites = { stored: new Map(), objects: [], commits: [] };
+    if (writing.length > 0 || this.records.size > 0) {
+      await this.transaction.run(async (tx) => {
+        const sent: Array<Promise<unknown>> = [];
+        // After one statement fails, those behind it fail as "transaction aborted": the first says why.
+        let firstFailure: unknown = null;
+        const send = <T>(statement: Promise<T> | undefined): Promise<T> | undefined => {
+          if (statement) {
+            statement.catch((error: unknown) => (firstFailure ??= error));
+            sent.push(statement);
+          }
+          return statement;
+        };
+        try {
+          this.sendRecords(tx, send);
+          for (const project of writing) {
+            const stored = await project.send(tx, send, committed);
+            if (stored.length > 0) committed.stored.set(project.project, stored);
+          }
+          await Promise.all(sent);
+        } catch (error) {
+          throw firstFailure ?? error;
+        }
+      });
+    }
+    await this.transaction.commit();
+    return committed;
+  }
+
+  private sendRecords(tx: postgres.TransactionSql, send: <T>(statement: Promise<T> | undefined) => Promise<T> | undefined): void {
+    if (this.records.size === 0) return;
+    const keys = [...this.records.keys()];
+    send(this.lockKeys(tx, keys));
+    const namespaces = [...new Set(keys.flatMap(namespacesOfKey).map(lockHash))].sort((a, b) => a - b);
+    send(tx`SELECT pg_advisory_xact_lock_shared(${RECORD_NAMESPACE_LOCK}::int, h) FROM unnest(${numberArray(namespaces)}::int[]) AS h`.execute());
+    const puts = [...this.records].flatMap(([key, value]) => (value ? [{ key, value }] : [])).sort(byKey);
+    const deletes = [...this.records].flatMap(([key, value]) => (value ? [] : [key])).sort();
+    send(upsertRecords(tx, puts));
+    send(deleteRecords(tx, deletes));
+  }
+
+  /** True when it rolled back on a live connection (see Transaction.rollback). */
+  rollback(): Promise<boolean> {
+    return this.transaction.rollback();
+  }
+}
+
+interface PendingObject {
+  oid: Oid;
+  type: ObjectType;
+  body: Buffer;
+  annex: Buffer | null;
+  similarTo: Oid | null;
+}
+
+interface PendingCommit {
+  oid: Oid;
+  info: Omit<CommitInfo, 'generation'>;
+  /** Known once resolveGenerations has run since the commit was put. */
+  generation: number | undefined;
+}
+
+/** A working tree's move: from what the transaction read (null: absent; 'unread': a blind write), to its last state. */
+interface WorkingTreeChange {
+  from: WorkingTreeState | null | 'unread';
+  to: WorkingTreeState | null;
+}
+
+const copy = (buffer: Buffer) => Buffer.from(buffer);
+const copyState = (state: WorkingTreeState): WorkingTreeState => ({ tree: copy(state.tree), locks: [...state.locks] });
+
+export class WriteProject extends ProjectReader implements ProjectWrites {
+  private readonly objects = new Map<string, PendingObject>();
+  private readonly commits = new Map<string, PendingCommit>();
+  private readonly commitLists = new Map<string, { oid: Oid; records: Buffer }>();
+  /** Refs moved: from the stored value the first casRef matched, to the last one's. */
+  private readonly refs = new Map<string, { from: Oid | null; to: Oid | null }>();
+  private readonly workingTrees = new Map<string, WorkingTreeChange>();
+  /**
+   * Refs and working trees as stored when this transaction read them, under the project's lock:
+   * nothing else moves them until it commits, so a second read is answered from here.
+   */
+  private readonly refsRead = new Map<string, Oid | null>();
+  private readonly workingTreesRead = new Map<string, WorkingTreeState | null>();
+  /** The project's lock, once asked for: resolves to the stored version. */
+  private lock: Promise<number> | null = null;
+  /** The version as this transaction sees it, once it bumped it. */
+  private version: number | undefined;
+
+  constructor(
+    context: StoreContext,
+    project: number,
+    private readonly transaction: Transaction,
+  ) {
+    super(context, project);
+  }
+
+  /** Runs `read` on the transaction after the project's lock (sent together: the lock runs first). */
+  private locked<T>(read: (tx: postgres.TransactionSql) => Promise<T>): Promise<T> {
+    return this.transaction.run(async (tx) => {
+      const lock = (this.lock ??= lockProject(tx, this.project));
+      const [, value] = await Promise.all([lock, read(tx)]);
+      return value;
+    });
+  }
+
+  hasWrites(): boolean {
+    return this.objects.size > 0 || this.commitLists.size > 0 || this.refs.size > 0 || this.workingTrees.size > 0 || this.version !== undefined;
+  }
+
+  // ---- reads: this transaction's writes first
+
+  override async getObjectsWithAnnex(oids: readonly Oid[]): Promise<Array<AnnexedObject | undefined>> {
+    const mine = oids.map((oid) => this.objects.get(idKey(oid)));
+    const stored = await super.getObjectsWithAnnex(oids.filter((_, index) => !mine[index]));
+    let next = 0;
+    return mine.map((object) => (object ? { type: object.type, body: copy(object.body), annex: object.annex && copy(object.annex) } : stored[next++]));
+  }
+
+  override async objectSizes(oids: readonly Oid[]): Promise<Array<number | undefined>> {
+    const mine = oids.map((oid) => this.objects.get(idKey(oid)));
+    const stored = await super.objectSizes(oids.filter((_, index) => !mine[index]));
+    let next = 0;
+    return mine.map((object) => (object ? object.body.length : stored[next++]));
+  }
+
+  override async findObjectsByPrefix(hexPrefix: string, limit: number): Promise<Oid[]> {
+    if (!isIdPrefix(hexPrefix) || !(limit >= 1)) return [];
+    const found = await super.findObjectsByPrefix(hexPrefix, limit);
+    const { start, end } = oidPrefixRange(hexPrefix);
+    const seen = new Set(found.map(idKey));
+    for (const { oid } of this.objects.values()) {
+      if (oid.compare(start) >= 0 && (end === null || oid.compare(end) < 0) && !seen.has(idKey(oid))) {
+        seen.add(idKey(oid));
+        found.push(oid);
+      }
+    }
+    return found.sort(Buffer.compare).slice(0, Math.floor(limit)).map(copy);
+  }
+
+  override async getCommitInfos(oids: readonly Oid[]): Promise<Array<CommitInfo | undefined>> {
+    if (oids.some((oid) => this.commits.has(idKey(oid)))) await this.resolveGenerations();
+    const mine = oids.map((oid) => this.commits.get(idKey(oid)));
+    const stored = await super.getCommitInfos(oids.filter((_, index) => !mine[index]));
+    let next = 0;
+    return mine.map((commit) => (commit ? copyInfo({ ...commit.info, generation: commit.generation! }) : stored[next++]));
+  }
+
+  override async getCommitObjects(commit: Oid): Promise<Buffer | undefined> {
+    const mine = this.commitLists.get(idKey(commit));
+    return mine ? copy(mine.records) : super.getCommitObjects(commit);
+  }
+
+  override async getRef(name: string): Promise<Oid | undefined> {
+    const mine = this.refs.get(name);
+    if (mine) return mine.to ? copy(mine.to) : undefined;
+    const read = this.refsRead.get(name);
+    if (read !== undefined) return read ? copy(read) : undefined;
+    const stored = await this.locked((tx) => selectRef(tx, this.project, name));
+    this.refsRead.set(name, stored ? copy(stored) : null);
+    return stored;
+  }
+
+  override async listRefs(prefix: string): Promise<Array<{ name: string; oid: Oid }>> {
+    const refs = new Map((await this.locked((tx) => selectRefs(tx, this.project, prefix))).map((ref) => [ref.name, ref.oid]));
+    for (const [name, { to }] of this.refs) {
+      if (!name.startsWith(prefix)) continue;
+      if (to) refs.set(name, copy(to));
+      else refs.delete(name);
+    }
+    // In the stored order: by the names' bytes.
+    return [...refs].map(([name, oid]) => ({ name, oid, key: nameBytes(name) })).sort((a, b) => Buffer.compare(a.key, b.key)).map(({ name, oid }) => ({ name, oid }));
+  }
+
+  override async getWorkingTree(branch: string): Promise<WorkingTreeState | undefined> {
+    const mine = this.workingTrees.get(branch);
+    if (mine) return mine.to ? copyState(mine.to) : undefined;
+    const read = this.workingTreesRead.get(branch);
+    if (read !== undefined) return read ? copyState(read) : undefined;
+    const stored = await this.locked((tx) => selectWorkingTree(tx, this.project, branch));
+    this.workingTreesRead.set(branch, stored ? copyState(stored) : null);
+    return stored;
+  }
+
+  override async getVersion(): Promise<number> {
+    if (this.version !== undefined) return this.version;
+    await this.locked(async () => undefined);
+    return this.lock!;
+  }
+
+  // ---- writes, buffered
+
+  putObject(type: ObjectType, body: Buffer, annex?: Buffer, similarTo?: Oid | null): Oid {
+    const oid = hashObject(type, body);
+    this.keepObject(oid, type, body, annex, similarTo ?? null);
+    return oid;
+  }
+
+  putObjectWithId(oid: Oid, type: ObjectType, body: Buffer, annex?: Buffer): void {
+    this.keepObject(copy(oid), type, body, annex, null);
+  }
+
+  /** Body and annex are the transaction's until it ends (asyncTypes.ts): kept as given. */
+  private keepObject(oid: Oid, type: ObjectType, body: Buffer, annex: Buffer | undefined, similarTo: Oid | null): void {
+    const key = idKey(oid);
+    // A stored id keeps its first copy, in the buffer as in the database.
+    if (this.objects.has(key)) return;
+    this.objects.set(key, { oid, type, body, annex: annex ?? null, similarTo: similarTo && !similarTo.equals(oid) ? copy(similarTo) : null });
+    if (type === 'commit') this.commits.set(key, { oid, info: commitInfoFromBody(body), generation: undefined });
+  }
+
+  async casRef(name: string, expected: Oid | null, next: Oid | null): Promise<void> {
+    const current = (await this.getRef(name)) ?? null;
+    const matches = expected === null ? current === null : current !== null && current.equals(expected);
+    if (!matches) throw new RefChangedError(name, current);
+    const moved = this.refs.get(name);
+    if (moved) moved.to = next && copy(next);
+    else this.refs.set(name, { from: current, to: next && copy(next) });
+  }
+
+  putCommitObjects(commit: Oid, records: Buffer): void {
+    if (records.length % OBJECT_RECORD_BYTES !== 0) throw new Error(`a commit's object list of ${records.length} bytes is not whole records`);
+    this.commitLists.set(idKey(commit), { oid: copy(commit), records: copy(records) });
+  }
+
+  putWorkingTree(branch: string, state: WorkingTreeState): void {
+    this.moveWorkingTree(branch, copyState(state));
+  }
+
+  deleteWorkingTree(branch: string): void {
+    this.moveWorkingTree(branch, null);
+  }
+
+  private moveWorkingTree(branch: string, to: WorkingTreeState | null): void {
+    const moved = this.workingTrees.get(branch);
+    if (moved) moved.to = to;
+    else this.workingTrees.set(branch, { from: this.workingTreesRead.has(branch) ? this.workingTreesRead.get(branch)! : 'unread', to });
+  }
+
+  async bumpVersion(): Promise<number> {
+    this.version = (await this.getVersion()) + 1;
+    return this.version;
+  }
+
+  /**
+   * Generations of the commits put in this transaction: 1 + the largest of their parents', from
+   * commits put here (in whatever order they were put) or stored; a parent in neither (a shallow
+   * boundary) counts as generation 1, as the LMDB backend counts it. A walk with an explicit stack
+   * (a history pushed in one transaction is thousands of commits deep), each commit resolved once.
+   */
+  async resolveGenerations(): Promise<void> {
+    const pending = [...this.commits.values()].filter((commit) => commit.generation === undefined);
+    if (pending.length === 0) return;
+    const outside = pending.flatMap((commit) => commit.info.parents.filter((parent) => !this.commits.has(idKey(parent))));
+    const known = new Map<string, number>();
+    const infos = await super.getCommitInfos(outside);
+    outside.forEach((oid, index) => infos[index] && known.set(idKey(oid), infos[index].generation));
+    for (const start of pending) {
+      if (start.generation !== undefined) continue;
+      const stack = [start];
+      const onStack = new Set([start]);
+      while (stack.length > 0) {
+        const top = stack[stack.length - 1];
+        const unresolved = top.info.parents.map((parent) => this.commits.get(idKey(parent))).find((parent) => parent && parent.generation === undefined && !onStack.has(parent));
+        if (unresolved) {
+          stack.push(unresolved);
+          onStack.add(unresolved);
+          continue;
+        }
+        let generation = 1;
+        for (const parent of top.info.parents) {
+          // A parent on the stack (ids that loop, which no real history has) counts as unknown.
+          const parentGeneration = this.commits.get(idKey(parent))?.generation ?? known.get(idKey(parent));
+          generation = Math.max(generation, (parentGeneration ?? 1) + 1);
+        }
+        top.generation = generation;
+        stack.pop();
+        onStack.delete(top);
+      }
+    }
+  }
+
+  /**
+   * Sends this project's writes on the transaction: the lock and the compare-and-swaps first, then
+   * object batches one after the other (a batch's bodies are in memory twice while it is sent),
+   * the commit index, and the commits' object lists after the commits they need. Answers the
+   * objects the database did not have; notes what the caches take after the commit.
+   */
+  async send(tx: postgres.TransactionSql, send: <T>(statement: Promise<T> | undefined) => Promise<T> | undefined, committed: CommittedWrites): Promise<NewObject[]> {
+    const keyed = this.refs.size > 0 || this.workingTrees.size > 0 || this.version !== undefined;
+    if (keyed) send((this.lock ??= lockProject(tx, this.project)));
+    const swaps: Array<Promise<boolean>> = [];
+    for (const [name, { from, to }] of this.refs) swaps.push(send(swapRef(tx, this.project, name, from, to))!);
+    for (const [branch, { from, to }] of this.workingTrees) swaps.push(send(swapWorkingTree(tx, this.project, branch, from, to))!);
+    if (this.version !== undefined) {
+      const to = this.version;
+      swaps.push(send(this.lock!.then((from) => swapVersion(tx, this.project, from, to)))!);
+    }
+
+    const objects: ObjectToInsert[] = [...this.objects.values()]
+      .sort((a, b) => Buffer.compare(a.oid, b.oid))
+      .map((object) => ({ oid: object.oid, type: TYPE_CODES[object.type], body: object.body, annex: object.annex }));
+    const inserted: Oid[] = [];
+    for (const batch of objectInsertBatches(objects)) inserted.push(...(await send(insertObjects(tx, this.project, batch))!));
+    const commits = [...this.commits.values()].map((commit) => ({ oid: commit.oid, info: { ...commit.info, generation: commit.generation! } }));
+    if (commits.length > 0) await send(insertCommits(tx, this.project, commits));
+    if (this.commitLists.size > 0) {
+      const lists = [...this.commitLists.values()];
+      const indexed = await send(upsertCommitObjects(tx, this.project, lists))!;
+      const unstored = lists.find((list) => !indexed.has(idKey(list.oid)));
+      if (unstored) throw new Error(`commit ${unstored.oid.toString('hex')} is not stored: its object list cannot be indexed`);
+    }
+    if ((await Promise.all(swaps)).some((swapped) => !swapped)) throw new WriteConflict(`a ref, working tree or the version of project ${this.project} moved outside its lock`);
+
+    const news = new Set(inserted.map(idKey));
+    const stored: NewObject[] = [];
+    for (const object of this.objects.values()) {
+      const key = idKey(object.oid);
+      if (!news.has(key)) continue;
+      stored.push({ oid: object.oid, similarTo: object.similarTo });
+      if (object.type !== 'blob' && object.body.length <= CACHED_AFTER_WRITE_BYTES_MAX) {
+        committed.objects.push({ project: this.project, oid: object.oid, object: { type: object.type, body: copy(object.body), annex: object.annex && copy(object.annex) } });
+      }
+    }
+    for (const commit of commits) committed.commits.push({ project: this.project, oid: commit.oid, info: copyInfo(commit.info) });
+    return stored;
+  }
+}

@@ -1,0 +1,377 @@
+/**
+ * The asynchronous interface's contract on PostgreSQL (src/store/postgres/), on a real embedded
+ * server (test/support/postgres.ts), plus what only this backend does: writers on two nodes (two
+ * stores on one database) that stay serialisable, listings that writers on another node cannot slip
+ * a record into, deadlocks that run a callback again, generations of commits put in any order,
+ * durable commits whatever the database's default, the node's object cache, and a database that
+ * cannot be reached or drops the connection mid-transaction (an error the service answers 503, not a hang).
+ */
+import postgres from 'postgres';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { encodeCommit } from '../../src/git/commit.js';
+import { EMPTY_TREE_OID, hashObject, type Oid } from '../../src/git/oid.js';
+import { contractError } from '../../src/service/domainErrors.js';
+import { connectionOptions, PostgresStore } from '../../src/store/postgres/store.js';
+import { StoreUnavailableError } from '../../src/store/types.js';
+import { freePort } from '../support/process.js';
+import { freshDatabase } from '../support/postgres.js';
+import { asyncStoreContract } from './asyncContract.js';
+import { projectNumbers } from './contractSupport.js';
+
+let database: { url: string; drop: () => Promise<void> };
+let admin: postgres.Sql;
+beforeAll(async () => {
+  database = await freshDatabase('async_contract');
+  admin = postgres(database.url, { max: 1, onnotice: () => undefined });
+}, 120_000);
+afterAll(async () => {
+  await admin?.end();
+  await database?.drop();
+});
+
+asyncStoreContract('PostgresStore', () => new PostgresStore({ url: database.url }), { packForms: false });
+
+/** Projects of these tests (the contract's start at 5000). */
+const freshProject = projectNumbers(90_000);
+
+/** Two stores on one database: two nodes of the service. */
+async function withNodes(test: (nodes: [PostgresStore, PostgresStore]) => Promise<void>): Promise<void> {
+  const nodes: [PostgresStore, PostgresStore] = [await PostgresStore.open({ url: database.url }), await PostgresStore.open({ url: database.url })];
+  try {
+    await test(nodes);
+  } finally {
+    await Promise.all(nodes.map((node) => node.close()));
+  }
+}
+
+/** A promise and the function that resolves it. */
+function signal(): { promise: Promise<void>; resolve: () => void } {
+  let resolve!: () => void;
+  const promise = new Promise<void>((done) => (resolve = done));
+  return { promise, resolve };
+}
+
+describe('PostgresStore writers on two nodes', () => {
+  it('lose no update of one record: 60 increments, each callback run once (writers wait for the lock, never run again)', async () => {
+    await withNodes(async (nodes) => {
+      const key = `pg/${freshProject()}/counter`;
+      await nodes[0].write(async (tx) => tx.putRecord(key, 0));
+      let runs = 0;
+      await Promise.all(
+        Array.from({ length: 60 }, (_, index) =>
+          nodes[index % 2].write(async (tx) => {
+            runs++;
+            tx.putRecord(key, (await tx.getRecord<number>(key))! + 1);
+          }),
+        ),
+      );
+      expect(await nodes[1].read((tx) => tx.getRecord(key))).toBe(60);
+      expect(runs).toBe(60);
+    });
+  });
+
+  it('move one branch in turn: every move lands on the one before, and the version counts them', async () => {
+    await withNodes(async (nodes) => {
+      const project = freshProject();
+      const moves = await Promise.all(
+        Array.from({ length: 40 }, (_, index) =>
+          nodes[index % 2].write(async (tx) => {
+            const p = tx.project(project);
+            const saw = (await p.getRef('refs/heads/main')) ?? null;
+            const wrote = hashObject('commit', Buffer.from(`node writer ${index}`));
+            await p.casRef('refs/heads/main', saw, wrote);
+            return { saw, wrote, version: await p.bumpVersion() };
+          }),
+        ),
+      );
+      const ordered = [...moves].sort((x, y) => x.version - y.version);
+      expect(ordered.map((move) => move.version)).toEqual(Array.from({ length: 40 }, (_, index) => index + 1));
+      ordered.forEach((move, index) => expect(move.saw).toEqual(index === 0 ? null : ordered[index - 1].wrote));
+      expect(await nodes[0].read((tx) => tx.project(project).getRef('refs/heads/main'))).toEqual(ordered[39].wrote);
+    });
+  });
+
+  it('never let a record slip under a listing: each writer lists the queue and adds the next entry, and no two take one number', async () => {
+    await withNodes(async (nodes) => {
+      const prefix = `pg/${freshProject()}/queue/`;
+      const writers = 40;
+      await Promise.all(
+        Array.from({ length: writers }, (_, index) =>
+          nodes[index % 2].write(async (tx) => {
+            const listed = await tx.listRecords<number>(prefix);
+            tx.putRecord(`${prefix}${String(listed.length).padStart(3, '0')}`, index);
+          }),
+        ),
+      );
+      const entries = await nodes[0].read((tx) => tx.listRecords<number>(prefix));
+      expect(entries.map((entry) => entry.key.slice(prefix.length))).toEqual(Array.from({ length: writers }, (_, index) => String(index).padStart(3, '0')));
+      expect(new Set(entries.map((entry) => entry.value)).size).toBe(writers);
+    });
+  });
+});
+
+describe('PostgresStore deadlocks', () => {
+  it('roll one of two writers back when they wait for each other, and run its callback again', async () => {
+    const store = await PostgresStore.open({ url: database.url });
+    try {
+      const [one, two] = [freshProject(), freshProject()];
+      const holding = [signal(), signal()];
+      let runs = 0;
+      // Each takes its first project's lock, waits until the other holds its own, then asks for the other's.
+      const writer = (index: 0 | 1, first: number, second: number) =>
+        store.write(async (tx) => {
+          runs++;
+          await tx.project(first).bumpVersion();
+          holding[index].resolve();
+          await holding[1 - index].promise;
+          await tx.project(second).bumpVersion();
+        });
+      await Promise.all([writer(0, one, two), writer(1, two, one)]);
+      expect(runs).toBe(3);
+      await store.read(async (tx) => {
+        expect(await tx.project(one).getVersion()).toBe(2);
+        expect(await tx.project(two).getVersion()).toBe(2);
+      });
+    } finally {
+      await store.close();
+    }
+  });
+});
+
+describe('PostgresStore deadlocks at the commit', () => {
+  it('run the callback again when the locks a commit takes for its records deadlock with another writer', async () => {
+    const store = await PostgresStore.open({ url: database.url });
+    try {
+      const prefix = `pg/${freshProject()}/`;
+      const [first, second] = [`${prefix}first`, `${prefix}second`];
+      const holding = [signal(), signal()];
+      let runs = 0;
+      // Each reads (and so locks) one record, waits until the other holds its own, then writes the other's.
+      const writer = (index: 0 | 1, read: string, written: string) =>
+        store.write(async (tx) => {
+          runs++;
+          await tx.getRecord(read);
+          holding[index].resolve();
+          await holding[1 - index].promise;
+          tx.putRecord(written, index);
+        });
+      await Promise.all([writer(0, first, second), writer(1, second, first)]);
+      expect(runs).toBe(3);
+      const values = await store.read(async (tx) => [await tx.getRecord<number>(first), await tx.getRecord<number>(second)]);
+      // Whichever ran again, each record holds what the writer of it put.
+      expect(values).toEqual([1, 0]);
+    } finally {
+      await store.close();
+    }
+  });
+});
+
+describe('PostgresStore commit index', () => {
+  it('gives generations from the commits put in one transaction in any order, children first too (2,000 merges, no recursion)', async () => {
+    const store = await PostgresStore.open({ url: database.url });
+    try {
+      const project = freshProject();
+      const signature = { name: 'H', email: 'h@example.com', timestamp: 1_700_000_000, timezone: '+0000' };
+      const commits: Array<{ oid: Oid; body: Buffer }> = [];
+      for (let index = 0; index < 2000; index++) {
+        // Every commit merges the two before it: a walk that is not memoised takes 2^i steps.
+        const parents = commits.slice(-2).map((commit) => commit.oid).reverse();
+        const body = encodeCommit({ tree: EMPTY_TREE_OID, parents, author: signature, committer: signature, extraHeaders: [], message: `c${index}\n` });
+        commits.push({ oid: hashObject('commit', body), body });
+      }
+      const inside = await store.write(async (tx) => {
+        const p = tx.project(project);
+        for (const commit of [...commits].reverse()) p.putObjectWithId(commit.oid, 'commit', commit.body);
+        return (await p.getCommitInfos(commits.map((commit) => commit.oid))).map((info) => info?.generation);
+      });
+      const expected = Array.from({ length: 2000 }, (_, index) => index + 1);
+      expect(inside).toEqual(expected);
+      const stored = await store.read(async (tx) => tx.project(project).getCommitInfos(commits.map((commit) => commit.oid)));
+      expect(stored.map((info) => info?.generation)).toEqual(expected);
+    } finally {
+      await store.close();
+    }
+  });
+});
+
+describe('PostgresStore records', () => {
+  it('keeps keys with quotes, backslashes, commas, braces and non-ASCII text, written and deleted in one statement', async () => {
+    const store = await PostgresStore.open({ url: database.url });
+    try {
+      const prefix = `pg/${freshProject()}/`;
+      const odd = ['a"b', 'back\\slash', 'com,ma', '{brace}', 'NULL', 'caf\u00e9', '\u{1f600}', ' space '].map((tail) => prefix + tail);
+      await store.write(async (tx) => odd.forEach((key, index) => tx.putRecord(key, { index })));
+      const listed = await store.read((tx) => tx.listRecords<{ index: number }>(prefix));
+      const byteOrder = [...odd].sort((a, b) => Buffer.compare(Buffer.from(a), Buffer.from(b)));
+      expect(listed.map((record) => record.key)).toEqual(byteOrder);
+      for (const record of listed) expect(record.value.index).toBe(odd.indexOf(record.key));
+      await store.write(async (tx) => odd.slice(0, 4).forEach((key) => tx.deleteRecord(key)));
+      expect((await store.read((tx) => tx.listRecords(prefix))).map((record) => record.key)).toEqual(byteOrder.filter((key) => !odd.slice(0, 4).includes(key)));
+    } finally {
+      await store.close();
+    }
+  });
+});
+
+describe('PostgresStore durability and caching', () => {
+  it('commits with synchronous_commit on even where the database defaults to off', async () => {
+    const name = new URL(database.url).pathname.slice(1);
+    await admin.unsafe(`ALTER DATABASE ${name} SET synchronous_commit = off`);
+    const plain = postgres(database.url, { max: 1, onnotice: () => undefined });
+    const storeLike = postgres(database.url, connectionOptions({}, 1));
+    try {
+      expect((await plain`SHOW synchronous_commit`)[0].synchronous_commit).toBe('off');
+      expect((await storeLike`SHOW synchronous_commit`)[0].synchronous_commit).toBe('on');
+    } finally {
+      await admin.unsafe(`ALTER DATABASE ${name} RESET synchronous_commit`);
+      await Promise.all([plain.end(), storeLike.end()]);
+    }
+  });
+
+  it('answers objects it has read from its cache, and a node that has not read them from the database', async () => {
+    await withNodes(async ([reader, other]) => {
+      const project = freshProject();
+      const body = Buffer.from('cached on the node that read it');
+      const oid = await reader.write(async (tx) => tx.project(project).putObject('blob', body));
+      expect(await reader.read((tx) => tx.project(project).getObjects([oid]))).toEqual([{ type: 'blob', body }]);
+      // Behind both nodes' backs (no path of the store deletes one object): only the database forgets it.
+      await admin`DELETE FROM treehouse_objects WHERE project_id = ${project} AND oid = ${oid}`;
+      expect(await reader.read((tx) => tx.project(project).getObjects([oid]))).toEqual([{ type: 'blob', body }]);
+      expect(await other.read((tx) => tx.project(project).getObjects([oid]))).toEqual([undefined]);
+      // Dropping the project forgets the node's copies too.
+      while ((await reader.dropProjectKeys(project, 100)) > 0);
+      expect(await reader.read((tx) => tx.project(project).hasObjects([oid]))).toEqual([false]);
+    });
+  });
+
+  it('keeps its object cache within its byte budget', async () => {
+    const store = await PostgresStore.open({ url: database.url, objectCacheBytes: 64 * 1024 });
+    try {
+      const project = freshProject();
+      const bodies = Array.from({ length: 64 }, (_, index) => Buffer.alloc(4096, index));
+      const oids = await store.write(async (tx) => bodies.map((body) => tx.project(project).putObject('blob', body)));
+      expect(await store.read((tx) => tx.project(project).getObjects(oids))).toEqual(bodies.map((body) => ({ type: 'blob', body })));
+      // What the cache kept is still answered once the database has lost them all: some, within the budget.
+      await admin`DELETE FROM treehouse_objects WHERE project_id = ${project}`;
+      const kept = (await store.read((tx) => tx.project(project).hasObjects(oids))).filter(Boolean).length;
+      expect(kept).toBeGreaterThan(0);
+      expect(kept * 4096).toBeLessThanOrEqual(64 * 1024);
+    } finally {
+      await store.close();
+    }
+  });
+});
+
+describe('PostgresStore when the database is unavailable', () => {
+  it('rejects reads and writes with StoreUnavailableError when the database does not exist, and the service answers 503', async () => {
+    const missing = database.url.replace(/\/[^/]+$/, '/no_such_database');
+    const store = new PostgresStore({ url: missing });
+    try {
+      const read = await store.read(async (tx) => tx.getRecord('x')).catch((error: unknown) => error);
+      const write = await store.write(async (tx) => tx.putRecord('x', 1)).catch((error: unknown) => error);
+      for (const error of [read, write]) {
+        expect(error).toBeInstanceOf(StoreUnavailableError);
+        expect(contractError(error)?.code).toBe('unavailable');
+      }
+      await expect(PostgresStore.open({ url: missing })).rejects.toBeInstanceOf(StoreUnavailableError);
+    } finally {
+      await store.close();
+    }
+  });
+
+  it('rejects with StoreUnavailableError when nothing listens on the port', async () => {
+    const url = new URL(database.url);
+    url.port = String(await freePort());
+    const store = new PostgresStore({ url: url.toString(), connectTimeoutSeconds: 5 });
+    try {
+      await expect(store.read(async (tx) => tx.project(1).getVersion())).rejects.toBeInstanceOf(StoreUnavailableError);
+    } finally {
+      await store.close();
+    }
+  });
+
+  it('fails a write whose connection the server ends mid-transaction, writes nothing of it, and serves again after', async () => {
+    // One connection per pool: the next write and read reuse the very connections that were cut
+    // off (postgres.js hands the cut-off statement's error to the next session's first statement).
+    const store = await PostgresStore.open({ url: database.url, writeConnectionsMax: 1, readConnectionsMax: 1 });
+    try {
+      const project = freshProject();
+      const [a, b, c] = ['a', 'b', 'c'].map((text) => hashObject('commit', Buffer.from(text)));
+      await store.write(async (tx) => tx.project(project).casRef('refs/heads/main', null, a));
+      const locked = signal();
+      const terminated = signal();
+      const doomed = Buffer.from('never stored');
+      const writing = store.write(async (tx) => {
+        const p = tx.project(project);
+        await p.casRef('refs/heads/main', a, b);
+        p.putObject('blob', doomed);
+        tx.putRecord(`pg/${project}/doomed`, true);
+        locked.resolve();
+        await terminated.promise;
+        await p.bumpVersion();
+      });
+      await locked.promise;
+      const ended = await admin`
+        SELECT pg_terminate_backend(pid) AS ended FROM pg_stat_activity
+        WHERE datname = current_database() AND application_name = 'treehouse' AND state LIKE 'idle in transaction%'`;
+      expect(ended.map((row) => row.ended)).toEqual([true]);
+      terminated.resolve();
+      const error = await writing.catch((failure: unknown) => failure);
+      expect(error).toBeInstanceOf(StoreUnavailableError);
+      expect(contractError(error)?.code).toBe('unavailable');
+      await store.read(async (tx) => {
+        expect(await tx.project(project).getRef('refs/heads/main')).toEqual(a);
+        expect(await tx.project(project).hasObjects([hashObject('blob', doomed)])).toEqual([false]);
+        expect(await tx.project(project).getVersion()).toBe(0);
+        expect(await tx.getRecord(`pg/${project}/doomed`)).toBeUndefined();
+      });
+      await store.write(async (tx) => tx.project(project).casRef('refs/heads/main', a, c));
+      expect(await store.read((tx) => tx.project(project).getRef('refs/heads/main'))).toEqual(c);
+    } finally {
+      await store.close();
+    }
+  });
+});
+
+describe('PostgresStore hostile input', () => {
+  it('finds no object for a prefix that is not lowercase hex or is longer than an id, nor for a limit below one, inside a write and out', async () => {
+    const store = await PostgresStore.open({ url: database.url });
+    try {
+      const project = freshProject();
+      const oid = await store.write(async (tx) => tx.project(project).putObject('blob', Buffer.from('findable')));
+      const hex = oid.toString('hex');
+      const hostile: Array<[string, number]> = [
+        ['zz', 10],
+        [hex.slice(0, 6).toUpperCase(), 10],
+        [`${hex}0`, 10],
+        ['%', 10],
+        [hex.slice(0, 6), 0],
+        [hex.slice(0, 6), -1],
+        [hex.slice(0, 6), Number.NaN],
+      ];
+      for (const [prefix, limit] of hostile) {
+        expect(await store.read((tx) => tx.project(project).findObjectsByPrefix(prefix, limit)), `${prefix} ${limit}`).toEqual([]);
+        expect(await store.write(async (tx) => tx.project(project).findObjectsByPrefix(prefix, limit)), `${prefix} ${limit}`).toEqual([]);
+      }
+      expect(await store.read((tx) => tx.project(project).findObjectsByPrefix(hex.slice(0, 6), 2.5))).toEqual([oid]);
+    } finally {
+      await store.close();
+    }
+  });
+
+  it('refuses a record key with a NUL character when it is put, and the write leaves nothing', async () => {
+    const store = await PostgresStore.open({ url: database.url });
+    try {
+      const prefix = `pg/${freshProject()}/`;
+      await expect(
+        store.write(async (tx) => {
+          tx.putRecord(`${prefix}fine`, 1);
+          tx.putRecord(`${prefix}nul\0here`, 2);
+        }),
+      ).rejects.toThrow(/NUL/);
+      expect(await store.read((tx) => tx.listRecords(prefix))).toEqual([]);
+    } finally {
+      await store.close();
+    }
+  });
+});
