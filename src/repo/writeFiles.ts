@@ -4,6 +4,7 @@
  * replace a file by a directory of the same name.
  */
 import { TreehouseError } from '../errors.js';
+import { packNameHash } from '../git/nameHash.js';
 import { pathProblem } from '../git/path.js';
 import type { Oid } from '../git/oid.js';
 import { MODE_FILE, MODE_GITLINK } from '../git/tree.js';
@@ -64,8 +65,9 @@ export async function writeFilesInTx(tx: WriteTx, batch: PreparedBatch): Promise
   const conflicts: string[] = [];
   prepared.forEach((write) => {
     const found = tree.lookup(write.path);
-    // The file's previous version is the likely delta base of the new one (src/service/deflateCache.ts).
-    const blob = tx.putObject('blob', write.bytes, undefined, found.kind === 'file' ? found.entry.oid : null);
+    // The file's previous version is the likely delta base of the new one, and its path sorts it
+    // beside files of its name for the delta search of the others (src/service/deflateCache.ts).
+    const blob = tx.putObject('blob', write.bytes, undefined, found.kind === 'file' ? found.entry.oid : null, packNameHash(write.path));
     // A submodule is a directory in a checkout: a file may not replace it (delete it first).
     if (found.kind === 'directory' || found.kind === 'blocked' || (found.kind === 'file' && found.entry.mode === MODE_GITLINK)) {
       conflicts.push(write.path);
