@@ -78,7 +78,7 @@ export class DeflateCache {
   private idleWaiters: Array<() => void> = [];
   /** Where the scan for what earlier runs left without a form goes on; undefined when it is done. */
   private backlogAfter: ObjectCursor | null | undefined = undefined;
-  /** Objects whose delta the store refused since the last batch: the worker's window drops them as bases. */
+  /** Objects whose delta the store refused since the last batch, and their bases: the worker's window drops them. */
   private refused: Array<{ project: number; oid: Oid }> = [];
   private readonly windowOptions: DeltaWindowOptions = { depthMax: DELTA_DEPTH_MAX, level: DEFLATE_LEVEL };
 
@@ -191,7 +191,7 @@ export class DeflateCache {
       try {
         // Collected, not queued, inside the callback: a store may run it more than once.
         const refused = await this.store.write(async (tx) => {
-          const refused: Pending[] = [];
+          const refused: Array<{ item: Pending; base: Oid }> = [];
           for (const [index, { item }] of reads.entries()) {
             const project = tx.project(item.project);
             const { deflated, delta } = forms[index];
@@ -202,12 +202,13 @@ export class DeflateCache {
             }
             const form = { base: Buffer.from(delta.base.buffer, delta.base.byteOffset, delta.base.byteLength), bytes: delta.bytes, depth: delta.depth };
             // Refused when the base's form is not what the search saw: the object is tried again, whole.
-            if (!(await project.putDeflatedDelta!(item.oid, form, stream))) refused.push({ ...item, similarTo: null, whole: true });
+            if (!(await project.putDeflatedDelta!(item.oid, form, stream))) refused.push({ item, base: form.base });
           }
           return refused;
         });
-        this.refused.push(...refused.map(({ project, oid }) => ({ project, oid })));
-        this.queue.push(...refused);
+        // Neither is a base the window can vouch for now: the base's form is not what it believed.
+        this.refused.push(...refused.flatMap(({ item, base }) => [{ project: item.project, oid: item.oid }, { project: item.project, oid: base }]));
+        this.queue.push(...refused.map(({ item }) => ({ ...item, similarTo: null, whole: true })));
       } catch {
         // A full disk or a closing store: the forms are optional, and start() picks the rest up later.
         // The window holds objects that got no form; deltas on them are refused and retried whole.
