@@ -127,9 +127,9 @@ async function stopOurs(ours: Ours): Promise<void> {
 }
 
 /**
- * Waits until the deflate cache holds every stored object; its time in ms. /healthz's
- * deflate_backlog reaches 0 while the last batch is still being deflated, so this reads the store
- * itself (LMDB allows readers in other processes): every key of `objects` has one in `packed`.
+ * Waits until the deflate cache holds every stored object; its time in ms. It reads the store itself
+ * (LMDB allows readers in other processes): every key of `objects` has one in `packed` (before
+ * /healthz's deflate_backlog counted the batch in progress, it reached 0 while that was still being made).
  */
 export async function deflateCatchUp(dataDir: string): Promise<number> {
   const started = performance.now();

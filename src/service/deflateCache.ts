@@ -73,6 +73,8 @@ export class DeflateCache {
   private readonly queue: Pending[] = [];
   private worker: Worker | null = null;
   private running = false;
+  /** Objects of the batch being read, searched or stored. */
+  private inFlight = 0;
   private stopped = false;
   private batchId = 0;
   private idleWaiters: Array<() => void> = [];
@@ -100,9 +102,9 @@ export class DeflateCache {
     this.kick();
   }
 
-  /** Objects waiting for a form, plus one while the scan at start is still under way. */
+  /** Objects waiting for a form or being given one, plus one while the scan at start is still under way. */
   get backlog(): number {
-    return this.queue.length + (this.backlogAfter !== undefined ? 1 : 0);
+    return this.queue.length + this.inFlight + (this.backlogAfter !== undefined ? 1 : 0);
   }
 
   /** Resolves when the queue is empty and the scan at start done (for benchmarks and tests). */
@@ -155,66 +157,78 @@ export class DeflateCache {
         continue;
       }
       const batch = this.queue.splice(0, BATCH_OBJECTS);
-      const reads: Read[] = [];
-      // An object whose base is in this batch waits for the next one, when the base has its form.
-      const inBatch = new Set(batch.map((item) => `${item.project}/${oidToHex(item.oid)}`));
-      const later: Pending[] = [];
-      const readEnd = performance.now() + READ_SLICE_MS;
-      await this.store.read(async (tx) => {
-        for (let at = 0; at < batch.length; at += READ_CHUNK_OBJECTS) {
-          // Reading rebuilds bodies (and bases) from their forms: the rest waits for the next turn.
-          if (at > 0 && performance.now() > readEnd) {
-            later.push(...batch.slice(at));
-            break;
-          }
-          const byProject = new Map<number, Pending[]>();
-          for (const item of batch.slice(at, at + READ_CHUNK_OBJECTS)) {
-            if (item.similarTo && inBatch.has(`${item.project}/${oidToHex(item.similarTo)}`)) later.push(item);
-            else byProject.set(item.project, [...(byProject.get(item.project) ?? []), item]);
-          }
-          for (const [project, items] of byProject) reads.push(...(await readForDeflate(tx, project, items)));
-        }
-      });
-      this.queue.unshift(...later);
-      if (reads.length === 0) continue;
-      // git's order for the search: a base found among them comes, and is stored, before its delta.
-      reads.sort(compareForWindow);
-      let forms: WindowForm[];
+      this.inFlight = batch.length;
       try {
-        forms = await this.searchForms(reads);
-      } catch {
-        // The worker failed (it is started again next time, with an empty window); packs deflate inline meanwhile.
-        this.worker = null;
-        return;
-      }
-      if (this.stopped) return;
-      try {
-        // Collected, not queued, inside the callback: a store may run it more than once.
-        const refused = await this.store.write(async (tx) => {
-          const refused: Array<{ item: Pending; base: Oid }> = [];
-          for (const [index, { item }] of reads.entries()) {
-            const project = tx.project(item.project);
-            const { deflated, delta } = forms[index];
-            const stream = Buffer.from(deflated.buffer, deflated.byteOffset, deflated.byteLength);
-            if (!delta) {
-              project.putDeflated!(item.oid, stream);
-              continue;
-            }
-            const form = { base: Buffer.from(delta.base.buffer, delta.base.byteOffset, delta.base.byteLength), bytes: delta.bytes, depth: delta.depth };
-            // Refused when the base's form is not what the search saw: the object is tried again, whole.
-            if (!(await project.putDeflatedDelta!(item.oid, form, stream))) refused.push({ item, base: form.base });
-          }
-          return refused;
-        });
-        // Neither is a base the window can vouch for now: the base's form is not what it believed.
-        this.refused.push(...refused.flatMap(({ item, base }) => [{ project: item.project, oid: item.oid }, { project: item.project, oid: base }]));
-        this.queue.push(...refused.map(({ item }) => ({ ...item, similarTo: null, whole: true })));
-      } catch {
-        // A full disk or a closing store: the forms are optional, and start() picks the rest up later.
-        // The window holds objects that got no form; deltas on them are refused and retried whole.
-        return;
+        if (!(await this.formBatch(batch))) return;
+      } finally {
+        this.inFlight = 0;
       }
     }
+  }
+
+  /** Reads, searches and stores the forms of one batch; false when the cache should stop for now. */
+  private async formBatch(batch: Pending[]): Promise<boolean> {
+    const reads: Read[] = [];
+    // An object whose base is in this batch waits for the next one, when the base has its form.
+    const inBatch = new Set(batch.map((item) => `${item.project}/${oidToHex(item.oid)}`));
+    const later: Pending[] = [];
+    const readEnd = performance.now() + READ_SLICE_MS;
+    await this.store.read(async (tx) => {
+      for (let at = 0; at < batch.length; at += READ_CHUNK_OBJECTS) {
+        // Reading rebuilds bodies (and bases) from their forms: the rest waits for the next turn.
+        if (at > 0 && performance.now() > readEnd) {
+          later.push(...batch.slice(at));
+          break;
+        }
+        const byProject = new Map<number, Pending[]>();
+        for (const item of batch.slice(at, at + READ_CHUNK_OBJECTS)) {
+          if (item.similarTo && inBatch.has(`${item.project}/${oidToHex(item.similarTo)}`)) later.push(item);
+          else byProject.set(item.project, [...(byProject.get(item.project) ?? []), item]);
+        }
+        for (const [project, items] of byProject) reads.push(...(await readForDeflate(tx, project, items)));
+      }
+    });
+    this.queue.unshift(...later);
+    this.inFlight -= later.length;
+    if (reads.length === 0) return true;
+    // git's order for the search: a base found among them comes, and is stored, before its delta.
+    reads.sort(compareForWindow);
+    let forms: WindowForm[];
+    try {
+      forms = await this.searchForms(reads);
+    } catch {
+      // The worker failed (it is started again next time, with an empty window); packs deflate inline meanwhile.
+      this.worker = null;
+      return false;
+    }
+    if (this.stopped) return false;
+    try {
+      // Collected, not queued, inside the callback: a store may run it more than once.
+      const refused = await this.store.write(async (tx) => {
+        const refused: Array<{ item: Pending; base: Oid }> = [];
+        for (const [index, { item }] of reads.entries()) {
+          const project = tx.project(item.project);
+          const { deflated, delta } = forms[index];
+          const stream = Buffer.from(deflated.buffer, deflated.byteOffset, deflated.byteLength);
+          if (!delta) {
+            project.putDeflated!(item.oid, stream);
+            continue;
+          }
+          const form = { base: Buffer.from(delta.base.buffer, delta.base.byteOffset, delta.base.byteLength), bytes: delta.bytes, depth: delta.depth };
+          // Refused when the base's form is not what the search saw: the object is tried again, whole.
+          if (!(await project.putDeflatedDelta!(item.oid, form, stream))) refused.push({ item, base: form.base });
+        }
+        return refused;
+      });
+      // Neither is a base the window can vouch for now: the base's form is not what it believed.
+      this.refused.push(...refused.flatMap(({ item, base }) => [{ project: item.project, oid: item.oid }, { project: item.project, oid: base }]));
+      this.queue.push(...refused.map(({ item }) => ({ ...item, similarTo: null, whole: true })));
+    } catch {
+      // A full disk or a closing store: the forms are optional, and start() picks the rest up later.
+      // The window holds objects that got no form; deltas on them are refused and retried whole.
+      return false;
+    }
+    return true;
   }
 
   /** A pack-ready form of `body` against `base`, made on the worker (upload-pack's thin deltas of large objects). */
