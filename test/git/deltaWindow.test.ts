@@ -69,7 +69,7 @@ const hexOf = (oid: Uint8Array) => Buffer.from(oid).toString('hex');
 
 describe('DeltaWindow', () => {
   it('finds a near-copy written in a later call, at another path, and its delta rebuilds it', () => {
-    const { window, run } = harness({ depthMax: 50, level: LEVEL });
+    const { run } = harness({ depthMax: 50, level: LEVEL });
     const original = source(200, 'original');
     const copy = `// copied\n${original.replace('value17 =', 'renamed17 =')}\n`;
     const [first, second] = run([[object(original, 'src/widgets/button.ts')], [object(copy, 'lib/forms/button.ts')]]);
@@ -106,7 +106,7 @@ describe('DeltaWindow', () => {
 
   it('keeps every chain within depthMax over a long line of similar files, and rebuilds each', () => {
     for (const depthMax of [5, 50]) {
-      const { window, run } = harness({ depthMax, level: LEVEL });
+      const { run } = harness({ depthMax, level: LEVEL });
       let text = source(100, 'chain');
       const batches: WindowObject[][] = [];
       for (let round = 0; round < 150; round++) {
@@ -152,7 +152,7 @@ describe('DeltaWindow', () => {
   });
 
   it('stops searching within a call once scanBytesMax is spent, and deflates the rest whole', () => {
-    const { window, run } = harness({ depthMax: 50, level: LEVEL, scanBytesMax: 64 * 1024 });
+    const { run } = harness({ depthMax: 50, level: LEVEL, scanBytesMax: 64 * 1024 });
     const text = source(300, 'budget');
     const batch = Array.from({ length: 12 }, (_, index) => object(`${text}\n// copy ${index}`, `budget/${index}.ts`));
     const found = run([batch]);
@@ -181,7 +181,7 @@ describe('DeltaWindow', () => {
   });
 
   it('does not search an object marked whole, and deltifies nothing smaller than 64 bytes', () => {
-    const { window, run } = harness({ depthMax: 50, level: LEVEL });
+    const { run } = harness({ depthMax: 50, level: LEVEL });
     const text = source(80, 'whole');
     run([[object(text, 'w/a.ts')]]);
     const [whole] = run([[object(`${text}\n// x`, 'w/b.ts', { whole: true })]]);
