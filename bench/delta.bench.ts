@@ -4,7 +4,9 @@
  * `git verify-pack -v` gives its base and the delta's size, and we make a delta for the same
  * base and target. The table compares the sums (raw, and deflated as they would sit in a pack) by
  * object type, and counts the pairs where ours is more than 10% larger. Then tinybench times
- * createDelta (index build included) on typical pairs: a source file, a hot file, the 2.8 MB file.
+ * createDelta (index build included) on typical pairs: a source file, a hot file, the 2.8 MB file;
+ * and the deflate cache's windowed search (src/git/deltaWindow.ts) on one batch of 512 files of the
+ * history's tree in git's order, deflating included, as its worker meets an import.
  * Speed is reported, never asserted.
  *
  *   npx tsx bench/delta.bench.ts [--commits=1000] [--big-commits=30] [--work=DIR] [--result=FILE] [--quick]
@@ -18,12 +20,17 @@ import { Bench } from 'tinybench';
 import { isolatedGitEnv } from '../fixtures/gitEnv.js';
 import { writeHistoryRepo, type HistoryOptions } from '../fixtures/history.js';
 import { createDelta, DeltaIndex } from '../src/git/delta.js';
+import { compareForWindow, DeltaWindow, type WindowObject } from '../src/git/deltaWindow.js';
+import { packNameHash } from '../src/git/nameHash.js';
+import { hashObject } from '../src/git/oid.js';
 import { encodeEntryHeader, encodeOfsDistance, OBJ_OFS_DELTA } from '../src/git/pack.js';
 import { summariseTask } from './measure.js';
 
 const GIT_ENV = isolatedGitEnv({ noAutoGc: true });
 /** A pair counts as "worse" when our delta is more than this much larger than git's. */
 const WORSE_RATIO = 1.1;
+/** Objects per batch of the deflate cache (src/service/deflateCache.ts BATCH_OBJECTS). */
+const WINDOW_BATCH_OBJECTS = 512;
 
 export interface DeltaSizeRow {
   history: string;
@@ -161,8 +168,19 @@ async function timeTypical(repo: string, bigRepo: string, quick: boolean): Promi
   for (const { name, base, target } of cases) bench.add(name, () => void createDelta(base, target));
   const big = cases[2];
   bench.add('2.8 MB file, index only', () => void new DeltaIndex(big.base));
+  const batch = treeBatch(repo);
+  const windowCase = `window search, ${batch.length} files of the tree (fresh window, deflating included)`;
+  const batchBytes = batch.reduce((sum, object) => sum + object.body.length, 0);
+  let formBytes = 0;
+  bench.add(windowCase, () => {
+    formBytes = new DeltaWindow({ depthMax: 50, level: 6 }).formsOf(batch).reduce((sum, form) => sum + form.deflated.length, 0);
+  });
   await bench.run();
   return bench.tasks.map((task) => {
+    if (task.name === windowCase) {
+      const summary = summariseTask(task);
+      return { name: task.name, baseBytes: 0, targetBytes: batchBytes, deltaBytes: formBytes, medianMs: summary.medianMs, samples: summary.n };
+    }
     const found = cases.find((c) => c.name === task.name) ?? { base: big.base, target: Buffer.alloc(0) };
     const summary = summariseTask(task);
     return {
@@ -174,6 +192,22 @@ async function timeTypical(repo: string, bigRepo: string, quick: boolean): Promi
       samples: summary.n,
     };
   });
+}
+
+/** The first WINDOW_BATCH_OBJECTS files of main's tree, as the deflate cache hands them to its window (sorted git's way). */
+function treeBatch(repo: string): WindowObject[] {
+  const listed = git(['ls-tree', '-r', 'main'], repo).toString('utf8').trim().split('\n').slice(0, WINDOW_BATCH_OBJECTS);
+  const files = listed.map((line) => ({ oid: line.split(/\s+/)[2], path: line.slice(line.indexOf('\t') + 1) }));
+  const raw = git(['cat-file', '--batch'], repo, files.map((file) => `${file.oid}\n`).join(''));
+  let at = 0;
+  const objects = files.map(({ path }) => {
+    const headerEnd = raw.indexOf(10, at);
+    const size = Number(raw.toString('latin1', at, headerEnd).split(' ')[2]);
+    const body = raw.subarray(headerEnd + 1, headerEnd + 1 + size);
+    at = headerEnd + 1 + size + 1;
+    return { project: 1, oid: hashObject('blob', body), type: 'blob' as const, nameHash: packNameHash(path), body, named: null, whole: false };
+  });
+  return objects.sort(compareForWindow);
 }
 
 export async function runDeltaBench(options: { commits: number; bigCommits: number; work: string; quick: boolean }): Promise<DeltaBenchResult> {

@@ -56,7 +56,7 @@ interface Context {
 }
 
 /** Runs git asynchronously (the http-backend lives in this process) and times it. */
-function runGit(args: string[], options: { cwd?: string; env?: Record<string, string> } = {}): Promise<{ ms: number; stdout: string }> {
+export function runGit(args: string[], options: { cwd?: string; env?: Record<string, string> } = {}): Promise<{ ms: number; stdout: string }> {
   return new Promise((resolve, reject) => {
     const started = process.hrtime.bigint();
     const child = spawn('git', args, { cwd: options.cwd, env: { ...GIT_ENV, ...options.env }, stdio: ['ignore', 'pipe', 'pipe'] });
@@ -74,7 +74,7 @@ function runGit(args: string[], options: { cwd?: string; env?: Record<string, st
   });
 }
 
-function packBytesIn(repo: string, suffixes = ['.pack']): number {
+export function packBytesIn(repo: string, suffixes = ['.pack']): number {
   const dir = join(repo, 'objects', 'pack');
   if (!existsSync(dir)) return 0;
   return readdirSync(dir)
@@ -82,12 +82,12 @@ function packBytesIn(repo: string, suffixes = ['.pack']): number {
     .reduce((sum, name) => sum + statSync(join(dir, name)).size, 0);
 }
 
-function duBytes(path: string): number {
+export function duBytes(path: string): number {
   const result = spawnSync('du', ['-sB1', path], { encoding: 'utf8' });
   return Number(result.stdout.split(/\s/)[0]);
 }
 
-async function api(server: ServerProcess, key: string, method: string, path: string, body?: unknown): Promise<any> {
+export async function api(server: ServerProcess, key: string, method: string, path: string, body?: unknown): Promise<any> {
   const response = await fetch(`${server.url}/api/v1${path}`, {
     method,
     headers: { authorization: `Bearer ${key}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
@@ -127,11 +127,11 @@ async function stopOurs(ours: Ours): Promise<void> {
 }
 
 /**
- * Waits until the deflate cache holds every stored object; its time in ms. /healthz's
- * deflate_backlog reaches 0 while the last batch is still being deflated, so this reads the store
- * itself (LMDB allows readers in other processes): every key of `objects` has one in `packed`.
+ * Waits until the deflate cache holds every stored object; its time in ms. It reads the store itself
+ * (LMDB allows readers in other processes): every key of `objects` has one in `packed` (before
+ * /healthz's deflate_backlog counted the batch in progress, it reached 0 while that was still being made).
  */
-async function deflateCatchUp(dataDir: string): Promise<number> {
+export async function deflateCatchUp(dataDir: string): Promise<number> {
   const started = performance.now();
   const env = open({ path: dataDir, noSubdir: false, readOnly: true, maxDbs: 16 } as Parameters<typeof open>[0]);
   try {
@@ -154,7 +154,7 @@ function ourRemote(ours: Ours, projectId: string): string {
 }
 
 /** data.mdb's size on disk and LMDB's own count of pages in use, per database (read-only, server stopped). */
-function measureStore(dataDir: string): StoreBytes {
+export function measureStore(dataDir: string): StoreBytes {
   const file = join(dataDir, 'data.mdb');
   const env = open({ path: dataDir, noSubdir: false, readOnly: true, maxDbs: 16 } as Parameters<typeof open>[0]);
   try {

@@ -335,6 +335,11 @@ export class DeltaIndex {
     return this.positions.length;
   }
 
+  /** Bytes the index's own arrays take (a window of bases counts them against its memory bound). */
+  get bytes(): number {
+    return this.bucketStarts.byteLength + this.positions.byteLength + this.hashes.byteLength;
+  }
+
   /**
    * The longest match (forwards only) of the target window at `at`, whose hash is `hash`, with a
    * block of the base: its base position and length, or length 0.

@@ -17,9 +17,14 @@ export interface PackForm {
   deltaBytes: number | null;
 }
 
+/** The largest delta worth keeping for a target of this size (git's try_delta: under half of it, less an id). */
+export function deltaBytesMaxOf(targetBytes: number): number {
+  return Math.floor(targetBytes / 2) - OID_BYTES;
+}
+
 export function packForm(body: Uint8Array, base: Uint8Array | null, level: number): PackForm {
   if (base && body.length >= DELTA_TARGET_BYTES_MIN && base.length > 0) {
-    const delta = createDelta(base, body, Math.floor(body.length / 2) - OID_BYTES);
+    const delta = createDelta(base, body, deltaBytesMaxOf(body.length));
     if (delta) return { deflated: deflateSync(delta, { level }), deltaBytes: delta.length };
   }
   return { deflated: deflateSync(body, { level }), deltaBytes: null };

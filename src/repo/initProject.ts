@@ -2,6 +2,7 @@
  * The first commit of a new project: its seed files (or an empty tree) on main, with main's working
  * tree at that commit. Seeds that bring their own history (git) use importHistory instead.
  */
+import { packNameHash } from '../git/nameHash.js';
 import { encodeTree, MODE_FILE, type FileMode } from '../git/tree.js';
 import { specialFileProblem } from './worktree/specialFiles.js';
 import { oidToHex, type Oid } from '../git/oid.js';
@@ -46,7 +47,7 @@ export async function initProjectInTx(tx: WriteTx, input: InitProjectInput): Pro
       conflicts.push(file.path);
       continue;
     }
-    tree.setFile(file.path, { oid: tx.putObject('blob', file.bytes), size: file.bytes.length, mode: file.mode, locked: false });
+    tree.setFile(file.path, { oid: tx.putObject('blob', file.bytes, undefined, null, packNameHash(file.path)), size: file.bytes.length, mode: file.mode, locked: false });
   }
   if (conflicts.length > 0) {
     throw new TreehouseError('path_conflict', `Seed paths collide: ${conflicts.join(', ')}.`, { paths: conflicts });

@@ -6,6 +6,7 @@
  * transaction, so concurrent batches never edit a stale copy.
  */
 import { TreehouseError } from '../errors.js';
+import { packNameHash } from '../git/nameHash.js';
 import { pathProblem } from '../git/path.js';
 import { hasLoneSurrogate } from '../git/pathBytes.js';
 import { oidToHex } from '../git/oid.js';
@@ -77,8 +78,9 @@ export async function writeFilesInTx(tx: WriteTx, batch: PreparedBatch): Promise
   prepared.forEach((write, i) => {
     const bytes = contents[i];
     const found = tree.lookup(write.path);
-    // The file's previous version is the likely delta base of the new one (src/service/deflateCache.ts).
-    const blob = tx.putObject('blob', bytes, undefined, found.kind === 'file' ? found.entry.oid : null);
+    // The file's previous version is the likely delta base of the new one, and its path sorts it
+    // beside files of its name for the delta search of the others (src/service/deflateCache.ts).
+    const blob = tx.putObject('blob', bytes, undefined, found.kind === 'file' ? found.entry.oid : null, packNameHash(write.path));
     // A submodule is a directory in a checkout: a file may not replace it (delete it first).
     if (found.kind === 'directory' || found.kind === 'blocked' || (found.kind === 'file' && found.entry.mode === MODE_GITLINK)) {
       conflicts.push(write.path);

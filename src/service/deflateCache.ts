@@ -3,17 +3,24 @@
  * DeflatedObject), on a worker thread after the write, so serving a clone copies zlib streams
  * instead of compressing each object while the client waits (bench/RESULTS.md measures the
  * difference). An object whose writer named a similar one (the version it replaced at the same
- * path) is tried as a delta against it, as git's pack-objects would (src/git/packForm.ts), while
- * that base's chain is shorter than DELTA_DEPTH_MAX; otherwise, and when the delta is not worth it,
- * it is deflated whole. At start it also picks up whatever an earlier run stored but did not get
- * to (without hints: whole). The forms are only an optimisation: packs deflate inline what lacks one.
+ * path) is tried as a delta against it first, as git's pack-objects would (src/git/packForm.ts),
+ * while that base's chain is shorter than DELTA_DEPTH_MAX. An object with no named base, or whose
+ * named base gave no delta worth keeping, goes through git's windowed delta search
+ * (src/git/deltaWindow.ts): tried against the objects of its project and type written lately that
+ * sort nearest it by name hash (the path its writer gave) and size; otherwise it is deflated whole.
+ * At start it also pages through what an earlier run stored but did not get to (without hints:
+ * sorted by type and size only). The forms are only an optimisation: packs deflate inline what lacks one.
+ *
+ * The worker holds the search's window (bodies and their indexes, bounded in bytes) across
+ * batches; this thread only reads bodies, at most READ_SLICE_MS per turn, and writes the forms in
+ * the order the worker made them, so a base found in the same batch has its form before the delta.
  */
 import type { Worker } from 'node:worker_threads';
-import { oidToHex, type Oid } from '../git/oid.js';
+import { compareForWindow, type DeltaWindowOptions, type WindowForm, type WindowObject } from '../git/deltaWindow.js';
+import { oidToHex, type ObjectType, type Oid } from '../git/oid.js';
 import { DELTA_TARGET_BYTES_MIN, type PackForm } from '../git/packForm.js';
 import { DELTA_DEPTH_MAX } from '../repo/wire/packedForms.js';
-import type { AsyncStore, AsyncStoreReadTx } from '../store/asyncTypes.js';
-import type { Store } from '../store/types.js';
+import type { AsyncStore, AsyncStoreReadTx, ObjectCursor } from '../store/asyncTypes.js';
 import { startModuleWorker } from './moduleWorker.js';
 
 /** git's default pack compression (core.compression -1 is zlib's default, level 6). */
@@ -26,12 +33,24 @@ const BACKGROUND_NICE = 10;
 const READ_SLICE_MS = 4;
 /** Objects per batched read: small enough that READ_SLICE_MS is kept to, large enough that a networked store pays few round trips. */
 const READ_CHUNK_OBJECTS = 32;
+/** Stored objects looked at per page of the scan at start (one short read of keys). */
+const BACKLOG_PAGE_OBJECTS = 4096;
 
+// A top-level binding is a global of the worker: not named \`window\`, which modules take for a browser's.
 const WORKER_SOURCE = `
-parentPort.on('message', async ({ id, bodies, bases, level }) => {
-  const { packForm } = await load();
-  const out = bodies.map((body, i) => packForm(body, bases[i], level));
-  parentPort.postMessage({ id, out }, out.map((form) => form.deflated.buffer));
+let searchWindow = null;
+parentPort.on('message', async (message) => {
+  const { DeltaWindow, packForm } = await load();
+  let out;
+  if (message.pair) {
+    const form = packForm(message.pair.body, message.pair.base, message.level);
+    out = [{ deflated: form.deflated, delta: form.deltaBytes === null ? null : { base: null, bytes: form.deltaBytes, depth: 0 } }];
+  } else {
+    searchWindow ??= new DeltaWindow(message.options);
+    searchWindow.forget(message.forget);
+    out = searchWindow.formsOf(message.objects);
+  }
+  parentPort.postMessage({ id: message.id, out }, out.map((form) => form.deflated.buffer));
 });
 `;
 
@@ -39,151 +58,194 @@ interface Pending {
   project: number;
   oid: Oid;
   similarTo: Oid | null;
+  /** The name hash of the path it was written at (0: unknown). */
+  nameHash: number;
+  /** A retry after the store refused its delta: deflated whole, not searched. */
+  whole: boolean;
 }
 
-interface Form {
-  deflated: Uint8Array;
-  deltaBytes: number | null;
+/** What the search takes of one object, and the queue entry it came from. */
+interface Read extends WindowObject {
+  item: Pending;
 }
 
 export class DeflateCache {
   private readonly queue: Pending[] = [];
   private worker: Worker | null = null;
   private running = false;
+  /** Objects of the batch being read, searched or stored. */
+  private inFlight = 0;
   private stopped = false;
   private batchId = 0;
   private idleWaiters: Array<() => void> = [];
+  /** Where the scan for what earlier runs left without a form goes on; undefined when it is done. */
+  private backlogAfter: ObjectCursor | null | undefined = undefined;
+  /** Objects whose delta the store refused since the last batch, and their bases: the worker's window drops them. */
+  private refused: Array<{ project: number; oid: Oid }> = [];
+  private readonly windowOptions: DeltaWindowOptions = { depthMax: DELTA_DEPTH_MAX, level: DEFLATE_LEVEL };
 
-  /**
-   * `backlogSource` lists what earlier runs stored without a form: the one lookup the asynchronous
-   * interface has no call for (it is a scan of every project), so the LMDB store answers it.
-   */
-  constructor(
-    private readonly store: AsyncStore,
-    private readonly backlogSource: Pick<Store, 'listUndeflated'>,
-  ) {
+  constructor(private readonly store: AsyncStore) {
     // A backend without pack-ready forms has nothing for this cache to fill.
     if (!store.packForms) return;
     store.onObjectsStored((project, stored) => {
       if (this.stopped) return;
-      for (const { oid, similarTo } of stored) this.queue.push({ project, oid, similarTo });
+      for (const { oid, similarTo, nameHash } of stored) this.queue.push({ project, oid, similarTo, nameHash: nameHash ?? 0, whole: false });
       this.kick();
     });
   }
 
-  /** Queues what earlier runs left without a pack-ready form, then works in the background. */
+  /** Starts the scan for what earlier runs left without a pack-ready form, then works in the background. */
   start(): void {
     this.stopped = false;
-    if (!this.store.packForms) return;
-    for (const pending of this.backlogSource.listUndeflated(Number.MAX_SAFE_INTEGER)) this.queue.push({ ...pending, similarTo: null });
+    if (!this.store.packForms || !this.store.listUndeflated) return;
+    this.backlogAfter = null;
     this.kick();
   }
 
+  /** Objects waiting for a form or being given one, plus one while the scan at start is still under way. */
   get backlog(): number {
-    return this.queue.length;
+    return this.queue.length + this.inFlight + (this.backlogAfter !== undefined ? 1 : 0);
   }
 
-  /** Resolves when the queue is empty (for benchmarks and tests). */
+  /** Resolves when the queue is empty and the scan at start done (for benchmarks and tests). */
   idle(): Promise<void> {
-    if (this.queue.length === 0 && !this.running) return Promise.resolve();
+    if (this.backlog === 0 && !this.running) return Promise.resolve();
     return new Promise((resolve) => this.idleWaiters.push(resolve));
   }
 
   async stop(): Promise<void> {
     this.stopped = true;
     this.queue.length = 0;
+    this.backlogAfter = undefined;
     while (this.running) await new Promise((resolve) => setTimeout(resolve, 10));
     await this.worker?.terminate();
     this.worker = null;
   }
 
   private kick(): void {
-    if (this.running || this.stopped || this.queue.length === 0) return;
+    if (this.running || this.stopped || this.backlog === 0) return;
     this.running = true;
     void this.drain().finally(() => {
       this.running = false;
-      if (this.queue.length > 0 && !this.stopped) this.kick();
+      if (this.backlog > 0 && !this.stopped) this.kick();
       else for (const resolve of this.idleWaiters.splice(0)) resolve();
     });
   }
 
-  private async drain(): Promise<void> {
-    while (this.queue.length > 0 && !this.stopped) {
-      const batch = this.queue.splice(0, BATCH_OBJECTS);
-      const bodies: Buffer[] = [];
-      const bases: Array<Buffer | null> = [];
-      const kept: Array<Pending & { baseDepth: number }> = [];
-      // An object whose base is in this batch waits for the next one, when the base has its form.
-      const inBatch = new Set(batch.map((item) => `${item.project}/${oidToHex(item.oid)}`));
-      const later: Pending[] = [];
-      const readEnd = performance.now() + READ_SLICE_MS;
-      await this.store.read(async (tx) => {
-        for (let at = 0; at < batch.length; at += READ_CHUNK_OBJECTS) {
-          // Reading rebuilds bodies (and bases) from their forms: the rest waits for the next turn.
-          if (at > 0 && performance.now() > readEnd) {
-            later.push(...batch.slice(at));
-            break;
-          }
-          const byProject = new Map<number, Pending[]>();
-          for (const item of batch.slice(at, at + READ_CHUNK_OBJECTS)) {
-            if (item.similarTo && inBatch.has(`${item.project}/${oidToHex(item.similarTo)}`)) later.push(item);
-            else byProject.set(item.project, [...(byProject.get(item.project) ?? []), item]);
-          }
-          for (const [project, items] of byProject) {
-            for (const read of await readForDeflate(tx, project, items)) {
-              bodies.push(read.body);
-              bases.push(read.base);
-              kept.push(read.item);
-            }
-          }
-        }
-      });
-      this.queue.unshift(...later);
-      if (kept.length === 0) continue;
-      let forms: Form[];
-      try {
-        forms = await this.packForms(bodies, bases);
-      } catch {
-        // The worker failed (it is started again next time); packs deflate inline meanwhile.
-        this.worker = null;
-        return;
-      }
+  /** Queues a page of the scan at start when the queue runs short of a batch. */
+  private async readBacklogPage(): Promise<void> {
+    if (this.backlogAfter === undefined || this.queue.length >= BATCH_OBJECTS) return;
+    try {
+      const page = await this.store.listUndeflated!(this.backlogAfter, BACKLOG_PAGE_OBJECTS);
       if (this.stopped) return;
+      for (const { project, oid } of page.undeflated) this.queue.push({ project, oid, similarTo: null, nameHash: 0, whole: false });
+      this.backlogAfter = page.next ?? undefined;
+    } catch {
+      // A closing store: start() scans again next time.
+      this.backlogAfter = undefined;
+    }
+  }
+
+  private async drain(): Promise<void> {
+    while (!this.stopped) {
+      await this.readBacklogPage();
+      if (this.stopped) return;
+      if (this.queue.length === 0) {
+        if (this.backlogAfter === undefined) return;
+        // A page of objects that all have forms: the loop gets a turn before the next page.
+        await new Promise((resolve) => setImmediate(resolve));
+        continue;
+      }
+      const batch = this.queue.splice(0, BATCH_OBJECTS);
+      this.inFlight = batch.length;
       try {
-        // Collected, not queued, inside the callback: a store may run it more than once.
-        const refused = await this.store.write(async (tx) => {
-          const refused: Pending[] = [];
-          for (const [index, item] of kept.entries()) {
-            const project = tx.project(item.project);
-            const { deflated, deltaBytes } = forms[index];
-            const stream = Buffer.from(deflated.buffer, deflated.byteOffset, deflated.byteLength);
-            if (deltaBytes === null) {
-              project.putDeflated!(item.oid, stream);
-              continue;
-            }
-            const delta = { base: item.similarTo!, bytes: deltaBytes, depth: item.baseDepth + 1 };
-            // Refused when the base's form changed meanwhile: the object is tried again, whole.
-            if (!(await project.putDeflatedDelta!(item.oid, delta, stream))) refused.push({ project: item.project, oid: item.oid, similarTo: null });
-          }
-          return refused;
-        });
-        this.queue.push(...refused);
-      } catch {
-        // A full disk or a closing store: the forms are optional, and start() picks the rest up later.
-        return;
+        if (!(await this.formBatch(batch))) return;
+      } finally {
+        this.inFlight = 0;
       }
     }
+  }
+
+  /** Reads, searches and stores the forms of one batch; false when the cache should stop for now. */
+  private async formBatch(batch: Pending[]): Promise<boolean> {
+    const reads: Read[] = [];
+    // An object whose base is in this batch waits for the next one, when the base has its form.
+    const inBatch = new Set(batch.map((item) => `${item.project}/${oidToHex(item.oid)}`));
+    const later: Pending[] = [];
+    const readEnd = performance.now() + READ_SLICE_MS;
+    await this.store.read(async (tx) => {
+      for (let at = 0; at < batch.length; at += READ_CHUNK_OBJECTS) {
+        // Reading rebuilds bodies (and bases) from their forms: the rest waits for the next turn.
+        if (at > 0 && performance.now() > readEnd) {
+          later.push(...batch.slice(at));
+          break;
+        }
+        const byProject = new Map<number, Pending[]>();
+        for (const item of batch.slice(at, at + READ_CHUNK_OBJECTS)) {
+          if (item.similarTo && inBatch.has(`${item.project}/${oidToHex(item.similarTo)}`)) later.push(item);
+          else byProject.set(item.project, [...(byProject.get(item.project) ?? []), item]);
+        }
+        for (const [project, items] of byProject) reads.push(...(await readForDeflate(tx, project, items)));
+      }
+    });
+    this.queue.unshift(...later);
+    this.inFlight -= later.length;
+    if (reads.length === 0) return true;
+    // git's order for the search: a base found among them comes, and is stored, before its delta.
+    reads.sort(compareForWindow);
+    let forms: WindowForm[];
+    try {
+      forms = await this.searchForms(reads);
+    } catch {
+      // The worker failed (it is started again next time, with an empty window); packs deflate inline meanwhile.
+      this.worker = null;
+      return false;
+    }
+    if (this.stopped) return false;
+    try {
+      // Collected, not queued, inside the callback: a store may run it more than once.
+      const refused = await this.store.write(async (tx) => {
+        const refused: Array<{ item: Pending; base: Oid }> = [];
+        for (const [index, { item }] of reads.entries()) {
+          const project = tx.project(item.project);
+          const { deflated, delta } = forms[index];
+          const stream = Buffer.from(deflated.buffer, deflated.byteOffset, deflated.byteLength);
+          if (!delta) {
+            project.putDeflated!(item.oid, stream);
+            continue;
+          }
+          const form = { base: Buffer.from(delta.base.buffer, delta.base.byteOffset, delta.base.byteLength), bytes: delta.bytes, depth: delta.depth };
+          // Refused when the base's form is not what the search saw: the object is tried again, whole.
+          if (!(await project.putDeflatedDelta!(item.oid, form, stream))) refused.push({ item, base: form.base });
+        }
+        return refused;
+      });
+      // Neither is a base the window can vouch for now: the base's form is not what it believed.
+      this.refused.push(...refused.flatMap(({ item, base }) => [{ project: item.project, oid: item.oid }, { project: item.project, oid: base }]));
+      this.queue.push(...refused.map(({ item }) => ({ ...item, similarTo: null, whole: true })));
+    } catch {
+      // A full disk or a closing store: the forms are optional, and start() picks the rest up later.
+      // The window holds objects that got no form; deltas on them are refused and retried whole.
+      return false;
+    }
+    return true;
   }
 
   /** A pack-ready form of `body` against `base`, made on the worker (upload-pack's thin deltas of large objects). */
   async formOffLoop(body: Buffer, base: Buffer): Promise<PackForm> {
     if (this.stopped) throw new Error('the deflate cache is stopped');
-    const [form] = await this.packForms([body], [base]);
-    return { deflated: Buffer.from(form.deflated.buffer, form.deflated.byteOffset, form.deflated.byteLength), deltaBytes: form.deltaBytes };
+    const [form] = await this.post({ pair: { body, base }, level: DEFLATE_LEVEL });
+    return { deflated: Buffer.from(form.deflated.buffer, form.deflated.byteOffset, form.deflated.byteLength), deltaBytes: form.delta?.bytes ?? null };
   }
 
-  private packForms(bodies: Buffer[], bases: Array<Buffer | null>): Promise<Form[]> {
-    const worker = (this.worker ??= startModuleWorker('../git/packForm', WORKER_SOURCE, { nice: BACKGROUND_NICE }));
+  private searchForms(reads: Read[]): Promise<WindowForm[]> {
+    const forget = this.refused.splice(0);
+    const objects: WindowObject[] = reads.map(({ project, oid, type, nameHash, body, named, whole }) => ({ project, oid, type, nameHash, body, named, whole }));
+    return this.post({ objects, forget, options: this.windowOptions });
+  }
+
+  private post(message: object): Promise<WindowForm[]> {
+    const worker = (this.worker ??= startModuleWorker('../git/deltaWindow', WORKER_SOURCE, { nice: BACKGROUND_NICE }));
     const id = ++this.batchId;
     return new Promise((resolve, reject) => {
       const done = () => {
@@ -191,7 +253,7 @@ export class DeflateCache {
         worker.off('error', onError);
         worker.off('exit', onExit);
       };
-      const onMessage = (message: { id: number; out: Form[] }) => {
+      const onMessage = (message: { id: number; out: WindowForm[] }) => {
         if (message.id !== id) return;
         done();
         resolve(message.out);
@@ -214,23 +276,23 @@ export class DeflateCache {
       worker.on('message', onMessage);
       worker.on('error', onError);
       worker.on('exit', onExit);
-      worker.postMessage({ id, bodies, bases, level: DEFLATE_LEVEL });
+      worker.postMessage({ id, ...message });
     });
   }
 }
 
 /**
  * What deflating `items` of one project needs, in three batched reads: which have no form yet, their
- * bodies, and for those tried as deltas the base's form (its depth) and body.
+ * bodies, and for those with a named base the base's form (its depth) and body.
  */
-async function readForDeflate(tx: AsyncStoreReadTx, projectNumber: number, items: Pending[]): Promise<Array<{ item: Pending & { baseDepth: number }; body: Buffer; base: Buffer | null }>> {
+async function readForDeflate(tx: AsyncStoreReadTx, projectNumber: number, items: Pending[]): Promise<Read[]> {
   const project = tx.project(projectNumber);
   const forms = await project.getDeflated!(items.map((item) => item.oid));
   const missing = items.filter((_, i) => !forms[i]);
   const objects = await project.getObjects(missing.map((item) => item.oid));
   const found = missing.flatMap((item, i) => (objects[i] ? [{ item, object: objects[i]! }] : []));
   // A delta base must have a form of its own, with room below the depth limit.
-  const tried = found.filter(({ item, object }) => item.similarTo !== null && object.body.length >= DELTA_TARGET_BYTES_MIN);
+  const tried = found.filter(({ item, object }) => item.similarTo !== null && !item.whole && object.body.length >= DELTA_TARGET_BYTES_MIN);
   const baseForms = await project.getDeflated!(tried.map(({ item }) => item.similarTo!));
   const depths = new Map(tried.map(({ item }, i) => [item, baseForms[i] ? (baseForms[i]!.delta?.depth ?? 0) : DELTA_DEPTH_MAX]));
   const withBase = tried.filter(({ item }) => depths.get(item)! < DELTA_DEPTH_MAX);
@@ -238,6 +300,7 @@ async function readForDeflate(tx: AsyncStoreReadTx, projectNumber: number, items
   const bases = new Map(withBase.map(({ item }, i) => [item, baseObjects[i]]));
   return found.map(({ item, object }) => {
     const base = bases.get(item);
-    return { item: { ...item, baseDepth: depths.get(item) ?? DELTA_DEPTH_MAX }, body: object.body, base: base && base.type === object.type ? base.body : null };
+    const named = base && base.type === object.type ? { oid: item.similarTo!, body: base.body, depth: depths.get(item)! } : null;
+    return { item, project: projectNumber, oid: item.oid, type: object.type as ObjectType, nameHash: item.nameHash, body: object.body, named, whole: item.whole };
   });
 }

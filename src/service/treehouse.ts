@@ -73,7 +73,7 @@ export function openTreehouse(config: Config, store: Store): Treehouse {
   const linter = new Linter();
   const rateLimiter = new RateLimiter(config.limits.requestsPerSecondPerKey, config.limits.requestBurstPerKey);
   const remoteSync = new RemoteSync(store.async, projects, config);
-  const deflateCache = new DeflateCache(store.async, store);
+  const deflateCache = new DeflateCache(store.async);
   const eventLoop = new EventLoopMonitor();
   const metrics =
     config.metricsPort === null

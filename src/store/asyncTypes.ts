@@ -64,10 +64,12 @@ export interface ProjectReads extends ObjectReads, CommitIndexReads, RefReads, W
 export interface ProjectWrites extends ProjectReads {
   /**
    * Stores an object (a stored id keeps its first copy) and, for commits, indexes it; returns its
-   * id. `annex`: data derived from the object its reader wants in the same read. `similarTo`: a
-   * stored object this one is likely close to, passed to onObjectsStored listeners; not kept.
+   * id. `annex`: data derived from the object its reader wants in the same read. The hints for the
+   * delta search of the pack-ready forms, passed to onObjectsStored listeners and not kept:
+   * `similarTo`, a stored object this one is likely close to (the version it replaces); `nameHash`,
+   * the name hash of the path it is written at (src/git/nameHash.ts packNameHash).
    */
-  putObject(type: ObjectType, body: Buffer, annex?: Buffer, similarTo?: Oid | null): Oid;
+  putObject(type: ObjectType, body: Buffer, annex?: Buffer, similarTo?: Oid | null, nameHash?: number): Oid;
   /** Stores an object whose id the caller computed (received packs, imports). */
   putObjectWithId(oid: Oid, type: ObjectType, body: Buffer, annex?: Buffer): void;
   /**
@@ -101,6 +103,30 @@ export interface PackFormWrites extends PackFormReads {
   putObjectAsForm(oid: Oid, type: ObjectType, inflatedBytes: number, form: { deflated: Buffer; delta?: DeltaForm }): Promise<boolean>;
 }
 
+/** An object of a project: where a scan of the backlog stopped, or an object it found. */
+export interface ObjectCursor {
+  project: number;
+  oid: Oid;
+}
+
+export interface UndeflatedPage {
+  /** The objects of the page that have no pack-ready form, in (project, id) order. */
+  undeflated: ObjectCursor[];
+  /** Where the next page starts (after this object); null when the scan has reached the end. */
+  next: ObjectCursor | null;
+}
+
+/** What a backend with pack-ready forms offers beside its transactions: the objects still without one. */
+export interface PackFormBacklog {
+  /**
+   * A page of the stored objects, across projects, in (project, id) order after `after` (from the
+   * first when null): at most `limit` objects are looked at, and those without a pack-ready form
+   * listed. Objects stored as their form alone have one. Not a snapshot: the deflate cache pages
+   * through it at start for what an earlier run stored but did not reach, a page at a time.
+   */
+  listUndeflated(after: ObjectCursor | null, limit: number): Promise<UndeflatedPage>;
+}
+
 export interface RecordReads {
   getRecord<T>(key: string): Promise<T | undefined>;
   /** Records whose key starts with `prefix`, in key order (reverse: descending). */
@@ -117,8 +143,9 @@ export interface AsyncStoreWriteTx extends RecordReads {
   deleteRecord(key: string): void;
 }
 
-export interface AsyncStore {
-  /** Whether transactions offer pack-ready forms (PackFormReads, PackFormWrites). */
+/** `listUndeflated` (PackFormBacklog) is there exactly when `packForms` is true. */
+export interface AsyncStore extends Partial<PackFormBacklog> {
+  /** Whether transactions offer pack-ready forms (PackFormReads, PackFormWrites) and the store its backlog (PackFormBacklog). */
   readonly packForms: boolean;
   read<T>(action: (tx: AsyncStoreReadTx) => Promise<T>): Promise<T>;
   /** Runs `action` as one write transaction and resolves once its commit is durable. */

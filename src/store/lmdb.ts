@@ -52,6 +52,7 @@ import {
 import { decodeCommitInfo, encodeCommitInfo, commitInfoFromBody } from './commitIndex.js';
 import { LmdbAsyncStore } from './lmdbAsync.js';
 import { LruCache } from './lruCache.js';
+import type { ObjectCursor, UndeflatedPage } from './asyncTypes.js';
 
 const PROJECT_PREFIX_BYTES = 4;
 const TYPE_CODES: Record<ObjectType, number> = { commit: 1, tree: 2, blob: 3, tag: 4 };
@@ -356,26 +357,31 @@ export class LmdbStore implements Store {
     return (stats.lastPageNumber + 1) * stats.pageSize;
   }
 
-  listUndeflated(limit: number): Array<{ project: number; oid: Oid }> {
+  /** @internal a page of the deflate cache's backlog, for LmdbAsyncStore (asyncTypes.ts PackFormBacklog). */
+  listUndeflated(after: ObjectCursor | null, limit: number): UndeflatedPage {
     this.assertOpen();
-    const out: Array<{ project: number; oid: Oid }> = [];
-    for (const key of this.objects.getKeys()) {
-      const buffer = key as Buffer;
-      if (this.deflated.doesExist(buffer)) continue;
-      out.push({ project: buffer.readUInt32BE(0), oid: Buffer.from(buffer.subarray(PROJECT_PREFIX_BYTES)) });
-      if (out.length >= limit) break;
+    // Keys are all as long: the key with a zero byte appended is the first one after `after`.
+    const start = after ? Buffer.concat([projectPrefix(after.project), after.oid, Buffer.of(0)]) : undefined;
+    const undeflated: ObjectCursor[] = [];
+    let looked = 0;
+    let last: Buffer | null = null;
+    for (const key of this.objects.getKeys({ start, limit })) {
+      last = key as Buffer;
+      looked++;
+      if (!this.deflated.doesExist(last)) undeflated.push({ project: last.readUInt32BE(0), oid: Buffer.from(last.subarray(PROJECT_PREFIX_BYTES)) });
     }
-    return out;
+    const next = looked < limit || !last ? null : { project: last.readUInt32BE(0), oid: Buffer.from(last.subarray(PROJECT_PREFIX_BYTES)) };
+    return { undeflated, next };
   }
 
   /** @internal records an object stored by the current write transaction. */
-  noteStored(project: number, oid: Oid, similarTo: Oid | null): void {
+  noteStored(project: number, oid: Oid, similarTo: Oid | null, nameHash: number | undefined): void {
     const stored = this.storedInTransaction;
     if (!stored) return;
     let list = stored.get(project);
     if (!list) stored.set(project, (list = []));
     // The hint may be a view into a buffer its writer goes on patching.
-    list.push({ oid, similarTo: similarTo && !similarTo.equals(oid) ? Buffer.from(similarTo) : null });
+    list.push({ oid, similarTo: similarTo && !similarTo.equals(oid) ? Buffer.from(similarTo) : null, ...(nameHash === undefined ? {} : { nameHash }) });
   }
 
   private asyncView: LmdbAsyncStore | null = null;
@@ -813,22 +819,22 @@ class LmdbProjectTx implements ProjectWriteTx {
     return (this.parent.getRecord<number>(VERSION_RECORD_PREFIX + this.project) ?? 0) as number;
   }
 
-  putObject(type: ObjectType, body: Buffer, annex?: Buffer, similarTo?: Oid | null): Oid {
+  putObject(type: ObjectType, body: Buffer, annex?: Buffer, similarTo?: Oid | null, nameHash?: number): Oid {
     const oid = hashObject(type, body);
-    this.storeObject(oid, type, body, annex, similarTo ?? null);
+    this.storeObject(oid, type, body, annex, similarTo ?? null, nameHash);
     return oid;
   }
 
-  putObjectWithId(oid: Oid, type: ObjectType, body: Buffer, annex?: Buffer, similarTo?: Oid | null): void {
-    this.storeObject(oid, type, body, annex, similarTo ?? null);
+  putObjectWithId(oid: Oid, type: ObjectType, body: Buffer, annex?: Buffer, similarTo?: Oid | null, nameHash?: number): void {
+    this.storeObject(oid, type, body, annex, similarTo ?? null, nameHash);
   }
 
-  private storeObject(oid: Oid, type: ObjectType, body: Buffer, annex: Buffer | undefined, similarTo: Oid | null): void {
+  private storeObject(oid: Oid, type: ObjectType, body: Buffer, annex: Buffer | undefined, similarTo: Oid | null, nameHash: number | undefined): void {
     this.parent.assertWritable();
     const key = this.objectKey(oid);
     const { objects, commits } = this.store.dbs;
     if (!putIfAbsent(objects, key, this.store.objectValue(TYPE_CODES[type], body, annex))) return;
-    this.store.noteStored(this.project, oid, similarTo);
+    this.store.noteStored(this.project, oid, similarTo, nameHash);
     if (type === 'commit') {
       const parsed = commitInfoFromBody(body);
       let generation = 1;

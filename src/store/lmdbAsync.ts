@@ -23,10 +23,12 @@ import type {
   AsyncStore,
   AsyncStoreReadTx,
   AsyncStoreWriteTx,
+  ObjectCursor,
   PackFormReads,
   PackFormWrites,
   ProjectReads,
   ProjectWrites,
+  UndeflatedPage,
 } from './asyncTypes.js';
 import { commitInfoFromBody } from './commitIndex.js';
 import type { LmdbStore } from './lmdb.js';
@@ -465,14 +467,14 @@ class WriteProject extends ReadOnlyProject implements ProjectWrites, PackFormWri
     return out;
   }
 
-  putObject(type: ObjectType, body: Buffer, annex?: Buffer, similarTo?: Oid | null): Oid {
+  putObject(type: ObjectType, body: Buffer, annex?: Buffer, similarTo?: Oid | null, nameHash?: number): Oid {
     const oid = hashObject(type, body);
-    this.keepObject(oid, type, body, annex, similarTo ?? null);
+    this.keepObject(oid, type, body, annex, similarTo ?? null, nameHash);
     return oid;
   }
 
-  putObjectWithId(oid: Oid, type: ObjectType, body: Buffer, annex?: Buffer, similarTo: Oid | null = null): void {
-    this.keepObject(this.buffer.keep(oid), type, body, annex, similarTo);
+  putObjectWithId(oid: Oid, type: ObjectType, body: Buffer, annex?: Buffer, similarTo: Oid | null = null, nameHash?: number): void {
+    this.keepObject(this.buffer.keep(oid), type, body, annex, similarTo, nameHash);
   }
 
   /**
@@ -492,7 +494,7 @@ class WriteProject extends ReadOnlyProject implements ProjectWrites, PackFormWri
   }
 
   /** `oid` is this transaction's own; body and annex are the transaction's until it ends (asyncTypes.ts), so they are kept as given. */
-  private keepObject(oid: Oid, type: ObjectType, body: Buffer, annex: Buffer | undefined, similarTo: Oid | null): void {
+  private keepObject(oid: Oid, type: ObjectType, body: Buffer, annex: Buffer | undefined, similarTo: Oid | null, nameHash: number | undefined): void {
     const hex = oidToHex(oid);
     // A stored id keeps its first copy, in the overlay as in the store.
     if (this.overlay.objects.has(hex)) return;
@@ -500,7 +502,7 @@ class WriteProject extends ReadOnlyProject implements ProjectWrites, PackFormWri
     const hint = similarTo && this.buffer.keep(similarTo);
     this.overlay.objects.set(hex, kept);
     if (type === 'commit') this.overlay.commitInfos.set(hex, this.commitInfoOf(body));
-    this.later((tx) => tx.putObjectWithId(oid, type, kept.body, kept.annex ?? undefined, hint));
+    this.later((tx) => tx.putObjectWithId(oid, type, kept.body, kept.annex ?? undefined, hint, nameHash));
   }
 
   async casRef(name: string, expected: Oid | null, next: Oid | null): Promise<void> {
@@ -732,6 +734,11 @@ export class LmdbAsyncStore implements AsyncStore {
 
   onObjectsStored(listener: (project: number, stored: NewObject[]) => void): void {
     this.sync.onObjectsStored(listener);
+  }
+
+  async listUndeflated(after: ObjectCursor | null, limit: number): Promise<UndeflatedPage> {
+    this.assertOpen();
+    return this.sync.listUndeflated(after, limit);
   }
 
   onWriteDone(listener: (durationMs: number, committed: boolean) => void): void {

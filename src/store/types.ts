@@ -2,8 +2,7 @@
  * The synchronous storage interface, which LMDB (src/store/lmdb.ts) alone can offer; its suite is
  * test/store/contract.ts. The layers above use the asynchronous interface (src/store/asyncTypes.ts,
  * `Store.async`), which LMDB implements over this one (src/store/lmdbAsync.ts); what only LMDB has
- * (hot backup, the scan for objects without a form, the pushed-pack check's blocking lookups) is
- * still reached through this interface. The shared types (CommitInfo, forms, working trees) live here.
+ * (hot backup, the pushed-pack check's blocking lookups) is still reached through this interface. The shared types (CommitInfo, forms, working trees) live here.
  *
  * Transactions are synchronous callbacks: a write callback runs alone (writers are serialised), sees
  * its own writes, and either commits whole or, when it throws, leaves nothing behind. `write`
@@ -62,10 +61,12 @@ export interface AnnexedObject extends StoredObject {
   annex: Buffer | null;
 }
 
-/** An object a write stored, with the object its writer said it is likely close to. */
+/** An object a write stored, with its writer's hints for a delta search (ProjectWriteTx.putObject). */
 export interface NewObject {
   oid: Oid;
   similarTo: Oid | null;
+  /** The name hash of the path it was written at (src/git/nameHash.ts packNameHash), when its writer knew one. */
+  nameHash?: number;
 }
 
 export interface ProjectReadTx {
@@ -108,11 +109,12 @@ export interface ProjectWriteTx extends ProjectReadTx {
    * returns its id. `annex` is data derived from the object that its reader wants in the same read
    * (the repo layer keeps a tree's blob sizes there); it is not part of the object. `similarTo`
    * names a stored object this one is likely close to (the version it replaces at the same path),
-   * passed on to onObjectsStored listeners as a delta base to try; it is not kept.
+   * passed on to onObjectsStored listeners as a delta base to try; `nameHash` the name hash of the
+   * path it is written at, by which a delta search sorts (src/git/nameHash.ts, src/git/deltaWindow.ts). Neither is kept.
    */
-  putObject(type: ObjectType, body: Buffer, annex?: Buffer, similarTo?: Oid | null): Oid;
-  /** Stores an object whose id the caller already computed (received packs, imports, replayed writes); `similarTo` as putObject's. */
-  putObjectWithId(oid: Oid, type: ObjectType, body: Buffer, annex?: Buffer, similarTo?: Oid | null): void;
+  putObject(type: ObjectType, body: Buffer, annex?: Buffer, similarTo?: Oid | null, nameHash?: number): Oid;
+  /** Stores an object whose id the caller already computed (received packs, imports, replayed writes); the hints as putObject's. */
+  putObjectWithId(oid: Oid, type: ObjectType, body: Buffer, annex?: Buffer, similarTo?: Oid | null, nameHash?: number): void;
   /**
    * The one way a ref moves: `expected` null means "must not exist", `next` null deletes.
    * A mismatch throws RefChangedError and leaves the ref as it was.
@@ -176,8 +178,6 @@ export interface Store {
    * that follows a write (the deflate cache) need not scan for it.
    */
   onObjectsStored(listener: (project: number, stored: NewObject[]) => void): void;
-  /** Stored objects that have no deflated form yet, across projects, at most `limit` of them. */
-  listUndeflated(limit: number): Array<{ project: number; oid: Oid }>;
   /** Called after each write transaction, committed or not, with how long it took (metrics). */
   onWriteDone(listener: (durationMs: number, committed: boolean) => void): void;
   /**

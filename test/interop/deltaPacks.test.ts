@@ -6,6 +6,7 @@
  * existing clone must be thin when the client asks (REF_DELTA against what it holds) and never
  * name a base the client lacks when it does not; OFS_DELTA only for clients that offer it.
  */
+import { createHash } from 'node:crypto';
 import { readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -44,6 +45,46 @@ function deltaDepths(packPath: string): number[] {
     .filter((fields) => fields.length === 7 && /^[0-9a-f]{40}$/.test(fields[0]))
     .map((fields) => Number(fields[5]));
 }
+
+/** `git verify-pack -v` entries by id: type, and for a delta its depth and base. */
+function packEntries(packPath: string): Map<string, { type: string; depth: number; base: string | null }> {
+  const entries = new Map<string, { type: string; depth: number; base: string | null }>();
+  for (const line of git(['verify-pack', '-v', packPath]).split('\n')) {
+    const fields = line.trim().split(/\s+/);
+    if (!/^[0-9a-f]{40}$/.test(fields[0]) || (fields.length !== 5 && fields.length !== 7)) continue;
+    entries.set(fields[0], { type: fields[1], depth: fields.length === 7 ? Number(fields[5]) : 0, base: fields[6] ?? null });
+  }
+  return entries;
+}
+
+/** A bare clone of a project, checked as strictly as git checks: fsck and index-pack of the pack as received. */
+async function strictClone(url: string, dir: string): Promise<string> {
+  await gitAsyncOk(['-c', 'transfer.fsckObjects=true', 'clone', '-q', '--bare', url, dir]);
+  await gitAsyncOk(['fsck', '--strict', '--no-progress'], { cwd: dir });
+  const pack = packOf(dir).path;
+  await gitAsyncOk(['index-pack', '--strict', '-o', join(work.path, `${Math.random().toString(36).slice(2)}.idx`), pack], { cwd: dir });
+  return pack;
+}
+
+/** A source file of `lines` distinct lines. */
+function moduleText(lines: number, seed: string): string {
+  return Array.from({ length: lines }, (_, line) => `export const ${seed}${line} = ${(line * 2_654_435_761) >>> 0}; // line ${line} of ${seed}`).join('\n');
+}
+
+/** Lines of hex digests: nothing in them matches anything in another seed's. */
+function noiseText(lines: number, seed: string): string {
+  return Array.from({ length: lines }, (_, line) => createHash('sha256').update(`${seed}/${line}`).digest('hex')).join('\n');
+}
+
+/** Writes files on main and commits them, through the API. */
+async function writeAndCommit(on: TestServer, project: string, files: Array<{ path: string; content: string }>): Promise<void> {
+  const written = await on.call('POST', `/api/v1/projects/${project}/files/batch`, { branch: 'main', files });
+  expect(written.status, JSON.stringify(written.body)).toBe(200);
+  const committed = await on.call('POST', `/api/v1/projects/${project}/git/commit`, { branch: 'main' });
+  expect(committed.status, JSON.stringify(committed.body)).toBe(201);
+}
+
+const blobOf = (bareDir: string, path: string) => git(['rev-parse', `main:${path}`], { cwd: bareDir }).trim();
 
 function objectsOf(bareDir: string): string {
   return git(['rev-list', '--objects', '--all'], { cwd: bareDir }).split('\n').sort().join('\n');
@@ -266,6 +307,101 @@ describe('histories written through the API', () => {
     expect(depths.length).toBeGreaterThanOrEqual(edits * 4);
     expect(Math.max(...depths)).toBeLessThanOrEqual(50);
   }, 60_000);
+});
+
+describe('objects no writer named a base for (the windowed search)', () => {
+  const newProject = async (on: TestServer, title: string) => {
+    const created = await on.call('POST', '/api/v1/projects', { title });
+    expect(created.status).toBe(201);
+    return created.body.project.id as string;
+  };
+  const urlOf = (on: TestServer, project: string) => `${on.url.replace('http://', `http://git:${on.key}@`)}/git/${project}.git`;
+
+  it('store a near-copy written at another path as a delta on the original, which a clone carries (strict-checked)', async () => {
+    const project = await newProject(server, 'Near copy');
+    const text = moduleText(300, 'widget');
+    await writeAndCommit(server, project, [{ path: 'src/widgets/button.ts', content: text }]);
+    // Another directory and name, one line changed and a header added: no writer names a base.
+    const copy = `// started from src/widgets/button.ts\n${text.replace('widget17 =', 'field17 =')}`;
+    await writeAndCommit(server, project, [{ path: 'lib/forms/field-button.ts', content: copy }]);
+    await server.th.deflateCache.idle();
+    const dir = join(work.path, 'near-copy.git');
+    const entries = packEntries(await strictClone(urlOf(server, project), dir));
+    const [originalBlob, copyBlob] = [blobOf(dir, 'src/widgets/button.ts'), blobOf(dir, 'lib/forms/field-button.ts')];
+    const [original, copied] = [entries.get(originalBlob)!, entries.get(copyBlob)!];
+    // The copy on the original when the original had its form first; else (one batch, git's order:
+    // the larger first) the other way round. Either way one is a delta on the other.
+    const delta = copied.base ? copied : original;
+    expect(delta.base).toBe(delta === copied ? originalBlob : copyBlob);
+    expect(delta.depth).toBe(1);
+  }, 60_000);
+
+  it('keep every chain within 50 over a long line of similar files written at new paths', async () => {
+    const project = await newProject(server, 'Long line');
+    let text = moduleText(200, 'line');
+    const rounds = 75;
+    for (let round = 0; round < rounds; round++) {
+      text = `${text}\n// added in round ${round}`;
+      // One name hash for all (it reads a path's last 16 characters): each file sorts beside the ones before it.
+      await writeAndCommit(server, project, [{ path: `copies/c${round}/the-shared-module.ts`, content: text }]);
+      // A batch each: each file meets the ones before it in the window, as a history written over time does.
+      await server.th.deflateCache.idle();
+    }
+    await server.th.deflateCache.idle();
+    const dir = join(work.path, 'long-line.git');
+    const entries = packEntries(await strictClone(urlOf(server, project), dir));
+    const blobs = Array.from({ length: rounds }, (_, round) => entries.get(blobOf(dir, `copies/c${round}/the-shared-module.ts`))!);
+    const depths = blobs.map((entry) => entry.depth);
+    expect(depths.filter((depth) => depth > 0).length).toBeGreaterThanOrEqual(rounds - 1);
+    // The chains grew as deep as allowed, and no deeper.
+    expect(Math.max(...depths)).toBe(50);
+    expect(Math.max(...deltaDepths(packOf(dir).path))).toBeLessThanOrEqual(50);
+  }, 120_000);
+
+  it('are searched at start too, when an earlier run stored them without forms (no hints: by type and size)', async () => {
+    const data = scratchDir('treehouse-delta-backlog-');
+    try {
+      const first = await startTestServer({ dataDir: data.path });
+      // No forms are made in this run: everything it stores is the next run's backlog.
+      await first.th.deflateCache.stop();
+      const project = await newProject(first, 'Backlog');
+      const original = moduleText(250, 'backlog');
+      await writeAndCommit(first, project, [{ path: 'one/original.ts', content: original }]);
+      await writeAndCommit(first, project, [{ path: 'two/unrelated-name.md', content: `${original}\n// appended` }]);
+      await first.close();
+
+      const second = await startTestServer({ dataDir: data.path });
+      try {
+        await second.th.deflateCache.idle();
+        expect(second.th.deflateCache.backlog).toBe(0);
+        const dir = join(work.path, 'backlog.git');
+        const entries = packEntries(await strictClone(urlOf(second, project), dir));
+        const [original, appended] = [blobOf(dir, 'one/original.ts'), blobOf(dir, 'two/unrelated-name.md')];
+        // One batch, in git's order: the larger first, whole, and the other a delta on it.
+        expect(entries.get(appended)!.base).toBeNull();
+        expect(entries.get(original)!.base).toBe(appended);
+      } finally {
+        await second.close();
+      }
+    } finally {
+      data.remove();
+    }
+  }, 60_000);
+
+  it('leave files over the window\'s size limit whole, however alike, and unrelated files of one name whole', async () => {
+    const project = await newProject(server, 'Bounds');
+    const big = moduleText(40_000, 'big');
+    expect(big.length).toBeGreaterThan(2 * 1024 * 1024);
+    for (let round = 0; round < 3; round++) await writeAndCommit(server, project, [{ path: `big${round}/data-${round}.txt`, content: `${big}\n// ${round}` }]);
+    for (let round = 0; round < 20; round++) {
+      await writeAndCommit(server, project, [{ path: `same${round}/index.ts`, content: noiseText(150, `unrelated ${round}`) }]);
+    }
+    await server.th.deflateCache.idle();
+    const dir = join(work.path, 'bounds.git');
+    const entries = packEntries(await strictClone(urlOf(server, project), dir));
+    for (let round = 0; round < 3; round++) expect(entries.get(blobOf(dir, `big${round}/data-${round}.txt`))!.base).toBeNull();
+    for (let round = 0; round < 20; round++) expect(entries.get(blobOf(dir, `same${round}/index.ts`))!.base).toBeNull();
+  }, 120_000);
 });
 
 describe('pushes of packs with chains deeper than 50', () => {

@@ -70,8 +70,9 @@ export function asyncStoreContract(backendName: string, openStore: () => AsyncSt
     });
 
     describe('capabilities', () => {
-      it('offers pack-ready forms exactly when the suite was told it does, in read and write transactions alike', async () => {
+      it('offers pack-ready forms exactly when the suite was told it does, in read and write transactions alike, and their backlog', async () => {
         expect(store.packForms).toBe(options.packForms);
+        expect(typeof store.listUndeflated === 'function').toBe(options.packForms);
         const project = freshProject();
         const offered = await store.read(async (tx) => typeof tx.project(project).getDeflated === 'function');
         expect(offered).toBe(options.packForms);
@@ -677,6 +678,52 @@ export function asyncStoreContract(backendName: string, openStore: () => AsyncSt
       });
     }
 
+    if (options.packForms) {
+      describe('the backlog of objects without a pack-ready form', () => {
+        it('pages through every project in (project, id) order, listing the objects without a form, looking at most `limit` per page', async () => {
+          const [project, other] = [freshProject(), freshProject()];
+          const bodies = Array.from({ length: 12 }, (_, index) => Buffer.from(`backlog ${project} ${index}`));
+          const formOnly = Buffer.from(`backlog ${project}: kept as its form alone`);
+          const ids = await store.write(async (tx) => {
+            const p = formWrites(tx.project(project));
+            const stored = bodies.map((body) => p.putObject('blob', body));
+            for (const [index, oid] of stored.entries()) if (index % 2 === 0) p.putDeflated(oid, deflateSync(bodies[index]));
+            expect(await p.putObjectAsForm(hashObject('blob', formOnly), 'blob', formOnly.length, { deflated: deflateSync(formOnly) })).toBe(true);
+            return stored;
+          });
+          const otherId = await store.write(async (tx) => tx.project(other).putObject('commit', commitBody(EMPTY_TREE_OID, [], 1_700_000_000, 'backlog\n')));
+
+          const listed: Array<{ project: number; oid: Oid }> = [];
+          let after: { project: number; oid: Oid } | null = null;
+          let pages = 0;
+          do {
+            const page: Awaited<ReturnType<NonNullable<AsyncStore['listUndeflated']>>> = await store.listUndeflated!(after, 5);
+            expect(page.undeflated.length).toBeLessThanOrEqual(5);
+            listed.push(...page.undeflated);
+            after = page.next;
+            pages++;
+          } while (after !== null);
+          const key = ({ project: number, oid }: { project: number; oid: Oid }) => `${number.toString(16).padStart(8, '0')}/${oidToHex(oid)}`;
+          const keys = listed.map(key);
+          expect(keys).toEqual([...keys].sort());
+          expect(new Set(keys).size).toBe(keys.length);
+          const mine = listed.filter((entry) => entry.project === project || entry.project === other).map(key);
+          const expected = [...ids.filter((_, index) => index % 2 === 1).map((oid) => ({ project, oid })), { project: other, oid: otherId }].map(key).sort();
+          expect(mine).toEqual(expected);
+          // Pages look at `limit` objects each: at least one page per five of ours.
+          expect(pages).toBeGreaterThanOrEqual(Math.ceil(13 / 5));
+
+          // Once they have forms, they are listed no more.
+          await store.write(async (tx) => {
+            const p = formWrites(tx.project(project));
+            for (const [index, oid] of ids.entries()) if (index % 2 === 1) p.putDeflated(oid, deflateSync(bodies[index]));
+          });
+          const page = await store.listUndeflated!({ project, oid: Buffer.alloc(20) }, 100);
+          expect(page.undeflated.filter((entry) => entry.project === project)).toEqual([]);
+        });
+      });
+    }
+
     describe('records', () => {
       it('put, get, replace, delete and list by prefix in key order', async () => {
         const prefix = `asyncContract/${freshProject()}/`;
@@ -1188,6 +1235,29 @@ export function asyncStoreContract(backendName: string, openStore: () => AsyncSt
         expect(calls.flatMap((call) => call.stored)).toEqual([]);
         listening = false;
       });
+
+      if (options.packForms) {
+        it('tell onObjectsStored the name hash each writer gave (the deflate cache sorts by it), and none where it gave none', async () => {
+          const project = freshProject();
+          const seen: Array<{ oid: string; nameHash: number | undefined }> = [];
+          let listening = true;
+          store.onObjectsStored((stored: number, objects: NewObject[]) => {
+            if (listening && stored === project) seen.push(...objects.map((o) => ({ oid: oidToHex(o.oid), nameHash: o.nameHash })));
+          });
+          const [named, unnamed] = [Buffer.from('named by its path'), Buffer.from('no path known')];
+          await store.write(async (tx) => {
+            tx.project(project).putObject('blob', named, undefined, null, 0xdead_beef);
+            tx.project(project).putObject('blob', unnamed);
+          });
+          listening = false;
+          expect(seen.sort((a, b) => a.oid.localeCompare(b.oid))).toEqual(
+            [
+              { oid: oidToHex(hashObject('blob', named)), nameHash: 0xdead_beef },
+              { oid: oidToHex(hashObject('blob', unnamed)), nameHash: undefined },
+            ].sort((a, b) => a.oid.localeCompare(b.oid)),
+          );
+        });
+      }
 
       it('tell onWriteDone after each write, committed or not, how long it took', async () => {
         const key = `asyncContract/${freshProject()}/timed`;

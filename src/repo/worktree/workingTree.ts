@@ -18,6 +18,7 @@
  * Directories (src/repo/worktree/workingDir.ts) are read as they are reached and kept for the life of the
  * object, so a batch of thousands of files hashes each changed directory once.
  */
+import { packNameHash } from '../../git/nameHash.js';
 import { basename, dirname, isWithin, joinPath } from '../../git/path.js';
 import { MODE_TREE, type FileMode, type TreeMode } from '../../git/tree.js';
 import type { Oid } from '../../git/oid.js';
@@ -229,7 +230,7 @@ export class WorkingTree {
       });
       // Copies: a directory patches its tree bytes and sizes in place on its next change, and a
       // put's buffers belong to the transaction until it ends.
-      node.tree = tx.putObject('tree', Buffer.from(body), Buffer.from(annex), node.storedAs);
+      node.tree = tx.putObject('tree', Buffer.from(body), Buffer.from(annex), node.storedAs, packNameHash(dir));
     }
     return root.tree!;
   }

@@ -1,0 +1,77 @@
+/**
+ * The deflate cache on a real LMDB store (no server): the scan at start pages through a backlog
+ * larger than one page and leaves every object with a form; a delta the window found on a base the
+ * store no longer holds is refused and the object stored whole. What clones carry is tested through
+ * the server against git in test/interop/deltaPacks.test.ts.
+ */
+import { afterEach, describe, expect, it } from 'vitest';
+import { packNameHash } from '../../src/git/nameHash.js';
+import type { Oid } from '../../src/git/oid.js';
+import { DeflateCache } from '../../src/service/deflateCache.js';
+import { LmdbStore } from '../../src/store/lmdb.js';
+import { scratchDir } from '../support/git.js';
+
+const cleanups: Array<() => Promise<void> | void> = [];
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+});
+
+function openStore(): LmdbStore {
+  const dir = scratchDir('treehouse-deflate-cache-');
+  const store = new LmdbStore({ path: dir.path });
+  cleanups.push(() => dir.remove(), () => store.close());
+  return store;
+}
+
+function startCache(store: LmdbStore): DeflateCache {
+  const cache = new DeflateCache(store.async);
+  cache.start();
+  cleanups.push(() => cache.stop());
+  return cache;
+}
+
+async function forms(store: LmdbStore, project: number, oids: Oid[]) {
+  return store.async.read(async (tx) => tx.project(project).getDeflated!(oids));
+}
+
+/** A source file of `lines` distinct lines. */
+const moduleText = (lines: number, seed: string) => Array.from({ length: lines }, (_, line) => `export const ${seed}${line} = ${(line * 2_654_435_761) >>> 0};`).join('\n');
+
+describe('DeflateCache', () => {
+  it('pages through a backlog of several pages at start, counting it until done, and leaves every object with a form', async () => {
+    const store = openStore();
+    // Stored before any cache listens: an earlier run's backlog, more than one page of 4,096.
+    const oids = await store.async.write(async (tx) => Array.from({ length: 5_000 }, (_, index) => tx.project(1 + (index % 3)).putObject('blob', Buffer.from(`backlog object ${index}\n`.repeat(5)))));
+    const cache = startCache(store);
+    expect(cache.backlog).toBeGreaterThan(0);
+    await cache.idle();
+    expect(cache.backlog).toBe(0);
+    const byProject = [1, 2, 3].map((project) => oids.filter((_, index) => 1 + (index % 3) === project));
+    for (const [index, ids] of byProject.entries()) expect((await forms(store, index + 1, ids)).every((form) => form !== undefined)).toBe(true);
+    const page = await store.async.listUndeflated!(null, 10_000);
+    expect(page.undeflated).toEqual([]);
+  });
+
+  it('stores an object whole when the store refuses the delta the window found (its base is gone), and every object still gets a form', async () => {
+    const store = openStore();
+    const cache = startCache(store);
+    const text = moduleText(200, 'kept');
+    const [base] = await store.async.write(async (tx) => [tx.project(7).putObject('blob', Buffer.from(text), undefined, null, packNameHash('a/module.ts'))]);
+    await cache.idle();
+    expect((await forms(store, 7, [base]))[0]).toBeDefined();
+    // The project's data goes (the window still holds the base), and an edited copy arrives.
+    while ((await store.async.dropProjectKeys(7, 1_000)) > 0);
+    const edited = text.split('\n').map((line, index) => (index % 10 === 0 ? `${line} // edited` : line)).join('\n');
+    const copy = await store.async.write(async (tx) => tx.project(7).putObject('blob', Buffer.from(edited), undefined, null, packNameHash('b/module.ts')));
+    await cache.idle();
+    const [form] = await forms(store, 7, [copy]);
+    expect(form).toBeDefined();
+    expect(form!.delta).toBeUndefined();
+    // The gone base was dropped from the window with the refusal: an object closest to it is now a
+    // delta on the copy, where it would have named the base again, been refused and stored whole.
+    const again = await store.async.write(async (tx) => tx.project(7).putObject('blob', Buffer.from(`${text}\n// one more line`), undefined, null, packNameHash('c/module.ts')));
+    await cache.idle();
+    const [next] = await forms(store, 7, [again]);
+    expect(next!.delta?.base).toEqual(copy);
+  });
+});
