@@ -44,7 +44,7 @@ async function run(argv: string[]): Promise<number> {
   const th = openTreehouse(config, openStore(config));
   try {
     if (noun === 'backup' && verb) {
-      const manifest = await withBackupErrors(() => backupDataDir(th.store.async, config.dataDir, verb));
+      const manifest = await withBackupErrors(() => backupDataDir(th.store, config.dataDir, verb));
       if (!manifest) return 1;
       process.stdout.write(`backed up ${config.dataDir} into ${verb} (${manifest.created_at})\n`);
       return 0;

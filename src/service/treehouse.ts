@@ -3,7 +3,7 @@
  * command-line tool both start here, so they read the same data directory the same way.
  */
 import { mkdirSync } from 'node:fs';
-import type { Store } from '../store/types.js';
+import type { AsyncStore } from '../store/asyncTypes.js';
 import { Accounts } from './accounts.js';
 import type { EventBus } from './events.js';
 import type { EventLog } from './eventLog.js';
@@ -26,7 +26,7 @@ import { Workspace } from './workspace.js';
 
 export interface Treehouse {
   config: Config;
-  store: Store;
+  store: AsyncStore;
   accounts: Accounts;
   projects: Projects;
   /** Every change of every project, once committed (src/service/events.ts). */
@@ -64,22 +64,22 @@ export interface Treehouse {
 }
 
 /** The service over `store` (src/store/open.ts opens the one a configuration names). */
-export function openTreehouse(config: Config, store: Store): Treehouse {
+export function openTreehouse(config: Config, store: AsyncStore): Treehouse {
   mkdirSync(config.dataDir, { recursive: true });
   const sealer = new Sealer(loadSecret(config.dataDir, config.secret));
-  const accounts = new Accounts(store.async);
-  const projects = new Projects(store.async, config, sealer);
+  const accounts = new Accounts(store);
+  const projects = new Projects(store, config, sealer);
   const workspace = new Workspace(projects);
   const linter = new Linter();
   const rateLimiter = new RateLimiter(config.limits.requestsPerSecondPerKey, config.limits.requestBurstPerKey);
-  const remoteSync = new RemoteSync(store.async, projects, config);
-  const deflateCache = new DeflateCache(store.async);
+  const remoteSync = new RemoteSync(store, projects, config);
+  const deflateCache = new DeflateCache(store);
   const eventLoop = new EventLoopMonitor();
   const metrics =
     config.metricsPort === null
       ? null
       : new Metrics({
-          store: store.async,
+          store: store,
           dataDir: config.dataDir,
           packCacheBacklog: () => deflateCache.backlog,
           syncQueueDepth: () => remoteSync.queueDepth(),
@@ -87,7 +87,7 @@ export function openTreehouse(config: Config, store: Store): Treehouse {
         });
   const packChecker = new PackChecker();
   const eventStreams = new EventStreams(projects.outbox, projects.events, { bufferBytesMax: config.events.streamBufferBytesMax });
-  const webhooks = new Webhooks(store.async, projects.events, sealer, config);
+  const webhooks = new Webhooks(store, projects.events, sealer, config);
   const git = new GitExport(projects, workspace, packChecker, config, deflateCache);
   // A branch that moved or appeared is pushed to the linked repository (a seed's is queued by its link).
   projects.events.on((event) => {

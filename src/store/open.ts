@@ -5,13 +5,13 @@
  */
 import { mkdirSync } from 'node:fs';
 import { LmdbStore } from './lmdb.js';
-import type { Store } from './types.js';
+import type { AsyncStore } from './asyncTypes.js';
 
 export interface StoreLocation {
   dataDir: string;
 }
 
-export function openStore(location: StoreLocation): Store {
+export function openStore(location: StoreLocation): AsyncStore {
   mkdirSync(location.dataDir, { recursive: true });
-  return new LmdbStore({ path: location.dataDir });
+  return new LmdbStore({ path: location.dataDir }).async;
 }

@@ -216,7 +216,7 @@ describe('webhook deliveries', () => {
     expect((await server.call('GET', `/api/v1/webhooks/${webhook.id}/deliveries`)).status).toBe(404);
     expect((await server.call('DELETE', `/api/v1/webhooks/${webhook.id}`)).status).toBe(404);
     // Nothing of it is left in the queue (an attempt already under way may still land once).
-    const left = await server.th.store.async.read((tx) => tx.listRecords<string>('webhooks/'));
+    const left = await server.th.store.read(async (tx) => tx.listRecords<string>('webhooks/'));
     expect(left.filter(({ key }) => key.includes(webhook.id) || key.startsWith('webhooks/due/') || key.startsWith('webhooks/delivery-id/'))).toEqual([]);
     const count = failing.requests.length;
     await write(server, id, 'y.txt');
@@ -322,7 +322,7 @@ describe('webhook subscriptions', () => {
     }
     expect((await server.call('POST', '/api/v1/webhooks', undefined, { raw: '{"url": ' })).status).toBe(400);
     expect((await ok(server, 'GET', '/api/v1/webhooks')).webhooks).toEqual([]);
-    const left = await server.th.store.async.read((tx) => tx.listRecords('webhooks/hook/'));
+    const left = await server.th.store.read(async (tx) => tx.listRecords('webhooks/hook/'));
     expect(left).toEqual([]);
   });
 

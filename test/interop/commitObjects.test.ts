@@ -13,7 +13,6 @@ import { OBJECT_RECORD_BYTES } from '../../src/git/introducedObjects.js';
 import { oidFromHex, type Oid } from '../../src/git/oid.js';
 import { planPack } from '../../src/repo/wire/packObjects.js';
 import type { ProjectReads } from '../../src/store/asyncTypes.js';
-import type { ProjectReadTx } from '../../src/store/types.js';
 import { git, gitAsyncOk, scratchDir } from '../support/git.js';
 import { createClonedProject, fastImport, pushBranches, remoteUrl, type ClonedProject } from '../support/history.js';
 import { startGitHttpBackend, type GitHttpBackend } from '../support/httpBackend.js';
@@ -44,12 +43,12 @@ afterAll(async () => {
   work.remove();
 });
 
-function projectNumber(id: string): number {
-  return server.th.store.read((tx) => tx.getRecord<{ seq: number }>(`project/${id}`))!.seq;
+async function projectNumber(id: string): Promise<number> {
+  return (await server.th.store.read((tx) => tx.getRecord<{ seq: number }>(`project/${id}`)))!.seq;
 }
 
-function read<T>(id: string, action: (tx: ProjectReadTx) => T): T {
-  const seq = projectNumber(id);
+async function read<T>(id: string, action: (tx: ProjectReads) => Promise<T>): Promise<T> {
+  const seq = await projectNumber(id);
   return server.th.store.read((tx) => action(tx.project(seq)));
 }
 
@@ -96,11 +95,11 @@ async function planned(tx: ProjectReads, wants: Oid[]): Promise<string[]> {
 const withoutLists = (tx: ProjectReads): ProjectReads => new Proxy(tx, { get: (target, key) => (key === 'getCommitObjects' ? async () => undefined : Reflect.get(target, key)) });
 
 describe('commit object lists', () => {
-  it("index every pushed commit with exactly what git diff-tree shows new against the first parent, each tree before its entries", () => {
+  it("index every pushed commit with exactly what git diff-tree shows new against the first parent, each tree before its entries", async () => {
     let compared = 0;
     let merges = 0;
     for (const commit of new Set(pushed)) {
-      const list = read(project.id, (tx) => tx.getCommitObjects(oidFromHex(commit)));
+      const list = await read(project.id, (tx) => tx.getCommitObjects(oidFromHex(commit)));
       expect(list, commit).toBeDefined();
       const ours = records(list!);
       expect(new Set(ours).size).toBe(ours.length);
@@ -121,10 +120,10 @@ describe('commit object lists', () => {
   });
 
   it('plan a clone that sends exactly git rev-list --objects --all, as the tree walk does', async () => {
-    const tips = read(project.id, (tx) => tx.listRefs('refs/heads/').map((ref) => ref.oid));
+    const tips = await read(project.id, async (tx) => (await tx.listRefs('refs/heads/')).map((ref) => ref.oid));
     const expected = revListObjects(project.dir, ['--all']);
-    const reads = server.th.store.async;
-    const seq = projectNumber(project.id);
+    const reads = server.th.store;
+    const seq = await projectNumber(project.id);
     expect(await reads.read((tx) => planned(tx.project(seq), tips))).toEqual(expected);
     expect(await reads.read((tx) => planned(withoutLists(tx.project(seq)), tips))).toEqual(expected);
     const target = join(work.path, 'cloned.git');
@@ -140,7 +139,7 @@ describe('commit object lists', () => {
     const head = git(['rev-parse', 'HEAD'], { cwd: project.dir }).trim();
     const mainHistory = git(['rev-list', head], { cwd: project.dir }).trim().split('\n');
     for (const commit of mainHistory) {
-      const list = read(id, (tx) => tx.getCommitObjects(oidFromHex(commit)));
+      const list = await read(id, (tx) => tx.getCommitObjects(oidFromHex(commit)));
       expect(list, commit).toBeDefined();
       expect(records(list!).sort()).toEqual(gitIntroduced(project.dir, commit));
     }

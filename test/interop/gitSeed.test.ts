@@ -201,12 +201,12 @@ describe('git seeds', () => {
 
 describe('git seeds and storage', () => {
   /** Project numbers that hold stored objects while no project record uses them. */
-  function orphanedNumbers(target: TestServer): number[] {
-    return target.th.store.read((tx) => {
-      const last = tx.getRecord<number>('counter/project-seq') ?? 0;
-      const owned = new Set(tx.listRecords<{ seq: number }>('project/').map(({ value }) => value.seq));
+  function orphanedNumbers(target: TestServer): Promise<number[]> {
+    return target.th.store.read(async (tx) => {
+      const last = (await tx.getRecord<number>('counter/project-seq')) ?? 0;
+      const owned = new Set((await tx.listRecords<{ seq: number }>('project/')).map(({ value }) => value.seq));
       const orphaned: number[] = [];
-      for (let seq = 1; seq <= last; seq++) if (!owned.has(seq) && tx.project(seq).findObjectsByPrefix('', 1).length > 0) orphaned.push(seq);
+      for (let seq = 1; seq <= last; seq++) if (!owned.has(seq) && (await tx.project(seq).findObjectsByPrefix('', 1)).length > 0) orphaned.push(seq);
       return orphaned;
     });
   }
@@ -218,13 +218,13 @@ describe('git seeds and storage', () => {
     const refused = await server.call('POST', '/api/v1/projects', { title: 'Seeded', handle: 'taken-handle', source: { kind: 'git', url: `${backend.url}/site.git` } });
     expect(refused.status).toBe(409);
     expect(refused.body.error.code).toBe('handle_taken');
-    expect(orphanedNumbers(server)).toEqual([]);
-    expect(server.th.store.read((tx) => tx.listRecords('project-unowned/'))).toEqual([]);
+    expect(await orphanedNumbers(server)).toEqual([]);
+    expect(await server.th.store.read(async (tx) => tx.listRecords('project-unowned/'))).toEqual([]);
 
     const seeded = await seed(server, { url: `${backend.url}/site.git` });
     expect(seeded.status).toBe(201);
     expect((await server.call('DELETE', `/api/v1/projects/${seeded.body.project.id}`)).status).toBe(200);
-    expect(orphanedNumbers(server)).toEqual([]);
-    expect(server.th.store.read((tx) => tx.listRecords('project-unowned/'))).toEqual([]);
+    expect(await orphanedNumbers(server)).toEqual([]);
+    expect(await server.th.store.read(async (tx) => tx.listRecords('project-unowned/'))).toEqual([]);
   });
 });

@@ -152,10 +152,10 @@ describe('linked repositories', () => {
     });
     const id = created.body.project.id;
     await waitForSync(server, id, syncedAt(await mainHead(server, id)));
-    const syncRecords = () => server.th.store.read((tx) => tx.listRecords('remote-sync/')).filter((r) => r.key.includes(id));
-    expect(syncRecords().map((r) => r.key)).toEqual([`remote-sync/state/${id}`]);
+    const syncRecords = async () => (await server.th.store.read(async (tx) => tx.listRecords('remote-sync/'))).filter((r) => r.key.includes(id));
+    expect((await syncRecords()).map((r) => r.key)).toEqual([`remote-sync/state/${id}`]);
     expect((await server.call('DELETE', `/api/v1/projects/${id}`)).status).toBe(200);
-    expect(syncRecords()).toEqual([]);
+    expect(await syncRecords()).toEqual([]);
   });
 
   it('pushes what stock git pushed to the project, and links with PUT using a token that is never shown', async () => {
@@ -175,7 +175,7 @@ describe('linked repositories', () => {
     expect(linked.body.remote).toMatchObject({ url: `${authBackend.url}/${name}`, sync: { status: 'pending' } });
     expect(Object.keys(linked.body.remote).sort()).toEqual(['linked_at', 'sync', 'url']);
     await waitForSync(server, id, syncedAt(await mainHead(server, id)));
-    const stored = server.th.store.read((tx) => tx.getRecord<{ git_remote: { username: string; token_sealed: string } }>(`project/${id}`))!;
+    const stored = (await server.th.store.read((tx) => tx.getRecord<{ git_remote: { username: string; token_sealed: string } }>(`project/${id}`)))!;
     expect(stored.git_remote.username).toBe('bot');
     expect(stored.git_remote.token_sealed).not.toContain(PASSWORD);
     expect(server.th.projects.unsealToken(stored.git_remote.token_sealed)).toBe(PASSWORD);

@@ -12,7 +12,7 @@ describe('unowned project data', () => {
     const { th, dataDir } = first;
     // What a crash leaves: the project's records gone, its data still there, its number marked unowned.
     const seq = await th.projects.reserveSeq();
-    await th.store.write((tx) => {
+    await th.store.write(async (tx) => {
       for (let i = 0; i < 5_000; i++) tx.project(seq).putObject('blob', Buffer.from(`left behind ${i}`));
     });
     await first.app.close();
@@ -21,11 +21,12 @@ describe('unowned project data', () => {
 
     const second = await startTestServer({ dataDir });
     try {
-      for (let tries = 0; tries < 100 && second.th.store.read((tx) => tx.listRecords('project-unowned/')).length > 0; tries++) {
+      const unowned = () => second.th.store.read(async (tx) => tx.listRecords('project-unowned/'));
+      for (let tries = 0; tries < 100 && (await unowned()).length > 0; tries++) {
         await new Promise((resolve) => setTimeout(resolve, 50));
       }
-      expect(second.th.store.read((tx) => tx.listRecords('project-unowned/'))).toEqual([]);
-      expect(second.th.store.read((tx) => tx.project(seq).findObjectsByPrefix('', 1))).toEqual([]);
+      expect(await unowned()).toEqual([]);
+      expect(await second.th.store.read((tx) => tx.project(seq).findObjectsByPrefix('', 1))).toEqual([]);
       // Numbers are never given out twice: the next project gets a new one.
       expect(await second.th.projects.reserveSeq()).toBe(seq + 1);
     } finally {
