@@ -9,7 +9,7 @@
  */
 import { chmodSync, copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { LmdbStore } from '../store/lmdb.js';
+import { openStore } from '../store/open.js';
 import type { AsyncStore } from '../store/asyncTypes.js';
 import { SECRET_FILE } from './secrets.js';
 
@@ -67,7 +67,7 @@ export async function restoreDataDir(backupDir: string, dataDir: string): Promis
     for (const file of STORE_FILES) copyFileSync(join(backupDir, file), join(dataDir, file));
     if (manifest.secret) copySecret(join(backupDir, SECRET_FILE), join(dataDir, SECRET_FILE));
     // Opening checks the store's format; a backup this build cannot read fails here.
-    await new LmdbStore({ path: dataDir }).close();
+    await openStore({ dataDir }).close();
     return manifest;
   } catch (error) {
     rmSync(dataDir, { recursive: true, force: true });

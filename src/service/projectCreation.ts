@@ -12,7 +12,6 @@ import { startMainAt, storeHistoryObjects } from '../repo/wire/importHistory.js'
 import type { SeedFile } from '../repo/initProject.js';
 import type { AsyncStoreWriteTx } from '../store/asyncTypes.js';
 import type { ContentEncoding } from '../repo/fileContent.js';
-import type { StoreWriteTx } from '../store/types.js';
 import type { Principal } from './accounts.js';
 import type { Config } from './config.js';
 import type { Announce } from './eventLog.js';
