@@ -231,7 +231,10 @@ describe('slow clients', () => {
       expect(openMs, kind.name).toBeLessThanOrEqual(kind.limit + slackMs);
     }
     expect(latencies.length).toBeGreaterThan(20);
-    expect(percentile(latencies, 0.99)).toBeLessThan(50);
+    // A server that served the slow connections in turn would hold /healthz for a whole timeout (a
+    // second or more); the bound is well below that, and well above what a loaded machine's
+    // scheduling adds (the lag itself is measured in bench/lag.ts, not asserted here).
+    expect(percentile(latencies, 0.99)).toBeLessThan(limits.headers / 2);
   });
 
   it('tells a client whose body paused why it was cut off', async () => {
