@@ -72,7 +72,7 @@ async function head(base: string, branch = 'main'): Promise<string> {
  * The request with a new key, then again: the repeat answers the first's status and body with
  * `Idempotent-Replayed: true` and leaves `observe()` and the event log as the first left them.
  */
-async function expectReplayed(method: string, path: string, body: unknown, observe: () => Promise<unknown>, settle?: () => Promise<void>): Promise<ApiResponse> {
+async function expectReplayed(method: string, path: string, body: unknown, observe: () => Promise<unknown>, settle?: () => Promise<void>): Promise<ApiResponse & { key: string }> {
   const key = freshKey();
   const first = await keyed(method, path, body, key);
   expect(first.status, `${method} ${path}: ${JSON.stringify(first.body)}`).toBeLessThan(300);
@@ -84,7 +84,7 @@ async function expectReplayed(method: string, path: string, body: unknown, obser
   expect(again.headers.get('idempotent-replayed')).toBe('true');
   expect(again.headers.get('content-type')).toBe('application/json; charset=utf-8');
   expect({ observed: await observe(), lastEvent: await lastEventId() }).toEqual(before);
-  return first;
+  return { ...first, key };
 }
 
 describe('a repeat with the same Idempotency-Key', () => {
@@ -127,6 +127,7 @@ describe('a repeat with the same Idempotency-Key', () => {
     const created = await expectReplayed('POST', '/api/v1/projects', { title, source: { kind: 'files', files: [{ path: 'index.html', content: '<p>hi</p>\n' }] } }, listed);
     expect(created.status).toBe(201);
     expect(await listed()).toHaveLength(1);
+    const createdKey = created.key;
     const id = created.body.project.id;
     const base = `/api/v1/projects/${id}`;
     // The answer kept is the one a read gives (version and all).
@@ -140,6 +141,11 @@ describe('a repeat with the same Idempotency-Key', () => {
     // Publishing again changes nothing, with or without a key.
     await expectReplayed('POST', `${base}/publish`, undefined, state);
     expect((await expectReplayed('POST', `${base}/unpublish`, undefined, state)).body).toEqual({ published: false });
+
+    // A repeat answers what happened, even once the project is gone.
+    await ok('DELETE', base);
+    const late = await keyed('POST', '/api/v1/projects', { title, source: { kind: 'files', files: [{ path: 'index.html', content: '<p>hi</p>\n' }] } }, createdKey);
+    expect([late.status, late.body, late.headers.get('idempotent-replayed')]).toEqual([201, created.body, 'true']);
 
     const { id: doomed, base: doomedBase } = await newProject('Deleted with a key');
     const projects = async () => (await ok('GET', '/api/v1/projects?limit=200')).projects.map((project: { id: string }) => project.id);
@@ -185,6 +191,23 @@ describe('a repeat with the same Idempotency-Key', () => {
 
     expect((await expectReplayed('DELETE', `/api/v1/webhooks/${hook}`, undefined, hooks)).body).toEqual({ deleted: hook });
     expect((await server.call('DELETE', `/api/v1/webhooks/${hook}`)).status).toBe(404);
+  });
+});
+
+describe('a request made of several transactions', () => {
+  it('replays a project created from a git seed: the history stored first, the project in the last transaction with its answer', async () => {
+    const seedWork = join(work.path, 'seed-work');
+    git(['init', '-q', '-b', 'main', seedWork]);
+    git(['-c', 'user.name=Seed', '-c', 'user.email=seed@example.com', 'commit', '-q', '--allow-empty', '-m', 'seeded history'], { cwd: seedWork });
+    initBareRepo(join(upstreams, 'seed.git'));
+    git(['push', '-q', join(upstreams, 'seed.git'), 'main'], { cwd: seedWork });
+    const title = `Seeded with a key ${Date.now()}`;
+    const listed = async () => (await ok('GET', `/api/v1/projects?q=${encodeURIComponent(title)}`)).projects;
+    const created = await expectReplayed('POST', '/api/v1/projects', { title, source: { kind: 'git', url: `${backend.url}/seed.git` } }, listed);
+    expect(created.status).toBe(201);
+    expect(await listed()).toHaveLength(1);
+    const { commits } = await ok('GET', `/api/v1/projects/${created.body.project.id}/git/log`);
+    expect(commits.map((commit: { message: string }) => commit.message)).toEqual(['seeded history']);
   });
 });
 
@@ -432,6 +455,20 @@ describe('the Idempotency-Key header', () => {
     const read = await server.call('GET', `${base}/files`, undefined, { headers: { 'idempotency-key': 'x'.repeat(300) } });
     expect(read.status).toBe(200);
     expect({ state: await projectState(server, base), lastEvent: await lastEventId() }).toEqual(before);
+  });
+
+  it('is in the OpenAPI document on every write, and on no read', async () => {
+    const document = (await server.call('GET', '/api/v1/openapi.json', undefined, { key: null })).body;
+    let writes = 0;
+    for (const [path, operations] of Object.entries<Record<string, { parameters: Array<{ name: string; in: string }> }>>(document.paths)) {
+      for (const [method, operation] of Object.entries(operations)) {
+        const declared = operation.parameters.some((parameter) => parameter.name === 'Idempotency-Key' && parameter.in === 'header');
+        const write = method !== 'get';
+        if (write) writes++;
+        expect([method, path, declared]).toEqual([method, path, write]);
+      }
+    }
+    expect(writes).toBeGreaterThanOrEqual(22);
   });
 
   it('is checked after the API key: without one it is 401', async () => {
