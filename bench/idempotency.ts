@@ -36,7 +36,11 @@ async function call(method: string, path: string, body: unknown, idempotencyKey?
 }
 
 const project = await (async () => {
-  const response = await fetch(`${server.url}/api/v1/projects`, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: JSON.stringify({ title: 'Keys' }) });
+  const response = await fetch(`${server.url}/api/v1/projects`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ title: 'Keys' }),
+  });
   return ((await response.json()) as { project: { id: string } }).project.id;
 })();
 

@@ -129,11 +129,12 @@ export function defineRoute<P extends ZodType = typeof emptyObject, Q extends Zo
  * effect; a kept answer is sent as the very JSON text kept, and a replay says so in
  * `Idempotent-Replayed: true`.
  */
-export function defineWriteRoute<P extends ZodType = typeof emptyObject, Q extends ZodType = typeof emptyObject, B extends ZodType = z.ZodUndefined, R = unknown>(
-  app: FastifyInstance,
-  spec: RouteSpec<P, Q, B>,
-  write: WriteRoute<z.output<P>, z.output<Q>, z.output<B>, R>,
-): void {
+export function defineWriteRoute<
+  P extends ZodType = typeof emptyObject,
+  Q extends ZodType = typeof emptyObject,
+  B extends ZodType = z.ZodUndefined,
+  R = unknown,
+>(app: FastifyInstance, spec: RouteSpec<P, Q, B>, write: WriteRoute<z.output<P>, z.output<Q>, z.output<B>, R>): void {
   if (!WRITE_METHODS.has(spec.method)) throw new Error(`${spec.method} ${spec.url} is not a write: define it with defineRoute`);
   registeredRoutes(app).push(spec as unknown as RouteSpec<ZodType, ZodType, ZodType>);
   const statusOf = (answer: RouteAnswer) => answer.status ?? spec.status ?? 200;
@@ -161,7 +162,8 @@ export function defineWriteRoute<P extends ZodType = typeof emptyObject, Q exten
           readOnly: write.readOnly === true,
         },
       );
-      if (outcome.failedAfterEffect !== undefined) request.log.error({ err: outcome.failedAfterEffect }, 'work after the effect of a request with an Idempotency-Key failed');
+      if (outcome.failedAfterEffect !== undefined)
+        request.log.error({ err: outcome.failedAfterEffect }, 'work after the effect of a request with an Idempotency-Key failed');
       reply.code(outcome.status).header('content-type', 'application/json; charset=utf-8');
       if (outcome.replayed) reply.header('idempotent-replayed', 'true');
       return reply.send(outcome.json);

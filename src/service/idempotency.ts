@@ -47,7 +47,8 @@ const PRUNE_EVERY_MS = 60 * 60_000;
 const RECORD_PREFIX = 'idempotency/';
 const EXPIRY_PREFIX = 'idempotency-expiry/';
 const EXPIRY_DIGITS = 15;
-const expiryKey = (expiresAt: number, recordKey: string) => `${EXPIRY_PREFIX}${String(expiresAt).padStart(EXPIRY_DIGITS, '0')}/${recordKey.slice(RECORD_PREFIX.length)}`;
+const expiryKey = (expiresAt: number, recordKey: string) =>
+  `${EXPIRY_PREFIX}${String(expiresAt).padStart(EXPIRY_DIGITS, '0')}/${recordKey.slice(RECORD_PREFIX.length)}`;
 
 interface IdempotencyRecord {
   /** requestFingerprint() of the first request. */
@@ -115,7 +116,8 @@ class AnsweredElsewhere extends Error {
  */
 export function idempotencyKeyOf(values: readonly string[]): string | undefined {
   if (values.length === 0) return undefined;
-  const refuse = (message: string) => new TreehouseError('invalid_request', `${IDEMPOTENCY_KEY_HEADER}: ${message}.`, { issues: [{ path: IDEMPOTENCY_KEY_HEADER, message }] });
+  const refuse = (message: string) =>
+    new TreehouseError('invalid_request', `${IDEMPOTENCY_KEY_HEADER}: ${message}.`, { issues: [{ path: IDEMPOTENCY_KEY_HEADER, message }] });
   if (values.length > 1) throw refuse('give the header once');
   const [value] = values;
   if (value.length === 0) throw refuse('must not be empty');
@@ -184,7 +186,8 @@ class Claim<R> implements ChangeJoin {
     if (existing) tx.deleteRecord(expiryKey(existing.expires_at, this.recordKey));
     const answer = kept(await this.render(result as R, tx));
     // Write answers are far below the cap (ANSWER_BYTES_MAX); past it is a fault, and the change is undone rather than made unanswerable.
-    if (tooLarge(answer)) throw new Error(`a write's answer of ${Buffer.byteLength(answer.json)} bytes is over the ${ANSWER_BYTES_MAX} bytes an idempotency key keeps`);
+    if (tooLarge(answer))
+      throw new Error(`a write's answer of ${Buffer.byteLength(answer.json)} bytes is over the ${ANSWER_BYTES_MAX} bytes an idempotency key keeps`);
     this.owner.putRecord(tx, this.recordKey, this.fingerprint, answer, now);
     return () => {
       this.stored = { answer, result };

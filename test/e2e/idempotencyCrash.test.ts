@@ -93,7 +93,7 @@ describe('Idempotency-Key after kill -9', () => {
     expect([thrice.status, thrice.body, thrice.replayed]).toEqual([retried.status, retried.body, 'true']);
 
     const events: any[] = [];
-    for (let after = '0'; ; ) {
+    for (let after = '0'; ;) {
       const page = (await call(second.url, key, 'GET', `/api/v1/events?after=${after}&limit=1000`)).body;
       events.push(...page.events);
       if (page.events.length < 1000) break;
@@ -104,7 +104,10 @@ describe('Idempotency-Key after kill -9', () => {
     expect(written).toEqual(writes.map((index) => `w${index}.txt`));
     const { commits } = (await call(second.url, key, 'GET', `/api/v1/projects/${project}/git/log?limit=200`)).body;
     const commitIndexes = Array.from({ length: inFlight + 1 }, (_, index) => index).filter((index) => index % 4 === 3);
-    expect(commits.map((commit: { message: string }) => commit.message).reverse()).toEqual(['Initial commit', ...commitIndexes.map((index) => `commit ${index}`)]);
+    expect(commits.map((commit: { message: string }) => commit.message).reverse()).toEqual([
+      'Initial commit',
+      ...commitIndexes.map((index) => `commit ${index}`),
+    ]);
     second.child.kill('SIGTERM');
     await second.exited;
   }, 120_000);

@@ -53,7 +53,14 @@ describe('Idempotency-Key on two nodes of one store', () => {
       await api(nodes[round % 2], 'POST', `/projects/${project}/files/batch`, { files: [{ path: `r${round}.txt`, content: `${round}\n` }] });
       const message = `round ${round}`;
       const answers: RawResponse[] = (
-        await Promise.all(nodes.map((node) => rawRequestsAtOnce(node.url, Array.from({ length: 25 }, () => commitRequest(node.url, key, project, `round-${round}`, message)))))
+        await Promise.all(
+          nodes.map((node) =>
+            rawRequestsAtOnce(
+              node.url,
+              Array.from({ length: 25 }, () => commitRequest(node.url, key, project, `round-${round}`, message)),
+            ),
+          ),
+        )
       ).flat();
       const fresh = answers.filter((answer) => answer.status === 201 && answer.headers['idempotent-replayed'] === undefined);
       expect(fresh, `round ${round}`).toHaveLength(1);

@@ -72,7 +72,13 @@ async function head(base: string, branch = 'main'): Promise<string> {
  * The request with a new key, then again: the repeat answers the first's status and body with
  * `Idempotent-Replayed: true` and leaves `observe()` and the event log as the first left them.
  */
-async function expectReplayed(method: string, path: string, body: unknown, observe: () => Promise<unknown>, settle?: () => Promise<void>): Promise<ApiResponse & { key: string }> {
+async function expectReplayed(
+  method: string,
+  path: string,
+  body: unknown,
+  observe: () => Promise<unknown>,
+  settle?: () => Promise<void>,
+): Promise<ApiResponse & { key: string }> {
   const key = freshKey();
   const first = await keyed(method, path, body, key);
   expect(first.status, `${method} ${path}: ${JSON.stringify(first.body)}`).toBeLessThan(300);
@@ -96,9 +102,23 @@ describe('a repeat with the same Idempotency-Key', () => {
     await ok('POST', `${base}/files/batch`, { branch: 'feature', files: [{ path: 'f.txt', content: 'feature\n' }] });
     await ok('POST', `${base}/git/commit`, { branch: 'feature', message: 'feature work' });
 
-    const batch = await expectReplayed('POST', `${base}/files/batch`, { files: [{ path: 'b.txt', content: 'b\n' }, { path: 'gone/x.txt', content: 'x\n' }, { path: 'm.txt', content: 'm\n' }] }, state);
+    const batch = await expectReplayed(
+      'POST',
+      `${base}/files/batch`,
+      {
+        files: [
+          { path: 'b.txt', content: 'b\n' },
+          { path: 'gone/x.txt', content: 'x\n' },
+          { path: 'm.txt', content: 'm\n' },
+        ],
+      },
+      state,
+    );
     expect(batch.body).toEqual({ written: 3 });
-    expect((await expectReplayed('POST', `${base}/files/move`, { from: 'm.txt', to: 'moved/m.txt' }, state)).body).toEqual({ from: 'm.txt', to: 'moved/m.txt' });
+    expect((await expectReplayed('POST', `${base}/files/move`, { from: 'm.txt', to: 'moved/m.txt' }, state)).body).toEqual({
+      from: 'm.txt',
+      to: 'moved/m.txt',
+    });
     expect((await expectReplayed('DELETE', `${base}/files/gone/x.txt?branch=main`, undefined, state)).body).toEqual({ path: 'gone/x.txt' });
     expect((await expectReplayed('DELETE', `${base}/file?path=b.txt`, undefined, state)).body).toEqual({ path: 'b.txt' });
     const commit = await expectReplayed('POST', `${base}/git/commit`, { message: 'with a key' }, state);
@@ -124,7 +144,12 @@ describe('a repeat with the same Idempotency-Key', () => {
   it('gets the first answer of every project write, and changes nothing', async () => {
     const title = `Created with a key ${Date.now()}`;
     const listed = async () => (await ok('GET', `/api/v1/projects?q=${encodeURIComponent(title)}`)).projects;
-    const created = await expectReplayed('POST', '/api/v1/projects', { title, source: { kind: 'files', files: [{ path: 'index.html', content: '<p>hi</p>\n' }] } }, listed);
+    const created = await expectReplayed(
+      'POST',
+      '/api/v1/projects',
+      { title, source: { kind: 'files', files: [{ path: 'index.html', content: '<p>hi</p>\n' }] } },
+      listed,
+    );
     expect(created.status).toBe(201);
     expect(await listed()).toHaveLength(1);
     const createdKey = created.key;
@@ -144,7 +169,12 @@ describe('a repeat with the same Idempotency-Key', () => {
 
     // A repeat answers what happened, even once the project is gone.
     await ok('DELETE', base);
-    const late = await keyed('POST', '/api/v1/projects', { title, source: { kind: 'files', files: [{ path: 'index.html', content: '<p>hi</p>\n' }] } }, createdKey);
+    const late = await keyed(
+      'POST',
+      '/api/v1/projects',
+      { title, source: { kind: 'files', files: [{ path: 'index.html', content: '<p>hi</p>\n' }] } },
+      createdKey,
+    );
     expect([late.status, late.body, late.headers.get('idempotent-replayed')]).toEqual([201, created.body, 'true']);
 
     const { id: doomed, base: doomedBase } = await newProject('Deleted with a key');
@@ -319,7 +349,12 @@ describe('a repeat while the first request runs', () => {
       '',
       body,
     ].join('\r\n');
-    const answers = (await rawRequestsAtOnce(server.url, Array.from({ length: 50 }, () => request))).map((answer) => ({ ...answer, body: JSON.parse(answer.body) }));
+    const answers = (
+      await rawRequestsAtOnce(
+        server.url,
+        Array.from({ length: 50 }, () => request),
+      )
+    ).map((answer) => ({ ...answer, body: JSON.parse(answer.body) }));
     const made = answers.filter((answer) => answer.status === 201);
     expect(made.filter((answer) => answer.headers['idempotent-replayed'] === undefined)).toHaveLength(1);
     for (const answer of answers) {
@@ -424,7 +459,9 @@ describe('the Idempotency-Key header', () => {
       rawRequest(
         server.url,
         Buffer.concat([
-          Buffer.from(`POST /api/v1/projects/${id}/files/batch HTTP/1.1\r\nHost: ${host}\r\nAuthorization: Bearer ${server.key}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n`),
+          Buffer.from(
+            `POST /api/v1/projects/${id}/files/batch HTTP/1.1\r\nHost: ${host}\r\nAuthorization: Bearer ${server.key}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n`,
+          ),
           headerLines,
           Buffer.from(`\r\n${body}`),
         ]),

@@ -72,7 +72,11 @@ describe('two nodes of one store', () => {
     expect(answered[0].status).toBe(201);
     expect((await messages(id)).filter((message) => message === 'raced')).toHaveLength(1);
     // Either node now replays it from the store.
-    for (const node of nodes) expect(await node.answer(raced, { run: () => Promise.reject(new Error('must not run')), render: commitAnswer, readOnly: false })).toEqual({ ...answered[0], replayed: true });
+    for (const node of nodes)
+      expect(await node.answer(raced, { run: () => Promise.reject(new Error('must not run')), render: commitAnswer, readOnly: false })).toEqual({
+        ...answered[0],
+        replayed: true,
+      });
   });
 });
 
@@ -98,7 +102,11 @@ describe('answers', () => {
     const id = await newProject('Faults');
     const unjoined = await request('{"unjoined":1}');
     await expect(
-      server.th.idempotency.answer(unjoined, { run: () => server.th.workspace.commit(principal, id, { branch: 'main', message: 'unjoined' }), render: commitAnswer, readOnly: false }),
+      server.th.idempotency.answer(unjoined, {
+        run: () => server.th.workspace.commit(principal, id, { branch: 'main', message: 'unjoined' }),
+        render: commitAnswer,
+        readOnly: false,
+      }),
     ).rejects.toThrow(/made no change that kept its answer/);
     await server.call('POST', `/api/v1/projects/${id}/files/batch`, { files: [{ path: 'b.txt', content: 'b\n' }] });
     const copied = await request('{"copied":1}');
@@ -119,7 +127,11 @@ describe('answers', () => {
     const second = await server.th.idempotency.answer(big, { run, render: (text) => ({ status: 200, body: { text } }), readOnly: true });
     expect([first.replayed, second.replayed, second.json === first.json]).toEqual([false, false, true]);
     const kept = await server.th.idempotency.answer(small, { run: async () => 'small', render: (text) => ({ status: 200, body: { text } }), readOnly: true });
-    const replayed = await server.th.idempotency.answer(small, { run: () => Promise.reject(new Error('must not run')), render: (text: string) => ({ status: 200, body: { text } }), readOnly: true });
+    const replayed = await server.th.idempotency.answer(small, {
+      run: () => Promise.reject(new Error('must not run')),
+      render: (text: string) => ({ status: 200, body: { text } }),
+      readOnly: true,
+    });
     expect([kept.replayed, replayed.replayed, replayed.json]).toEqual([false, true, kept.json]);
   });
 });
