@@ -11,6 +11,7 @@ import { TreehouseError } from '../errors.js';
 import { contractError } from '../service/domainErrors.js';
 import type { Treehouse } from '../service/treehouse.js';
 import type { Principal } from '../service/accounts.js';
+import { idempotencyKeyOf } from '../service/idempotency.js';
 import { envelope, STATUS_BY_CODE } from './errors.js';
 import { buildOpenApi } from './openapi.js';
 import { defineRoute, registeredRoutes } from './route.js';
@@ -30,6 +31,8 @@ import { webhookRoutes } from './routes/webhooks.js';
 
 /** Node's limit on the request head (its default; Treehouse does not change it). */
 const HEADER_BYTES_MAX = maxHeaderSize;
+/** Methods an Idempotency-Key applies to (on GET it is ignored). */
+const WRITE_METHODS: ReadonlySet<string> = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 
 export interface AppOptions {
   logLevel?: string;
@@ -74,17 +77,23 @@ export function buildApp(th: Treehouse, options: AppOptions = {}): FastifyInstan
     reply.header('x-request-id', request.id);
     if (request.routeOptions.config?.auth !== true) return;
     request.principal = await authenticateKey(th, request.headers.authorization, reply);
+    // Checked before the body is read, so a refused key costs no body.
+    if (WRITE_METHODS.has(request.method)) request.idempotencyKey = idempotencyKeyOf(headerValues(request.raw.rawHeaders, 'idempotency-key'));
   });
+  app.decorate('idempotency', th.idempotency);
 
   // JSON is UTF-8 (RFC 8259); a body labelled with another charset would be read as something it is not.
   const parseJson = app.getDefaultJsonParser('error', 'error');
-  app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
+  app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (request, body, done) => {
     const charset = /;\s*charset\s*=\s*"?([^";\s]+)/i.exec(request.headers['content-type'] ?? '')?.[1];
     if (charset && !/^utf-?8$/i.test(charset)) {
       done(new TreehouseError('invalid_request', `JSON bodies are UTF-8; charset ${JSON.stringify(charset)} is not accepted.`), undefined);
       return;
     }
-    parseJson(request, body as string, done);
+    // The bytes as sent make an Idempotency-Key's fingerprint; without a key they are not kept.
+    if (request.idempotencyKey !== undefined) request.bodyBytes = body as Buffer;
+    // The default parser decodes a Buffer as UTF-8 itself (secure-json-parse), as it would have the string.
+    parseJson(request, body as unknown as string, done);
   });
 
   const metrics = th.metrics;
@@ -166,6 +175,13 @@ async function authenticateKey(th: Treehouse, authorization: string | undefined,
     throw new TreehouseError('rate_limited', `Too many requests; retry in ${retryAfterSeconds} s.`);
   }
   return principal;
+}
+
+/** Every value of a header as received, one per occurrence (Node joins repeated headers into one). */
+function headerValues(rawHeaders: readonly string[], lowerCaseName: string): string[] {
+  const values: string[] = [];
+  for (let i = 0; i + 1 < rawHeaders.length; i += 2) if (rawHeaders[i].toLowerCase() === lowerCaseName) values.push(rawHeaders[i + 1]);
+  return values;
 }
 
 /**

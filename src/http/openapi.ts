@@ -3,6 +3,7 @@ import { z, type ZodType } from 'zod';
 import type { RouteSpec } from './route.js';
 import { STATUS_BY_CODE } from './errors.js';
 import { exampleFor } from './examples.js';
+import { ANSWER_BYTES_MAX, IDEMPOTENCY_KEY_HEADER } from '../service/idempotency.js';
 
 type Routes = ReadonlyArray<RouteSpec<ZodType, ZodType, ZodType>>;
 
@@ -22,6 +23,18 @@ function parameters(schema: ZodType | undefined, where: 'path' | 'query') {
   }));
 }
 
+/** The header every authenticated write takes (../shared/API.md "Workspace additions (v1.1)"). */
+const idempotencyKeyParameter = {
+  name: IDEMPOTENCY_KEY_HEADER,
+  in: 'header',
+  required: false,
+  description:
+    'Makes the request safe to retry: the first answer (2xx) is kept 24 hours for this API key and a repeat with the same method, URL and body gets it again with `Idempotent-Replayed: true`, changing nothing; ' +
+    `the same key with another request is 422 idempotency_key_reused, a repeat while the first runs 409 idempotency_in_progress. Failures are not kept. Answers over ${ANSWER_BYTES_MAX} bytes of a request that changes nothing are not kept.`,
+  schema: { type: 'string', minLength: 1, maxLength: 255, pattern: '^[\\x20-\\x7e]+$' },
+};
+const WRITE_METHODS: ReadonlySet<string> = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
+
 export function buildOpenApi(routes: Routes, serverUrl: string): Record<string, unknown> {
   const paths: Record<string, Record<string, unknown>> = {};
   for (const route of routes) {
@@ -30,7 +43,11 @@ export function buildOpenApi(routes: Routes, serverUrl: string): Record<string, 
     const success: Record<string, unknown> = { ...(route.response ? { schema: jsonSchema(route.response, 'output') } : {}), ...(example?.response !== undefined ? { example: example.response } : {}) };
     const operation: Record<string, unknown> = {
       summary: route.summary,
-      parameters: [...parameters(route.params, 'path'), ...parameters(route.query, 'query')],
+      parameters: [
+        ...parameters(route.params, 'path'),
+        ...parameters(route.query, 'query'),
+        ...(route.auth !== false && WRITE_METHODS.has(route.method) ? [idempotencyKeyParameter] : []),
+      ],
       responses: {
         [String(route.status ?? 200)]: example?.produces
           ? { description: 'Success', content: Object.fromEntries(example.produces.map((type) => [type, { schema: { type: 'string', format: 'binary' } }])) }

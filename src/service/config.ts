@@ -57,6 +57,12 @@ export interface EventsConfig {
   webhookConcurrency: number;
 }
 
+/** Idempotency-Key (README "Idempotency-Key"). */
+export interface IdempotencyConfig {
+  /** How long a key's first answer is kept (the contract: 24 hours). */
+  ttlMs: number;
+}
+
 export interface Config {
   port: number;
   host: string;
@@ -69,6 +75,7 @@ export interface Config {
   limits: Limits;
   connections: ConnectionLimits;
   events: EventsConfig;
+  idempotency: IdempotencyConfig;
 }
 
 const MIB = 1024 * 1024;
@@ -123,6 +130,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       webhookRetryMaxMs: integer(env, 'TREEHOUSE_WEBHOOK_RETRY_MAX_MS', 6 * HOUR_MS),
       webhookGiveUpMs: integer(env, 'TREEHOUSE_WEBHOOK_GIVE_UP_MS', 24 * HOUR_MS),
       webhookConcurrency: Math.max(1, integer(env, 'TREEHOUSE_WEBHOOK_CONCURRENCY', 16)),
+    },
+    idempotency: {
+      ttlMs: integer(env, 'TREEHOUSE_IDEMPOTENCY_TTL_SECONDS', 24 * 60 * 60) * 1000,
     },
   };
 }

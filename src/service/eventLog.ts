@@ -34,10 +34,23 @@ export interface StoredEvent {
 export type Announce = <T extends ChangeType>(type: T, project: ProjectRecord, data: ChangeData[T]) => void;
 
 /**
- * Work that joins a change's transaction after its events were appended (an idempotency record, say):
- * it sees the events with their ids, and a throw undoes the whole change.
+ * Work that joins every change's transaction after its events were appended: it sees the events
+ * with their ids, and a throw undoes the whole change.
  */
 export type ChangeHook = (tx: AsyncStoreWriteTx, events: readonly ChangeEvent[]) => Promise<void> | void;
+
+/** Runs once the change it belongs to is durable (never for a change that failed or ran again). */
+export type AfterCommit = () => void;
+
+/**
+ * A caller's work that must commit with one particular change (an idempotency key's stored answer,
+ * src/service/idempotency.ts): it runs in that change's transaction, after its events and hooks,
+ * with the change's result; a throw undoes the change. It runs again whenever the transaction's
+ * callback does, and only the last run's AfterCommit is called.
+ */
+export interface ChangeJoin {
+  inTx(tx: AsyncStoreWriteTx, result: unknown): Promise<AfterCommit | void>;
+}
 
 const ID_DIGITS = 16;
 export const EVENT_ID_PATTERN = /^\d{1,16}$/;
@@ -101,38 +114,43 @@ export class EventLog {
   /**
    * One change: `action` writes through `tx` and announces its events; they are appended to their
    * teams' logs in the same transaction, then published on the bus once it is durable. `action` may
-   * run more than once (src/store/asyncTypes.ts): only the last run's events count.
+   * run more than once (src/store/asyncTypes.ts): only the last run's events count. `join` joins
+   * this change's transaction (ChangeJoin).
    */
-  async change<T>(action: (tx: AsyncStoreWriteTx, announce: Announce) => Promise<T>): Promise<T> {
+  async change<T>(action: (tx: AsyncStoreWriteTx, announce: Announce) => Promise<T>, join?: ChangeJoin): Promise<T> {
     let appended: ChangeEvent[] = [];
+    let afterCommit: AfterCommit | void = undefined;
     const result = await this.store.write(async (tx) => {
+      afterCommit = undefined;
       const drafts: Array<Omit<ChangeEvent, 'id' | 'at'>> = [];
       const out = await action(tx, (type, project, data) => drafts.push({ type, project, data } as Omit<ChangeEvent, 'id' | 'at'>));
       appended = await appendInTx(tx, drafts);
       for (const hook of this.hooks) await hook(tx, appended);
+      if (join) afterCommit = await join.inTx(tx, out);
       return out;
     });
+    // Before the events go out: a listener's own change must already see this one as made.
+    (afterCommit as AfterCommit | void)?.();
     for (const event of appended) this.bus.publish(event);
     return result;
   }
 
   /**
    * A verb's transaction-level core on `record`'s project, and the events its result means, in one
-   * transaction. `alsoInTx` adds the caller's own records to the same transaction.
+   * transaction; `join` joins it as in change().
    */
   runChange<T>(
     record: ProjectRecord,
     core: (tx: WriteTx) => Promise<T>,
     eventsOf: (result: T, tx: WriteTx, announce: Announce) => Promise<void> | void,
-    alsoInTx?: (tx: AsyncStoreWriteTx, result: T) => Promise<void> | void,
+    join?: ChangeJoin,
   ): Promise<T> {
     return this.change(async (tx, announce) => {
       const project = tx.project(record.seq);
       const result = await core(project);
       await eventsOf(result, project, announce);
-      if (alsoInTx) await alsoInTx(tx, result);
       return result;
-    });
+    }, join);
   }
 
   /** The team's last event id (0 before its first). */

@@ -14,7 +14,7 @@ import type { AsyncStoreWriteTx } from '../store/asyncTypes.js';
 import type { ContentEncoding } from '../repo/fileContent.js';
 import type { Principal } from './accounts.js';
 import type { Config } from './config.js';
-import type { Announce } from './eventLog.js';
+import type { Announce, ChangeJoin } from './eventLog.js';
 import type { Framework } from './framework.js';
 import { detectionFiles, fetchGitSeed, type GitSeedSource } from './gitSeed.js';
 import type { PackChecker } from './packChecker.js';
@@ -46,9 +46,10 @@ export class ProjectCreation {
     private readonly config: Config,
   ) {}
 
-  async create(principal: Principal, input: NewProject): Promise<ProjectRecord> {
+  /** `join` joins the transaction that creates the project (the last, for a git seed). */
+  async create(principal: Principal, input: NewProject, join?: ChangeJoin): Promise<ProjectRecord> {
     const people = peopleFor(principal);
-    const common = { title: input.title, handle: input.handle, framework: input.framework, commerce: input.commerce, people };
+    const common = { title: input.title, handle: input.handle, framework: input.framework, commerce: input.commerce, people, join };
     const source = input.source;
     const remote = input.git_remote ? await this.remoteSync.prepareLink(input.git_remote, 'git_remote.url') : null;
     const link = remote ? (tx: AsyncStoreWriteTx, created: ProjectRecord, announce: Announce) => this.remoteSync.linkInTx(tx, created, remote, announce) : undefined;

@@ -5,12 +5,12 @@
 import { TreehouseError } from '../errors.js';
 import { initProjectInTx, type SeedFile } from '../repo/initProject.js';
 import { DEFAULT_REPO_LIMITS, MAIN_BRANCH, type Repo } from '../repo/repo.js';
-import type { AsyncStore, AsyncStoreWriteTx, RecordReads } from '../store/asyncTypes.js';
+import type { AsyncStore, AsyncStoreWriteTx, ProjectReads, RecordReads } from '../store/asyncTypes.js';
 import type { CommitAuthors } from '../repo/writeCommit.js';
 import type { Principal } from './accounts.js';
 import type { Config } from './config.js';
 import { detectFramework, type Framework } from './framework.js';
-import { commitCreated, EventLog, type Announce } from './eventLog.js';
+import { commitCreated, EventLog, type Announce, type ChangeJoin } from './eventLog.js';
 import { EventBus } from './events.js';
 import { newId } from './ids.js';
 import type { Sealer } from './secrets.js';
@@ -77,6 +77,8 @@ export interface CreateProjectInput {
   alsoInTx?: (tx: AsyncStoreWriteTx, record: ProjectRecord, announce: Announce) => Promise<void>;
   /** A number from reserveSeq(), whose objects were stored ahead of the project. */
   seq?: number;
+  /** Joins the creation's transaction (an Idempotency-Key's answer). */
+  join?: ChangeJoin;
 }
 
 export class Projects {
@@ -127,8 +129,9 @@ export class Projects {
     });
   }
 
-  async version(record: ProjectRecord): Promise<number> {
-    return this.store.read((tx) => tx.project(record.seq).getVersion());
+  /** The project's version, read through `reads` when given (a change's own transaction). */
+  async version(record: ProjectRecord, reads?: { project(project: number): ProjectReads }): Promise<number> {
+    return reads ? reads.project(record.seq).getVersion() : this.store.read((tx) => tx.project(record.seq).getVersion());
   }
 
   async list(principal: Principal, input: { q?: string; limit: number; cursor?: string }): Promise<{ projects: ProjectRecord[]; next_cursor: string | null }> {
@@ -194,16 +197,17 @@ export class Projects {
       tx.putRecord(handleKey(handle), record.id);
       tx.putRecord(teamIndexKey(record), record.id);
       return record;
-    });
+    }, input.join);
   }
 
   async update(
     principal: Principal,
     id: string,
     patch: { title?: string; handle?: string; framework?: Framework | null },
+    join?: ChangeJoin,
   ): Promise<ProjectRecord> {
     if (patch.handle !== undefined) requireHandle(patch.handle);
-    return this.change(principal, id, async (tx, record) => {
+    return this.change(principal, id, join, async (tx, record) => {
       const next = { ...record };
       if (patch.title !== undefined) next.title = patch.title;
       if (patch.framework !== undefined) {
@@ -220,12 +224,8 @@ export class Projects {
     });
   }
 
-  async setPublished(principal: Principal, id: string, published: boolean): Promise<ProjectRecord> {
-    return this.change(principal, id, async (_tx, record) => (record.published === published ? record : { ...record, published }));
-  }
-
-  async setRemote(principal: Principal, id: string, remote: GitRemoteRecord | null): Promise<ProjectRecord> {
-    return this.change(principal, id, async (_tx, record) => ({ ...record, git_remote: remote }));
+  async setPublished(principal: Principal, id: string, published: boolean, join?: ChangeJoin): Promise<ProjectRecord> {
+    return this.change(principal, id, join, async (_tx, record) => (record.published === published ? record : { ...record, published }));
   }
 
   /**
@@ -234,7 +234,7 @@ export class Projects {
    * the answer waits until it is all freed. A crash in between leaves the number marked unowned,
    * and the next start finishes the drop.
    */
-  async delete(principal: Principal, id: string): Promise<void> {
+  async delete(principal: Principal, id: string, join?: ChangeJoin): Promise<void> {
     const record = await this.get(principal, id);
     await this.outbox.change(async (tx, announce) => {
       // Read again in the transaction: a delete racing this one finds nothing and announces nothing.
@@ -245,7 +245,7 @@ export class Projects {
       tx.putRecord(unownedKey(record.seq), new Date().toISOString());
       for (const hook of this.deleteHooks) await hook(tx, record);
       announce('project.deleted', record, {});
-    });
+    }, join);
     await this.dropUnowned(record.seq);
   }
 
@@ -300,24 +300,37 @@ export class Projects {
     return this.sealer.seal(plain);
   }
 
-  /** Applies a change to a record; an unchanged record writes nothing and keeps its version. */
+  /** Applies a change to a record in a change of its own; see changeInTx. */
   private async change(
     principal: Principal,
     id: string,
+    join: ChangeJoin | undefined,
     apply: (tx: AsyncStoreWriteTx, record: ProjectRecord) => Promise<ProjectRecord>,
   ): Promise<ProjectRecord> {
     await this.get(principal, id);
-    return this.outbox.change(async (tx, announce) => {
-      const record = await tx.getRecord<ProjectRecord>(projectKey(id));
-      if (!record || record.team_id !== principal.teamId) throw new TreehouseError('not_found', 'Project not found.');
-      const next = await apply(tx, record);
-      if (next === record) return record;
-      next.updated_at = new Date().toISOString();
-      this.putProject(tx, next);
-      await tx.project(record.seq).bumpVersion();
-      announceChange(record, next, announce);
-      return next;
-    });
+    return this.outbox.change(async (tx, announce) => (await this.changeInTx(tx, announce, principal, id, apply)).after, join);
+  }
+
+  /**
+   * Applies a change to a record, in the caller's change (so a linked repository's queue joins it);
+   * an unchanged record writes nothing and keeps its version. 404 for a project of another team.
+   */
+  async changeInTx(
+    tx: AsyncStoreWriteTx,
+    announce: Announce,
+    principal: Principal,
+    id: string,
+    apply: (tx: AsyncStoreWriteTx, record: ProjectRecord) => Promise<ProjectRecord>,
+  ): Promise<{ before: ProjectRecord; after: ProjectRecord }> {
+    const record = await tx.getRecord<ProjectRecord>(projectKey(id));
+    if (!record || record.team_id !== principal.teamId) throw new TreehouseError('not_found', 'Project not found.');
+    const next = await apply(tx, record);
+    if (next === record) return { before: record, after: record };
+    next.updated_at = new Date().toISOString();
+    this.putProject(tx, next);
+    await tx.project(record.seq).bumpVersion();
+    announceChange(record, next, announce);
+    return { before: record, after: next };
   }
 
   private putProject(tx: AsyncStoreWriteTx, record: ProjectRecord): void {

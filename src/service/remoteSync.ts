@@ -18,11 +18,11 @@ import { TreehouseError } from '../errors.js';
 import { oidToHex, type Oid } from '../git/oid.js';
 import { BRANCH_REF_PREFIX } from '../git/refname.js';
 import { MAIN_BRANCH } from '../repo/repo.js';
-import type { AsyncStore, AsyncStoreWriteTx } from '../store/asyncTypes.js';
+import type { AsyncStore, AsyncStoreWriteTx, RecordReads } from '../store/asyncTypes.js';
 import type { Principal } from './accounts.js';
 import type { Config } from './config.js';
 import { checkRemoteHost, endpointFromUrl, pushBranch, RemoteError, type RemoteEndpoint } from './gitClient.js';
-import type { Announce } from './eventLog.js';
+import type { Announce, ChangeJoin } from './eventLog.js';
 import { projectInTx, type GitRemoteRecord, type ProjectRecord, type Projects } from './projects.js';
 
 export type SyncStatus = 'synced' | 'pending' | 'diverged' | 'error';
@@ -166,29 +166,47 @@ export class RemoteSync {
     if (queued) announceState(announce, record, queued.branch, queued.state);
   }
 
-  async link(principal: Principal, id: string, input: LinkInput): Promise<RemoteView> {
+  /**
+   * Links (or re-links) the repository and queues a push of every branch, in one change; answers
+   * the link as it stands after it. `join` joins that change (an Idempotency-Key's answer).
+   */
+  async link(principal: Principal, id: string, input: LinkInput, join?: ChangeJoin): Promise<RemoteView> {
     await this.projects.get(principal, id);
     const remote = await this.prepareLink(input, 'url');
-    const record = await this.projects.setRemote(principal, id, remote);
-    await this.projects.outbox.change((tx, announce) => this.enqueueAllAnnounced(tx, record, announce));
+    const view = await this.projects.outbox.change(async (tx, announce) => {
+      const { after } = await this.projects.changeInTx(tx, announce, principal, id, async (_tx, record) => ({ ...record, git_remote: remote }));
+      await this.enqueueAllAnnounced(tx, after, announce);
+      return (await this.view(after, tx))!;
+    }, join);
     this.wake();
-    return (await this.view(record))!;
+    return view;
   }
 
-  async unlink(principal: Principal, id: string): Promise<RemoteView> {
-    const before = await this.get(principal, id);
-    const record = await this.projects.setRemote(principal, id, null);
-    await this.store.write((tx) => forgetProject(tx, record.id));
-    return before;
+  /** Unlinks the repository and drops its queued pushes, in one change; answers the link as it was. */
+  async unlink(principal: Principal, id: string, join?: ChangeJoin): Promise<RemoteView> {
+    await this.get(principal, id);
+    return this.projects.outbox.change(async (tx, announce) => {
+      let before: RemoteView | null = null;
+      await this.projects.changeInTx(tx, announce, principal, id, async (_tx, record) => {
+        before = await this.view(record, tx);
+        if (!before) throw notLinked();
+        return { ...record, git_remote: null };
+      });
+      await forgetProject(tx, id);
+      return before!;
+    }, join);
   }
 
   /** Queues a push of every branch now (POST …/git/remote/sync). */
-  async requestSync(principal: Principal, id: string): Promise<RemoteView> {
+  async requestSync(principal: Principal, id: string, join?: ChangeJoin): Promise<RemoteView> {
     const record = await this.projects.get(principal, id);
     if (!record.git_remote) throw notLinked();
-    await this.projects.outbox.change((tx, announce) => this.enqueueAllAnnounced(tx, record, announce));
+    const view = await this.projects.outbox.change(async (tx, announce) => {
+      await this.enqueueAllAnnounced(tx, record, announce);
+      return (await this.view(record, tx))!;
+    }, join);
     this.wake();
-    return (await this.view(record))!;
+    return view;
   }
 
   async get(principal: Principal, id: string): Promise<RemoteView> {
@@ -197,10 +215,10 @@ export class RemoteSync {
     return view;
   }
 
-  /** The project's `git_remote`: null when it has no linked repository. */
-  async view(record: ProjectRecord): Promise<RemoteView | null> {
+  /** The project's `git_remote`: null when it has no linked repository. Read through `reads` when given (a change's own transaction). */
+  async view(record: ProjectRecord, reads?: RecordReads): Promise<RemoteView | null> {
     if (!record.git_remote) return null;
-    const state = await this.store.read((tx) => tx.getRecord<SyncState>(stateKey(record.id)));
+    const state = await (reads ? reads.getRecord<SyncState>(stateKey(record.id)) : this.store.read((tx) => tx.getRecord<SyncState>(stateKey(record.id))));
     const sync = state ?? { status: 'pending', oid: null, at: null, error: null };
     return {
       url: record.git_remote.url,

@@ -12,6 +12,7 @@ import { Webhooks } from './webhooks.js';
 import { DeflateCache } from './deflateCache.js';
 import { EventLoopMonitor } from './eventLoopMonitor.js';
 import { GitExport } from './gitExport.js';
+import { Idempotency } from './idempotency.js';
 import type { Config } from './config.js';
 import { Linter } from './lint.js';
 import { Metrics } from './metrics.js';
@@ -56,6 +57,8 @@ export interface Treehouse {
   site: PublicSite;
   /** POST /projects: seeds, linked repository, initial commit. */
   creation: ProjectCreation;
+  /** Idempotency-Key: answers kept with their effects (src/service/idempotency.ts). */
+  idempotency: Idempotency;
   /** Starts background work (the sync queue); the server calls it once it listens. */
   start(): void;
   /** Stops background work, leaving queued work for the next start; call before close(). */
@@ -87,7 +90,8 @@ export function openTreehouse(config: Config, store: AsyncStore): Treehouse {
         });
   const packChecker = new PackChecker();
   const eventStreams = new EventStreams(projects.outbox, projects.events, { bufferBytesMax: config.events.streamBufferBytesMax });
-  const webhooks = new Webhooks(store, projects.events, sealer, config);
+  const webhooks = new Webhooks(store, projects.outbox, projects.events, sealer, config);
+  const idempotency = new Idempotency(store, sealer, config.idempotency);
   const git = new GitExport(projects, workspace, packChecker, config, deflateCache);
   // A branch that moved or appeared is pushed to the linked repository (a seed's is queued by its link).
   projects.events.on((event) => {
@@ -113,11 +117,13 @@ export function openTreehouse(config: Config, store: AsyncStore): Treehouse {
     git,
     site: new PublicSite(projects),
     creation: new ProjectCreation(projects, remoteSync, packChecker, config),
+    idempotency,
     start: () => {
       projects.start().catch((error: Error) => process.stderr.write(`finishing project drops failed: ${error.stack ?? error.message}\n`));
       remoteSync.start();
       webhooks.start();
       projects.outbox.startPruning(config.events.retentionMs);
+      idempotency.startPruning();
       deflateCache.start();
       eventLoop.start();
     },
@@ -126,6 +132,7 @@ export function openTreehouse(config: Config, store: AsyncStore): Treehouse {
       eventStreams.closeAll();
       await webhooks.stop();
       await projects.outbox.stopPruning();
+      await idempotency.stopPruning();
       await remoteSync.stop();
       await deflateCache.stop();
     },
@@ -134,6 +141,7 @@ export function openTreehouse(config: Config, store: AsyncStore): Treehouse {
       eventStreams.closeAll();
       await webhooks.stop();
       await projects.outbox.stopPruning();
+      await idempotency.stopPruning();
       await remoteSync.stop();
       await deflateCache.stop();
       await linter.close();

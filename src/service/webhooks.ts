@@ -28,7 +28,7 @@ import { TreehouseError } from '../errors.js';
 import type { AsyncStore, AsyncStoreWriteTx, RecordReads } from '../store/asyncTypes.js';
 import type { Principal } from './accounts.js';
 import type { Config } from './config.js';
-import { eventsAfter, lastEventId, readEvent, type StoredEvent } from './eventLog.js';
+import { eventsAfter, lastEventId, readEvent, type ChangeJoin, type EventLog, type StoredEvent } from './eventLog.js';
 import type { ChangeType, EventBus } from './events.js';
 import { newId } from './ids.js';
 import type { Sealer } from './secrets.js';
@@ -208,6 +208,8 @@ export class Webhooks {
 
   constructor(
     private readonly store: AsyncStore,
+    /** Subscriptions change through the outbox (they announce nothing), so a request's Idempotency-Key joins them. */
+    private readonly outbox: EventLog,
     bus: EventBus,
     private readonly sealer: Sealer,
     private readonly config: Config,
@@ -220,7 +222,7 @@ export class Webhooks {
   // -------------------------------------------------------------------------------------------
   // Subscriptions
 
-  async create(principal: Principal, input: { url: string; events: ChangeType[]; secret?: string }): Promise<WebhookView> {
+  async create(principal: Principal, input: { url: string; events: ChangeType[]; secret?: string }, join?: ChangeJoin): Promise<WebhookView> {
     const url = parseWebhookUrl(input.url);
     if (new Set(input.events).size !== input.events.length) throw invalid('events', 'An event type is named twice.');
     if (input.secret !== undefined && !WEBHOOK_SECRET_PATTERN.test(input.secret)) {
@@ -229,12 +231,12 @@ export class Webhooks {
     await this.checkHost(url, 'url');
     const secret = input.secret ?? `whsec_${randomBytes(32).toString('base64url')}`;
     const team = principal.teamId;
-    const record = await this.store.write(async (tx) => {
+    const created = await this.outbox.change(async (tx) => {
       const existing = await tx.listRecords(hookPrefix(team), { limit: this.config.events.webhooksPerTeamMax + 1 });
       if (existing.length >= this.config.events.webhooksPerTeamMax) {
         throw invalid('url', `A team may have at most ${this.config.events.webhooksPerTeamMax} webhooks; delete one first.`);
       }
-      const created: WebhookRecord = {
+      const record: WebhookRecord = {
         id: newId('whk'),
         team_id: team,
         url: url.href,
@@ -243,11 +245,11 @@ export class Webhooks {
         created_at: new Date().toISOString(),
         after_event: await lastEventId(tx, team),
       };
-      tx.putRecord(hookKey(team, created.id), created);
-      return created;
-    });
+      tx.putRecord(hookKey(team, record.id), record);
+      return { ...view(record), secret };
+    }, join);
     this.teamsWithHooks.add(team);
-    return { ...view(record), secret };
+    return created;
   }
 
   async list(principal: Principal): Promise<WebhookView[]> {
@@ -256,13 +258,13 @@ export class Webhooks {
   }
 
   /** Deletes the webhook and every delivery of it: those pending are never sent. */
-  async delete(principal: Principal, id: string): Promise<void> {
+  async delete(principal: Principal, id: string, join?: ChangeJoin): Promise<void> {
     const team = principal.teamId;
-    await this.store.write(async (tx) => {
+    await this.outbox.change(async (tx) => {
       if (!(await tx.getRecord(hookKey(team, id)))) throw new TreehouseError('not_found', 'Webhook not found.');
       tx.deleteRecord(hookKey(team, id));
       await deleteDeliveries(tx, id);
-    });
+    }, join);
     this.sender.forget(id);
     this.secrets.delete(id);
     // The webhook is gone already (a worker that finds a delivery of it drops it); the rest goes a batch at a time.
@@ -289,9 +291,9 @@ export class Webhooks {
   }
 
   /** Sends the delivery again, now, under the same id; its give-up time starts over. */
-  async redeliver(principal: Principal, webhookId: string, deliveryId: string): Promise<DeliveryView> {
+  async redeliver(principal: Principal, webhookId: string, deliveryId: string, join?: ChangeJoin): Promise<DeliveryView> {
     const now = Date.now();
-    const delivery = await this.store.write(async (tx) => {
+    const delivery = await this.outbox.change(async (tx) => {
       await requireHook(tx, principal.teamId, webhookId);
       const eventId = DELIVERY_ID_PATTERN.exec(deliveryId)?.[1];
       const key = eventId === undefined ? undefined : deliveryKey(webhookId, eventId);
@@ -311,10 +313,10 @@ export class Webhooks {
       };
       tx.putRecord(next.due_key!, key);
       tx.putRecord(key, next);
-      return next;
-    });
+      return deliveryView(next);
+    }, join);
     this.dispatch();
-    return deliveryView(delivery);
+    return delivery;
   }
 
   // -------------------------------------------------------------------------------------------

@@ -30,7 +30,7 @@ import type { Person } from '../repo/signature.js';
 import { prepareBatch, writeFilesInTx, type WriteFilesInput } from '../repo/writeFiles.js';
 import type { CommitAuthors } from '../repo/writeCommit.js';
 import type { Principal } from './accounts.js';
-import { commitCreated, type Announce } from './eventLog.js';
+import { commitCreated, type Announce, type ChangeJoin } from './eventLog.js';
 import type { CommitSource } from './events.js';
 import type { ProjectRecord, Projects } from './projects.js';
 
@@ -63,36 +63,38 @@ export class Workspace {
     return readFile(await this.repo(principal, id), input);
   }
 
-  async writeFiles(principal: Principal, id: string, input: WriteFilesInput) {
+  // Each write verb returns its change's own result (ChangeJoin: an Idempotency-Key's answer is made from it).
+
+  async writeFiles(principal: Principal, id: string, input: WriteFilesInput, join?: ChangeJoin) {
     const record = await this.projects.get(principal, id);
     const batch = prepareBatch(this.projects.repo(record).limits, input);
     const paths = [...input.files.map((file) => file.path), ...(input.deletes ?? [])];
-    const { written } = await this.projects.outbox.runChange(
+    return this.projects.outbox.runChange(
       record,
       (tx) => writeFilesInTx(tx, batch),
       ({ version }, _tx, announce) => announce('files.changed', record, { branch: input.branch, paths, version }),
+      join,
     );
-    return { written };
   }
 
-  async moveFile(principal: Principal, id: string, input: { branch: string; from: string; to: string }) {
+  async moveFile(principal: Principal, id: string, input: { branch: string; from: string; to: string }, join?: ChangeJoin) {
     const record = await this.projects.get(principal, id);
-    const { from, to } = await this.projects.outbox.runChange(
+    return this.projects.outbox.runChange(
       record,
       (tx) => moveFileInTx(tx, input),
       (moved, _tx, announce) => announce('files.changed', record, { branch: input.branch, paths: [moved.from, moved.to], version: moved.version }),
+      join,
     );
-    return { from, to };
   }
 
-  async deleteFile(principal: Principal, id: string, input: { branch: string; path: string }) {
+  async deleteFile(principal: Principal, id: string, input: { branch: string; path: string }, join?: ChangeJoin) {
     const record = await this.projects.get(principal, id);
-    const { path } = await this.projects.outbox.runChange(
+    return this.projects.outbox.runChange(
       record,
       (tx) => deleteFileInTx(tx, input),
       (deleted, _tx, announce) => announce('files.changed', record, { branch: input.branch, paths: [deleted.path], version: deleted.version }),
+      join,
     );
-    return { path };
   }
 
   async log(principal: Principal, id: string, input: { branch: string; limit: number; cursor?: string; path?: string }) {
@@ -124,29 +126,31 @@ export class Workspace {
     return showCommit(await this.repo(principal, id), input);
   }
 
-  async commit(principal: Principal, id: string, input: { branch: string; message?: string; expectedHead?: string; author?: Person }) {
+  async commit(principal: Principal, id: string, input: { branch: string; message?: string; expectedHead?: string; author?: Person }, join?: ChangeJoin) {
     const record = await this.projects.get(principal, id);
     const result = await this.projects.outbox.runChange(
       record,
       (tx) => commitInTx(tx, { ...input, people: peopleFor(principal, input.author) }),
       (done, tx, announce) => (done.created ? headMovedEvent(tx, announce, record, input.branch, done.oid, 'api') : undefined),
+      join,
     );
     if (result.created) await this.refreshFrameworkIfMain(record, input.branch);
     return result;
   }
 
-  async restore(principal: Principal, id: string, input: { branch: string; oid: string; force?: boolean }) {
+  async restore(principal: Principal, id: string, input: { branch: string; oid: string; force?: boolean }, join?: ChangeJoin) {
     const record = await this.projects.get(principal, id);
     const result = await this.projects.outbox.runChange(
       record,
       (tx) => restoreInTx(tx, { ...input, people: peopleFor(principal) }),
       (done, tx, announce) => (done.created ? headMovedEvent(tx, announce, record, input.branch, done.oid, 'restore') : undefined),
+      join,
     );
     if (result.created) await this.refreshFrameworkIfMain(record, input.branch);
     return result;
   }
 
-  async merge(principal: Principal, id: string, input: Omit<MergeRequest, 'people'>) {
+  async merge(principal: Principal, id: string, input: Omit<MergeRequest, 'people'>, join?: ChangeJoin) {
     const record = await this.projects.get(principal, id);
     // Resolutions are checked where no storage is needed before the transaction, as a batch's files are.
     const resolutions = input.resolutions && prepareResolutions(this.projects.repo(record).limits, input.resolutions);
@@ -154,6 +158,7 @@ export class Workspace {
       record,
       (tx) => mergeBranchesInTx(tx, { ...input, resolutions, people: peopleFor(principal) }),
       (done, tx, announce) => (done.created || done.fastForward ? headMovedEvent(tx, announce, record, input.target, done.oid, 'merge') : undefined),
+      join,
     );
     if (result.created || result.fastForward) await this.refreshFrameworkIfMain(record, input.target);
     return result;
@@ -171,23 +176,24 @@ export class Workspace {
     return listBranches(await this.repo(principal, id));
   }
 
-  async createBranch(principal: Principal, id: string, input: { name: string; from?: string }) {
+  async createBranch(principal: Principal, id: string, input: { name: string; from?: string }, join?: ChangeJoin) {
     const record = await this.projects.get(principal, id);
     return this.projects.outbox.runChange(
       record,
       (tx) => createBranchInTx(tx, input),
       (created, _tx, announce) => announce('branch.created', record, { branch: created.name, oid: created.oid }),
+      join,
     );
   }
 
-  async deleteBranch(principal: Principal, id: string, input: { name: string }) {
+  async deleteBranch(principal: Principal, id: string, input: { name: string }, join?: ChangeJoin) {
     const record = await this.projects.get(principal, id);
-    const { deleted } = await this.projects.outbox.runChange(
+    return this.projects.outbox.runChange(
       record,
       (tx) => deleteBranchInTx(tx, input),
       (done, _tx, announce) => announce('branch.deleted', record, { branch: done.deleted, oid: done.oid }),
+      join,
     );
-    return { deleted };
   }
 
   private async repo(principal: Principal, id: string) {

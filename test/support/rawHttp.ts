@@ -63,3 +63,38 @@ export async function rawRequest(url: string, requestText: string | Buffer, opti
     socket.write(request);
   });
 }
+
+/**
+ * Sends each request on a connection of its own, all opened first and then written in one turn of
+ * the event loop, so the server has every request before it has answered any; resolves with the
+ * responses in order.
+ */
+export async function rawRequestsAtOnce(url: string, requests: ReadonlyArray<string | Buffer>, options: { timeoutMs?: number } = {}): Promise<RawResponse[]> {
+  const sockets = await Promise.all(requests.map(() => openSocket(url)));
+  const answers = sockets.map(
+    (socket, index) =>
+      new Promise<RawResponse>((resolve, reject) => {
+        let received = Buffer.alloc(0);
+        const timer = setTimeout(() => {
+          socket.destroy();
+          reject(new Error(`request ${index}: no complete response within ${options.timeoutMs ?? 30_000} ms`));
+        }, options.timeoutMs ?? 30_000);
+        const settle = (closed: boolean) => {
+          const response = parseResponse(received, closed);
+          if (!response && !closed) return;
+          clearTimeout(timer);
+          socket.destroy();
+          if (response) resolve(response);
+          else reject(new Error(`request ${index}: connection closed without a response`));
+        };
+        socket.on('data', (chunk: Buffer) => {
+          received = Buffer.concat([received, chunk]);
+          settle(false);
+        });
+        socket.on('close', () => settle(true));
+        socket.on('error', () => undefined);
+      }),
+  );
+  requests.forEach((request, index) => sockets[index].write(Buffer.from(request)));
+  return Promise.all(answers);
+}

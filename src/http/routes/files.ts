@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import { namedPathView, pathView } from '../apiPath.js';
 import type { Treehouse } from '../../service/treehouse.js';
-import { defineRoute } from '../route.js';
+import { defineRoute, defineWriteRoute } from '../route.js';
 import { batchFileEntry, branchField, deleteEntry, exactlyOnePath, pathBase64, pathText, pathViewFields, projectIdParams, queryBoolean } from '../schemas.js';
 
 const fileParams = projectIdParams.extend({ '*': pathText.pipe(z.string().min(1)) });
@@ -64,8 +64,7 @@ export function fileRoutes(app: FastifyInstance, th: Treehouse): void {
     const { path, ...read } = await th.workspace.readFile(principal, id, input);
     return { ...pathView(path), ...read };
   };
-  const deleteFile = async (principal: Parameters<Treehouse['workspace']['deleteFile']>[0], id: string, input: { branch: string; path: string }) =>
-    pathView((await th.workspace.deleteFile(principal, id, input)).path);
+  const deleteAnswer = (deleted: { path: string }) => ({ body: pathView(deleted.path) });
 
   defineRoute(
     app,
@@ -79,7 +78,7 @@ export function fileRoutes(app: FastifyInstance, th: Treehouse): void {
     ({ params, query, principal }) => readFile(principal, params.id, query),
   );
 
-  defineRoute(
+  defineWriteRoute(
     app,
     {
       method: 'POST',
@@ -92,10 +91,13 @@ export function fileRoutes(app: FastifyInstance, th: Treehouse): void {
         branch: branchField,
       }),
     },
-    ({ params, body, principal }) => th.workspace.writeFiles(principal, params.id, body),
+    {
+      run: ({ params, body, principal }, join) => th.workspace.writeFiles(principal, params.id, body, join),
+      answer: ({ written }) => ({ body: { written } }),
+    },
   );
 
-  defineRoute(
+  defineWriteRoute(
     app,
     {
       method: 'POST',
@@ -108,21 +110,27 @@ export function fileRoutes(app: FastifyInstance, th: Treehouse): void {
         .superRefine(exactlyOnePath('from', 'to'))
         .transform(({ from, from_base64, to, to_base64, branch }) => ({ branch, from: (from ?? from_base64) as string, to: (to ?? to_base64) as string })),
     },
-    async ({ params, body, principal }) => {
-      const moved = await th.workspace.moveFile(principal, params.id, body);
-      return { ...namedPathView('from', moved.from), ...namedPathView('to', moved.to) };
+    {
+      run: ({ params, body, principal }, join) => th.workspace.moveFile(principal, params.id, body, join),
+      answer: (moved) => ({ body: { ...namedPathView('from', moved.from), ...namedPathView('to', moved.to) } }),
     },
   );
 
-  defineRoute(
+  defineWriteRoute(
     app,
     { method: 'DELETE', url: '/api/v1/projects/:id/files/*', summary: 'Delete a file or directory', params: fileParams, query: branchQuery, response: z.object(pathViewFields) },
-    ({ params, query, principal }) => deleteFile(principal, params.id, { branch: query.branch, path: params['*'] }),
+    {
+      run: ({ params, query, principal }, join) => th.workspace.deleteFile(principal, params.id, { branch: query.branch, path: params['*'] }, join),
+      answer: deleteAnswer,
+    },
   );
 
-  defineRoute(
+  defineWriteRoute(
     app,
     { method: 'DELETE', url: '/api/v1/projects/:id/file', summary: 'Delete a file or directory named by path or path_base64', params: projectIdParams, query: fileQuery, response: z.object(pathViewFields) },
-    ({ params, query, principal }) => deleteFile(principal, params.id, query),
+    {
+      run: ({ params, query, principal }, join) => th.workspace.deleteFile(principal, params.id, query, join),
+      answer: deleteAnswer,
+    },
   );
 }

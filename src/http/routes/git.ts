@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import type { Treehouse } from '../../service/treehouse.js';
 import { pathView } from '../apiPath.js';
-import { defineRoute } from '../route.js';
+import { defineRoute, defineWriteRoute } from '../route.js';
 import { branchField, cursorField, limitField, mergeResolution, personField, projectIdParams, queryBoolean, refField, repeatedQuery } from '../schemas.js';
 
 export function gitRoutes(app: FastifyInstance, th: Treehouse): void {
@@ -64,7 +64,13 @@ export function gitRoutes(app: FastifyInstance, th: Treehouse): void {
     },
   );
 
-  defineRoute(
+  /** Commit and restore: 201 with the new commit, or 200 saying none was made. */
+  const commitAnswer = (result: { created: boolean; oid: string; branch: string }) => ({
+    status: result.created ? 201 : 200,
+    body: { commit: result.created ? { oid: result.oid, branch: result.branch } : result },
+  });
+
+  defineWriteRoute(
     app,
     {
       method: 'POST',
@@ -78,10 +84,10 @@ export function gitRoutes(app: FastifyInstance, th: Treehouse): void {
         author: personField.optional(),
       }),
     },
-    async ({ params, body, principal, reply }) => {
-      const result = await th.workspace.commit(principal, params.id, { branch: body.branch, message: body.message, expectedHead: body.expected_head, author: body.author });
-      reply.code(result.created ? 201 : 200);
-      return { commit: result.created ? { oid: result.oid, branch: result.branch } : result };
+    {
+      run: ({ params, body, principal }, join) =>
+        th.workspace.commit(principal, params.id, { branch: body.branch, message: body.message, expectedHead: body.expected_head, author: body.author }, join),
+      answer: commitAnswer,
     },
   );
 
@@ -94,7 +100,7 @@ export function gitRoutes(app: FastifyInstance, th: Treehouse): void {
     },
   );
 
-  defineRoute(
+  defineWriteRoute(
     app,
     {
       method: 'POST',
@@ -103,14 +109,13 @@ export function gitRoutes(app: FastifyInstance, th: Treehouse): void {
       params: projectIdParams,
       body: z.strictObject({ oid: z.string().min(1).max(64), branch: branchField, force: z.boolean().optional() }),
     },
-    async ({ params, body, principal, reply }) => {
-      const result = await th.workspace.restore(principal, params.id, body);
-      reply.code(result.created ? 201 : 200);
-      return { commit: result.created ? { oid: result.oid, branch: result.branch } : result };
+    {
+      run: ({ params, body, principal }, join) => th.workspace.restore(principal, params.id, body, join),
+      answer: commitAnswer,
     },
   );
 
-  defineRoute(
+  defineWriteRoute(
     app,
     {
       method: 'POST',
@@ -129,15 +134,16 @@ export function gitRoutes(app: FastifyInstance, th: Treehouse): void {
         expected_source_head: z.string().min(1).max(64).optional().describe("The source's head the caller merged against (full id or unique prefix); another is 409 ref_changed."),
       }),
     },
-    async ({ params, body, principal, reply }) => {
-      const { expected_target_head, expected_source_head, ...request } = body;
-      const { created, ...merge } = await th.workspace.merge(principal, params.id, { ...request, expectedTargetHead: expected_target_head, expectedSourceHead: expected_source_head });
-      reply.code(created ? 201 : 200);
-      return { merge };
+    {
+      run: ({ params, body, principal }, join) => {
+        const { expected_target_head, expected_source_head, ...request } = body;
+        return th.workspace.merge(principal, params.id, { ...request, expectedTargetHead: expected_target_head, expectedSourceHead: expected_source_head }, join);
+      },
+      answer: ({ created, ...merge }) => ({ status: created ? 201 : 200, body: { merge } }),
     },
   );
 
-  defineRoute(
+  defineWriteRoute(
     app,
     {
       method: 'POST',
@@ -146,14 +152,18 @@ export function gitRoutes(app: FastifyInstance, th: Treehouse): void {
       params: projectIdParams,
       body: z.strictObject({ source: z.string().min(1).max(255), target: branchField }),
     },
-    ({ params, body, principal }) => th.workspace.previewMerge(principal, params.id, body),
+    {
+      readOnly: true,
+      run: ({ params, body, principal }) => th.workspace.previewMerge(principal, params.id, body),
+      answer: (preview) => ({ body: preview }),
+    },
   );
 
   defineRoute(app, { method: 'GET', url: '/api/v1/projects/:id/git/branches', summary: 'List branches', params: projectIdParams }, async ({ params, principal }) => ({
     branches: await th.workspace.listBranches(principal, params.id),
   }));
 
-  defineRoute(
+  defineWriteRoute(
     app,
     {
       method: 'POST',
@@ -163,12 +173,18 @@ export function gitRoutes(app: FastifyInstance, th: Treehouse): void {
       body: z.strictObject({ name: z.string().min(1).max(255), from: z.string().min(1).max(255).optional() }),
       status: 201,
     },
-    async ({ params, body, principal }) => ({ branch: await th.workspace.createBranch(principal, params.id, body) }),
+    {
+      run: ({ params, body, principal }, join) => th.workspace.createBranch(principal, params.id, body, join),
+      answer: (branch) => ({ body: { branch } }),
+    },
   );
 
-  defineRoute(
+  defineWriteRoute(
     app,
     { method: 'DELETE', url: '/api/v1/projects/:id/git/branches/*', summary: 'Delete a branch', params: projectIdParams.extend({ '*': z.string().min(1) }) },
-    async ({ params, principal }) => th.workspace.deleteBranch(principal, params.id, { name: params['*'] }),
+    {
+      run: ({ params, principal }, join) => th.workspace.deleteBranch(principal, params.id, { name: params['*'] }, join),
+      answer: ({ deleted }) => ({ body: { deleted } }),
+    },
   );
 }

@@ -2,7 +2,8 @@ import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import type { ProjectRecord } from '../../service/projects.js';
 import type { Treehouse } from '../../service/treehouse.js';
-import { defineRoute } from '../route.js';
+import { defineRoute, defineWriteRoute } from '../route.js';
+import type { AnswerReads } from '../../service/idempotency.js';
 import { remoteLinkBody } from './remote.js';
 import { cursorField, frameworkField, limitField, projectIdParams, seedFileEntry } from '../schemas.js';
 import type { Framework } from '../../service/framework.js';
@@ -39,9 +40,10 @@ export function listView(record: ProjectRecord) {
 }
 
 export function projectRoutes(app: FastifyInstance, th: Treehouse): void {
-  const detailView = async (record: ProjectRecord) => {
+  /** `reads`: inside the change that made `record` (an Idempotency-Key's answer), else outside any. */
+  const detailView = async (record: ProjectRecord, reads?: AnswerReads) => {
     // Independent reads: a networked store answers them in one wait.
-    const [version, gitRemote] = await Promise.all([th.projects.version(record), th.remoteSync.view(record)]);
+    const [version, gitRemote] = await Promise.all([th.projects.version(record, reads), th.remoteSync.view(record, reads)]);
     return {
       ...listView(record),
       version,
@@ -65,36 +67,29 @@ export function projectRoutes(app: FastifyInstance, th: Treehouse): void {
     project: await detailView(await th.projects.get(principal, params.id)),
   }));
 
-  defineRoute(
-    app,
-    { method: 'POST', url: '/api/v1/projects', summary: 'Create a project', body: createBody, status: 201 },
-    async ({ body, principal }) => {
-      const record = await th.creation.create(principal, { ...body, framework: body.framework as Framework | null | undefined });
-      return { project: await detailView(record) };
-    },
-  );
-
-  defineRoute(
-    app,
-    { method: 'PATCH', url: '/api/v1/projects/:id', summary: 'Change a project', params: projectIdParams, body: patchBody },
-    async ({ params, body, principal }) => ({
-      project: await detailView(await th.projects.update(principal, params.id, { ...body, framework: body.framework as Framework | null | undefined })),
-    }),
-  );
-
-  defineRoute(app, { method: 'DELETE', url: '/api/v1/projects/:id', summary: 'Delete a project', params: projectIdParams }, async ({ params, principal }) => {
-    await th.projects.delete(principal, params.id);
-    return { deleted: params.id };
+  defineWriteRoute(app, { method: 'POST', url: '/api/v1/projects', summary: 'Create a project', body: createBody, status: 201 }, {
+    run: ({ body, principal }, join) => th.creation.create(principal, { ...body, framework: body.framework as Framework | null | undefined }, join),
+    answer: async (record, _input, reads) => ({ body: { project: await detailView(record, reads) } }),
   });
 
-  defineRoute(app, { method: 'POST', url: '/api/v1/projects/:id/publish', summary: 'Publish a project', params: projectIdParams }, async ({ params, principal }) => {
-    const record = await th.projects.setPublished(principal, params.id, true);
-    return { published: true, handle: record.handle, url: `${th.config.publicBaseUrl}/p/${record.handle}/` };
+  defineWriteRoute(app, { method: 'PATCH', url: '/api/v1/projects/:id', summary: 'Change a project', params: projectIdParams, body: patchBody }, {
+    run: ({ params, body, principal }, join) => th.projects.update(principal, params.id, { ...body, framework: body.framework as Framework | null | undefined }, join),
+    answer: async (record, _input, reads) => ({ body: { project: await detailView(record, reads) } }),
   });
 
-  defineRoute(app, { method: 'POST', url: '/api/v1/projects/:id/unpublish', summary: 'Unpublish a project', params: projectIdParams }, async ({ params, principal }) => {
-    await th.projects.setPublished(principal, params.id, false);
-    return { published: false };
+  defineWriteRoute(app, { method: 'DELETE', url: '/api/v1/projects/:id', summary: 'Delete a project', params: projectIdParams }, {
+    run: ({ params, principal }, join) => th.projects.delete(principal, params.id, join),
+    answer: (_deleted, { params }) => ({ body: { deleted: params.id } }),
+  });
+
+  defineWriteRoute(app, { method: 'POST', url: '/api/v1/projects/:id/publish', summary: 'Publish a project', params: projectIdParams }, {
+    run: ({ params, principal }, join) => th.projects.setPublished(principal, params.id, true, join),
+    answer: (record) => ({ body: { published: true, handle: record.handle, url: `${th.config.publicBaseUrl}/p/${record.handle}/` } }),
+  });
+
+  defineWriteRoute(app, { method: 'POST', url: '/api/v1/projects/:id/unpublish', summary: 'Unpublish a project', params: projectIdParams }, {
+    run: ({ params, principal }, join) => th.projects.setPublished(principal, params.id, false, join),
+    answer: () => ({ body: { published: false } }),
   });
 
 }

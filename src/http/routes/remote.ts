@@ -2,7 +2,7 @@
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import type { Treehouse } from '../../service/treehouse.js';
-import { defineRoute } from '../route.js';
+import { defineRoute, defineWriteRoute } from '../route.js';
 import { projectIdParams } from '../schemas.js';
 
 /** `{url, username?, token?}`, shared with `git_remote` on project creation. */
@@ -19,19 +19,23 @@ export function remoteRoutes(app: FastifyInstance, th: Treehouse): void {
     remote: await th.remoteSync.get(principal, params.id),
   }));
 
-  defineRoute(
+  const remoteAnswer = (remote: unknown) => ({ body: { remote } });
+
+  defineWriteRoute(
     app,
     { method: 'PUT', url, summary: 'Link (or re-link) a repository; every branch is pushed to it', params: projectIdParams, body: remoteLinkBody },
-    async ({ params, body, principal }) => ({ remote: await th.remoteSync.link(principal, params.id, body) }),
+    { run: ({ params, body, principal }, join) => th.remoteSync.link(principal, params.id, body, join), answer: remoteAnswer },
   );
 
-  defineRoute(app, { method: 'DELETE', url, summary: 'Unlink the repository (the remote is left as it is)', params: projectIdParams }, async ({ params, principal }) => ({
-    remote: await th.remoteSync.unlink(principal, params.id),
-  }));
+  defineWriteRoute(
+    app,
+    { method: 'DELETE', url, summary: 'Unlink the repository (the remote is left as it is)', params: projectIdParams },
+    { run: ({ params, principal }, join) => th.remoteSync.unlink(principal, params.id, join), answer: remoteAnswer },
+  );
 
-  defineRoute(
+  defineWriteRoute(
     app,
     { method: 'POST', url: `${url}/sync`, summary: 'Queue a push of every branch to the linked repository', params: projectIdParams, status: 202 },
-    async ({ params, principal }) => ({ remote: await th.remoteSync.requestSync(principal, params.id) }),
+    { run: ({ params, principal }, join) => th.remoteSync.requestSync(principal, params.id, join), answer: remoteAnswer },
   );
 }

@@ -4,7 +4,7 @@ import { z } from 'zod';
 import { CHANGE_TYPES, type ChangeType } from '../../service/events.js';
 import type { Treehouse } from '../../service/treehouse.js';
 import { WEBHOOK_URL_LENGTH_MAX } from '../../service/webhooks.js';
-import { defineRoute } from '../route.js';
+import { defineRoute, defineWriteRoute } from '../route.js';
 import { cursorField, limitField } from '../schemas.js';
 
 const webhookBody = z.strictObject({
@@ -31,19 +31,19 @@ const deliveryView = z.object({
 });
 
 export function webhookRoutes(app: FastifyInstance, th: Treehouse): void {
-  defineRoute(
+  defineWriteRoute(
     app,
     { method: 'POST', url: '/api/v1/webhooks', summary: 'Subscribe a URL to event types (the secret is shown once)', body: webhookBody, status: 201, response: z.object({ webhook: webhookView }) },
-    async ({ body, principal }) => ({ webhook: await th.webhooks.create(principal, body) }),
+    { run: ({ body, principal }, join) => th.webhooks.create(principal, body, join), answer: (webhook) => ({ body: { webhook } }) },
   );
 
   defineRoute(app, { method: 'GET', url: '/api/v1/webhooks', summary: "The team's webhooks", response: z.object({ webhooks: z.array(webhookView) }) }, async ({ principal }) => ({
     webhooks: await th.webhooks.list(principal),
   }));
 
-  defineRoute(app, { method: 'DELETE', url: '/api/v1/webhooks/:id', summary: 'Delete a webhook; its pending deliveries are cancelled', params: webhookParams }, async ({ params, principal }) => {
-    await th.webhooks.delete(principal, params.id);
-    return { deleted: params.id };
+  defineWriteRoute(app, { method: 'DELETE', url: '/api/v1/webhooks/:id', summary: 'Delete a webhook; its pending deliveries are cancelled', params: webhookParams }, {
+    run: ({ params, principal }, join) => th.webhooks.delete(principal, params.id, join),
+    answer: (_deleted, { params }) => ({ body: { deleted: params.id } }),
   });
 
   defineRoute(
@@ -59,7 +59,7 @@ export function webhookRoutes(app: FastifyInstance, th: Treehouse): void {
     async ({ params, query, principal }) => th.webhooks.deliveries(principal, params.id, query),
   );
 
-  defineRoute(
+  defineWriteRoute(
     app,
     {
       method: 'POST',
@@ -69,6 +69,9 @@ export function webhookRoutes(app: FastifyInstance, th: Treehouse): void {
       status: 202,
       response: z.object({ delivery: deliveryView }),
     },
-    async ({ params, principal }) => ({ delivery: await th.webhooks.redeliver(principal, params.id, params.delivery_id) }),
+    {
+      run: ({ params, principal }, join) => th.webhooks.redeliver(principal, params.id, params.delivery_id, join),
+      answer: (delivery) => ({ body: { delivery } }),
+    },
   );
 }
