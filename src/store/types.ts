@@ -62,6 +62,35 @@ export interface AnnexedObject extends StoredObject {
   annex: Buffer | null;
 }
 
+/**
+ * A garbage collection of one project under way (src/repo/gc.ts): while it is recorded, writers
+ * journal what they reference (ProjectWriteTx.listJournal). It does not change while the collection
+ * runs, so a writer that read it is not made to run again by the collector's progress.
+ */
+export interface CollectionState {
+  /** Names the run, so a collector can tell its own collection from one that took over. */
+  id: string;
+  /** ISO 8601. */
+  startedAt: string;
+}
+
+/** What a project keeps under one object id: garbage collection's view of the store. */
+export interface StoredEntry {
+  oid: Oid;
+  /** From whichever copy is kept; undefined when only index entries are left. */
+  type: ObjectType | undefined;
+  /** Bytes of the raw copy (0: none). */
+  rawBytes: number;
+  /** Bytes of the pack-ready form, its pointer included when it lives in a shelf (0: none). */
+  formBytes: number;
+  /** The base of a delta form; null for a whole form or none. */
+  formBase: Oid | null;
+  /** A delta form's depth; 0 for a whole form or none. */
+  formDepth: number;
+  /** Bytes of the commit index entry and the commit's object list (0: none). */
+  indexBytes: number;
+}
+
 /** An object a write stored, with the object its writer said it is likely close to. */
 export interface NewObject {
   oid: Oid;
@@ -100,6 +129,16 @@ export interface ProjectReadTx {
    * has it. `deflated` may be a view into storage that the next read reuses: copy it before reading again.
    */
   peekDeflated(oid: Oid): DeflatedObject | undefined;
+  /** The garbage collection of this project under way, if any. */
+  getCollection(): CollectionState | undefined;
+  /** Every working tree record of the project, by branch name. */
+  listWorkingTrees(): Array<{ branch: string; state: WorkingTreeState }>;
+  /** What is kept under each id after `after` (null: from the first), in id order, at most `limit` ids. */
+  listStored(after: Oid | null, limit: number): StoredEntry[];
+  /** What is kept under each of `oids`, undefined where nothing is. */
+  describeStored(oids: readonly Oid[]): Array<StoredEntry | undefined>;
+  /** Ids journalled while a collection runs (see ProjectWriteTx.beginCollection), after `after`, in id order. */
+  listJournal(after: Oid | null, limit: number): Oid[];
 }
 
 export interface ProjectWriteTx extends ProjectReadTx {
@@ -143,6 +182,24 @@ export interface ProjectWriteTx extends ProjectReadTx {
    * delta's base has no form or the depth is wrong: the caller stores it whole instead.
    */
   putObjectAsForm(oid: Oid, type: ObjectType, inflatedBytes: number, form: { deflated: Buffer; delta?: DeltaForm }): boolean;
+  /**
+   * Records a garbage collection of the project, replacing any. From then on, until endCollection,
+   * every write of the project journals ids to be kept: each object stored that was absent, each
+   * object that gets a delta form, each value a ref or working tree takes, and the value each had
+   * before it changed or was deleted.
+   */
+  beginCollection(state: CollectionState): void;
+  /** Ends the collection: nothing is journalled any more, and the journal is emptied. */
+  endCollection(): void;
+  /** Removes the journal entries of `oids`. */
+  forgetJournal(oids: readonly Oid[]): void;
+  /** Removes all that is kept under each id (raw copy, form, commit index, object list); returns how many keys went. */
+  removeStored(oids: readonly Oid[]): number;
+  /**
+   * Replaces the object's form, when it is a delta on `base`, by `deflated`, the zlib stream of its
+   * whole body (so `base` may go); false, changing nothing, when its form is anything else.
+   */
+  replaceFormWhole(oid: Oid, base: Oid, deflated: Buffer): boolean;
 }
 
 export interface StoreReadTx {
@@ -162,6 +219,19 @@ export interface StoreWriteTx extends StoreReadTx {
    * in one short transaction is dropped this way, a transaction at a time.
    */
   dropProjectKeys(project: number, keysMax: number): number;
+  /**
+   * Rewrites shelves of pack-ready forms (LMDB's own layout, src/store/lmdb.ts) into new ones holding
+   * only the forms named, each still pointing where it was found (others are left as they are), and
+   * removes the old shelves: what a garbage collection's removals left dead in them is freed.
+   */
+  rewriteShelves(project: number, shelves: ReadonlyArray<{ id: Buffer; forms: ReadonlyArray<ShelvedForm> }>): { rewrittenBytes: number; freedBytes: number };
+}
+
+/** A pack-ready form kept in a shelf: its object, and where in the shelf it lies. */
+export interface ShelvedForm {
+  oid: Oid;
+  offset: number;
+  length: number;
 }
 
 export interface Store {
