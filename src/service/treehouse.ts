@@ -8,6 +8,7 @@ import { Accounts } from './accounts.js';
 import type { EventBus } from './events.js';
 import { DeflateCache } from './deflateCache.js';
 import { EventLoopMonitor } from './eventLoopMonitor.js';
+import { GarbageCollector } from './gc.js';
 import { GitExport } from './gitExport.js';
 import type { Config } from './config.js';
 import { Linter } from './lint.js';
@@ -35,6 +36,8 @@ export interface Treehouse {
   remoteSync: RemoteSync;
   /** Deflates stored objects in the background so clones copy pack-ready bytes. */
   deflateCache: DeflateCache;
+  /** Removes what no ref, working tree or queued sync reaches (src/service/gc.ts). */
+  gc: GarbageCollector;
   /** Event-loop delay per 10-second window, for /healthz. */
   eventLoop: EventLoopMonitor;
   /** Prometheus metrics, when TREEHOUSE_METRICS_PORT asks for them. */
@@ -65,6 +68,7 @@ export function openTreehouse(config: Config, store: Store): Treehouse {
   const rateLimiter = new RateLimiter(config.limits.requestsPerSecondPerKey, config.limits.requestBurstPerKey);
   const remoteSync = new RemoteSync(store.async, projects, config);
   const deflateCache = new DeflateCache(store.async, store);
+  const gc = new GarbageCollector(store.async, projects, remoteSync, config);
   const eventLoop = new EventLoopMonitor();
   const metrics =
     config.metricsPort === null
@@ -93,6 +97,7 @@ export function openTreehouse(config: Config, store: Store): Treehouse {
     rateLimiter,
     remoteSync,
     deflateCache,
+    gc,
     eventLoop,
     metrics,
     packChecker,
@@ -103,15 +108,18 @@ export function openTreehouse(config: Config, store: Store): Treehouse {
       projects.start().catch((error: Error) => process.stderr.write(`finishing project drops failed: ${error.stack ?? error.message}\n`));
       remoteSync.start();
       deflateCache.start();
+      gc.start();
       eventLoop.start();
     },
     stop: async () => {
       eventLoop.stop();
+      await gc.stop();
       await remoteSync.stop();
       await deflateCache.stop();
     },
     close: async () => {
       eventLoop.stop();
+      await gc.stop();
       await remoteSync.stop();
       await deflateCache.stop();
       await linter.close();

@@ -28,7 +28,7 @@ import { randomUUID } from 'node:crypto';
 import { promisify } from 'node:util';
 import { deflate } from 'node:zlib';
 import type { Oid } from '../../git/oid.js';
-import type { AsyncStoreReadTx, AsyncStoreWriteTx, CollectionReads, CollectionWrites, ProjectReads, ProjectWrites, RecordReads } from '../../store/asyncTypes.js';
+import type { AsyncStore, AsyncStoreReadTx, AsyncStoreWriteTx, CollectionReads, CollectionWrites, ProjectReads, ProjectWrites, RecordReads } from '../../store/asyncTypes.js';
 import type { CollectionState } from '../../store/types.js';
 import type { Repo } from '../repo.js';
 import { Slicer } from '../slices.js';
@@ -54,7 +54,8 @@ const REWRITE_BODY_BYTES_MAX = 16 * 1024 * 1024;
 export const HEARTBEAT_MS = 15_000;
 export const HEARTBEAT_STALE_MS = 120_000;
 
-const heartbeatKey = (project: number) => `gc-heartbeat/${project}`;
+const HEARTBEAT_PREFIX = 'gc-heartbeat/';
+const heartbeatKey = (project: number) => `${HEARTBEAT_PREFIX}${project}`;
 
 interface Heartbeat {
   id: string;
@@ -132,6 +133,31 @@ const sleep = (ms: number, signal?: AbortSignal) =>
       reject(signal.reason);
     });
   });
+
+/**
+ * Ends the collections whose collector has gone silent (it crashed, or was killed): their projects'
+ * writers stop journalling. Returns how many it ended.
+ */
+export async function endStaleCollections(store: AsyncStore): Promise<number> {
+  if (!store.collection) return 0;
+  const beats = await store.read((tx) => tx.listRecords<Heartbeat>(HEARTBEAT_PREFIX));
+  let ended = 0;
+  for (const { key, value } of beats) {
+    if (Date.now() - value.at < HEARTBEAT_STALE_MS) continue;
+    const project = Number(key.slice(HEARTBEAT_PREFIX.length));
+    const endedOne = await store.write(async (tx) => {
+      const beat = await tx.getRecord<Heartbeat>(key);
+      if (!beat || Date.now() - beat.at < HEARTBEAT_STALE_MS) return false;
+      tx.deleteRecord(key);
+      const p = collectingWrites(tx, project);
+      if ((await p.getCollection())?.id !== beat.id) return false;
+      p.endCollection();
+      return true;
+    });
+    if (endedOne) ended++;
+  }
+  return ended;
+}
 
 /** Begins, waits out the grace period, and runs a collection of the project. */
 export async function collectGarbage(repo: Repo, options: CollectOptions): Promise<CollectionReport> {
