@@ -301,9 +301,9 @@ export class GarbageCollection {
     this.heartbeatTimer = null;
     await this.repo.store.write(async (tx) => {
       const p = collectingWrites(tx, this.repo.project);
-      if ((await p.getCollection())?.id !== this.state.id) return;
-      p.endCollection();
-      tx.deleteRecord(heartbeatKey(this.repo.project));
+      // A dropped project's collection is gone already; its heartbeat is this run's to remove.
+      if ((await tx.getRecord<Heartbeat>(heartbeatKey(this.repo.project)))?.id === this.state.id) tx.deleteRecord(heartbeatKey(this.repo.project));
+      if ((await p.getCollection())?.id === this.state.id) p.endCollection();
     });
     this.ended = true;
   }
