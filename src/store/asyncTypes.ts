@@ -165,10 +165,11 @@ export interface AsyncStore {
   /** Whether transactions offer garbage collection (CollectionReads, CollectionWrites). */
   readonly collection: boolean;
   /**
-   * After a collection: the backend's own compaction of what removals left behind in a project
-   * (LMDB: shelves of pack-ready forms less than half alive are rewritten), in short writes.
+   * After a collection that removed `removedIds` ids and kept `keptIds`: the backend's own
+   * compaction of what the removals left behind in the project (LMDB: shelves of pack-ready forms
+   * less than half alive are rewritten; pages left sparse are packed again), in short writes.
    */
-  compactAfterCollection?(project: number): Promise<{ rewrittenBytes: number; freedBytes: number }>;
+  compactAfterCollection?(project: number, collected: { removedIds: number; keptIds: number }): Promise<{ rewrittenBytes: number; freedBytes: number }>;
   read<T>(action: (tx: AsyncStoreReadTx) => Promise<T>): Promise<T>;
   /** Runs `action` as one write transaction and resolves once its commit is durable. */
   write<T>(action: (tx: AsyncStoreWriteTx) => Promise<T>): Promise<T>;

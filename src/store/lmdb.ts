@@ -45,6 +45,7 @@ import {
   type DeltaForm,
   type NewObject,
   type ShelvedForm,
+  type RepackedTable,
   type ProjectReadTx,
   type ProjectWriteTx,
   type Store,
@@ -55,7 +56,7 @@ import {
   type WorkingTreeState,
 } from './types.js';
 import { decodeCommitInfo, encodeCommitInfo, commitInfoFromBody } from './commitIndex.js';
-import { LmdbAsyncStore } from './lmdbAsync.js';
+import { LmdbAsyncStore, REMOVED_SINCE_REPACK_PREFIX } from './lmdbAsync.js';
 
 const PROJECT_PREFIX_BYTES = 4;
 const TYPE_CODES: Record<ObjectType, number> = { commit: 1, tree: 2, blob: 3, tag: 4 };
@@ -643,6 +644,7 @@ class LmdbTx implements StoreWriteTx {
     if (removed === 0) {
       this.store.dbs.records.removeSync(VERSION_RECORD_PREFIX + project);
       this.store.dbs.records.removeSync(COLLECTION_RECORD_PREFIX + project);
+      this.store.dbs.records.removeSync(REMOVED_SINCE_REPACK_PREFIX + project);
     }
     return removed;
   }
@@ -670,6 +672,27 @@ class LmdbTx implements StoreWriteTx {
       freedBytes += bytes.length;
     }
     return { rewrittenBytes, freedBytes: freedBytes - rewrittenBytes };
+  }
+
+  repackProjectKeys(project: number, table: RepackedTable, after: Buffer | null, entriesMax: number, bytesMax: number): { last: Buffer | null; bytes: number } {
+    this.assertWritable();
+    const { objects, deflated, commits, introduced } = this.store.dbs;
+    const db = { objects, packed: deflated, commits, introduced }[table];
+    const prefix = projectPrefix(project);
+    const taken: Array<{ key: Buffer; value: Buffer }> = [];
+    let bytes = 0;
+    const range = db.getRange({ start: after ?? prefix, end: prefixEnd(prefix), exclusiveStart: after !== null } as Parameters<typeof db.getRange>[0]);
+    for (const { key, value } of range) {
+      taken.push({ key: Buffer.from(key as Buffer), value: Buffer.from(value) });
+      bytes += value.length;
+      if (taken.length >= entriesMax || bytes >= bytesMax) break;
+    }
+    // All out first, so the pages they leave are merged or freed; then in again, in key order,
+    // which LMDB's page split (biased for appends) packs full.
+    for (const { key } of taken) db.removeSync(key);
+    for (const { key, value } of taken) db.putSync(key, value);
+    const done = taken.length < entriesMax && bytes < bytesMax;
+    return { last: done || taken.length === 0 ? null : taken[taken.length - 1].key, bytes };
   }
 
   assertWritable(): void {

@@ -58,6 +58,12 @@ import {
 const SHELF_PAGE = 5_000;
 /** Shelves rewritten per write (at most 64 KB each). */
 const SHELVES_PER_WRITE = 16;
+/** @internal Per project: ids removed by collections since its entries were last packed (compactAfterCollection); dropped with the project. */
+export const REMOVED_SINCE_REPACK_PREFIX = 'gc-removed-since-repack/';
+/** Entries, and bytes of values, a repack write takes out and puts back: a few milliseconds. */
+const REPACK_ENTRIES = 2_000;
+const REPACK_BYTES = 4 * 1024 * 1024;
+
 
 /** Runs of a write callback before a conflict with a synchronous writer is reported. */
 const WRITE_ATTEMPTS_MAX = 8;
@@ -834,12 +840,51 @@ export class LmdbAsyncStore implements AsyncStore {
   }
 
   /**
-   * Shelves of pack-ready forms (src/store/lmdb.ts) less than half alive after a collection's
-   * removals are rewritten with their live forms alone, SHELVES_PER_WRITE at a time; the listing
-   * runs a page per turn of the event loop. Nothing but a collection removes or moves a shelved
-   * form, and one runs per project at a time, so what the listing found stays true.
+   * After a collection: shelves of pack-ready forms (src/store/lmdb.ts) less than half alive are
+   * rewritten with their live forms alone, SHELVES_PER_WRITE at a time; and once the ids removed
+   * since the project's entries were last packed outnumber those kept, they are packed again
+   * (repackProject). Listings run a page per turn of the event loop. Nothing but a collection
+   * removes or moves a shelved form, and one runs per project at a time, so what a listing found
+   * stays true.
    */
-  async compactAfterCollection(project: number): Promise<{ rewrittenBytes: number; freedBytes: number }> {
+  async compactAfterCollection(project: number, collected: { removedIds: number; keptIds: number }): Promise<{ rewrittenBytes: number; freedBytes: number }> {
+    const total = await this.compactShelves(project);
+    const key = `${REMOVED_SINCE_REPACK_PREFIX}${project}`;
+    const removedSince = ((await this.read((tx) => tx.getRecord<number>(key))) ?? 0) + collected.removedIds;
+    if (removedSince < collected.keptIds || removedSince === 0) {
+      await this.write(async (tx) => tx.putRecord(key, removedSince));
+      return total;
+    }
+    const before = this.sync.pagesInUseBytes();
+    total.rewrittenBytes += await this.repackProject(project);
+    total.freedBytes += Math.max(0, before - this.sync.pagesInUseBytes());
+    await this.write(async (tx) => tx.deleteRecord(key));
+    return total;
+  }
+
+  /**
+   * Removals leave LMDB's pages sparse: a page merges with a neighbour only once it is under a
+   * quarter full, so a project that lost most of its entries keeps them on several times the
+   * pages they need. Taking them out and putting them back in key order packs them full again
+   * (measured: 10,000 overwrites of 100 files, collected, 1,133 entries on 144 pages of `objects`
+   * where a fresh store used 31). A write per REPACK_ENTRIES entries or REPACK_BYTES of values.
+   */
+  private async repackProject(project: number): Promise<number> {
+    let bytes = 0;
+    for (const table of ['objects', 'packed', 'commits', 'introduced'] as const) {
+      for (let after: Buffer | null = null; ; ) {
+        const from: Buffer | null = after;
+        const done: { last: Buffer | null; bytes: number } = await this.writeAlone((tx) => tx.repackProjectKeys(project, table, from, REPACK_ENTRIES, REPACK_BYTES));
+        bytes += done.bytes;
+        if (!done.last) break;
+        after = done.last;
+        await turn();
+      }
+    }
+    return bytes;
+  }
+
+  private async compactShelves(project: number): Promise<{ rewrittenBytes: number; freedBytes: number }> {
     const live = new Map<string, number>();
     await this.eachShelvedForm(project, (form) => live.set(form.shelf, (live.get(form.shelf) ?? 0) + form.length));
     const chosen = new Map<string, ShelvedForm[]>();

@@ -225,7 +225,17 @@ export interface StoreWriteTx extends StoreReadTx {
    * removes the old shelves: what a garbage collection's removals left dead in them is freed.
    */
   rewriteShelves(project: number, shelves: ReadonlyArray<{ id: Buffer; forms: ReadonlyArray<ShelvedForm> }>): { rewrittenBytes: number; freedBytes: number };
+  /**
+   * Takes the project's entries of one of LMDB's databases after the key `after` (null: from the
+   * first), up to `entriesMax` of them or `bytesMax` of values, out and puts them back in key
+   * order: LMDB packs keys put in order into full pages, where removals left pages sparse (src/store/lmdb.ts).
+   * Returns the last key taken (where the next call starts), null when the project's range is done.
+   */
+  repackProjectKeys(project: number, table: RepackedTable, after: Buffer | null, entriesMax: number, bytesMax: number): { last: Buffer | null; bytes: number };
 }
+
+/** The databases of a project's objects, which a collection's removals leave sparse. */
+export type RepackedTable = 'objects' | 'packed' | 'commits' | 'introduced';
 
 /** A pack-ready form kept in a shelf: its object, and where in the shelf it lies. */
 export interface ShelvedForm {

@@ -6,7 +6,8 @@ import { commit } from '../../src/repo/commit.js';
 import { inReadTx, type Repo } from '../../src/repo/repo.js';
 import { exportToBareRepo } from '../../src/repo/wire/exportToBareRepo.js';
 import { writeFiles } from '../../src/repo/writeFiles.js';
-import type { CollectionReads, ProjectReads } from '../../src/store/asyncTypes.js';
+import type { AsyncStore, CollectionReads, PackFormReads, PackFormWrites, ProjectReads, ProjectWrites } from '../../src/store/asyncTypes.js';
+import type { StoredEntry } from '../../src/store/types.js';
 import { git, initBareRepo, scratchDir } from './git.js';
 import { testPeople } from './store.js';
 
@@ -51,4 +52,58 @@ export async function fsckAndReachable(repo: Repo): Promise<string[]> {
 /** Asserts the project keeps exactly what its refs reach (its working trees being committed). */
 export async function expectOnlyReachable(repo: Repo): Promise<void> {
   expect(await storedHexes(repo)).toEqual(await fsckAndReachable(repo));
+}
+
+/**
+ * Writes what `from` keeps (every id's raw copy with its annex, its pack-ready form, its commit's
+ * object list) with its refs and working trees into project `project` of `to`, as the writers that
+ * made it would have: the same state, written fresh (no pages freed by removals).
+ */
+export async function copyProject(from: Repo, to: AsyncStore, project: number): Promise<void> {
+  const entries: StoredEntry[] = [];
+  for (let after: Oid | null = null; ; ) {
+    const page = await inReadTx(from, (tx) => (tx as ProjectReads & CollectionReads).listStored(after, 1000));
+    entries.push(...page);
+    if (page.length < 1000) break;
+    after = page[page.length - 1].oid;
+  }
+  // Bases before the deltas on them.
+  entries.sort((a, b) => a.formDepth - b.formDepth);
+  for (let start = 0; start < entries.length; start += 500) {
+    const chunk = entries.slice(start, start + 500);
+    const { objects, forms, lists } = await inReadTx(from, async (tx) => {
+      const reads = tx as ProjectReads & PackFormReads;
+      return {
+        objects: await reads.getObjectsWithAnnex(chunk.map((entry) => entry.oid)),
+        forms: await reads.getDeflated(chunk.map((entry) => entry.oid)),
+        lists: await Promise.all(chunk.map((entry) => reads.getCommitObjects(entry.oid))),
+      };
+    });
+    await to.write(async (tx) => {
+      const p = tx.project(project) as ProjectWrites & PackFormWrites;
+      for (const [i, entry] of chunk.entries()) {
+        const object = objects[i]!;
+        const form = forms[i];
+        if (entry.rawBytes === 0 && form) {
+          expect(await p.putObjectAsForm(entry.oid, object.type, form.inflatedBytes, { deflated: form.deflated, delta: form.delta })).toBe(true);
+          continue;
+        }
+        p.putObjectWithId(entry.oid, object.type, object.body, object.annex ?? undefined);
+        if (form?.delta) expect(await p.putDeflatedDelta(entry.oid, form.delta, form.deflated)).toBe(true);
+        else if (form) p.putDeflated(entry.oid, form.deflated);
+        if (lists[i]) p.putCommitObjects(entry.oid, lists[i]!);
+      }
+    });
+  }
+  const { refs, workingTrees, version } = await inReadTx(from, async (tx) => ({
+    refs: await tx.listRefs(''),
+    workingTrees: await (tx as ProjectReads & CollectionReads).listWorkingTrees(),
+    version: await tx.getVersion(),
+  }));
+  await to.write(async (tx) => {
+    const p = tx.project(project);
+    for (const ref of refs) await p.casRef(ref.name, null, ref.oid);
+    for (const { branch, state } of workingTrees) p.putWorkingTree(branch, state);
+    for (let v = 0; v < version; v++) await p.bumpVersion();
+  });
 }

@@ -273,7 +273,8 @@ export class GarbageCollection {
     }
 
     this.phase('compact');
-    const compaction = this.repo.store.compactAfterCollection ? await this.repo.store.compactAfterCollection(project) : null;
+    const collected = { removedIds: removed.objects, keptIds: kept.objects };
+    const compaction = this.repo.store.compactAfterCollection ? await this.repo.store.compactAfterCollection(project, collected) : null;
 
     this.phase('end');
     await this.end();
