@@ -135,7 +135,7 @@ async function collectGarbage(th: Treehouse, projectId: string | undefined, grac
       total.bytes += outcome.removedBytes;
       const compacted = outcome.compaction && outcome.compaction.freedBytes > 0 ? `, shelves compacted (${formatBytes(outcome.compaction.freedBytes)} freed)` : '';
       process.stdout.write(
-        `${name}: removed ${outcome.removedObjects} objects (${formatBytes(outcome.removedBytes)}), kept ${outcome.keptObjects} (${formatBytes(outcome.keptBytes)})` +
+        `${name}: removed ${outcome.removedObjects} objects (${formatBytes(outcome.removedBytes)}), kept ${outcome.keptObjects}` +
           `${outcome.formsRewritten > 0 ? `, ${outcome.formsRewritten} forms rewritten whole` : ''}${compacted}, in ${(outcome.durationMs / 1000).toFixed(1)} s\n`,
       );
     },

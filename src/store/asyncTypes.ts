@@ -30,7 +30,7 @@
  *   the collection and the journal are checked the same way.
  */
 import type { ObjectType, Oid } from '../git/oid.js';
-import type { AnnexedObject, CollectionState, CommitInfo, DeflatedObject, DeltaForm, NewObject, StoredEntry, StoredObject, WorkingTreeState } from './types.js';
+import type { AnnexedObject, CollectionState, CommitInfo, DeflatedObject, DeltaForm, ListedEntry, NewObject, StoredEntry, StoredObject, WorkingTreeState } from './types.js';
 
 export interface ObjectReads {
   getObject(oid: Oid): Promise<StoredObject | undefined>;
@@ -118,8 +118,8 @@ export interface CollectionReads {
   getCollection(): Promise<CollectionState | undefined>;
   /** Every working tree record of the project. */
   listWorkingTrees(): Promise<Array<{ branch: string; state: WorkingTreeState }>>;
-  /** What is kept under each id after `after` (null: from the first), in id order, at most `limit` ids. */
-  listStored(after: Oid | null, limit: number): Promise<StoredEntry[]>;
+  /** The ids kept after `after` (null: from the first), in id order, at most `limit`; no body is read. */
+  listStored(after: Oid | null, limit: number): Promise<ListedEntry[]>;
   /** What is kept under each of `oids`, undefined where nothing is. */
   describeStored(oids: readonly Oid[]): Promise<Array<StoredEntry | undefined>>;
   /** Ids journalled since the collection began (CollectionWrites.beginCollection), after `after`, in id order. */

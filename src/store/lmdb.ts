@@ -51,6 +51,7 @@ import {
   type Store,
   type StoreReadTx,
   type StoreWriteTx,
+  type ListedEntry,
   type StoredEntry,
   type StoredObject,
   type WorkingTreeState,
@@ -122,6 +123,11 @@ const SHELF_ENTRIES_MIN = 16;
 const SHELF_VALUE_BYTES_MAX = 16 * 1024;
 /** Shelves kept in memory for reads (copies; lmdb-js copies a value on every read anyway). */
 const SHELF_CACHE_BYTES = 16 * 1024 * 1024;
+/**
+ * Values up to this size sit in LMDB's leaf pages (a 4 KB page takes nodes of up to about 2 KB);
+ * larger ones get overflow pages of their own. A repack (repackProjectKeys) moves only the former.
+ */
+const REPACK_VALUE_BYTES_MAX = 2_000;
 /** A chain longer than this is a corrupt store, not a long history. */
 const REBUILD_CHAIN_MAX = PACKED_DEPTH_MAX + 1;
 
@@ -148,8 +154,6 @@ function describeForm(entry: StoredEntry, value: Buffer, offset: number): void {
   entry.formDepth = value[offset + PACKED_HEADER_BYTES + 4];
   entry.formBase = Buffer.from(value.subarray(offset + PACKED_HEADER_BYTES + 5, offset + PACKED_DELTA_HEADER_BYTES));
 }
-
-const oidToHexOf = (oid: Oid) => oid.toString('hex');
 
 /** Inflates a stream whose inflated size is known: one output buffer of that size, not zlib's 16 KB chunks. */
 function inflateKnown(stream: Buffer, bytes: number): Buffer {
@@ -674,25 +678,37 @@ class LmdbTx implements StoreWriteTx {
     return { rewrittenBytes, freedBytes: freedBytes - rewrittenBytes };
   }
 
-  repackProjectKeys(project: number, table: RepackedTable, after: Buffer | null, entriesMax: number, bytesMax: number): { last: Buffer | null; bytes: number } {
+  repackProjectKeys(project: number, table: RepackedTable, before: Buffer | null, entriesMax: number, bytesMax: number): { last: Buffer | null; bytes: number } {
     this.assertWritable();
     const { objects, deflated, commits, introduced } = this.store.dbs;
     const db = { objects, packed: deflated, commits, introduced }[table];
     const prefix = projectPrefix(project);
     const taken: Array<{ key: Buffer; value: Buffer }> = [];
     let bytes = 0;
-    const range = db.getRange({ start: after ?? prefix, end: prefixEnd(prefix), exclusiveStart: after !== null } as Parameters<typeof db.getRange>[0]);
+    const range = db.getRange({ start: before ?? prefixEnd(prefix), end: prefix, reverse: true } as Parameters<typeof db.getRange>[0]);
+    let lowest: Buffer | null = null;
+    let scanned = 0;
     for (const { key, value } of range) {
-      taken.push({ key: Buffer.from(key as Buffer), value: Buffer.from(value) });
-      bytes += value.length;
-      if (taken.length >= entriesMax || bytes >= bytesMax) break;
+      const bytesKey = key as Buffer;
+      // The range's upper end is exclusive of `before` and of the next project's first key.
+      if ((before && bytesKey.equals(before)) || bytesKey.compare(prefix, 0, PROJECT_PREFIX_BYTES, 0, PROJECT_PREFIX_BYTES) !== 0) continue;
+      lowest = Buffer.from(bytesKey);
+      scanned++;
+      // A value on overflow pages of its own is left there: its leaf node is small, and moving it would copy it whole.
+      if (value.length <= REPACK_VALUE_BYTES_MAX) {
+        taken.push({ key: lowest, value: Buffer.from(value) });
+        bytes += value.length;
+      }
+      if (taken.length >= entriesMax || bytes >= bytesMax || scanned >= entriesMax * 4) break;
     }
-    // All out first, so the pages they leave are merged or freed; then in again, in key order,
-    // which LMDB's page split (biased for appends) packs full.
+    // All out first, so the pages they leave are merged or freed; then in again in key order. Put
+    // in order after the keys below them (the part of the range not packed yet), each lands at the
+    // end of a page, where LMDB's page split leaves the old page full: so the range is packed from
+    // its end down.
     for (const { key } of taken) db.removeSync(key);
-    for (const { key, value } of taken) db.putSync(key, value);
-    const done = taken.length < entriesMax && bytes < bytesMax;
-    return { last: done || taken.length === 0 ? null : taken[taken.length - 1].key, bytes };
+    for (let i = taken.length - 1; i >= 0; i--) db.putSync(taken[i].key, taken[i].value);
+    const done = taken.length < entriesMax && bytes < bytesMax && scanned < entriesMax * 4;
+    return { last: done ? null : lowest, bytes };
   }
 
   assertWritable(): void {
@@ -1082,15 +1098,56 @@ class LmdbProjectTx implements ProjectWriteTx {
     return out;
   }
 
-  listStored(after: Oid | null, limit: number): StoredEntry[] {
+  listStored(after: Oid | null, limit: number): ListedEntry[] {
     const { objects, deflated, commits, introduced } = this.store.dbs;
-    // The `limit` first ids of the union are among the `limit` first of each database.
-    const found = new Map<string, Buffer>();
-    for (const db of [objects, deflated, commits, introduced]) {
-      for (const key of this.keysAfter(db, after, limit)) found.set(key.toString('latin1'), key);
+    // The `limit` first ids of the union are among the `limit` first of each database; only the
+    // forms' values are read (their headers name delta bases), never a body.
+    const listed = new Map<string, ListedEntry>();
+    const entry = (key: Buffer): ListedEntry => {
+      const hex = key.toString('latin1');
+      let found = listed.get(hex);
+      if (!found) listed.set(hex, (found = { oid: Buffer.from(key.subarray(PROJECT_PREFIX_BYTES)), raw: false, form: false, formBase: null }));
+      return found;
+    };
+    for (const key of this.keysAfter(objects, after, limit)) entry(key).raw = true;
+    for (const db of [commits, introduced]) for (const key of this.keysAfter(db, after, limit)) entry(key);
+    const inShelves = new Map<string, Array<{ entry: ListedEntry; offset: number }>>();
+    const range = deflated.getRange({ start: after ? this.objectKey(after) : this.prefix, end: prefixEnd(this.prefix), exclusiveStart: after !== null, limit } as Parameters<typeof deflated.getRange>[0]);
+    for (const { key, value } of range) {
+      const listedEntry = entry(Buffer.from(key as Buffer));
+      listedEntry.form = true;
+      if (value[0] !== SHELF_POINTER) {
+        if ((value[0] & DELTA_FLAG) !== 0) listedEntry.formBase = Buffer.from(value.subarray(PACKED_HEADER_BYTES + 5, PACKED_DELTA_HEADER_BYTES));
+        continue;
+      }
+      const id = value.toString('hex', 1, 1 + SHELF_ID_BYTES);
+      const waiting = inShelves.get(id) ?? [];
+      waiting.push({ entry: listedEntry, offset: value.readUInt32BE(1 + SHELF_ID_BYTES) });
+      inShelves.set(id, waiting);
     }
-    const keys = [...found.values()].sort(Buffer.compare).slice(0, limit);
-    return this.describeKeys(keys) as StoredEntry[];
+    for (const [id, waiting] of inShelves) {
+      for (const { entry: listedEntry, offset } of waiting) {
+        const form = this.shelvedForm(Buffer.from(id, 'hex'), offset);
+        if ((form[0] & DELTA_FLAG) !== 0) listedEntry.formBase = Buffer.from(form.subarray(PACKED_HEADER_BYTES + 5, PACKED_DELTA_HEADER_BYTES));
+      }
+    }
+    return [...listed.values()].sort((a, b) => Buffer.compare(a.oid, b.oid)).slice(0, limit);
+  }
+
+  /**
+   * The form at `offset` of a shelf (a view, valid until the next read), the shelf read through
+   * the store's cache of shelves, so a walk of many forms reads each shelf once while it fits.
+   */
+  private shelvedForm(id: Buffer, offset: number): Buffer {
+    const cacheKey = this.project * 2 ** 20 + (id.readUIntBE(0, 6) % 2 ** 32);
+    const cached = this.store.shelfCache.get(cacheKey);
+    if (cached && cached.project === this.project && cached.id.equals(id)) return cached.bytes.subarray(offset);
+    const open = this.parent.openShelfValue(this.project, id, offset);
+    if (open) return open;
+    const bytes = this.store.dbs.shelves.getBinary(Buffer.concat([this.prefix, id]));
+    if (!bytes) throw new Error(`shelf ${id.toString('hex')} is missing (corrupt store)`);
+    this.store.shelfCache.set(cacheKey, { project: this.project, id, bytes });
+    return bytes.subarray(offset);
   }
 
   describeStored(oids: readonly Oid[]): Array<StoredEntry | undefined> {
@@ -1111,14 +1168,10 @@ class LmdbProjectTx implements ProjectWriteTx {
     return out;
   }
 
-  /**
-   * What is kept under each key. A form in a shelf is read from its shelf, each shelf once for all
-   * the keys that point into it (a walk in id order meets shelves in no order at all).
-   */
+  /** What is kept under each key: sizes and types, so raw bodies are read (a collection asks only of its candidates). */
   private describeKeys(keys: readonly Buffer[]): Array<StoredEntry | undefined> {
     const { objects, deflated, commits, introduced } = this.store.dbs;
     const out: Array<StoredEntry | undefined> = [];
-    const inShelves = new Map<string, Array<{ entry: StoredEntry; offset: number }>>();
     for (const key of keys) {
       const entry: StoredEntry = { oid: Buffer.from(key.subarray(PROJECT_PREFIX_BYTES)), type: undefined, rawBytes: 0, formBytes: 0, formBase: null, formDepth: 0, indexBytes: 0 };
       // getBinaryFast's buffer is reused by the next read: each value is used before the next get.
@@ -1131,24 +1184,13 @@ class LmdbProjectTx implements ProjectWriteTx {
       const form = deflated.getBinaryFast(key);
       if (form && form[0] === SHELF_POINTER) {
         entry.formBytes = form.length + form.readUInt32BE(1 + SHELF_ID_BYTES + 4);
-        const id = form.toString('hex', 1, 1 + SHELF_ID_BYTES);
-        const waiting = inShelves.get(id) ?? [];
-        waiting.push({ entry, offset: form.readUInt32BE(1 + SHELF_ID_BYTES) });
-        inShelves.set(id, waiting);
+        const id = Buffer.from(form.subarray(1, 1 + SHELF_ID_BYTES));
+        describeForm(entry, this.shelvedForm(id, form.readUInt32BE(1 + SHELF_ID_BYTES)), 0);
       } else if (form) {
         entry.formBytes = form.length;
         describeForm(entry, form, 0);
       }
       out.push(entry.rawBytes + entry.formBytes + entry.indexBytes > 0 ? entry : undefined);
-    }
-    for (const [id, waiting] of inShelves) {
-      const shelfId = Buffer.from(id, 'hex');
-      const shelf = this.store.dbs.shelves.getBinaryFast(Buffer.concat([this.prefix, shelfId]));
-      for (const { entry, offset } of waiting) {
-        const value = shelf ?? this.parent.openShelfValue(this.project, shelfId, offset);
-        if (!value) throw new Error(`shelf ${id} of ${oidToHexOf(entry.oid)} is missing (corrupt store)`);
-        describeForm(entry, value, shelf ? offset : 0);
-      }
     }
     return out;
   }

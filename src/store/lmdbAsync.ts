@@ -48,6 +48,7 @@ import {
   type ProjectReadTx,
   type ShelvedForm,
   type ProjectWriteTx,
+  type ListedEntry,
   type StoredEntry,
   type StoredObject,
   type StoreWriteTx,
@@ -61,8 +62,8 @@ const SHELVES_PER_WRITE = 16;
 /** @internal Per project: ids removed by collections since its entries were last packed (compactAfterCollection); dropped with the project. */
 export const REMOVED_SINCE_REPACK_PREFIX = 'gc-removed-since-repack/';
 /** Entries, and bytes of values, a repack write takes out and puts back: a few milliseconds. */
-const REPACK_ENTRIES = 2_000;
-const REPACK_BYTES = 4 * 1024 * 1024;
+const REPACK_ENTRIES = 4_000;
+const REPACK_BYTES = 1024 * 1024;
 
 
 /** Runs of a write callback before a conflict with a synchronous writer is reported. */
@@ -213,7 +214,7 @@ class ReadOnlyProject implements ProjectReads, PackFormReads, CollectionReads {
     return this.base((tx) => tx.listWorkingTrees());
   }
 
-  async listStored(after: Oid | null, limit: number): Promise<StoredEntry[]> {
+  async listStored(after: Oid | null, limit: number): Promise<ListedEntry[]> {
     return this.base((tx) => tx.listStored(after, limit));
   }
 
@@ -872,12 +873,13 @@ export class LmdbAsyncStore implements AsyncStore {
   private async repackProject(project: number): Promise<number> {
     let bytes = 0;
     for (const table of ['objects', 'packed', 'commits', 'introduced'] as const) {
-      for (let after: Buffer | null = null; ; ) {
-        const from: Buffer | null = after;
+      // From the end of the range down: see StoreWriteTx.repackProjectKeys.
+      for (let before: Buffer | null = null; ; ) {
+        const from: Buffer | null = before;
         const done: { last: Buffer | null; bytes: number } = await this.writeAlone((tx) => tx.repackProjectKeys(project, table, from, REPACK_ENTRIES, REPACK_BYTES));
         bytes += done.bytes;
         if (!done.last) break;
-        after = done.last;
+        before = done.last;
         await turn();
       }
     }

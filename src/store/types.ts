@@ -91,6 +91,17 @@ export interface StoredEntry {
   indexBytes: number;
 }
 
+/** What a listing tells of one id without reading bodies: where it is kept, and its form's delta base. */
+export interface ListedEntry {
+  oid: Oid;
+  /** Kept whole (a raw copy). */
+  raw: boolean;
+  /** Kept as a pack-ready form (with or without a raw copy). */
+  form: boolean;
+  /** The base of a delta form; null for a whole form or none. */
+  formBase: Oid | null;
+}
+
 /** An object a write stored, with the object its writer said it is likely close to. */
 export interface NewObject {
   oid: Oid;
@@ -133,8 +144,8 @@ export interface ProjectReadTx {
   getCollection(): CollectionState | undefined;
   /** Every working tree record of the project, by branch name. */
   listWorkingTrees(): Array<{ branch: string; state: WorkingTreeState }>;
-  /** What is kept under each id after `after` (null: from the first), in id order, at most `limit` ids. */
-  listStored(after: Oid | null, limit: number): StoredEntry[];
+  /** The ids kept after `after` (null: from the first), in id order, at most `limit`; no body is read. */
+  listStored(after: Oid | null, limit: number): ListedEntry[];
   /** What is kept under each of `oids`, undefined where nothing is. */
   describeStored(oids: readonly Oid[]): Array<StoredEntry | undefined>;
   /** Ids journalled while a collection runs (see ProjectWriteTx.beginCollection), after `after`, in id order. */
@@ -226,12 +237,12 @@ export interface StoreWriteTx extends StoreReadTx {
    */
   rewriteShelves(project: number, shelves: ReadonlyArray<{ id: Buffer; forms: ReadonlyArray<ShelvedForm> }>): { rewrittenBytes: number; freedBytes: number };
   /**
-   * Takes the project's entries of one of LMDB's databases after the key `after` (null: from the
-   * first), up to `entriesMax` of them or `bytesMax` of values, out and puts them back in key
+   * Takes the project's entries of one of LMDB's databases below the key `before` (null: from the
+   * last), up to `entriesMax` of them or `bytesMax` of values, out and puts them back in key
    * order: LMDB packs keys put in order into full pages, where removals left pages sparse (src/store/lmdb.ts).
-   * Returns the last key taken (where the next call starts), null when the project's range is done.
+   * Returns the lowest key taken (where the next call goes on down), null when the project's range is done.
    */
-  repackProjectKeys(project: number, table: RepackedTable, after: Buffer | null, entriesMax: number, bytesMax: number): { last: Buffer | null; bytes: number };
+  repackProjectKeys(project: number, table: RepackedTable, before: Buffer | null, entriesMax: number, bytesMax: number): { last: Buffer | null; bytes: number };
 }
 
 /** The databases of a project's objects, which a collection's removals leave sparse. */

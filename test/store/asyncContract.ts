@@ -1407,7 +1407,7 @@ export function asyncStoreContract(backendName: string, openStore: () => AsyncSt
           }
         });
 
-        it('lists what it keeps under each id, in id order and by pages, and describes ids asked for', async () => {
+        it('lists the ids it keeps, in id order and by pages, with where each is kept; and describes ids asked for', async () => {
           const project = freshProject();
           const base = blob('a base version with enough text in it');
           const next = blob('a next version with enough text in it');
@@ -1428,18 +1428,10 @@ export function asyncStoreContract(backendName: string, openStore: () => AsyncSt
           const listed = await store.read((tx) => collectionReads(tx.project(project)).listStored(null, 100));
           expect(hexes(listed.map((entry) => entry.oid))).toEqual(hexes(Object.values(ids)).sort());
           const byHex = new Map(listed.map((entry) => [oidToHex(entry.oid), entry]));
-          const baseEntry = byHex.get(oidToHex(ids.baseOid))!;
-          expect(baseEntry).toMatchObject({ type: 'blob', formBase: null, formDepth: 0, indexBytes: 0 });
-          expect(baseEntry.rawBytes).toBeGreaterThanOrEqual(base.length);
-          expect(baseEntry.formBytes).toBeGreaterThan(0);
-          const nextEntry = byHex.get(oidToHex(ids.nextOid))!;
-          expect(nextEntry).toMatchObject({ type: 'blob', formDepth: 1 });
-          expect(nextEntry.formBase).toEqual(ids.baseOid);
-          expect(nextEntry.rawBytes).toBeGreaterThanOrEqual(next.length + 'an annex'.length);
-          const commitEntry = byHex.get(oidToHex(ids.commitOid))!;
-          expect(commitEntry).toMatchObject({ type: 'commit', formBytes: 0, formBase: null });
-          expect(commitEntry.indexBytes).toBeGreaterThan(0);
-          expect(byHex.get(oidToHex(ids.formOid))).toMatchObject({ type: 'tree', rawBytes: 0, formBase: null });
+          expect(byHex.get(oidToHex(ids.baseOid))).toEqual({ oid: ids.baseOid, raw: true, form: true, formBase: null });
+          expect(byHex.get(oidToHex(ids.nextOid))).toEqual({ oid: ids.nextOid, raw: true, form: true, formBase: ids.baseOid });
+          expect(byHex.get(oidToHex(ids.commitOid))).toEqual({ oid: ids.commitOid, raw: true, form: false, formBase: null });
+          expect(byHex.get(oidToHex(ids.formOid))).toEqual({ oid: ids.formOid, raw: false, form: true, formBase: null });
           // Pages of two.
           const paged: Oid[] = [];
           for (let after: Oid | null = null; ; ) {
@@ -1449,9 +1441,20 @@ export function asyncStoreContract(backendName: string, openStore: () => AsyncSt
             after = page[page.length - 1].oid;
           }
           expect(hexes(paged)).toEqual(hexes(listed.map((entry) => entry.oid)));
-          const described = await store.read((tx) => collectionReads(tx.project(project)).describeStored([ids.nextOid, hashObject('blob', blob('absent')), ids.formOid]));
-          expect(described.map((entry) => entry && oidToHex(entry.oid))).toEqual([oidToHex(ids.nextOid), undefined, oidToHex(ids.formOid)]);
           expect(await store.read((tx) => collectionReads(tx.project(freshProject())).listStored(null, 100))).toEqual([]);
+
+          const described = await store.read((tx) => collectionReads(tx.project(project)).describeStored([ids.baseOid, ids.nextOid, hashObject('blob', blob('absent')), ids.commitOid, ids.formOid]));
+          expect(described[2]).toBeUndefined();
+          const [baseEntry, nextEntry, , commitEntry, formEntry] = described.map((entry) => entry!);
+          expect(baseEntry).toMatchObject({ oid: ids.baseOid, type: 'blob', formBase: null, formDepth: 0, indexBytes: 0 });
+          expect(baseEntry.rawBytes).toBeGreaterThanOrEqual(base.length);
+          expect(baseEntry.formBytes).toBeGreaterThan(0);
+          expect(nextEntry).toMatchObject({ type: 'blob', formDepth: 1, formBase: ids.baseOid });
+          expect(nextEntry.rawBytes).toBeGreaterThanOrEqual(next.length + 'an annex'.length);
+          expect(commitEntry).toMatchObject({ type: 'commit', formBytes: 0, formBase: null });
+          expect(commitEntry.indexBytes).toBeGreaterThan(0);
+          expect(formEntry).toMatchObject({ type: 'tree', rawBytes: 0, formBase: null, formDepth: 0 });
+          expect(formEntry.formBytes).toBeGreaterThan(0);
         });
 
         it('removes everything under an id, and rewrites a delta form whole only while it is still on the given base', async () => {

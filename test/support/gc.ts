@@ -63,7 +63,8 @@ export async function copyProject(from: Repo, to: AsyncStore, project: number): 
   const entries: StoredEntry[] = [];
   for (let after: Oid | null = null; ; ) {
     const page = await inReadTx(from, (tx) => (tx as ProjectReads & CollectionReads).listStored(after, 1000));
-    entries.push(...page);
+    const described = await inReadTx(from, (tx) => (tx as ProjectReads & CollectionReads).describeStored(page.map((entry) => entry.oid)));
+    entries.push(...described.map((entry) => entry!));
     if (page.length < 1000) break;
     after = page[page.length - 1].oid;
   }

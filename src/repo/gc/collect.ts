@@ -29,7 +29,7 @@ import { promisify } from 'node:util';
 import { deflate } from 'node:zlib';
 import type { Oid } from '../../git/oid.js';
 import type { AsyncStore, AsyncStoreReadTx, AsyncStoreWriteTx, CollectionReads, CollectionWrites, ProjectReads, ProjectWrites, RecordReads } from '../../store/asyncTypes.js';
-import type { CollectionState } from '../../store/types.js';
+import type { CollectionState, ListedEntry } from '../../store/types.js';
 import type { Repo } from '../repo.js';
 import { Slicer } from '../slices.js';
 import { Candidates } from './candidates.js';
@@ -40,9 +40,9 @@ const deflateAsync = promisify(deflate);
 /** git's default pack compression (zlib level 6), as the deflate cache uses. */
 const DEFLATE_LEVEL = 6;
 /** Ids removed per write: a few milliseconds of LMDB deletes. */
-export const SWEEP_BATCH_IDS = 2_000;
+export const SWEEP_BATCH_IDS = 1_000;
 /** Ids listed per read. */
-const LIST_PAGE_IDS = 2_000;
+const LIST_PAGE_IDS = 500;
 /** Journal ids taken per write outside the sweep. */
 const JOURNAL_TAKE_IDS = 2_000;
 /** Journal ids a sweep write walks itself; more are taken outside it first. */
@@ -98,9 +98,8 @@ export interface CollectionReport {
   /** Ids removed, and what they took: raw copies, pack-ready forms, commit index entries and lists. */
   removedObjects: number;
   removedBytes: number;
-  /** Ids kept (reachable), and what they take. */
+  /** Ids kept (reachable). */
   keptObjects: number;
-  keptBytes: number;
   /** Kept objects whose delta form named a removed base, rewritten whole. */
   formsRewritten: number;
   /** What the backend's compaction rewrote and freed (null: it has none). */
@@ -237,17 +236,20 @@ export class GarbageCollection {
     this.phase('list');
     const candidates = new Candidates();
     const rewrites: Array<{ oid: Oid; base: Oid }> = [];
-    let kept = { objects: 0, bytes: 0 };
+    let keptObjects = 0;
     for (let after: Oid | null = null; ; ) {
-      const page: Awaited<ReturnType<CollectingReads['listStored']>> = await reads.listStored(after, LIST_PAGE_IDS);
+      const page: ListedEntry[] = await reads.listStored(after, LIST_PAGE_IDS);
+      const unmarked: Oid[] = [];
       for (const entry of page) {
         if (!marker.isMarked(entry.oid)) {
-          candidates.add(entry);
+          unmarked.push(entry.oid);
           continue;
         }
-        kept = { objects: kept.objects + 1, bytes: kept.bytes + entry.rawBytes + entry.formBytes + entry.indexBytes };
+        keptObjects++;
         if (entry.formBase && !marker.isMarked(entry.formBase)) rewrites.push({ oid: entry.oid, base: entry.formBase });
       }
+      // Only candidates are read whole (their types, sizes and delta depths); what is kept is not.
+      for (const entry of unmarked.length > 0 ? await reads.describeStored(unmarked) : []) if (entry) candidates.add(entry);
       if (page.length < LIST_PAGE_IDS) break;
       after = page[page.length - 1].oid;
       await this.slicer.pause();
@@ -273,7 +275,7 @@ export class GarbageCollection {
     }
 
     this.phase('compact');
-    const collected = { removedIds: removed.objects, keptIds: kept.objects };
+    const collected = { removedIds: removed.objects, keptIds: keptObjects };
     const compaction = this.repo.store.compactAfterCollection ? await this.repo.store.compactAfterCollection(project, collected) : null;
 
     this.phase('end');
@@ -282,8 +284,7 @@ export class GarbageCollection {
       project,
       removedObjects: removed.objects,
       removedBytes: removed.bytes,
-      keptObjects: kept.objects,
-      keptBytes: kept.bytes,
+      keptObjects,
       formsRewritten,
       compaction,
       durationMs: performance.now() - started,
