@@ -17,6 +17,7 @@ import {
   collectGarbage,
   endStaleCollections,
   GarbageCollection,
+  HEARTBEAT_STALE_MS,
   type CollectionPhase,
   type CollectionReport,
   type CollectOptions,
@@ -52,6 +53,7 @@ interface Begun {
 export class GarbageCollector {
   private running = false;
   private timer: NodeJS.Timeout | null = null;
+  private staleTimer: NodeJS.Timeout | null = null;
   private abort = new AbortController();
   private worker: Promise<void> | null = null;
   private wakeWorker: (() => void) | null = null;
@@ -144,7 +146,11 @@ export class GarbageCollector {
     if (this.running || !this.store.collection) return;
     this.running = true;
     this.abort = new AbortController();
-    endStaleCollections(this.store).catch((error: Error) => process.stderr.write(`ending stale garbage collections failed: ${error.stack ?? error.message}\n`));
+    // A collector that died (a `treehouse gc` killed mid-run) leaves its project journalling until this ends it.
+    const endStale = () => void endStaleCollections(this.store).catch((error: Error) => process.stderr.write(`ending stale garbage collections failed: ${error.stack ?? error.message}\n`));
+    endStale();
+    this.staleTimer = setInterval(endStale, HEARTBEAT_STALE_MS);
+    this.staleTimer.unref();
     if (this.config.gc.intervalMs > 0) {
       this.timer = setInterval(() => void this.scheduleChanged().catch((error: Error) => process.stderr.write(`scheduling garbage collections failed: ${error.stack ?? error.message}\n`)), this.config.gc.intervalMs);
       this.timer.unref();
@@ -155,7 +161,8 @@ export class GarbageCollector {
   async stop(): Promise<void> {
     this.running = false;
     if (this.timer) clearInterval(this.timer);
-    this.timer = null;
+    if (this.staleTimer) clearInterval(this.staleTimer);
+    this.timer = this.staleTimer = null;
     this.abort.abort();
     this.wakeWorker?.();
     await this.worker;
