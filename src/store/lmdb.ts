@@ -1039,7 +1039,7 @@ class LmdbProjectTx implements ProjectWriteTx {
     const { objects, commits } = this.store.dbs;
     if (!putIfAbsent(objects, key, this.store.objectValue(TYPE_CODES[type], body, annex))) return;
     this.store.noteStored(this.project, oid, similarTo);
-    // Kept whole beside a form (a received pack's entry stored whole) it was already stored: journalled once.
+    // An object kept as its form alone was there already; only one that was absent is journalled.
     if (!this.store.dbs.deflated.doesExist(key)) this.journalled(oid);
     if (type === 'commit') {
       const parsed = commitInfoFromBody(body);

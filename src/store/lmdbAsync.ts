@@ -44,11 +44,11 @@ import {
   type CommitInfo,
   type DeflatedObject,
   type DeltaForm,
+  type ListedEntry,
   type NewObject,
   type ProjectReadTx,
-  type ShelvedForm,
   type ProjectWriteTx,
-  type ListedEntry,
+  type ShelvedForm,
   type StoredEntry,
   type StoredObject,
   type StoreWriteTx,
@@ -64,7 +64,6 @@ export const REMOVED_SINCE_REPACK_PREFIX = 'gc-removed-since-repack/';
 /** Entries, and bytes of values, a repack write takes out and puts back: a few milliseconds. */
 const REPACK_ENTRIES = 4_000;
 const REPACK_BYTES = 1024 * 1024;
-
 
 /** Runs of a write callback before a conflict with a synchronous writer is reported. */
 const WRITE_ATTEMPTS_MAX = 8;

@@ -81,15 +81,10 @@ export class Candidates {
   private componentEnds: Uint8Array | null = null;
   /** Blobs in removal order: an index into `blobs`, or -1 - an index into `basedBlobs`. */
   private blobOrder: Int32Array | null = null;
-  /** Ids (nodes and blobs) and their stored bytes. */
-  count = 0;
-  bytes = 0;
 
   /** Adds an entry the mark did not reach. */
   add(entry: StoredEntry): void {
     const bytes = Math.min(entry.rawBytes + entry.formBytes + entry.indexBytes, 0xffffffff);
-    this.count++;
-    this.bytes += bytes;
     if (entry.type === 'blob' || entry.type === undefined) {
       const records = entry.formBase ? this.basedBlobs : this.blobs;
       const at = records.append();
@@ -117,10 +112,7 @@ export class Candidates {
     return this.nodes.bytes.subarray(index * NODE_BYTES, index * NODE_BYTES + OID_BYTES);
   }
 
-  /**
-   * Reads what each graph node references among the nodes, and orders them. `isMarked` tells ids a
-   * late mark kept (they are left out of the graph's edges as they will not be removed).
-   */
+  /** Reads what each graph node references among the nodes (the bodies of trees and tags), and orders them all. */
   async order(reads: MarkReads, slicer = new Slicer()): Promise<void> {
     // A blob whose delta is on a commit, tree or tag must go before it: into the graph.
     const inGraph = new Uint8Array(this.basedBlobs.count);

@@ -47,9 +47,9 @@ const LIST_PAGE_IDS = 500;
 const JOURNAL_TAKE_IDS = 2_000;
 /** Journal ids a sweep write walks itself; more are taken outside it first. */
 const JOURNAL_INLINE_IDS = 64;
-/** Forms rewritten whole per write, and the bytes of bodies read for them at once. */
+/** Forms rewritten whole per write, and bodies read for them per read. */
 const REWRITES_PER_WRITE = 256;
-const REWRITE_BODY_BYTES_MAX = 16 * 1024 * 1024;
+const REWRITE_BODIES_PER_READ = 8;
 /** How often a running collection says it is alive, and how long a silent one is taken to be dead. */
 export const HEARTBEAT_MS = 15_000;
 export const HEARTBEAT_STALE_MS = 120_000;
@@ -383,16 +383,17 @@ export class GarbageCollection {
    */
   private async rewriteForms(rewrites: Array<{ oid: Oid; base: Oid }>, marker: Marker): Promise<number> {
     let rewritten = 0;
-    for (let start = 0; start < rewrites.length; ) {
+    for (let start = 0; start < rewrites.length; start += REWRITES_PER_WRITE) {
+      const wanted = rewrites.slice(start, start + REWRITES_PER_WRITE).filter(({ base }) => !marker.isMarked(base));
       const chunk: Array<{ oid: Oid; base: Oid; deflated: Buffer }> = [];
-      let bytes = 0;
-      while (start < rewrites.length && chunk.length < REWRITES_PER_WRITE && bytes < REWRITE_BODY_BYTES_MAX) {
-        const { oid, base } = rewrites[start++];
-        if (marker.isMarked(base)) continue;
-        const [object] = await this.reads().getObjects([oid]);
-        if (!object) continue;
-        bytes += object.body.length;
-        chunk.push({ oid, base, deflated: await deflateAsync(object.body, { level: DEFLATE_LEVEL }) });
+      // Bodies read a few at a time (a body may be 100 MB), each deflated on zlib's thread pool.
+      for (let at = 0; at < wanted.length; at += REWRITE_BODIES_PER_READ) {
+        const group = wanted.slice(at, at + REWRITE_BODIES_PER_READ);
+        const bodies = await this.reads().getObjects(group.map(({ oid }) => oid));
+        for (const [i, { oid, base }] of group.entries()) {
+          const body = bodies[i]?.body;
+          if (body) chunk.push({ oid, base, deflated: await deflateAsync(body, { level: DEFLATE_LEVEL }) });
+        }
       }
       if (chunk.length === 0) continue;
       await this.repo.store.write(async (tx) => {
