@@ -42,6 +42,8 @@ export interface GcBenchResult {
   garbageObjects: number;
   report: CollectionReport;
   phasesMs: Partial<Record<CollectionPhase, number>>;
+  /** The event loop's longest delay in each phase. */
+  phaseLagMaxMs: Partial<Record<CollectionPhase, number>>;
   lag: { p50Ms: number; p99Ms: number; maxMs: number };
   rssAddedBytes: number;
   pagesInUseBefore: number;
@@ -92,19 +94,28 @@ async function main(): Promise<void> {
     let rssPeak = rssBefore;
     const sampler = setInterval(() => (rssPeak = Math.max(rssPeak, process.memoryUsage.rss())), 10);
     const phasesMs: Partial<Record<CollectionPhase, number>> = {};
+    const phaseLagMaxMs: Partial<Record<CollectionPhase, number>> = {};
+    const phaseHistogram = monitorEventLoopDelay({ resolution: 1 });
     let phaseStart = performance.now();
     let current: CollectionPhase | null = null;
+    const endPhase = () => {
+      if (!current) return;
+      phasesMs[current] = performance.now() - phaseStart;
+      phaseLagMaxMs[current] = phaseHistogram.max / 1e6;
+      phaseHistogram.reset();
+    };
     histogram.enable();
+    phaseHistogram.enable();
     const report = await collectGarbage(repo, {
       graceMs: 0,
       onPhase: (phase) => {
-        const now = performance.now();
-        if (current) phasesMs[current] = now - phaseStart;
+        endPhase();
         current = phase;
-        phaseStart = now;
+        phaseStart = performance.now();
       },
     });
-    if (current) phasesMs[current as CollectionPhase] = performance.now() - phaseStart;
+    endPhase();
+    phaseHistogram.disable();
     histogram.disable();
     clearInterval(sampler);
     const result: GcBenchResult = {
@@ -112,6 +123,7 @@ async function main(): Promise<void> {
       garbageObjects: made,
       report,
       phasesMs,
+      phaseLagMaxMs,
       lag: { p50Ms: histogram.percentile(50) / 1e6, p99Ms: histogram.percentile(99) / 1e6, maxMs: histogram.max / 1e6 },
       rssAddedBytes: Math.max(rssPeak, process.memoryUsage.rss()) - rssBefore,
       pagesInUseBefore,
@@ -123,7 +135,7 @@ async function main(): Promise<void> {
         `RSS +${(result.rssAddedBytes / 1e6).toFixed(0)} MB; pages in use ${(pagesInUseBefore / 1e6).toFixed(1)} MB before, ` +
         `${(result.pagesInUseAfter / 1e6).toFixed(1)} MB after (${(live / 1e6).toFixed(1)} MB after the import alone)`,
     );
-    log(`phases (ms): ${Object.entries(phasesMs).map(([phase, ms]) => `${phase} ${ms.toFixed(0)}`).join(', ')}`);
+    log(`phases (ms, and the event loop's longest delay in each): ${Object.entries(phasesMs).map(([phase, ms]) => `${phase} ${ms.toFixed(0)} (${(phaseLagMaxMs[phase as CollectionPhase] ?? 0).toFixed(0)})`).join(', ')}`);
     if (resultFile) writeFileSync(resultFile, JSON.stringify(result, null, 2));
   } finally {
     await store.close();

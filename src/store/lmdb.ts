@@ -687,19 +687,20 @@ class LmdbTx implements StoreWriteTx {
     let bytes = 0;
     const range = db.getRange({ start: before ?? prefixEnd(prefix), end: prefix, reverse: true } as Parameters<typeof db.getRange>[0]);
     let lowest: Buffer | null = null;
-    let scanned = 0;
+    // Bytes of every value read, moved or not: what bounds this write's work.
+    let read = 0;
     for (const { key, value } of range) {
       const bytesKey = key as Buffer;
       // The range's upper end is exclusive of `before` and of the next project's first key.
       if ((before && bytesKey.equals(before)) || bytesKey.compare(prefix, 0, PROJECT_PREFIX_BYTES, 0, PROJECT_PREFIX_BYTES) !== 0) continue;
       lowest = Buffer.from(bytesKey);
-      scanned++;
+      read += value.length;
       // A value on overflow pages of its own is left there: its leaf node is small, and moving it would copy it whole.
       if (value.length <= REPACK_VALUE_BYTES_MAX) {
         taken.push({ key: lowest, value: Buffer.from(value) });
         bytes += value.length;
       }
-      if (taken.length >= entriesMax || bytes >= bytesMax || scanned >= entriesMax * 4) break;
+      if (taken.length >= entriesMax || read >= bytesMax) break;
     }
     // All out first, so the pages they leave are merged or freed; then in again in key order. Put
     // in order after the keys below them (the part of the range not packed yet), each lands at the
@@ -707,7 +708,7 @@ class LmdbTx implements StoreWriteTx {
     // its end down.
     for (const { key } of taken) db.removeSync(key);
     for (let i = taken.length - 1; i >= 0; i--) db.putSync(taken[i].key, taken[i].value);
-    const done = taken.length < entriesMax && bytes < bytesMax && scanned < entriesMax * 4;
+    const done = taken.length < entriesMax && read < bytesMax;
     return { last: done ? null : lowest, bytes };
   }
 

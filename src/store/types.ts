@@ -238,7 +238,7 @@ export interface StoreWriteTx extends StoreReadTx {
   rewriteShelves(project: number, shelves: ReadonlyArray<{ id: Buffer; forms: ReadonlyArray<ShelvedForm> }>): { rewrittenBytes: number; freedBytes: number };
   /**
    * Takes the project's entries of one of LMDB's databases below the key `before` (null: from the
-   * last), up to `entriesMax` of them or `bytesMax` of values, out and puts them back in key
+   * last), up to `entriesMax` of them or `bytesMax` of values read, out and puts them back in key
    * order: LMDB packs keys put in order into full pages, where removals left pages sparse (src/store/lmdb.ts).
    * Returns the lowest key taken (where the next call goes on down), null when the project's range is done.
    */

@@ -40,7 +40,7 @@ const deflateAsync = promisify(deflate);
 /** git's default pack compression (zlib level 6), as the deflate cache uses. */
 const DEFLATE_LEVEL = 6;
 /** Ids removed per write: a few milliseconds of LMDB deletes. */
-export const SWEEP_BATCH_IDS = 1_000;
+export const SWEEP_BATCH_IDS = 500;
 /** Ids listed per read. */
 const LIST_PAGE_IDS = 500;
 /** Journal ids taken per write outside the sweep. */
