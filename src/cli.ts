@@ -121,25 +121,41 @@ async function collectGarbage(th: Treehouse, projectId: string | undefined, grac
   }
   let failed = 0;
   const total = { objects: 0, bytes: 0 };
-  await th.gc.collectMany(records, {
-    graceMs,
-    onGrace: (ms) => process.stdout.write(`waiting out the grace period (${ms / 1000} s) before removing anything, so reads under way finish\n`),
-    onDone: (record, outcome) => {
-      const name = `${record.id} (${record.handle})`;
-      if (outcome instanceof Error) {
-        failed++;
-        process.stderr.write(`treehouse: ${name}: ${outcome.message}\n`);
-        return;
-      }
-      total.objects += outcome.removedObjects;
-      total.bytes += outcome.removedBytes;
-      const compacted = outcome.compaction && outcome.compaction.freedBytes > 0 ? `, shelves compacted (${formatBytes(outcome.compaction.freedBytes)} freed)` : '';
-      process.stdout.write(
-        `${name}: removed ${outcome.removedObjects} objects (${formatBytes(outcome.removedBytes)}), kept ${outcome.keptObjects}` +
-          `${outcome.formsRewritten > 0 ? `, ${outcome.formsRewritten} forms rewritten whole` : ''}${compacted}, in ${(outcome.durationMs / 1000).toFixed(1)} s\n`,
-      );
-    },
-  });
+  // Interrupted (Ctrl-C, a service manager's stop), the collections under way end cleanly rather
+  // than leave their projects journalling until a server finds them silent.
+  const interrupted = new AbortController();
+  const interrupt = () => interrupted.abort(new Error('interrupted'));
+  process.once('SIGINT', interrupt);
+  process.once('SIGTERM', interrupt);
+  try {
+    await th.gc.collectMany(records, {
+      graceMs,
+      signal: interrupted.signal,
+      onGrace: (ms) => process.stdout.write(`waiting out the grace period (${ms / 1000} s) before removing anything, so reads under way finish\n`),
+      onDone: (record, outcome) => {
+        const name = `${record.id} (${record.handle})`;
+        if (outcome instanceof Error) {
+          failed++;
+          process.stderr.write(`treehouse: ${name}: ${outcome.message}\n`);
+          return;
+        }
+        total.objects += outcome.removedObjects;
+        total.bytes += outcome.removedBytes;
+        const compacted = outcome.compaction && outcome.compaction.freedBytes > 0 ? `, shelves compacted (${formatBytes(outcome.compaction.freedBytes)} freed)` : '';
+        process.stdout.write(
+          `${name}: removed ${outcome.removedObjects} objects (${formatBytes(outcome.removedBytes)}), kept ${outcome.keptObjects}` +
+            `${outcome.formsRewritten > 0 ? `, ${outcome.formsRewritten} forms rewritten whole` : ''}${compacted}, in ${(outcome.durationMs / 1000).toFixed(1)} s\n`,
+        );
+      },
+    });
+  } catch (error) {
+    if (!interrupted.signal.aborted) throw error;
+    process.stderr.write('treehouse: gc interrupted; the collections under way were ended\n');
+    return 1;
+  } finally {
+    process.off('SIGINT', interrupt);
+    process.off('SIGTERM', interrupt);
+  }
   process.stdout.write(`removed ${total.objects} objects (${formatBytes(total.bytes)}) from ${records.length - failed} of ${records.length} projects\n`);
   return failed > 0 ? 1 : 0;
 }

@@ -103,11 +103,12 @@ export class GarbageCollector {
   /**
    * Collects several projects (the command-line tool): every collection begins at once, the grace
    * period is waited out once, then they run one after another. `onDone` is told each outcome: a
-   * report, or the error that stopped it (CollectionBusyError: another collection runs).
+   * report, or the error that stopped it (CollectionBusyError: another collection runs). `signal`
+   * stops them all: what is begun is ended, what was removed stays removed.
    */
   async collectMany(
     records: readonly ProjectRecord[],
-    options: { graceMs?: number; onGrace?: (ms: number) => void; onDone: (record: ProjectRecord, outcome: CollectionReport | Error) => void },
+    options: { graceMs?: number; signal?: AbortSignal; onGrace?: (ms: number) => void; onDone: (record: ProjectRecord, outcome: CollectionReport | Error) => void },
   ): Promise<void> {
     const graceMs = options.graceMs ?? this.config.gc.graceMs;
     const begun: Array<{ record: ProjectRecord; version: number; collection: GarbageCollection }> = [];
@@ -115,7 +116,8 @@ export class GarbageCollector {
       for (const record of records) {
         try {
           const version = await this.projects.version(record);
-          begun.push({ record, version, collection: await GarbageCollection.begin(this.projects.repo(record), { ...this.optionsFor(record), graceMs }) });
+          options.signal?.throwIfAborted();
+          begun.push({ record, version, collection: await GarbageCollection.begin(this.projects.repo(record), { ...this.optionsFor(record), graceMs, signal: options.signal }) });
         } catch (error) {
           if (!(error instanceof CollectionBusyError) && !(error instanceof CollectionLostError)) throw error;
           options.onDone(record, error);

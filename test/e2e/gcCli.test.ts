@@ -21,6 +21,7 @@ interface CliRun {
   /** Resolves with the first match of `pattern` in stdout. */
   waitFor(pattern: RegExp): Promise<void>;
   done: Promise<{ code: number; stdout: string; stderr: string }>;
+  kill(signal: NodeJS.Signals): void;
 }
 
 function cli(args: string[], dataDir: string): CliRun {
@@ -49,6 +50,7 @@ function cli(args: string[], dataDir: string): CliRun {
         void done.then(() => reject(new Error(`no ${pattern} in:\n${stdout}\n${stderr}`)));
       }),
     done,
+    kill: (signal) => child.kill(signal),
   };
 }
 
@@ -141,20 +143,26 @@ describe('treehouse gc beside a running server', () => {
     expect(last.status).toBe(200);
   }, 180_000);
 
-  it('refuses a second collection of a project while the first is under way', async () => {
+  it('refuses a second collection of a project while the first is under way, and an interrupted one ends its collection', async () => {
     const { dataDir, call } = await startServer('twice');
     const created = await call('POST', '/projects', { title: 'Collected twice' });
     const id = created.body.project.id as string;
     expect((await call('POST', `/projects/${id}/files/batch`, { files: [{ path: 'a.txt', content: 'one\n' }] })).status).toBe(200);
     expect((await call('POST', `/projects/${id}/files/batch`, { files: [{ path: 'a.txt', content: 'two\n' }] })).status).toBe(200);
-    const first = cli(['gc', '--project', id, '--grace', '3'], dataDir);
+    // The first waits out a grace period longer than this test: it is interrupted below.
+    const first = cli(['gc', '--project', id, '--grace', '600'], dataDir);
     await first.waitFor(/waiting out the grace period/);
     const second = await cli(['gc', '--project', id, '--grace', '0'], dataDir).done;
-    expect(second.code).toBe(1);
+    expect(second.code, second.stdout + second.stderr).toBe(1);
     expect(second.stderr).toMatch(/garbage collection of this project is under way/);
-    const done = await first.done;
-    expect(done.code, done.stdout + done.stderr).toBe(0);
-    expect(done.stdout).toMatch(new RegExp(`${id} \\(collected-twice\\): removed [1-9]\\d* objects`));
+    first.kill('SIGTERM');
+    const interrupted = await first.done;
+    expect(interrupted.code).toBe(1);
+    expect(interrupted.stderr).toMatch(/interrupted; the collections under way were ended/);
+    // Ended, not left to go silent: the next collection runs at once.
+    const third = await cli(['gc', '--project', id, '--grace', '0'], dataDir).done;
+    expect(third.code, third.stdout + third.stderr).toBe(0);
+    expect(third.stdout).toMatch(new RegExp(`${id} \\(collected-twice\\): removed [1-9]\\d* objects`));
     // The command line refuses what it does not understand.
     const bad = await cli(['gc', '--project', id, '--grace', 'soon'], dataDir).done;
     expect(bad.code).toBe(2);
