@@ -63,6 +63,16 @@ export interface IdempotencyConfig {
   ttlMs: number;
 }
 
+/** Garbage collection (README "Garbage collection"). */
+export interface GcConfig {
+  /** How long a collection waits after it begins before it reads or removes anything. */
+  graceMs: number;
+  /** A project is collected once this many objects were stored in it since its last collection (0: never for that reason). */
+  newObjects: number;
+  /** Every project changed since its last collection is collected this often (0: never for that reason). */
+  intervalMs: number;
+}
+
 export interface Config {
   port: number;
   host: string;
@@ -76,6 +86,7 @@ export interface Config {
   connections: ConnectionLimits;
   events: EventsConfig;
   idempotency: IdempotencyConfig;
+  gc: GcConfig;
 }
 
 const MIB = 1024 * 1024;
@@ -112,6 +123,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       requestsPerSecondPerKey: integer(env, 'TREEHOUSE_RATE_PER_SECOND', 50),
       requestBurstPerKey: integer(env, 'TREEHOUSE_RATE_BURST', 200),
       pushRefsMax: integer(env, 'TREEHOUSE_PUSH_REFS_MAX', 1000),
+    },
+    gc: {
+      graceMs: integer(env, 'TREEHOUSE_GC_GRACE_SECONDS', 900) * 1000,
+      newObjects: integer(env, 'TREEHOUSE_GC_NEW_OBJECTS', 20_000),
+      intervalMs: integer(env, 'TREEHOUSE_GC_INTERVAL_SECONDS', 86_400) * 1000,
     },
     connections: {
       headersTimeoutMs: integer(env, 'TREEHOUSE_HEADERS_TIMEOUT_MS', 10_000),

@@ -49,7 +49,8 @@ export const HANDLE_PATTERN = /^[a-z0-9-]{3,63}$/;
 const HANDLE_LENGTH_MAX = 63;
 const HANDLE_LENGTH_MIN = 3;
 
-const projectKey = (id: string) => `project/${id}`;
+const PROJECT_PREFIX = 'project/';
+const projectKey = (id: string) => `${PROJECT_PREFIX}${id}`;
 const handleKey = (handle: string) => `handle/${handle}`;
 const teamIndexPrefix = (team: string) => `team-projects/${team}/`;
 const teamIndexKey = (record: ProjectRecord) => `${teamIndexPrefix(record.team_id)}${record.created_at}/${record.id}`;
@@ -120,6 +121,23 @@ export class Projects {
     const record = await this.store.read((tx) => tx.getRecord<ProjectRecord>(projectKey(id)));
     if (!record || record.team_id !== principal.teamId) throw new TreehouseError('not_found', 'Project not found.');
     return record;
+  }
+
+  /** Whether `record`'s project still exists (with its number), as `tx` reads it. */
+  async stillExists(tx: RecordReads, record: ProjectRecord): Promise<boolean> {
+    const current = await tx.getRecord<ProjectRecord>(projectKey(record.id));
+    return current !== undefined && current.seq === record.seq;
+  }
+
+  /** A project by id, whatever its team (the command-line tool and background work). */
+  async byId(id: string): Promise<ProjectRecord | undefined> {
+    return this.store.read((tx) => tx.getRecord<ProjectRecord>(projectKey(id)));
+  }
+
+  /** Every project, a page at a time in id order (background work). */
+  async listAll(after: string | undefined, limit: number): Promise<ProjectRecord[]> {
+    const page = await this.store.read((tx) => tx.listRecords<ProjectRecord>(PROJECT_PREFIX, { after: after === undefined ? undefined : projectKey(after), limit }));
+    return page.map(({ value }) => value);
   }
 
   async byHandle(handle: string): Promise<ProjectRecord | undefined> {

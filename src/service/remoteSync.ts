@@ -227,6 +227,15 @@ export class RemoteSync {
     };
   }
 
+  /**
+   * The commits queued to be pushed for a project (a branch's head when its change was queued):
+   * garbage collection keeps them, though the push sends whatever the head is when it runs.
+   */
+  async queuedCommits(record: ProjectRecord): Promise<Oid[]> {
+    const entries = await this.store.read((tx) => tx.listRecords<QueueEntry>(queuePrefix(record.id)));
+    return entries.map(({ value }) => Buffer.from(value.oid, 'hex'));
+  }
+
   // -------------------------------------------------------------------------------------------
   // Queueing
 

@@ -11,6 +11,7 @@ import { EventStreams } from './eventStreams.js';
 import { Webhooks } from './webhooks.js';
 import { DeflateCache } from './deflateCache.js';
 import { EventLoopMonitor } from './eventLoopMonitor.js';
+import { GarbageCollector } from './gc.js';
 import { GitExport } from './gitExport.js';
 import { Idempotency } from './idempotency.js';
 import type { Config } from './config.js';
@@ -45,6 +46,8 @@ export interface Treehouse {
   remoteSync: RemoteSync;
   /** Deflates stored objects in the background so clones copy pack-ready bytes. */
   deflateCache: DeflateCache;
+  /** Removes what no ref, working tree or queued sync reaches (src/service/gc.ts). */
+  gc: GarbageCollector;
   /** Event-loop delay per 10-second window, for /healthz. */
   eventLoop: EventLoopMonitor;
   /** Prometheus metrics, when TREEHOUSE_METRICS_PORT asks for them. */
@@ -77,6 +80,7 @@ export function openTreehouse(config: Config, store: AsyncStore): Treehouse {
   const rateLimiter = new RateLimiter(config.limits.requestsPerSecondPerKey, config.limits.requestBurstPerKey);
   const remoteSync = new RemoteSync(store, projects, config);
   const deflateCache = new DeflateCache(store);
+  const gc = new GarbageCollector(store, projects, remoteSync, config);
   const eventLoop = new EventLoopMonitor();
   const metrics =
     config.metricsPort === null
@@ -111,6 +115,7 @@ export function openTreehouse(config: Config, store: AsyncStore): Treehouse {
     rateLimiter,
     remoteSync,
     deflateCache,
+    gc,
     eventLoop,
     metrics,
     packChecker,
@@ -125,6 +130,7 @@ export function openTreehouse(config: Config, store: AsyncStore): Treehouse {
       projects.outbox.startPruning(config.events.retentionMs);
       idempotency.startPruning();
       deflateCache.start();
+      gc.start();
       eventLoop.start();
     },
     stop: async () => {
@@ -133,6 +139,7 @@ export function openTreehouse(config: Config, store: AsyncStore): Treehouse {
       await webhooks.stop();
       await projects.outbox.stopPruning();
       await idempotency.stopPruning();
+      await gc.stop();
       await remoteSync.stop();
       await deflateCache.stop();
     },
@@ -142,6 +149,7 @@ export function openTreehouse(config: Config, store: AsyncStore): Treehouse {
       await webhooks.stop();
       await projects.outbox.stopPruning();
       await idempotency.stopPruning();
+      await gc.stop();
       await remoteSync.stop();
       await deflateCache.stop();
       await linter.close();

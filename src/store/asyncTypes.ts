@@ -21,9 +21,16 @@
  *   of refs, working trees, versions and records is what it commits over (a backend may run the
  *   callback again when another writer changed those meanwhile, so a callback does nothing but
  *   reads and writes through `tx`).
+ * - **Garbage collection** (src/repo/gc.ts) is a capability too (CollectionReads, CollectionWrites):
+ *   while a collection of a project runs (getCollection), the backend journals, in every write of
+ *   that project, the ids a collector must keep (ProjectWriteTx.beginCollection in types.ts), and a
+ *   write callback's answers "present" to object reads (objects, sizes, commit entries, forms) are
+ *   checked again when it commits, like its reads of refs: an object a collector removed meanwhile
+ *   makes the callback run again, so no write ever refers to an object that is gone. Its reads of
+ *   the collection and the journal are checked the same way.
  */
 import type { ObjectType, Oid } from '../git/oid.js';
-import type { AnnexedObject, CommitInfo, DeflatedObject, DeltaForm, NewObject, StoredObject, WorkingTreeState } from './types.js';
+import type { AnnexedObject, CollectionState, CommitInfo, DeflatedObject, DeltaForm, ListedEntry, NewObject, StoredEntry, StoredObject, WorkingTreeState } from './types.js';
 
 export interface ObjectReads {
   getObject(oid: Oid): Promise<StoredObject | undefined>;
@@ -127,6 +134,41 @@ export interface PackFormBacklog {
   listUndeflated(after: ObjectCursor | null, limit: number): Promise<UndeflatedPage>;
 }
 
+/**
+ * What garbage collection reads (src/repo/gc.ts), a capability a backend may lack: then no project
+ * is ever collected. Listings are by id, in pages, so a project of millions of ids is read in
+ * bounded pieces.
+ */
+export interface CollectionReads {
+  /** The collection of this project under way, if any. */
+  getCollection(): Promise<CollectionState | undefined>;
+  /** Every working tree record of the project. */
+  listWorkingTrees(): Promise<Array<{ branch: string; state: WorkingTreeState }>>;
+  /** The ids kept after `after` (null: from the first), in id order, at most `limit`; no body is read. */
+  listStored(after: Oid | null, limit: number): Promise<ListedEntry[]>;
+  /** What is kept under each of `oids`, undefined where nothing is. */
+  describeStored(oids: readonly Oid[]): Promise<Array<StoredEntry | undefined>>;
+  /** Ids journalled since the collection began (CollectionWrites.beginCollection), after `after`, in id order. */
+  listJournal(after: Oid | null, limit: number): Promise<Oid[]>;
+}
+
+export interface CollectionWrites extends CollectionReads {
+  /**
+   * Records a collection of the project, replacing any: from the commit of this write until
+   * endCollection, every write of the project journals each object it stores that was absent, each
+   * object that gets a delta form, each value a ref or working tree takes and each value one had
+   * before it moved or went.
+   */
+  beginCollection(state: CollectionState): void;
+  /** Ends the collection and empties its journal. */
+  endCollection(): void;
+  forgetJournal(oids: readonly Oid[]): void;
+  /** Removes everything kept under each id: raw copy, pack-ready form, commit entry, object list. */
+  removeStored(oids: readonly Oid[]): void;
+  /** Replaces the object's form, if it is still a delta on `base`, by `deflated`: its whole body as a zlib stream. */
+  replaceFormWhole(oid: Oid, base: Oid, deflated: Buffer): void;
+}
+
 export interface RecordReads {
   getRecord<T>(key: string): Promise<T | undefined>;
   /** Records whose key starts with `prefix`, in key order (reverse: descending). */
@@ -134,11 +176,11 @@ export interface RecordReads {
 }
 
 export interface AsyncStoreReadTx extends RecordReads {
-  project(project: number): ProjectReads & Partial<PackFormReads>;
+  project(project: number): ProjectReads & Partial<PackFormReads> & Partial<CollectionReads>;
 }
 
 export interface AsyncStoreWriteTx extends RecordReads {
-  project(project: number): ProjectWrites & Partial<PackFormWrites>;
+  project(project: number): ProjectWrites & Partial<PackFormWrites> & Partial<CollectionWrites>;
   putRecord<T>(key: string, value: T): void;
   deleteRecord(key: string): void;
 }
@@ -147,6 +189,14 @@ export interface AsyncStoreWriteTx extends RecordReads {
 export interface AsyncStore extends Partial<PackFormBacklog> {
   /** Whether transactions offer pack-ready forms (PackFormReads, PackFormWrites) and the store its backlog (PackFormBacklog). */
   readonly packForms: boolean;
+  /** Whether transactions offer garbage collection (CollectionReads, CollectionWrites). */
+  readonly collection: boolean;
+  /**
+   * After a collection that removed `removedIds` ids and kept `keptIds`: the backend's own
+   * compaction of what the removals left behind in the project (LMDB: shelves of pack-ready forms
+   * less than half alive are rewritten; pages left sparse are packed again), in short writes.
+   */
+  compactAfterCollection?(project: number, collected: { removedIds: number; keptIds: number }): Promise<{ rewrittenBytes: number; freedBytes: number }>;
   read<T>(action: (tx: AsyncStoreReadTx) => Promise<T>): Promise<T>;
   /** Runs `action` as one write transaction and resolves once its commit is durable. */
   write<T>(action: (tx: AsyncStoreWriteTx) => Promise<T>): Promise<T>;

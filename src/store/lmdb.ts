@@ -1,5 +1,5 @@
 /**
- * The LMDB backend: one environment holding every project, in eight named databases.
+ * The LMDB backend: one environment holding every project, in nine named databases.
  *
  * | database  | key                                  | value                                          |
  * |-----------|--------------------------------------|------------------------------------------------|
@@ -10,6 +10,8 @@
  * | records   | string                               | msgpack (teams, keys, projects, counters)      |
  * | packed    | project u32 BE + 20-byte id          | pack-ready form: whole or delta (see below), or a pointer into a shelf |
  * | shelves   | project u32 BE + 8-byte random id    | pack-ready forms, concatenated (see SHELF_POINTER) |
+ * | introduced| project u32 BE + 20-byte id          | the commit's object list (src/git/introducedObjects.ts) |
+ * | gcjournal | project u32 BE + 20-byte id          | one byte: an id journalled while a garbage collection runs |
  *
  * Object bodies are stored raw: hashing them is the only work on the write path. Their deflated form
  * is filled in after the write, off the request path (src/service/deflateCache.ts), so a clone
@@ -37,20 +39,25 @@ import {
   RefChangedError,
   StorageFullError,
   type CommitInfo,
+  type CollectionState,
   type AnnexedObject,
   type DeflatedObject,
   type DeltaForm,
   type NewObject,
+  type ShelvedForm,
+  type RepackedTable,
   type ProjectReadTx,
   type ProjectWriteTx,
   type Store,
   type StoreReadTx,
   type StoreWriteTx,
+  type ListedEntry,
+  type StoredEntry,
   type StoredObject,
   type WorkingTreeState,
 } from './types.js';
 import { decodeCommitInfo, encodeCommitInfo, commitInfoFromBody } from './commitIndex.js';
-import { LmdbAsyncStore } from './lmdbAsync.js';
+import { LmdbAsyncStore, REMOVED_SINCE_REPACK_PREFIX } from './lmdbAsync.js';
 import { LruCache } from './lruCache.js';
 import type { ObjectCursor, UndeflatedPage } from './asyncTypes.js';
 
@@ -67,6 +74,12 @@ function putIfAbsent(db: Database<Buffer, Buffer>, key: Buffer, value: Buffer): 
   return putSync.call(db, key, value, { noOverwrite: true }) === true;
 }
 const VERSION_RECORD_PREFIX = 'project-version/';
+/** The garbage collection under way per project (CollectionState), read by every write that journals. */
+const COLLECTION_RECORD_PREFIX = 'gc-collection/';
+/** The value of a journal entry: its key says it all. */
+const JOURNALLED = Buffer.of(1);
+/** Journal entries endCollection removes in its own transaction; a collector forgets the rest as it goes. */
+const JOURNAL_CLEAR_MAX = 10_000;
 const STORE_FORMAT_RECORD = 'store-format';
 const STORE_FORMAT = 3;
 /** Formats this build reads and upgrades by writing the new format record (format 3 added shelves). */
@@ -112,6 +125,11 @@ const SHELF_ENTRIES_MIN = 16;
 const SHELF_VALUE_BYTES_MAX = 16 * 1024;
 /** Shelves kept in memory for reads (copies; lmdb-js copies a value on every read anyway). */
 const SHELF_CACHE_BYTES = 16 * 1024 * 1024;
+/**
+ * Values up to this size sit in LMDB's leaf pages (a 4 KB page takes nodes of up to about 2 KB);
+ * larger ones get overflow pages of their own. A repack (repackProjectKeys) moves only the former.
+ */
+const REPACK_VALUE_BYTES_MAX = 2_000;
 /** A chain longer than this is a corrupt store, not a long history. */
 const REBUILD_CHAIN_MAX = PACKED_DEPTH_MAX + 1;
 
@@ -128,6 +146,15 @@ function packedValue(typeCode: number, inflatedBytes: number, deflated: Buffer, 
   }
   deflated.copy(value, header);
   return value;
+}
+
+/** The type, base and depth of the form at `offset` in `value` (a form of its own, or a shelf). */
+function describeForm(entry: StoredEntry, value: Buffer, offset: number): void {
+  const typeCode = value[offset] & ~DELTA_FLAG;
+  entry.type ??= TYPE_NAMES[typeCode];
+  if ((value[offset] & DELTA_FLAG) === 0) return;
+  entry.formDepth = value[offset + PACKED_HEADER_BYTES + 4];
+  entry.formBase = Buffer.from(value.subarray(offset + PACKED_HEADER_BYTES + 5, offset + PACKED_DELTA_HEADER_BYTES));
 }
 
 /** Inflates a stream whose inflated size is known: one output buffer of that size, not zlib's 16 KB chunks. */
@@ -271,6 +298,7 @@ export class LmdbStore implements Store {
   private readonly deflated: Database<Buffer, Buffer>;
   private readonly shelves: Database<Buffer, Buffer>;
   private readonly introduced: Database<Buffer, Buffer>;
+  private readonly journal: Database<Buffer, Buffer>;
   /** @internal the databases, for the transaction objects below. */
   readonly dbs: {
     objects: Database<Buffer, Buffer>;
@@ -281,6 +309,7 @@ export class LmdbStore implements Store {
     deflated: Database<Buffer, Buffer>;
     shelves: Database<Buffer, Buffer>;
     introduced: Database<Buffer, Buffer>;
+    journal: Database<Buffer, Buffer>;
   };
   private readonly objectListeners: Array<(project: number, stored: NewObject[]) => void> = [];
   private readonly writeListeners: Array<(durationMs: number, committed: boolean) => void> = [];
@@ -317,7 +346,19 @@ export class LmdbStore implements Store {
     this.shelves = this.env.openDB({ name: 'shelves', keyEncoding: 'binary', encoding: 'binary' });
     // An index: what each commit brings over its first parent (src/git/introducedObjects.ts).
     this.introduced = this.env.openDB({ name: 'introduced', keyEncoding: 'binary', encoding: 'binary' });
-    this.dbs = { objects: this.objects, commits: this.commits, refs: this.refs, worktrees: this.worktrees, records: this.records, deflated: this.deflated, shelves: this.shelves, introduced: this.introduced };
+    // What writers reference while a garbage collection runs (LmdbProjectTx.beginCollection).
+    this.journal = this.env.openDB({ name: 'gcjournal', keyEncoding: 'binary', encoding: 'binary' });
+    this.dbs = {
+      objects: this.objects,
+      commits: this.commits,
+      refs: this.refs,
+      worktrees: this.worktrees,
+      records: this.records,
+      deflated: this.deflated,
+      shelves: this.shelves,
+      introduced: this.introduced,
+      journal: this.journal,
+    };
     this.checkFormat(options.path);
   }
 
@@ -355,6 +396,59 @@ export class LmdbStore implements Store {
   storageUsedBytes(): number {
     const stats = this.env.getStats() as { pageSize: number; lastPageNumber: number };
     return (stats.lastPageNumber + 1) * stats.pageSize;
+  }
+
+  /**
+   * Bytes of the pages that hold data now: every database's branch, leaf and overflow pages. The
+   * data file never shrinks (LMDB reuses freed pages), so this, not storageUsedBytes, shows what a
+   * removal freed.
+   */
+  pagesInUseBytes(): number {
+    type PageStats = { pageSize: number; treeBranchPageCount: number; treeLeafPageCount: number; overflowPages: number };
+    const pages = (stats: PageStats) => stats.treeBranchPageCount + stats.treeLeafPageCount + stats.overflowPages;
+    const main = this.env.getStats() as PageStats;
+    let total = pages(main);
+    for (const db of Object.values(this.dbs) as Array<{ getStats(): unknown }>) total += pages(db.getStats() as PageStats);
+    return total * main.pageSize;
+  }
+
+  /**
+   * The project's forms kept in shelves, after the object `after`, in id order: at most `limit`
+   * of the forms scanned (`next` is where the next page starts, null at the end).
+   */
+  listShelvedForms(project: number, after: Oid | null, limit: number): { forms: Array<ShelvedForm & { shelf: string }>; next: Oid | null } {
+    this.assertOpen();
+    const prefix = projectPrefix(project);
+    const start = after ? Buffer.concat([prefix, after]) : prefix;
+    const forms: Array<ShelvedForm & { shelf: string }> = [];
+    let scanned = 0;
+    let last: Oid | null = null;
+    const range = this.deflated.getRange({ start, end: prefixEnd(prefix), exclusiveStart: after !== null, limit } as Parameters<typeof this.deflated.getRange>[0]);
+    for (const { key, value } of range) {
+      scanned++;
+      last = Buffer.from((key as Buffer).subarray(PROJECT_PREFIX_BYTES));
+      if (value[0] !== SHELF_POINTER || value.length !== SHELF_POINTER_BYTES) continue;
+      forms.push({
+        oid: last,
+        shelf: value.toString('hex', 1, 1 + SHELF_ID_BYTES),
+        offset: value.readUInt32BE(1 + SHELF_ID_BYTES),
+        length: value.readUInt32BE(1 + SHELF_ID_BYTES + 4),
+      });
+    }
+    return { forms, next: scanned < limit ? null : last };
+  }
+
+  /** The project's shelves and their sizes, after the shelf `after` (hex), at most `limit`. */
+  listShelves(project: number, after: string | null, limit: number): Array<{ shelf: string; bytes: number }> {
+    this.assertOpen();
+    const prefix = projectPrefix(project);
+    const start = after ? Buffer.concat([prefix, Buffer.from(after, 'hex')]) : prefix;
+    const out: Array<{ shelf: string; bytes: number }> = [];
+    for (const key of this.shelves.getKeys({ start, end: prefixEnd(prefix), exclusiveStart: after !== null, limit } as Parameters<typeof this.shelves.getKeys>[0])) {
+      const id = key as Buffer;
+      out.push({ shelf: id.toString('hex', PROJECT_PREFIX_BYTES), bytes: this.shelves.getBinaryFast(id)?.length ?? 0 });
+    }
+    return out;
   }
 
   /** @internal a page of the deflate cache's backlog, for LmdbAsyncStore (asyncTypes.ts PackFormBacklog). */
@@ -507,17 +601,80 @@ class LmdbTx implements StoreWriteTx {
   dropProjectKeys(project: number, keysMax: number): number {
     this.assertWritable();
     const prefix = projectPrefix(project);
-    const { objects, commits, refs, worktrees, deflated, shelves, introduced } = this.store.dbs;
+    const { objects, commits, refs, worktrees, deflated, shelves, introduced, journal } = this.store.dbs;
     let removed = 0;
-    for (const db of [objects, commits, refs, worktrees, deflated, shelves, introduced] as Array<Database<unknown, Buffer>>) {
+    for (const db of [objects, commits, refs, worktrees, deflated, shelves, introduced, journal] as Array<Database<unknown, Buffer>>) {
       for (const key of db.getKeys({ start: prefix, end: prefixEnd(prefix), limit: keysMax - removed })) {
         db.removeSync(key);
         removed++;
       }
       if (removed >= keysMax) return removed;
     }
-    if (removed === 0) this.store.dbs.records.removeSync(VERSION_RECORD_PREFIX + project);
+    if (removed === 0) {
+      this.store.dbs.records.removeSync(VERSION_RECORD_PREFIX + project);
+      this.store.dbs.records.removeSync(COLLECTION_RECORD_PREFIX + project);
+      this.store.dbs.records.removeSync(REMOVED_SINCE_REPACK_PREFIX + project);
+    }
     return removed;
+  }
+
+  rewriteShelves(project: number, shelves: ReadonlyArray<{ id: Buffer; forms: ReadonlyArray<ShelvedForm> }>): { rewrittenBytes: number; freedBytes: number } {
+    this.assertWritable();
+    const { deflated, shelves: shelvesDb } = this.store.dbs;
+    const prefix = projectPrefix(project);
+    let rewrittenBytes = 0;
+    let freedBytes = 0;
+    for (const { id, forms } of shelves) {
+      const shelfKey = Buffer.concat([prefix, id]);
+      const bytes = shelvesDb.getBinary(shelfKey);
+      if (!bytes) continue;
+      for (const { oid, offset, length } of forms) {
+        const key = Buffer.concat([prefix, oid]);
+        const pointer = deflated.getBinaryFast(key);
+        // Moved or removed since it was listed: it is not this shelf's any more.
+        if (!pointer || pointer.length !== SHELF_POINTER_BYTES || pointer[0] !== SHELF_POINTER) continue;
+        if (pointer.compare(id, 0, SHELF_ID_BYTES, 1, 1 + SHELF_ID_BYTES) !== 0 || pointer.readUInt32BE(1 + SHELF_ID_BYTES) !== offset) continue;
+        this.putForm(project, key, Buffer.from(bytes.subarray(offset, offset + length)));
+        rewrittenBytes += length;
+      }
+      shelvesDb.removeSync(shelfKey);
+      freedBytes += bytes.length;
+    }
+    return { rewrittenBytes, freedBytes: freedBytes - rewrittenBytes };
+  }
+
+  repackProjectKeys(project: number, table: RepackedTable, before: Buffer | null, entriesMax: number, bytesMax: number): { last: Buffer | null; bytes: number } {
+    this.assertWritable();
+    const { objects, deflated, commits, introduced } = this.store.dbs;
+    const db = { objects, packed: deflated, commits, introduced }[table];
+    const prefix = projectPrefix(project);
+    const taken: Array<{ key: Buffer; value: Buffer }> = [];
+    let bytes = 0;
+    const range = db.getRange({ start: before ?? prefixEnd(prefix), end: prefix, reverse: true } as Parameters<typeof db.getRange>[0]);
+    let lowest: Buffer | null = null;
+    // Bytes of every value read, moved or not: what bounds this write's work.
+    let read = 0;
+    for (const { key, value } of range) {
+      const bytesKey = key as Buffer;
+      // The range's upper end is exclusive of `before` and of the next project's first key.
+      if ((before && bytesKey.equals(before)) || bytesKey.compare(prefix, 0, PROJECT_PREFIX_BYTES, 0, PROJECT_PREFIX_BYTES) !== 0) continue;
+      lowest = Buffer.from(bytesKey);
+      read += value.length;
+      // A value on overflow pages of its own is left there: its leaf node is small, and moving it would copy it whole.
+      if (value.length <= REPACK_VALUE_BYTES_MAX) {
+        taken.push({ key: lowest, value: Buffer.from(value) });
+        bytes += value.length;
+      }
+      if (taken.length >= entriesMax || read >= bytesMax) break;
+    }
+    // All out first, so the pages they leave are merged or freed; then in again in key order. Put
+    // in order after the keys below them (the part of the range not packed yet), each lands at the
+    // end of a page, where LMDB's page split leaves the old page full: so the range is packed from
+    // its end down.
+    for (const { key } of taken) db.removeSync(key);
+    for (let i = taken.length - 1; i >= 0; i--) db.putSync(taken[i].key, taken[i].value);
+    const done = taken.length < entriesMax && read < bytesMax;
+    return { last: done ? null : lowest, bytes };
   }
 
   assertWritable(): void {
@@ -567,6 +724,8 @@ class LmdbTx implements StoreWriteTx {
 
 class LmdbProjectTx implements ProjectWriteTx {
   private readonly prefix: Buffer;
+  /** Whether a garbage collection of the project runs, read at the first write that may journal. */
+  private journalling: boolean | undefined;
 
   constructor(
     private readonly store: LmdbStore,
@@ -610,6 +769,13 @@ class LmdbProjectTx implements ProjectWriteTx {
 
   private stringKey(text: string): Buffer {
     return Buffer.concat([this.prefix, Buffer.from(text, 'utf8')]);
+  }
+
+  /** Journals `oid` when a garbage collection of the project runs (beginCollection says what and why). */
+  private journalled(oid: Oid | null | undefined): void {
+    if (!oid) return;
+    this.journalling ??= this.getCollection() !== undefined;
+    if (this.journalling) this.store.dbs.journal.putSync(this.objectKey(oid), JOURNALLED);
   }
 
   private worktreeKey(branch: string): Buffer {
@@ -756,7 +922,10 @@ class LmdbProjectTx implements ProjectWriteTx {
     if (this.store.dbs.deflated.doesExist(key) || !this.deltaFits(oid, delta)) return false;
     const raw = this.store.dbs.objects.getBinaryFast(key);
     if (!raw) return false;
-    return putIfAbsent(this.store.dbs.deflated, key, packedValue(valueTypeCode(raw), valueBodyLength(raw), deflated, delta));
+    if (!putIfAbsent(this.store.dbs.deflated, key, packedValue(valueTypeCode(raw), valueBodyLength(raw), deflated, delta))) return false;
+    // Its base must stay while this form does: a collector keeps what a journalled id's form names.
+    this.journalled(oid);
+    return true;
   }
 
   putObjectAsForm(oid: Oid, type: ObjectType, inflatedBytes: number, form: { deflated: Buffer; delta?: DeltaForm }): boolean {
@@ -767,6 +936,7 @@ class LmdbProjectTx implements ProjectWriteTx {
     if (objects.doesExist(key) || packed.doesExist(key)) return true;
     if (form.delta && !this.deltaFits(oid, form.delta)) return false;
     this.parent.putForm(this.project, key, packedValue(TYPE_CODES[type], inflatedBytes, form.deflated, form.delta ?? null));
+    this.journalled(oid);
     return true;
   }
 
@@ -835,6 +1005,8 @@ class LmdbProjectTx implements ProjectWriteTx {
     const { objects, commits } = this.store.dbs;
     if (!putIfAbsent(objects, key, this.store.objectValue(TYPE_CODES[type], body, annex))) return;
     this.store.noteStored(this.project, oid, similarTo, nameHash);
+    // An object kept as its form alone was there already; only one that was absent is journalled.
+    if (!this.store.dbs.deflated.doesExist(key)) this.journalled(oid);
     if (type === 'commit') {
       const parsed = commitInfoFromBody(body);
       let generation = 1;
@@ -855,16 +1027,178 @@ class LmdbProjectTx implements ProjectWriteTx {
     if (!matches) throw new RefChangedError(name, current);
     if (next === null) this.store.dbs.refs.removeSync(key);
     else this.store.dbs.refs.putSync(key, next);
+    // A reader may have taken the old value before it moved: both are kept through a collection.
+    this.journalled(current);
+    this.journalled(next);
   }
 
   putWorkingTree(branch: string, state: WorkingTreeState): void {
     this.parent.assertWritable();
+    this.journalWorkingTree(branch);
     this.store.dbs.worktrees.putSync(this.worktreeKey(branch), { t: state.tree, l: state.locks.map(storedLockPath) });
+    this.journalled(state.tree);
   }
 
   deleteWorkingTree(branch: string): void {
     this.parent.assertWritable();
+    this.journalWorkingTree(branch);
     this.store.dbs.worktrees.removeSync(this.worktreeKey(branch));
+  }
+
+  /** Journals the tree a working tree holds before it changes, when a collection runs. */
+  private journalWorkingTree(branch: string): void {
+    this.journalling ??= this.getCollection() !== undefined;
+    if (this.journalling) this.journalled(this.getWorkingTree(branch)?.tree);
+  }
+
+  getCollection(): CollectionState | undefined {
+    return this.parent.getRecord<CollectionState>(COLLECTION_RECORD_PREFIX + this.project);
+  }
+
+  listWorkingTrees(): Array<{ branch: string; state: WorkingTreeState }> {
+    const out: Array<{ branch: string; state: WorkingTreeState }> = [];
+    for (const { key, value } of this.store.dbs.worktrees.getRange({ start: this.prefix, end: prefixEnd(this.prefix) })) {
+      const branch = (key as Buffer).toString('utf8', PROJECT_PREFIX_BYTES, (key as Buffer).length - 1);
+      out.push({ branch, state: { tree: Buffer.from(value.t), locks: value.l.map(lockPathFromStore) } });
+    }
+    return out;
+  }
+
+  listStored(after: Oid | null, limit: number): ListedEntry[] {
+    const { objects, deflated, commits, introduced } = this.store.dbs;
+    // The `limit` first ids of the union are among the `limit` first of each database; only the
+    // forms' values are read (their headers name delta bases), never a body.
+    const listed = new Map<string, ListedEntry>();
+    const entry = (key: Buffer): ListedEntry => {
+      const hex = key.toString('latin1');
+      let found = listed.get(hex);
+      if (!found) listed.set(hex, (found = { oid: Buffer.from(key.subarray(PROJECT_PREFIX_BYTES)), raw: false, form: false, formBase: null }));
+      return found;
+    };
+    for (const key of this.keysAfter(objects, after, limit)) entry(key).raw = true;
+    for (const db of [commits, introduced]) for (const key of this.keysAfter(db, after, limit)) entry(key);
+    const inShelves = new Map<string, Array<{ entry: ListedEntry; offset: number }>>();
+    const range = deflated.getRange({ start: after ? this.objectKey(after) : this.prefix, end: prefixEnd(this.prefix), exclusiveStart: after !== null, limit } as Parameters<typeof deflated.getRange>[0]);
+    for (const { key, value } of range) {
+      const listedEntry = entry(Buffer.from(key as Buffer));
+      listedEntry.form = true;
+      if (value[0] !== SHELF_POINTER) {
+        if ((value[0] & DELTA_FLAG) !== 0) listedEntry.formBase = Buffer.from(value.subarray(PACKED_HEADER_BYTES + 5, PACKED_DELTA_HEADER_BYTES));
+        continue;
+      }
+      const id = value.toString('hex', 1, 1 + SHELF_ID_BYTES);
+      const waiting = inShelves.get(id) ?? [];
+      waiting.push({ entry: listedEntry, offset: value.readUInt32BE(1 + SHELF_ID_BYTES) });
+      inShelves.set(id, waiting);
+    }
+    for (const [id, waiting] of inShelves) {
+      for (const { entry: listedEntry, offset } of waiting) {
+        const form = this.shelvedForm(Buffer.from(id, 'hex'), offset);
+        if ((form[0] & DELTA_FLAG) !== 0) listedEntry.formBase = Buffer.from(form.subarray(PACKED_HEADER_BYTES + 5, PACKED_DELTA_HEADER_BYTES));
+      }
+    }
+    return [...listed.values()].sort((a, b) => Buffer.compare(a.oid, b.oid)).slice(0, limit);
+  }
+
+  /**
+   * The form at `offset` of a shelf (a view, valid until the next read), the shelf read through
+   * the store's cache of shelves, so a walk of many forms reads each shelf once while it fits.
+   */
+  private shelvedForm(id: Buffer, offset: number): Buffer {
+    const cacheKey = this.project * 2 ** 20 + (id.readUIntBE(0, 6) % 2 ** 32);
+    const cached = this.store.shelfCache.get(cacheKey);
+    if (cached && cached.project === this.project && cached.id.equals(id)) return cached.bytes.subarray(offset);
+    const open = this.parent.openShelfValue(this.project, id, offset);
+    if (open) return open;
+    const bytes = this.store.dbs.shelves.getBinary(Buffer.concat([this.prefix, id]));
+    if (!bytes) throw new Error(`shelf ${id.toString('hex')} is missing (corrupt store)`);
+    this.store.shelfCache.set(cacheKey, { project: this.project, id, bytes });
+    return bytes.subarray(offset);
+  }
+
+  describeStored(oids: readonly Oid[]): Array<StoredEntry | undefined> {
+    return this.describeKeys(oids.map((oid) => this.objectKey(oid)));
+  }
+
+  listJournal(after: Oid | null, limit: number): Oid[] {
+    return this.keysAfter(this.store.dbs.journal, after, limit).map((key) => key.subarray(PROJECT_PREFIX_BYTES));
+  }
+
+  /** Keys of the project in `db` after the id `after` (copies), at most `limit`. */
+  private keysAfter(db: Database<Buffer, Buffer>, after: Oid | null, limit: number): Buffer[] {
+    const start = after ? this.objectKey(after) : this.prefix;
+    const out: Buffer[] = [];
+    for (const key of db.getKeys({ start, end: prefixEnd(this.prefix), exclusiveStart: after !== null, limit } as Parameters<typeof db.getKeys>[0])) {
+      out.push(Buffer.from(key as Buffer));
+    }
+    return out;
+  }
+
+  /** What is kept under each key: sizes and types, so raw bodies are read (a collection asks only of its candidates). */
+  private describeKeys(keys: readonly Buffer[]): Array<StoredEntry | undefined> {
+    const { objects, deflated, commits, introduced } = this.store.dbs;
+    const out: Array<StoredEntry | undefined> = [];
+    for (const key of keys) {
+      const entry: StoredEntry = { oid: Buffer.from(key.subarray(PROJECT_PREFIX_BYTES)), type: undefined, rawBytes: 0, formBytes: 0, formBase: null, formDepth: 0, indexBytes: 0 };
+      // getBinaryFast's buffer is reused by the next read: each value is used before the next get.
+      const raw = objects.getBinaryFast(key);
+      if (raw) {
+        entry.rawBytes = raw.length;
+        entry.type = TYPE_NAMES[valueTypeCode(raw)];
+      }
+      entry.indexBytes = (commits.getBinaryFast(key)?.length ?? 0) + (introduced.getBinaryFast(key)?.length ?? 0);
+      const form = deflated.getBinaryFast(key);
+      if (form && form[0] === SHELF_POINTER) {
+        entry.formBytes = form.length + form.readUInt32BE(1 + SHELF_ID_BYTES + 4);
+        const id = Buffer.from(form.subarray(1, 1 + SHELF_ID_BYTES));
+        describeForm(entry, this.shelvedForm(id, form.readUInt32BE(1 + SHELF_ID_BYTES)), 0);
+      } else if (form) {
+        entry.formBytes = form.length;
+        describeForm(entry, form, 0);
+      }
+      out.push(entry.rawBytes + entry.formBytes + entry.indexBytes > 0 ? entry : undefined);
+    }
+    return out;
+  }
+
+  beginCollection(state: CollectionState): void {
+    this.parent.putRecord(COLLECTION_RECORD_PREFIX + this.project, state);
+    this.journalling = true;
+  }
+
+  endCollection(): void {
+    this.parent.deleteRecord(COLLECTION_RECORD_PREFIX + this.project);
+    this.journalling = false;
+    const { journal } = this.store.dbs;
+    for (const key of journal.getKeys({ start: this.prefix, end: prefixEnd(this.prefix), limit: JOURNAL_CLEAR_MAX })) journal.removeSync(key);
+  }
+
+  forgetJournal(oids: readonly Oid[]): void {
+    this.parent.assertWritable();
+    for (const oid of oids) this.store.dbs.journal.removeSync(this.objectKey(oid));
+  }
+
+  removeStored(oids: readonly Oid[]): number {
+    this.parent.assertWritable();
+    const { objects, deflated, commits, introduced } = this.store.dbs;
+    let removed = 0;
+    for (const oid of oids) {
+      const key = this.objectKey(oid);
+      for (const db of [objects, deflated, commits, introduced]) if (db.removeSync(key)) removed++;
+    }
+    return removed;
+  }
+
+  replaceFormWhole(oid: Oid, base: Oid, deflated: Buffer): boolean {
+    this.parent.assertWritable();
+    const key = this.objectKey(oid);
+    const current = this.readPacked(key);
+    if (!current || (current[0] & DELTA_FLAG) === 0) return false;
+    if (current.compare(base, 0, OID_BYTES, PACKED_HEADER_BYTES + 5, PACKED_DELTA_HEADER_BYTES) !== 0) return false;
+    const value = packedValue(current[0] & ~DELTA_FLAG, current.readUInt32BE(1), deflated, null);
+    // A value of its own: the shelf it pointed into keeps dead bytes until compacted (compactShelves).
+    this.store.dbs.deflated.putSync(key, value);
+    return true;
   }
 
   bumpVersion(): number {

@@ -13,7 +13,12 @@
  * of the synchronous interface came between), the callback runs again, alone (at most
  * WRITE_ATTEMPTS_MAX times). Writers, of one branch too, so share commits and their fsync, as the
  * synchronous interface's do.
+ *
+ * While a garbage collection of a project runs (getCollection, checked at the replay too), what a
+ * callback read as present from the store is checked to be there still at its replay: a collector's
+ * removal committed in between makes the callback run again (WriteProject.present).
  */
+import { setImmediate as turn } from 'node:timers/promises';
 import { isDeepStrictEqual } from 'node:util';
 import { inflateSync } from 'node:zlib';
 import { applyDelta } from '../git/delta.js';
@@ -24,6 +29,8 @@ import type {
   AsyncStoreReadTx,
   AsyncStoreWriteTx,
   ObjectCursor,
+  CollectionReads,
+  CollectionWrites,
   PackFormReads,
   PackFormWrites,
   ProjectReads,
@@ -35,16 +42,30 @@ import type { LmdbStore } from './lmdb.js';
 import {
   RefChangedError,
   type AnnexedObject,
+  type CollectionState,
   type CommitInfo,
   type DeflatedObject,
   type DeltaForm,
+  type ListedEntry,
   type NewObject,
   type ProjectReadTx,
   type ProjectWriteTx,
+  type ShelvedForm,
+  type StoredEntry,
   type StoredObject,
   type StoreWriteTx,
   type WorkingTreeState,
 } from './types.js';
+
+/** Ids (or shelves) per page of a shelf compaction's listing: a few milliseconds each. */
+const SHELF_PAGE = 5_000;
+/** Shelves rewritten per write (at most 64 KB each). */
+const SHELVES_PER_WRITE = 16;
+/** @internal Per project: ids removed by collections since its entries were last packed (compactAfterCollection); dropped with the project. */
+export const REMOVED_SINCE_REPACK_PREFIX = 'gc-removed-since-repack/';
+/** Entries, and bytes of values, a repack write takes out and puts back: a few milliseconds. */
+const REPACK_ENTRIES = 4_000;
+const REPACK_BYTES = 1024 * 1024;
 
 /** Runs of a write callback before a conflict with a synchronous writer is reported. */
 const WRITE_ATTEMPTS_MAX = 8;
@@ -123,7 +144,7 @@ const copy = (buffer: Buffer) => Buffer.from(buffer);
 const copyForm = (form: DeflatedObject | undefined): DeflatedObject | undefined =>
   form && { type: form.type, inflatedBytes: form.inflatedBytes, deflated: copy(form.deflated), ...(form.delta ? { delta: { ...form.delta, base: copy(form.delta.base) } } : {}) };
 
-class ReadOnlyProject implements ProjectReads, PackFormReads {
+class ReadOnlyProject implements ProjectReads, PackFormReads, CollectionReads {
   constructor(
     protected readonly store: LmdbStore,
     readonly project: number,
@@ -184,6 +205,26 @@ class ReadOnlyProject implements ProjectReads, PackFormReads {
   async getDeflated(oids: readonly Oid[]): Promise<Array<DeflatedObject | undefined>> {
     // peekDeflated's stream is a view the next read reuses: copied before the next.
     return this.base((tx) => oids.map((oid) => copyForm(tx.peekDeflated(oid))));
+  }
+
+  async getCollection(): Promise<CollectionState | undefined> {
+    return this.base((tx) => tx.getCollection());
+  }
+
+  async listWorkingTrees(): Promise<Array<{ branch: string; state: WorkingTreeState }>> {
+    return this.base((tx) => tx.listWorkingTrees());
+  }
+
+  async listStored(after: Oid | null, limit: number): Promise<ListedEntry[]> {
+    return this.base((tx) => tx.listStored(after, limit));
+  }
+
+  async describeStored(oids: readonly Oid[]): Promise<Array<StoredEntry | undefined>> {
+    return this.base((tx) => tx.describeStored(oids));
+  }
+
+  async listJournal(after: Oid | null, limit: number): Promise<Oid[]> {
+    return this.base((tx) => tx.listJournal(after, limit));
   }
 }
 
@@ -260,8 +301,10 @@ class ProjectOverlay {
   version: number | undefined;
 }
 
-class WriteProject extends ReadOnlyProject implements ProjectWrites, PackFormWrites {
+class WriteProject extends ReadOnlyProject implements ProjectWrites, PackFormWrites, CollectionWrites {
   private readonly overlay: ProjectOverlay;
+  /** Whether a collection of the project runs, read (and checked at the replay) at the first object read. */
+  private collecting: Promise<boolean> | undefined;
 
   constructor(
     store: LmdbStore,
@@ -281,6 +324,23 @@ class WriteProject extends ReadOnlyProject implements ProjectWrites, PackFormWri
   private observed<T>(value: T, read: (tx: ProjectReadTx) => T): T {
     this.buffer.checks.push((tx) => isDeepStrictEqual(read(tx.project(this.project)), value));
     return value;
+  }
+
+  /**
+   * While a collection of the project runs, the ids the store answered as present (`found[i]`) are
+   * checked to be there still at the replay: a collector may remove an object no root reaches, and a
+   * write that relied on it (storing a tree that names it, a branch at it) must then run again.
+   */
+  private async present(oids: readonly Oid[], found: (index: number) => boolean): Promise<void> {
+    this.collecting ??= this.getCollection().then((state) => state !== undefined);
+    if (!(await this.collecting)) return;
+    const kept: Oid[] = [];
+    for (let i = 0; i < oids.length; i++) if (found(i)) kept.push(this.buffer.keep(oids[i]));
+    if (kept.length === 0) return;
+    this.buffer.checks.push((tx) => {
+      const project = tx.project(this.project);
+      return kept.every((oid) => project.hasObject(oid));
+    });
   }
 
   /** This transaction's overlay, then those of the writes queued before it, newest first. */
@@ -314,7 +374,9 @@ class WriteProject extends ReadOnlyProject implements ProjectWrites, PackFormWri
 
   override async getObjectsWithAnnex(oids: readonly Oid[]): Promise<Array<AnnexedObject | undefined>> {
     const found = oids.map((oid) => this.layered(oidToHex(oid)));
-    const stored = await super.getObjectsWithAnnex(oids.filter((_, i) => !found[i]?.object));
+    const asked = oids.filter((_, i) => !found[i]?.object);
+    const stored = await super.getObjectsWithAnnex(asked);
+    await this.present(asked, (i) => stored[i] !== undefined);
     let next = 0;
     const out: Array<AnnexedObject | undefined> = [];
     for (let i = 0; i < oids.length; i++) {
@@ -332,11 +394,13 @@ class WriteProject extends ReadOnlyProject implements ProjectWrites, PackFormWri
 
   override async hasObjects(oids: readonly Oid[]): Promise<boolean[]> {
     const stored = await super.hasObjects(oids);
+    await this.present(oids, (i) => stored[i]);
     return oids.map((oid, i) => stored[i] || this.layered(oidToHex(oid)) !== undefined);
   }
 
   override async objectSizes(oids: readonly Oid[]): Promise<Array<number | undefined>> {
     const stored = await super.objectSizes(oids);
+    await this.present(oids, (i) => stored[i] !== undefined);
     return oids.map((oid, i) => {
       const mine = this.layered(oidToHex(oid));
       return mine?.object?.body.length ?? stored[i] ?? mine?.form?.inflatedBytes;
@@ -345,6 +409,7 @@ class WriteProject extends ReadOnlyProject implements ProjectWrites, PackFormWri
 
   override async findObjectsByPrefix(hexPrefix: string, limit: number): Promise<Oid[]> {
     const found = await super.findObjectsByPrefix(hexPrefix, limit);
+    await this.present(found, () => true);
     const seen = new Set(found.map(oidToHex));
     const mine = this.layers().flatMap((layer) => [...layer.objects.keys(), ...layer.forms.keys()]);
     for (const hex of mine.sort()) {
@@ -359,6 +424,7 @@ class WriteProject extends ReadOnlyProject implements ProjectWrites, PackFormWri
 
   override async getCommitInfos(oids: readonly Oid[]): Promise<Array<CommitInfo | undefined>> {
     const stored = await super.getCommitInfos(oids);
+    await this.present(oids, (i) => stored[i] !== undefined);
     return stored.map((info, i) => info ?? this.layeredCommitInfo(oidToHex(oids[i])));
   }
 
@@ -376,7 +442,9 @@ class WriteProject extends ReadOnlyProject implements ProjectWrites, PackFormWri
       const list = layer.commitObjects.get(hex);
       if (list) return copy(list);
     }
-    return super.getCommitObjects(commit);
+    const stored = await super.getCommitObjects(commit);
+    await this.present([commit], () => stored !== undefined);
+    return stored;
   }
 
   /**
@@ -440,6 +508,7 @@ class WriteProject extends ReadOnlyProject implements ProjectWrites, PackFormWri
 
   override async getDeflated(oids: readonly Oid[]): Promise<Array<DeflatedObject | undefined>> {
     const stored = await super.getDeflated(oids);
+    await this.present(oids, (i) => stored[i] !== undefined);
     const out: Array<DeflatedObject | undefined> = [];
     for (let i = 0; i < oids.length; i++) {
       if (stored[i]) {
@@ -465,6 +534,45 @@ class WriteProject extends ReadOnlyProject implements ProjectWrites, PackFormWri
       out.push(answer);
     }
     return out;
+  }
+
+  /** The store's, checked at the replay (a collection beginning or ending in between runs the callback again). */
+  override async getCollection(): Promise<CollectionState | undefined> {
+    return this.observed(await super.getCollection(), (tx) => tx.getCollection());
+  }
+
+  override async listWorkingTrees(): Promise<Array<{ branch: string; state: WorkingTreeState }>> {
+    return this.observed(await super.listWorkingTrees(), (tx) => tx.listWorkingTrees());
+  }
+
+  /** The store's, checked at the replay: an id journalled in between runs the callback again. */
+  override async listJournal(after: Oid | null, limit: number): Promise<Oid[]> {
+    const [from, listed] = [after && copy(after), await super.listJournal(after, limit)];
+    return this.observed(listed, (tx) => tx.listJournal(from, limit));
+  }
+
+  beginCollection(state: CollectionState): void {
+    const kept = { ...state };
+    this.later((tx) => tx.beginCollection(kept));
+  }
+
+  endCollection(): void {
+    this.later((tx) => tx.endCollection());
+  }
+
+  forgetJournal(oids: readonly Oid[]): void {
+    const kept = oids.map(copy);
+    this.later((tx) => tx.forgetJournal(kept));
+  }
+
+  removeStored(oids: readonly Oid[]): void {
+    const kept = oids.map(copy);
+    this.later((tx) => tx.removeStored(kept));
+  }
+
+  replaceFormWhole(oid: Oid, base: Oid, deflated: Buffer): void {
+    const [id, from, stream] = [copy(oid), copy(base), copy(deflated)];
+    this.later((tx) => tx.replaceFormWhole(id, from, stream));
   }
 
   putObject(type: ObjectType, body: Buffer, annex?: Buffer, similarTo?: Oid | null, nameHash?: number): Oid {
@@ -563,7 +671,12 @@ class WriteProject extends ReadOnlyProject implements ProjectWrites, PackFormWri
   async putObjectAsForm(oid: Oid, type: ObjectType, inflatedBytes: number, form: { deflated: Buffer; delta?: DeltaForm }): Promise<boolean> {
     if (type === 'commit') throw new Error('a commit is stored whole (putObjectWithId), so it is indexed');
     const hex = oidToHex(oid);
-    if (this.layered(hex) || this.base((tx) => tx.hasObject(oid))) return true;
+    if (this.layered(hex)) return true;
+    if (this.base((tx) => tx.hasObject(oid))) {
+      // Kept as it is: so it must still be there at the replay.
+      await this.present([oid], () => true);
+      return true;
+    }
     if (form.delta && !this.deltaFits(oid, form.delta)) return false;
     // The stream belongs to the transaction (asyncTypes.ts); the ids may be views into a caller's buffer.
     const delta = form.delta && { base: this.buffer.keep(form.delta.base), bytes: form.delta.bytes, depth: form.delta.depth };
@@ -654,6 +767,7 @@ class WriteTx implements AsyncStoreWriteTx {
 
 export class LmdbAsyncStore implements AsyncStore {
   readonly packForms = true;
+  readonly collection = true;
   private readonly writers = new WriterQueue();
   private readonly queued = new QueuedWrites();
   private readonly writeListeners: Array<(durationMs: number, committed: boolean) => void> = [];
@@ -724,9 +838,95 @@ export class LmdbAsyncStore implements AsyncStore {
   }
 
   async dropProjectKeys(project: number, keysMax: number): Promise<number> {
+    return this.writeAlone((tx) => tx.dropProjectKeys(project, keysMax));
+  }
+
+  /**
+   * After a collection: shelves of pack-ready forms (src/store/lmdb.ts) less than half alive are
+   * rewritten with their live forms alone, SHELVES_PER_WRITE at a time; and once the ids removed
+   * since the project's entries were last packed outnumber those kept, they are packed again
+   * (repackProject). Listings run a page per turn of the event loop. Nothing but a collection
+   * removes or moves a shelved form, and one runs per project at a time, so what a listing found
+   * stays true.
+   */
+  async compactAfterCollection(project: number, collected: { removedIds: number; keptIds: number }): Promise<{ rewrittenBytes: number; freedBytes: number }> {
+    const total = await this.compactShelves(project);
+    const key = `${REMOVED_SINCE_REPACK_PREFIX}${project}`;
+    const removedSince = ((await this.read((tx) => tx.getRecord<number>(key))) ?? 0) + collected.removedIds;
+    if (removedSince < collected.keptIds || removedSince === 0) {
+      await this.write(async (tx) => tx.putRecord(key, removedSince));
+      return total;
+    }
+    const before = this.sync.pagesInUseBytes();
+    total.rewrittenBytes += await this.repackProject(project);
+    total.freedBytes += Math.max(0, before - this.sync.pagesInUseBytes());
+    await this.write(async (tx) => tx.deleteRecord(key));
+    return total;
+  }
+
+  /**
+   * Removals leave LMDB's pages sparse: a page merges with a neighbour only once it is under a
+   * quarter full, so a project that lost most of its entries keeps them on several times the
+   * pages they need. Taking them out and putting them back in key order packs them full again
+   * (measured: 10,000 overwrites of 100 files, collected, 1,133 entries on 144 pages of `objects`
+   * where a fresh store used 31). A write per REPACK_ENTRIES entries or REPACK_BYTES of values.
+   */
+  private async repackProject(project: number): Promise<number> {
+    let bytes = 0;
+    for (const table of ['objects', 'packed', 'commits', 'introduced'] as const) {
+      // From the end of the range down: see StoreWriteTx.repackProjectKeys.
+      for (let before: Buffer | null = null; ; ) {
+        const from: Buffer | null = before;
+        const done: { last: Buffer | null; bytes: number } = await this.writeAlone((tx) => tx.repackProjectKeys(project, table, from, REPACK_ENTRIES, REPACK_BYTES));
+        bytes += done.bytes;
+        if (!done.last) break;
+        before = done.last;
+        await turn();
+      }
+    }
+    return bytes;
+  }
+
+  private async compactShelves(project: number): Promise<{ rewrittenBytes: number; freedBytes: number }> {
+    const live = new Map<string, number>();
+    await this.eachShelvedForm(project, (form) => live.set(form.shelf, (live.get(form.shelf) ?? 0) + form.length));
+    const chosen = new Map<string, ShelvedForm[]>();
+    for (let after: string | null = null; ; ) {
+      const page = this.sync.listShelves(project, after, SHELF_PAGE);
+      for (const { shelf, bytes } of page) if ((live.get(shelf) ?? 0) * 2 < bytes) chosen.set(shelf, []);
+      if (page.length < SHELF_PAGE) break;
+      after = page[page.length - 1].shelf;
+      await turn();
+    }
+    if (chosen.size === 0) return { rewrittenBytes: 0, freedBytes: 0 };
+    await this.eachShelvedForm(project, (form) => chosen.get(form.shelf)?.push(form));
+    const shelves = [...chosen].map(([id, forms]) => ({ id: Buffer.from(id, 'hex'), forms }));
+    const total = { rewrittenBytes: 0, freedBytes: 0 };
+    for (let start = 0; start < shelves.length; start += SHELVES_PER_WRITE) {
+      const done = await this.writeAlone((tx) => tx.rewriteShelves(project, shelves.slice(start, start + SHELVES_PER_WRITE)));
+      total.rewrittenBytes += done.rewrittenBytes;
+      total.freedBytes += done.freedBytes;
+      await turn();
+    }
+    return total;
+  }
+
+  private async eachShelvedForm(project: number, visit: (form: ShelvedForm & { shelf: string }) => void): Promise<void> {
+    for (let after: Oid | null = null; ; ) {
+      const { forms, next } = this.sync.listShelvedForms(project, after, SHELF_PAGE);
+      forms.forEach(visit);
+      if (!next) return;
+      after = next;
+      await turn();
+    }
+  }
+
+  /** A write of the synchronous interface, holding the writer queue until it has committed. */
+  private async writeAlone<T>(action: (tx: StoreWriteTx) => T): Promise<T> {
+    this.assertOpen();
     const release = once(await this.writers.acquire());
     try {
-      return await this.sync.write((tx) => tx.dropProjectKeys(project, keysMax), { afterCommit: release });
+      return await this.sync.write(action, { afterCommit: release });
     } finally {
       release();
     }

@@ -61,6 +61,46 @@ export interface AnnexedObject extends StoredObject {
   annex: Buffer | null;
 }
 
+/**
+ * A garbage collection of one project under way (src/repo/gc.ts): while it is recorded, writers
+ * journal what they reference (ProjectWriteTx.listJournal). It does not change while the collection
+ * runs, so a writer that read it is not made to run again by the collector's progress.
+ */
+export interface CollectionState {
+  /** Names the run, so a collector can tell its own collection from one that took over. */
+  id: string;
+  /** ISO 8601. */
+  startedAt: string;
+}
+
+/** What a project keeps under one object id: garbage collection's view of the store. */
+export interface StoredEntry {
+  oid: Oid;
+  /** From whichever copy is kept; undefined when only index entries are left. */
+  type: ObjectType | undefined;
+  /** Bytes of the raw copy (0: none). */
+  rawBytes: number;
+  /** Bytes of the pack-ready form, its pointer included when it lives in a shelf (0: none). */
+  formBytes: number;
+  /** The base of a delta form; null for a whole form or none. */
+  formBase: Oid | null;
+  /** A delta form's depth; 0 for a whole form or none. */
+  formDepth: number;
+  /** Bytes of the commit index entry and the commit's object list (0: none). */
+  indexBytes: number;
+}
+
+/** What a listing tells of one id without reading bodies: where it is kept, and its form's delta base. */
+export interface ListedEntry {
+  oid: Oid;
+  /** Kept whole (a raw copy). */
+  raw: boolean;
+  /** Kept as a pack-ready form (with or without a raw copy). */
+  form: boolean;
+  /** The base of a delta form; null for a whole form or none. */
+  formBase: Oid | null;
+}
+
 /** An object a write stored, with its writer's hints for a delta search (ProjectWriteTx.putObject). */
 export interface NewObject {
   oid: Oid;
@@ -101,6 +141,16 @@ export interface ProjectReadTx {
    * has it. `deflated` may be a view into storage that the next read reuses: copy it before reading again.
    */
   peekDeflated(oid: Oid): DeflatedObject | undefined;
+  /** The garbage collection of this project under way, if any. */
+  getCollection(): CollectionState | undefined;
+  /** Every working tree record of the project, by branch name. */
+  listWorkingTrees(): Array<{ branch: string; state: WorkingTreeState }>;
+  /** The ids kept after `after` (null: from the first), in id order, at most `limit`; no body is read. */
+  listStored(after: Oid | null, limit: number): ListedEntry[];
+  /** What is kept under each of `oids`, undefined where nothing is. */
+  describeStored(oids: readonly Oid[]): Array<StoredEntry | undefined>;
+  /** Ids journalled while a collection runs (see ProjectWriteTx.beginCollection), after `after`, in id order. */
+  listJournal(after: Oid | null, limit: number): Oid[];
 }
 
 export interface ProjectWriteTx extends ProjectReadTx {
@@ -145,6 +195,24 @@ export interface ProjectWriteTx extends ProjectReadTx {
    * delta's base has no form or the depth is wrong: the caller stores it whole instead.
    */
   putObjectAsForm(oid: Oid, type: ObjectType, inflatedBytes: number, form: { deflated: Buffer; delta?: DeltaForm }): boolean;
+  /**
+   * Records a garbage collection of the project, replacing any. From then on, until endCollection,
+   * every write of the project journals ids to be kept: each object stored that was absent, each
+   * object that gets a delta form, each value a ref or working tree takes, and the value each had
+   * before it changed or was deleted.
+   */
+  beginCollection(state: CollectionState): void;
+  /** Ends the collection: nothing is journalled any more, and the journal is emptied. */
+  endCollection(): void;
+  /** Removes the journal entries of `oids`. */
+  forgetJournal(oids: readonly Oid[]): void;
+  /** Removes all that is kept under each id (raw copy, form, commit index, object list); returns how many keys went. */
+  removeStored(oids: readonly Oid[]): number;
+  /**
+   * Replaces the object's form, when it is a delta on `base`, by `deflated`, the zlib stream of its
+   * whole body (so `base` may go); false, changing nothing, when its form is anything else.
+   */
+  replaceFormWhole(oid: Oid, base: Oid, deflated: Buffer): boolean;
 }
 
 export interface StoreReadTx {
@@ -164,6 +232,29 @@ export interface StoreWriteTx extends StoreReadTx {
    * in one short transaction is dropped this way, a transaction at a time.
    */
   dropProjectKeys(project: number, keysMax: number): number;
+  /**
+   * Rewrites shelves of pack-ready forms (LMDB's own layout, src/store/lmdb.ts) into new ones holding
+   * only the forms named, each still pointing where it was found (others are left as they are), and
+   * removes the old shelves: what a garbage collection's removals left dead in them is freed.
+   */
+  rewriteShelves(project: number, shelves: ReadonlyArray<{ id: Buffer; forms: ReadonlyArray<ShelvedForm> }>): { rewrittenBytes: number; freedBytes: number };
+  /**
+   * Takes the project's entries of one of LMDB's databases below the key `before` (null: from the
+   * last), up to `entriesMax` of them or `bytesMax` of values read, out and puts them back in key
+   * order: LMDB packs keys put in order into full pages, where removals left pages sparse (src/store/lmdb.ts).
+   * Returns the lowest key taken (where the next call goes on down), null when the project's range is done.
+   */
+  repackProjectKeys(project: number, table: RepackedTable, before: Buffer | null, entriesMax: number, bytesMax: number): { last: Buffer | null; bytes: number };
+}
+
+/** The databases of a project's objects, which a collection's removals leave sparse. */
+export type RepackedTable = 'objects' | 'packed' | 'commits' | 'introduced';
+
+/** A pack-ready form kept in a shelf: its object, and where in the shelf it lies. */
+export interface ShelvedForm {
+  oid: Oid;
+  offset: number;
+  length: number;
 }
 
 export interface Store {

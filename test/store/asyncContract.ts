@@ -13,14 +13,14 @@
  * one test checks that the store says the same.
  */
 import { randomBytes } from 'node:crypto';
-import { deflateSync } from 'node:zlib';
+import { deflateSync, inflateSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Boom, commitBody, EMPTY_BLOB_HEX, EMPTY_TREE_HEX, expectBoom, hexes, HELLO_BLOB_HEX, projectNumbers } from './contractSupport.js';
 import { createDelta } from '../../src/git/delta.js';
 import { EMPTY_BLOB_OID, EMPTY_TREE_OID, hashObject, oidFromHex, oidToHex, type Oid } from '../../src/git/oid.js';
 import { encodeTree } from '../../src/git/tree.js';
 import { RefChangedError, type NewObject, type WorkingTreeState } from '../../src/store/types.js';
-import type { AsyncStore, PackFormReads, PackFormWrites, ProjectReads, ProjectWrites, RecordReads } from '../../src/store/asyncTypes.js';
+import type { AsyncStore, CollectionReads, CollectionWrites, PackFormReads, PackFormWrites, ProjectReads, ProjectWrites, RecordReads } from '../../src/store/asyncTypes.js';
 
 /** Every test takes project numbers from here, so tests never see each other's data (the sync suite starts at 1000). */
 const freshProject = projectNumbers(5000);
@@ -56,10 +56,26 @@ function formWrites(p: ProjectWrites & Partial<PackFormWrites>): ProjectWrites &
   return p as ProjectWrites & PackFormWrites;
 }
 
+/** A transaction's project as one offering garbage collection; only the tests registered when `options.collection` is true call these. */
+function collectionReads(p: ProjectReads & Partial<CollectionReads>): ProjectReads & CollectionReads {
+  for (const method of ['getCollection', 'listWorkingTrees', 'listStored', 'describeStored', 'listJournal'] as const) {
+    if (typeof p[method] !== 'function') throw new Error(`the store said it offers garbage collection, but a transaction has no ${method}`);
+  }
+  return p as ProjectReads & CollectionReads;
+}
+
+function collectionWrites(p: ProjectWrites & Partial<CollectionWrites>): ProjectWrites & CollectionWrites & PackFormWrites {
+  for (const method of ['beginCollection', 'endCollection', 'forgetJournal', 'removeStored', 'replaceFormWhole'] as const) {
+    if (typeof p[method] !== 'function') throw new Error(`the store said it offers garbage collection, but a write transaction has no ${method}`);
+  }
+  collectionReads(p);
+  return p as ProjectWrites & CollectionWrites & PackFormWrites;
+}
+
 /** What a read or write transaction can read, so one helper can look at the same data from inside a write and from a reader beside it. */
 type Reader = RecordReads & { project(project: number): ProjectReads };
 
-export function asyncStoreContract(backendName: string, openStore: () => AsyncStore, options: { packForms: boolean }): void {
+export function asyncStoreContract(backendName: string, openStore: () => AsyncStore, options: { packForms: boolean; collection: boolean }): void {
   describe(`AsyncStore contract: ${backendName}`, () => {
     let store: AsyncStore;
     beforeAll(() => {
@@ -81,6 +97,9 @@ export function asyncStoreContract(backendName: string, openStore: () => AsyncSt
           return [p.getDeflated, p.putDeflated, p.putDeflatedDelta, p.putObjectAsForm].map((method) => typeof method === 'function');
         });
         expect(methods).toEqual([options.packForms, options.packForms, options.packForms, options.packForms]);
+        expect(store.collection).toBe(options.collection);
+        const collecting = await store.write(async (tx) => typeof tx.project(project).removeStored === 'function');
+        expect(collecting).toBe(options.collection);
       });
     });
 
@@ -1298,6 +1317,275 @@ export function asyncStoreContract(backendName: string, openStore: () => AsyncSt
         while ((await store.dropProjectKeys(project, 1000)) > 0);
       });
     });
+
+    if (options.collection) {
+      describe('garbage collection', () => {
+        const blob = (text: string) => Buffer.from(text, 'utf8');
+        const begin = (project: number, id = `run-${project}`) =>
+          store.write(async (tx) => collectionWrites(tx.project(project)).beginCollection({ id, startedAt: '2026-01-01T00:00:00.000Z' }));
+        const journal = (project: number) => store.read((tx) => collectionReads(tx.project(project)).listJournal(null, 1000));
+
+        it('reruns a write callback whose object read "present" was removed before its commit, which then stores the object', async () => {
+          const project = freshProject();
+          const body = blob('a blob a collector removes');
+          const oid = await store.write(async (tx) => tx.project(project).putObject('blob', body));
+          await begin(project);
+          // A second store on the same storage removes the object while the first write's callback runs.
+          const other = openStore();
+          let runs = 0;
+          try {
+            const tree = await store.write(async (tx) => {
+              runs++;
+              const p = tx.project(project);
+              const [present] = await p.hasObjects([oid]);
+              if (runs === 1) await other.write(async (otx) => collectionWrites(otx.project(project)).removeStored([oid]));
+              // A writer that finds the blob stored does not store it again, only names it.
+              if (!present) p.putObject('blob', body);
+              return p.putObject('tree', encodeTree([{ name: 'f', mode: '100644', oid }]));
+            });
+            expect(runs).toBe(2);
+            await store.read(async (tx) => {
+              expect(await tx.project(project).getObjects([oid])).toEqual([{ type: 'blob', body }]);
+              expect(await tx.project(project).hasObjects([tree])).toEqual([true]);
+            });
+          } finally {
+            await other.close();
+          }
+        });
+
+        it('checks every kind of "present" read the same way: bodies, sizes, commit entries, lists and forms', async () => {
+          const project = freshProject();
+          const body = blob('read by every kind of read');
+          const commit = commitBody(EMPTY_TREE_OID, [], 1_700_000_000);
+          const [oid, commitOid] = await store.write(async (tx) => {
+            const p = collectionWrites(tx.project(project));
+            const ids = [p.putObject('blob', body), p.putObject('commit', commit)];
+            p.putDeflated(ids[0], deflateSync(body));
+            p.putCommitObjects(ids[1], Buffer.alloc(0));
+            return ids;
+          });
+          await begin(project);
+          const reads: Array<(p: ProjectWrites & PackFormWrites) => Promise<unknown>> = [
+            (p) => p.getObjects([oid]),
+            (p) => p.getObjectsWithAnnex([oid]),
+            (p) => p.objectSizes([oid]),
+            (p) => p.getCommitInfos([commitOid]),
+            (p) => p.getCommitObjects(commitOid),
+            (p) => p.getDeflated([oid]),
+            (p) => p.findObjectsByPrefix(oidToHex(commitOid).slice(0, 8), 4),
+          ];
+          const other = openStore();
+          try {
+            for (const read of reads) {
+              let runs = 0;
+              await store.write(async (tx) => {
+                runs++;
+                const p = collectionWrites(tx.project(project));
+                await read(p);
+                if (runs === 1) await other.write(async (otx) => collectionWrites(otx.project(project)).removeStored([oid, commitOid]));
+                // Put back, so the next read finds them again.
+                if (runs === 2) {
+                  p.putObject('blob', body);
+                  p.putObject('commit', commit);
+                }
+              });
+              expect({ read: String(read), runs }).toEqual({ read: String(read), runs: 2 });
+              await store.write(async (tx) => {
+                const p = collectionWrites(tx.project(project));
+                p.putDeflated(oid, deflateSync(body));
+                p.putCommitObjects(commitOid, Buffer.alloc(0));
+              });
+            }
+          } finally {
+            await other.close();
+          }
+        });
+
+        it('journals, while a collection runs, new objects, delta forms and the values refs and working trees take and lose; nothing before or after', async () => {
+          const project = freshProject();
+          const neighbour = freshProject();
+          const [before, v1] = await store.write(async (tx) => {
+            const p = collectionWrites(tx.project(project));
+            const ids = [p.putObject('blob', blob('stored before')), p.putObject('blob', blob('version one, long enough to be a base'))];
+            p.putDeflated(ids[1], deflateSync(blob('version one, long enough to be a base')));
+            await p.casRef('refs/heads/main', null, ids[0]);
+            p.putWorkingTree('main', { tree: EMPTY_TREE_OID, locks: [] });
+            return ids;
+          });
+          expect(await journal(project)).toEqual([]);
+          await begin(project);
+          const v2Body = blob('version two, long enough to be a delta');
+          const [fresh, v2, tree] = await store.write(async (tx) => {
+            const p = collectionWrites(tx.project(project));
+            const ids = [p.putObject('blob', blob('stored during')), p.putObject('blob', v2Body)];
+            // Stored again: not journalled (it was there).
+            p.putObject('blob', blob('stored before'));
+            const tree = p.putObject('tree', encodeTree([{ name: 'f', mode: '100644', oid: ids[0] }]));
+            await p.casRef('refs/heads/main', before, ids[0]);
+            await p.casRef('refs/heads/side', null, v1);
+            p.putWorkingTree('main', { tree, locks: [] });
+            tx.project(neighbour).putObject('blob', blob('another project'));
+            return [...ids, tree];
+          });
+          await store.write(async (tx) => {
+            const p = collectionWrites(tx.project(project));
+            expect(await p.putDeflatedDelta(v2, { base: v1, bytes: 3, depth: 1 }, deflateSync(blob('abc')))).toBe(true);
+          });
+          expect(hexes(await journal(project)).sort()).toEqual(hexes([before, v1, fresh, v2, tree, EMPTY_TREE_OID]).sort());
+          expect(await journal(neighbour)).toEqual([]);
+          // Paged by id.
+          const [first] = await store.read((tx) => collectionReads(tx.project(project)).listJournal(null, 1));
+          expect(hexes(await store.read((tx) => collectionReads(tx.project(project)).listJournal(first, 100)))).toEqual(hexes(await journal(project)).slice(1));
+          await store.write(async (tx) => collectionWrites(tx.project(project)).forgetJournal([fresh, v2]));
+          expect(hexes(await journal(project)).sort()).toEqual(hexes([before, v1, tree, EMPTY_TREE_OID]).sort());
+          await store.write(async (tx) => collectionWrites(tx.project(project)).endCollection());
+          expect(await journal(project)).toEqual([]);
+          await store.write(async (tx) => {
+            const p = tx.project(project);
+            p.putObject('blob', blob('stored after'));
+            await p.casRef('refs/heads/side', v1, null);
+          });
+          expect(await journal(project)).toEqual([]);
+          expect(await store.read((tx) => collectionReads(tx.project(project)).getCollection())).toBeUndefined();
+        });
+
+        it('reruns a write callback whose read of the journal or the collection changed before its commit', async () => {
+          const project = freshProject();
+          await begin(project);
+          const other = openStore();
+          try {
+            let runs = 0;
+            const seen = await store.write(async (tx) => {
+              runs++;
+              const p = collectionWrites(tx.project(project));
+              const listed = await p.listJournal(null, 10);
+              if (runs === 1) await other.write(async (otx) => otx.project(project).putObject('blob', blob('journalled meanwhile')));
+              return listed.length;
+            });
+            expect({ runs, seen }).toEqual({ runs: 2, seen: 1 });
+            runs = 0;
+            const state = await store.write(async (tx) => {
+              runs++;
+              const p = collectionWrites(tx.project(project));
+              const read = await p.getCollection();
+              if (runs === 1) await other.write(async (otx) => collectionWrites(otx.project(project)).endCollection());
+              return read;
+            });
+            expect({ runs, state }).toEqual({ runs: 2, state: undefined });
+          } finally {
+            await other.close();
+          }
+        });
+
+        it('lists the ids it keeps, in id order and by pages, with where each is kept; and describes ids asked for', async () => {
+          const project = freshProject();
+          const base = blob('a base version with enough text in it');
+          const next = blob('a next version with enough text in it');
+          const formOnly = blob('kept as its form alone');
+          const commit = commitBody(EMPTY_TREE_OID, [], 1_700_000_000);
+          const ids = await store.write(async (tx) => {
+            const p = collectionWrites(tx.project(project));
+            const baseOid = p.putObject('blob', base);
+            const nextOid = p.putObject('blob', next, Buffer.from('an annex'));
+            const commitOid = p.putObject('commit', commit);
+            p.putCommitObjects(commitOid, Buffer.alloc(0));
+            p.putDeflated(baseOid, deflateSync(base));
+            await p.putDeflatedDelta(nextOid, { base: baseOid, bytes: 4, depth: 1 }, deflateSync(blob('xxxx')));
+            const formOid = hashObject('tree', formOnly);
+            await p.putObjectAsForm(formOid, 'tree', formOnly.length, { deflated: deflateSync(formOnly) });
+            return { baseOid, nextOid, commitOid, formOid };
+          });
+          const listed = await store.read((tx) => collectionReads(tx.project(project)).listStored(null, 100));
+          expect(hexes(listed.map((entry) => entry.oid))).toEqual(hexes(Object.values(ids)).sort());
+          const byHex = new Map(listed.map((entry) => [oidToHex(entry.oid), entry]));
+          expect(byHex.get(oidToHex(ids.baseOid))).toEqual({ oid: ids.baseOid, raw: true, form: true, formBase: null });
+          expect(byHex.get(oidToHex(ids.nextOid))).toEqual({ oid: ids.nextOid, raw: true, form: true, formBase: ids.baseOid });
+          expect(byHex.get(oidToHex(ids.commitOid))).toEqual({ oid: ids.commitOid, raw: true, form: false, formBase: null });
+          expect(byHex.get(oidToHex(ids.formOid))).toEqual({ oid: ids.formOid, raw: false, form: true, formBase: null });
+          // Pages of two.
+          const paged: Oid[] = [];
+          for (let after: Oid | null = null; ; ) {
+            const page = await store.read((tx) => collectionReads(tx.project(project)).listStored(after, 2));
+            paged.push(...page.map((entry) => entry.oid));
+            if (page.length < 2) break;
+            after = page[page.length - 1].oid;
+          }
+          expect(hexes(paged)).toEqual(hexes(listed.map((entry) => entry.oid)));
+          expect(await store.read((tx) => collectionReads(tx.project(freshProject())).listStored(null, 100))).toEqual([]);
+
+          const described = await store.read((tx) => collectionReads(tx.project(project)).describeStored([ids.baseOid, ids.nextOid, hashObject('blob', blob('absent')), ids.commitOid, ids.formOid]));
+          expect(described[2]).toBeUndefined();
+          const [baseEntry, nextEntry, , commitEntry, formEntry] = described.map((entry) => entry!);
+          expect(baseEntry).toMatchObject({ oid: ids.baseOid, type: 'blob', formBase: null, formDepth: 0, indexBytes: 0 });
+          expect(baseEntry.rawBytes).toBeGreaterThanOrEqual(base.length);
+          expect(baseEntry.formBytes).toBeGreaterThan(0);
+          expect(nextEntry).toMatchObject({ type: 'blob', formDepth: 1, formBase: ids.baseOid });
+          expect(nextEntry.rawBytes).toBeGreaterThanOrEqual(next.length + 'an annex'.length);
+          expect(commitEntry).toMatchObject({ type: 'commit', formBytes: 0, formBase: null });
+          expect(commitEntry.indexBytes).toBeGreaterThan(0);
+          expect(formEntry).toMatchObject({ type: 'tree', rawBytes: 0, formBase: null, formDepth: 0 });
+          expect(formEntry.formBytes).toBeGreaterThan(0);
+        });
+
+        it('removes everything under an id, and rewrites a delta form whole only while it is still on the given base', async () => {
+          const project = freshProject();
+          const base = blob('the base of a delta, with some length');
+          const next = blob('the next of a delta, with some length');
+          const { baseOid, nextOid, commitOid } = await store.write(async (tx) => {
+            const p = collectionWrites(tx.project(project));
+            const baseOid = p.putObject('blob', base);
+            const nextOid = p.putObject('blob', next);
+            p.putDeflated(baseOid, deflateSync(base));
+            await p.putDeflatedDelta(nextOid, { base: baseOid, bytes: 4, depth: 1 }, deflateSync(blob('xxxx')));
+            const commitOid = p.putObject('commit', commitBody(EMPTY_TREE_OID, [], 1_700_000_001));
+            p.putCommitObjects(commitOid, Buffer.alloc(0));
+            return { baseOid, nextOid, commitOid };
+          });
+          await store.write(async (tx) => {
+            const p = collectionWrites(tx.project(project));
+            // Not on this base: nothing changes.
+            p.replaceFormWhole(nextOid, commitOid, deflateSync(next));
+          });
+          expect((await store.read((tx) => formReads(tx.project(project)).getDeflated([nextOid])))[0]!.delta?.base).toEqual(baseOid);
+          await store.write(async (tx) => collectionWrites(tx.project(project)).replaceFormWhole(nextOid, baseOid, deflateSync(next)));
+          await store.write(async (tx) => collectionWrites(tx.project(project)).removeStored([baseOid, commitOid]));
+          await store.read(async (tx) => {
+            const p = collectionReads(formReads(tx.project(project)) as ProjectReads);
+            const [form] = await formReads(tx.project(project)).getDeflated([nextOid]);
+            expect(form?.delta).toBeUndefined();
+            expect(form && inflateSync(form.deflated)).toEqual(next);
+            expect(await p.hasObjects([baseOid, commitOid, nextOid])).toEqual([false, false, true]);
+            expect(await p.getCommitInfos([commitOid])).toEqual([undefined]);
+            expect(await p.getCommitObjects(commitOid)).toBeUndefined();
+            expect(await formReads(tx.project(project)).getDeflated([baseOid])).toEqual([undefined]);
+            expect(await p.describeStored([baseOid, commitOid])).toEqual([undefined, undefined]);
+          });
+        });
+
+        it('lists every working tree record of a project', async () => {
+          const project = freshProject();
+          await store.write(async (tx) => {
+            const p = tx.project(project);
+            p.putWorkingTree('main', { tree: EMPTY_TREE_OID, locks: ['a'] });
+            p.putWorkingTree('feature/x', { tree: hashObject('tree', Buffer.alloc(0)), locks: [] });
+            tx.project(freshProject()).putWorkingTree('other', { tree: EMPTY_TREE_OID, locks: [] });
+          });
+          const listed = await store.read((tx) => collectionReads(tx.project(project)).listWorkingTrees());
+          expect(listed.map(({ branch }) => branch).sort()).toEqual(['feature/x', 'main']);
+          expect(listed.find(({ branch }) => branch === 'main')!.state).toEqual({ tree: EMPTY_TREE_OID, locks: ['a'] });
+        });
+
+        it('drops the collection and the journal with the project', async () => {
+          const project = freshProject();
+          await begin(project);
+          await store.write(async (tx) => tx.project(project).putObject('blob', blob('journalled, then dropped')));
+          expect(await journal(project)).toHaveLength(1);
+          while ((await store.dropProjectKeys(project, 1)) > 0);
+          expect(await journal(project)).toEqual([]);
+          expect(await store.read((tx) => collectionReads(tx.project(project)).getCollection())).toBeUndefined();
+        });
+      });
+    }
 
     describe('durability', () => {
       it('resolves write() after the commit, and the data survives close and reopen', async () => {

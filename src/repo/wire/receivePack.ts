@@ -12,6 +12,7 @@
  * refusal comes with a hint the client shows as a "remote:" line.
  */
 import { oidToHex, type Oid } from '../../git/oid.js';
+import { OidTable } from '../../git/oidTable.js';
 import type { PackObject } from '../../git/pack.js';
 import { storeReceivedObjects } from './packedForms.js';
 import { checkReceivedPackWithAsyncLookups, type AsyncStoreLookups, type Gap, type PackCheckResult, type PackLimits } from '../../git/packCheck.js';
@@ -49,6 +50,12 @@ export interface CheckedPush {
   gaps: Map<string, Gap>;
   commands: RefUpdateCommand[];
   atomic?: boolean;
+  /**
+   * Stored objects the check found and the pack builds on (its connectivity stopped at them). A
+   * garbage collection may remove an object no branch reaches between the check and the write, so
+   * the write asks for them again: its answers are checked at its commit (src/store/asyncTypes.ts).
+   */
+  relied?: readonly Oid[];
 }
 
 export interface ReceivePackResult {
@@ -90,8 +97,9 @@ export async function receivePack(repo: Repo, input: ReceivePackInput): Promise<
   let objects: PackObject[] = [];
   let gaps = new Map<string, Gap>();
   let commitObjects: Promise<Map<number, Buffer>> = Promise.resolve(new Map());
+  const relied = new ReliedObjects();
   if (input.pack && input.pack.length > 0) {
-    const lookups = storeLookups(repo);
+    const lookups = storeLookups(repo, relied);
     const limits = input.packLimits ?? {};
     // Inline, every pass answers at least one question the last did not, so the passes end.
     const checked = input.checkPack
@@ -104,21 +112,49 @@ export async function receivePack(repo: Repo, input: ReceivePackInput): Promise<
     commitObjects = checked.commitObjects();
   }
   try {
-    const apply = (tx: WriteTx) => applyPushInTx(tx, { objects, gaps, commands: input.commands, atomic: input.atomic });
+    const push = { objects, gaps, commands: input.commands, atomic: input.atomic, relied: relied.list() };
+    const apply = (tx: WriteTx) => applyPushInTx(tx, push);
     const result = await (input.runInTx ? input.runInTx(apply) : inWriteTx(repo, apply));
     await indexCommitObjects(repo, objects, commitObjects);
     return result;
   } catch (error) {
     if (error instanceof AtomicFailure) return { unpackError: null, results: error.results, updatedBranches: [], hints: error.hints };
+    if (error instanceof ReliedObjectsGone) {
+      return refuseAll(
+        'missing necessary objects',
+        null,
+        'objects this push builds on were removed by a garbage collection while it was checked (no branch reached them any more); fetch, then push again',
+      );
+    }
     throw error;
   }
 }
+
+/** Objects a stored answer of the pack check said were there (see CheckedPush.relied). */
+class ReliedObjects {
+  private readonly seen = new OidTable();
+  private readonly oids: Oid[] = [];
+
+  note(oid: Oid): void {
+    if (this.seen.add(oid)) this.oids.push(Buffer.from(oid));
+  }
+
+  /** What was noted so far (the check's answers; the commits' object lists made later ask more). */
+  list(): Oid[] {
+    return this.oids.slice();
+  }
+}
+
+/** Objects the pack check found stored are gone: the push is refused whole, as one with a gap would be. */
+class ReliedObjectsGone extends Error {}
 
 /** A checked push in the caller's transaction: its objects stored (those of a gap left out), then each ref command applied. */
 export async function applyPushInTx(tx: WriteTx, push: CheckedPush): Promise<ReceivePackResult> {
   const { objects, gaps, commands, atomic } = push;
   // Parents before children, so every commit's generation number is computed from indexed parents.
   await storeReceivedObjects(tx, objects.filter((object) => !gaps.has(oidToHex(object.oid))));
+  // After the pack's own objects are stored, so an id that is both is found.
+  if (push.relied && push.relied.length > 0 && (await tx.hasObjects(push.relied)).includes(false)) throw new ReliedObjectsGone();
   const results: RefResult[] = [];
   const updatedBranches: string[] = [];
   const hints: string[] = [];
@@ -174,11 +210,22 @@ class AtomicFailure extends Error {
 
 const short = (hex: string) => hex.slice(0, 7);
 
-/** The pack check's questions to the project's store, each batch a read of its own (bodies are copies). */
-export function storeLookups(repo: Repo): AsyncStoreLookups {
+/**
+ * The pack check's questions to the project's store, each batch a read of its own (bodies are
+ * copies); what it finds stored is noted in `relied` when given.
+ */
+export function storeLookups(repo: Repo, relied?: ReliedObjects): AsyncStoreLookups {
   return {
-    objects: (oids) => inReadTx(repo, (tx) => tx.getObjects(oids)),
-    has: (oids) => inReadTx(repo, (tx) => tx.hasObjects(oids)),
+    objects: async (oids) => {
+      const found = await inReadTx(repo, (tx) => tx.getObjects(oids));
+      if (relied) found.forEach((object, i) => object && relied.note(oids[i]));
+      return found;
+    },
+    has: async (oids) => {
+      const found = await inReadTx(repo, (tx) => tx.hasObjects(oids));
+      if (relied) found.forEach((present, i) => present && relied.note(oids[i]));
+      return found;
+    },
   };
 }
 

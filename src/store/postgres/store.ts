@@ -70,6 +70,8 @@ export function connectionOptions(options: Pick<PostgresStoreOptions, 'connectTi
 
 export class PostgresStore implements AsyncStore {
   readonly packForms = false;
+  /** Garbage collection is LMDB's alone so far (README "Garbage collection" says what this backend needs). */
+  readonly collection = false;
   private readonly context: StoreContext;
   private readonly objectListeners: Array<(project: number, stored: NewObject[]) => void> = [];
   private readonly writeListeners: Array<(durationMs: number, committed: boolean) => void> = [];

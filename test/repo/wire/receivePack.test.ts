@@ -1,9 +1,19 @@
 /**
  * receivePack on a real LMDB store: the ref-update cap, and the branch-name clash check, which
  * must cost one branch listing per push however many branches the push creates (it cost one per
- * new branch: 8,000 new branches froze the server for 97 s).
+ * new branch: 8,000 new branches froze the server for 97 s); and a garbage collection removing
+ * what a pushed pack relied on between its check and its write.
  */
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { hashObject, oidToHex } from '../../../src/git/oid.js';
+import { checkReceivedPackWithAsyncLookups } from '../../../src/git/packCheck.js';
+import { createBranch } from '../../../src/repo/createBranch.js';
+import { collectGarbage } from '../../../src/repo/gc/collect.js';
+import { exportToBareRepo } from '../../../src/repo/wire/exportToBareRepo.js';
+import { writeFiles } from '../../../src/repo/writeFiles.js';
+import { git, gitBytes, initBareRepo, scratchDir } from '../../support/git.js';
 import { branchRef } from '../../../src/git/refname.js';
 import { receivePack } from '../../../src/repo/wire/receivePack.js';
 import type { Repo } from '../../../src/repo/repo.js';
@@ -104,5 +114,70 @@ describe('receivePack', () => {
     const within = await receivePack(repo, { commands: commands.slice(0, 2), pack: null, atomic: false, refUpdatesMax: 2 });
     expect(within.results.every((r) => r.ok)).toBe(true);
     expect((await repo.store.read((tx) => tx.project(repo.project).getRef('refs/heads/x')))?.equals(head)).toBe(true);
+  });
+});
+
+describe('receivePack beside a garbage collection', () => {
+  /**
+   * A pushed commit whose tree names a blob the pack leaves out because the store holds it: an
+   * overwritten, uncommitted version no branch reaches. Built with the git CLI from the project's export.
+   */
+  async function pushRelyingOnGarbage(repo: Repo): Promise<{ pack: Buffer; pushed: Buffer; blob: Buffer }> {
+    await createBranch(repo, { name: 'scratch' });
+    await writeFiles(repo, { branch: 'scratch', files: [{ path: 'x.txt', content: 'soon garbage\n' }] });
+    await writeFiles(repo, { branch: 'scratch', files: [{ path: 'x.txt', content: 'what scratch holds now\n' }] });
+    const blob = hashObject('blob', Buffer.from('soon garbage\n'));
+    const dir = scratchDir('treehouse-relied-');
+    try {
+      const bare = join(dir.path, 'bare.git');
+      initBareRepo(bare);
+      await exportToBareRepo(repo, bare);
+      const work = join(dir.path, 'work');
+      git(['clone', '--quiet', bare, work]);
+      writeFileSync(join(work, 'x.txt'), 'soon garbage\n');
+      git(['add', 'x.txt'], { cwd: work });
+      git(['commit', '--quiet', '-m', 'adds x'], { cwd: work });
+      const pushed = git(['rev-parse', 'HEAD'], { cwd: work }).trim();
+      const ids = git(['rev-list', '--objects', 'HEAD', '^origin/main'], { cwd: work })
+        .split('\n')
+        .map((line) => line.slice(0, 40))
+        .filter((hex) => hex && hex !== oidToHex(blob));
+      const pack = gitBytes(['pack-objects', '--stdout', '-q'], { cwd: work, input: `${ids.join('\n')}\n` });
+      return { pack, pushed: Buffer.from(pushed, 'hex'), blob };
+    } finally {
+      dir.remove();
+    }
+  }
+
+  it('refuses a push whose pack relied on a stored object that a collection removed between its check and its write', async () => {
+    const repo = await newTestRepo(opened.store);
+    const { pack, pushed, blob } = await pushRelyingOnGarbage(repo);
+    const command = { old: null, new: pushed, ref: 'refs/heads/feature' };
+    const result = await receivePack(repo, {
+      commands: [command],
+      pack,
+      atomic: false,
+      checkPack: async (bytes, limits, lookups, shallow) => {
+        const checked = await checkReceivedPackWithAsyncLookups(bytes, limits, lookups, shallow, Infinity);
+        // The check found the blob stored; a collection removes it before the push's write.
+        await collectGarbage(repo, { graceMs: 0 });
+        return checked!;
+      },
+    });
+    expect(result.results).toEqual([{ ref: 'refs/heads/feature', ok: false, reason: 'missing necessary objects' }]);
+    expect(result.hints[0]).toContain('garbage collection');
+    await repo.store.read(async (tx) => {
+      const p = tx.project(repo.project);
+      expect(await p.getRef('refs/heads/feature')).toBeUndefined();
+      expect(await p.hasObjects([pushed, blob])).toEqual([false, false]);
+    });
+  });
+
+  it('accepts the same push when nothing was removed in between (the pack does rely on the stored blob)', async () => {
+    const repo = await newTestRepo(opened.store);
+    const { pack, pushed, blob } = await pushRelyingOnGarbage(repo);
+    const result = await receivePack(repo, { commands: [{ old: null, new: pushed, ref: 'refs/heads/feature' }], pack, atomic: false });
+    expect(result.results).toEqual([{ ref: 'refs/heads/feature', ok: true }]);
+    expect(await repo.store.read((tx) => tx.project(repo.project).hasObjects([pushed, blob]))).toEqual([true, true]);
   });
 });

@@ -1,0 +1,438 @@
+/**
+ * Garbage collection of one project (README "Garbage collection"): what no ref, working tree,
+ * queued sync or recent reader can reach is removed, while writers and readers go on.
+ *
+ * 1. **Begin** (one write): the project's collection is recorded (CollectionWrites.beginCollection),
+ *    unless another one runs (CollectionBusyError). From then on every write of the project
+ *    journals the ids it makes reachable: objects it stores new, forms it keeps as deltas, and each
+ *    value a ref or working tree takes or loses.
+ * 2. **Grace**: nothing is read or removed for `graceMs`, so a reader that took a root before the
+ *    collection began (a clone streaming a branch since deleted, an archive of a working tree since
+ *    changed) finishes first; what changes meanwhile is in the journal. A heartbeat record tells a
+ *    second collector this one is alive.
+ * 3. **Mark** from the refs, the working trees, `extraRoots` and the journal (Marker): everything
+ *    reachable from them is kept. The journal is taken (read and forgotten) in writes, so an id
+ *    journalled again later is read again.
+ * 4. **List** every stored id; one the mark did not reach is a candidate (Candidates). A kept object
+ *    whose pack-ready form is a delta on a candidate gets its form rewritten whole first.
+ * 5. **Order** the candidates so an object goes before what it references and before its delta's
+ *    base: whatever is still stored during the sweep is whole (candidates.ts).
+ * 6. **Sweep** in writes of about `batchIds` ids. Each write first takes what was journalled since
+ *    (a few ids are walked inside the write; a backlog outside it first) and removes only what is
+ *    still unmarked; its read of the journal is checked at its commit, so nothing a writer made
+ *    reachable before that commit is removed. Writers that relied on a candidate being present
+ *    are checked at their own commit (src/store/asyncTypes.ts) and run again.
+ * 7. **Compact** (the backend's own step) and end the collection.
+ */
+import { randomUUID } from 'node:crypto';
+import { promisify } from 'node:util';
+import { deflate } from 'node:zlib';
+import type { Oid } from '../../git/oid.js';
+import type { AsyncStore, AsyncStoreReadTx, AsyncStoreWriteTx, CollectionReads, CollectionWrites, ProjectReads, ProjectWrites, RecordReads } from '../../store/asyncTypes.js';
+import type { CollectionState, ListedEntry } from '../../store/types.js';
+import type { Repo } from '../repo.js';
+import { Slicer } from '../slices.js';
+import { Candidates } from './candidates.js';
+import { Marker, type MarkReads } from './mark.js';
+
+const deflateAsync = promisify(deflate);
+
+/** git's default pack compression (zlib level 6), as the deflate cache uses. */
+const DEFLATE_LEVEL = 6;
+/** Ids removed per write: a few milliseconds of LMDB deletes. */
+export const SWEEP_BATCH_IDS = 500;
+/** Ids listed per read. */
+const LIST_PAGE_IDS = 500;
+/** Journal ids taken per write outside the sweep. */
+const JOURNAL_TAKE_IDS = 2_000;
+/** Journal ids a sweep write walks itself; more are taken outside it first. */
+const JOURNAL_INLINE_IDS = 64;
+/** Forms rewritten whole per write, and bodies read for them per read. */
+const REWRITES_PER_WRITE = 256;
+const REWRITE_BODIES_PER_READ = 8;
+/** How often a running collection says it is alive, and how long a silent one is taken to be dead. */
+export const HEARTBEAT_MS = 15_000;
+export const HEARTBEAT_STALE_MS = 120_000;
+
+const HEARTBEAT_PREFIX = 'gc-heartbeat/';
+const heartbeatKey = (project: number) => `${HEARTBEAT_PREFIX}${project}`;
+
+interface Heartbeat {
+  id: string;
+  /** Milliseconds since the epoch. */
+  at: number;
+}
+
+/** Another collection of the project is running (its heartbeat is recent). */
+export class CollectionBusyError extends Error {
+  override name = 'CollectionBusyError';
+  constructor(readonly running: CollectionState) {
+    super(`a garbage collection of this project is under way (since ${running.startedAt})`);
+  }
+}
+
+/** The collection is no longer this run's: the project was deleted, or a collector took over a silent run. */
+export class CollectionLostError extends Error {
+  override name = 'CollectionLostError';
+}
+
+export interface CollectOptions {
+  /** Waited between beginning and marking (see the module's comment). */
+  graceMs: number;
+  /** Waits out the grace period (a timer unless given: tests end it when they choose). */
+  wait?: (ms: number, signal?: AbortSignal) => Promise<void>;
+  /** Ids kept besides refs, working trees and the journal (the commits of queued syncs). */
+  extraRoots?: () => Promise<Oid[]>;
+  /** Whether the project still exists; asked in the write that begins the collection, so checked at its commit. */
+  owned?: (tx: RecordReads) => Promise<boolean>;
+  signal?: AbortSignal;
+  batchIds?: number;
+  /** Told as each step begins (the command-line tool prints them). */
+  onPhase?: (phase: CollectionPhase) => void;
+}
+
+export type CollectionPhase = 'grace' | 'mark' | 'list' | 'order' | 'rewrite' | 'sweep' | 'compact' | 'end';
+
+export interface CollectionReport {
+  project: number;
+  /** Ids removed, and what they took: raw copies, pack-ready forms, commit index entries and lists. */
+  removedObjects: number;
+  removedBytes: number;
+  /** Ids kept (reachable). */
+  keptObjects: number;
+  /** Kept objects whose delta form named a removed base, rewritten whole. */
+  formsRewritten: number;
+  /** What the backend's compaction rewrote and freed (null: it has none). */
+  compaction: { rewrittenBytes: number; freedBytes: number } | null;
+  /** From the end of the grace period to the end. */
+  durationMs: number;
+}
+
+type CollectingReads = ProjectReads & CollectionReads;
+type CollectingWrites = ProjectWrites & CollectionWrites;
+
+function collectingReads(tx: AsyncStoreReadTx | AsyncStoreWriteTx, project: number): CollectingReads {
+  const p = tx.project(project);
+  if (typeof p.listStored !== 'function') throw new Error('this store offers no garbage collection');
+  return p as CollectingReads;
+}
+
+function collectingWrites(tx: AsyncStoreWriteTx, project: number): CollectingWrites {
+  const p = tx.project(project);
+  if (typeof p.removeStored !== 'function') throw new Error('this store offers no garbage collection');
+  return p as CollectingWrites;
+}
+
+const sleep = (ms: number, signal?: AbortSignal) =>
+  new Promise<void>((resolve, reject) => {
+    if (signal?.aborted) return reject(signal.reason);
+    const timer = setTimeout(resolve, ms);
+    signal?.addEventListener('abort', () => {
+      clearTimeout(timer);
+      reject(signal.reason);
+    });
+  });
+
+/**
+ * Ends the collections whose collector has gone silent (it crashed, or was killed): their projects'
+ * writers stop journalling. Returns how many it ended.
+ */
+export async function endStaleCollections(store: AsyncStore): Promise<number> {
+  if (!store.collection) return 0;
+  const beats = await store.read((tx) => tx.listRecords<Heartbeat>(HEARTBEAT_PREFIX));
+  let ended = 0;
+  for (const { key, value } of beats) {
+    if (Date.now() - value.at < HEARTBEAT_STALE_MS) continue;
+    const project = Number(key.slice(HEARTBEAT_PREFIX.length));
+    const endedOne = await store.write(async (tx) => {
+      const beat = await tx.getRecord<Heartbeat>(key);
+      if (!beat || Date.now() - beat.at < HEARTBEAT_STALE_MS) return false;
+      tx.deleteRecord(key);
+      const p = collectingWrites(tx, project);
+      if ((await p.getCollection())?.id !== beat.id) return false;
+      p.endCollection();
+      return true;
+    });
+    if (endedOne) ended++;
+  }
+  return ended;
+}
+
+/** Begins, waits out the grace period, and runs a collection of the project. */
+export async function collectGarbage(repo: Repo, options: CollectOptions): Promise<CollectionReport> {
+  const collection = await GarbageCollection.begin(repo, options);
+  try {
+    await collection.waitGrace();
+    return await collection.run();
+  } finally {
+    await collection.close();
+  }
+}
+
+export class GarbageCollection {
+  private readonly slicer = new Slicer();
+  private heartbeatTimer: NodeJS.Timeout | null = null;
+  private ended = false;
+
+  private constructor(
+    private readonly repo: Repo,
+    private readonly options: CollectOptions,
+    readonly state: CollectionState,
+  ) {}
+
+  /** Records the collection (step 1), or throws CollectionBusyError when another one is alive. */
+  static async begin(repo: Repo, options: CollectOptions): Promise<GarbageCollection> {
+    if (!repo.store.collection) throw new Error('this store offers no garbage collection');
+    const state: CollectionState = { id: randomUUID(), startedAt: new Date().toISOString() };
+    await repo.store.write(async (tx) => {
+      const p = collectingWrites(tx, repo.project);
+      const running = await p.getCollection();
+      if (running) {
+        const heartbeat = await tx.getRecord<Heartbeat>(heartbeatKey(repo.project));
+        if (heartbeat?.id === running.id && Date.now() - heartbeat.at < HEARTBEAT_STALE_MS) throw new CollectionBusyError(running);
+      }
+      if (options.owned && !(await options.owned(tx))) throw new CollectionLostError('the project does not exist');
+      p.beginCollection(state);
+      tx.putRecord<Heartbeat>(heartbeatKey(repo.project), { id: state.id, at: Date.now() });
+    });
+    const collection = new GarbageCollection(repo, options, state);
+    collection.heartbeatTimer = setInterval(() => void collection.heartbeat().catch(() => undefined), HEARTBEAT_MS);
+    collection.heartbeatTimer.unref();
+    return collection;
+  }
+
+  /** Says the collection is alive, if it is still this one. */
+  async heartbeat(): Promise<void> {
+    if (this.ended) return;
+    await this.repo.store.write(async (tx) => {
+      const running = await collectingWrites(tx, this.repo.project).getCollection();
+      if (running?.id === this.state.id) tx.putRecord<Heartbeat>(heartbeatKey(this.repo.project), { id: this.state.id, at: Date.now() });
+    });
+  }
+
+  async waitGrace(): Promise<void> {
+    this.options.onPhase?.('grace');
+    await (this.options.wait ?? sleep)(this.options.graceMs, this.options.signal);
+  }
+
+  /** Steps 3 to 7; the grace period must be over. */
+  async run(): Promise<CollectionReport> {
+    const started = performance.now();
+    const { project } = this.repo;
+    const reads = this.reads();
+    const marker = new Marker(reads, this.slicer);
+
+    this.phase('mark');
+    const roots = await this.repo.store.read(async (tx) => {
+      const p = collectingReads(tx, project);
+      return { refs: await p.listRefs(''), workingTrees: await p.listWorkingTrees() };
+    });
+    for (const ref of roots.refs) marker.add(ref.oid, undefined);
+    for (const { state } of roots.workingTrees) marker.add(state.tree, 'tree');
+    for (const oid of (await this.options.extraRoots?.()) ?? []) marker.add(oid, undefined);
+    await marker.drain();
+    await this.takeJournal(marker);
+
+    this.phase('list');
+    const candidates = new Candidates();
+    const rewrites: Array<{ oid: Oid; base: Oid }> = [];
+    let keptObjects = 0;
+    for (let after: Oid | null = null; ; ) {
+      const page: ListedEntry[] = await reads.listStored(after, LIST_PAGE_IDS);
+      const unmarked: Oid[] = [];
+      for (const entry of page) {
+        if (!marker.isMarked(entry.oid)) {
+          unmarked.push(entry.oid);
+          continue;
+        }
+        keptObjects++;
+        if (entry.formBase && !marker.isMarked(entry.formBase)) rewrites.push({ oid: entry.oid, base: entry.formBase });
+      }
+      // Only candidates are read whole (their types, sizes and delta depths); what is kept is not.
+      for (const entry of unmarked.length > 0 ? await reads.describeStored(unmarked) : []) if (entry) candidates.add(entry);
+      if (page.length < LIST_PAGE_IDS) break;
+      after = page[page.length - 1].oid;
+      await this.slicer.pause();
+      this.checkSignal();
+    }
+    // From here on, an object marked late keeps its form's chain (Marker.followForms).
+    marker.followForms = true;
+    await this.takeJournal(marker);
+
+    this.phase('order');
+    await candidates.order(reads, this.slicer);
+
+    this.phase('rewrite');
+    const formsRewritten = await this.rewriteForms(rewrites, marker);
+
+    this.phase('sweep');
+    let removed = { objects: 0, bytes: 0 };
+    for (const batch of candidates.batches(this.options.batchIds ?? SWEEP_BATCH_IDS)) {
+      this.checkSignal();
+      const gone = await this.sweep(batch, marker);
+      removed = { objects: removed.objects + gone.objects, bytes: removed.bytes + gone.bytes };
+      await this.slicer.pause();
+    }
+
+    this.phase('compact');
+    const collected = { removedIds: removed.objects, keptIds: keptObjects };
+    const compaction = this.repo.store.compactAfterCollection ? await this.repo.store.compactAfterCollection(project, collected) : null;
+
+    this.phase('end');
+    await this.end();
+    return {
+      project,
+      removedObjects: removed.objects,
+      removedBytes: removed.bytes,
+      keptObjects,
+      formsRewritten,
+      compaction,
+      durationMs: performance.now() - started,
+    };
+  }
+
+  /** Ends the collection if it is still this one (after a failure too); stops the heartbeat. */
+  async close(): Promise<void> {
+    if (this.heartbeatTimer) clearInterval(this.heartbeatTimer);
+    this.heartbeatTimer = null;
+    if (!this.ended) await this.end().catch(() => undefined);
+  }
+
+  private async end(): Promise<void> {
+    if (this.heartbeatTimer) clearInterval(this.heartbeatTimer);
+    this.heartbeatTimer = null;
+    await this.repo.store.write(async (tx) => {
+      const p = collectingWrites(tx, this.repo.project);
+      // A dropped project's collection is gone already; its heartbeat is this run's to remove.
+      if ((await tx.getRecord<Heartbeat>(heartbeatKey(this.repo.project)))?.id === this.state.id) tx.deleteRecord(heartbeatKey(this.repo.project));
+      if ((await p.getCollection())?.id === this.state.id) p.endCollection();
+    });
+    this.ended = true;
+  }
+
+  private phase(phase: CollectionPhase): void {
+    this.checkSignal();
+    this.options.onPhase?.(phase);
+  }
+
+  private checkSignal(): void {
+    this.options.signal?.throwIfAborted();
+  }
+
+  /** The project's reads, each a read of its own (the walk pauses between them). */
+  private reads(): CollectingReads {
+    const { store, project } = this.repo;
+    const read = <T>(action: (p: CollectingReads) => Promise<T>): Promise<T> => store.read((tx) => action(collectingReads(tx, project)));
+    return {
+      project,
+      getObject: (oid) => read((p) => p.getObject(oid)),
+      getObjects: (oids) => read((p) => p.getObjects(oids)),
+      getObjectsWithAnnex: (oids) => read((p) => p.getObjectsWithAnnex(oids)),
+      hasObjects: (oids) => read((p) => p.hasObjects(oids)),
+      objectSizes: (oids) => read((p) => p.objectSizes(oids)),
+      findObjectsByPrefix: (hexPrefix, limit) => read((p) => p.findObjectsByPrefix(hexPrefix, limit)),
+      getCommitInfos: (oids) => read((p) => p.getCommitInfos(oids)),
+      getCommitObjects: (commit) => read((p) => p.getCommitObjects(commit)),
+      getRef: (name) => read((p) => p.getRef(name)),
+      listRefs: (prefix) => read((p) => p.listRefs(prefix)),
+      getWorkingTree: (branch) => read((p) => p.getWorkingTree(branch)),
+      getVersion: () => read((p) => p.getVersion()),
+      getCollection: () => read((p) => p.getCollection()),
+      listWorkingTrees: () => read((p) => p.listWorkingTrees()),
+      listStored: (after, limit) => read((p) => p.listStored(after, limit)),
+      describeStored: (oids) => read((p) => p.describeStored(oids)),
+      listJournal: (after, limit) => read((p) => p.listJournal(after, limit)),
+    };
+  }
+
+  /**
+   * Takes the journal until it is empty: each batch is read and forgotten in one write (an id
+   * journalled again after it is forgotten is taken again), then walked.
+   */
+  private async takeJournal(marker: Marker): Promise<void> {
+    for (;;) {
+      const taken = await this.repo.store.write(async (tx) => {
+        const p = await this.ours(tx);
+        const ids = await p.listJournal(null, JOURNAL_TAKE_IDS);
+        p.forgetJournal(ids);
+        return ids;
+      });
+      if (taken.length === 0) return;
+      for (const oid of taken) this.markJournalled(marker, oid);
+      await marker.drain();
+      this.checkSignal();
+    }
+  }
+
+  /** A journalled id is kept; once forms are followed, one already kept may have a new form whose base must stay. */
+  private markJournalled(marker: Marker, oid: Oid): void {
+    if (marker.followForms && marker.isMarked(oid)) marker.lookAgain(oid);
+    else marker.add(oid, undefined);
+  }
+
+  /** The project's writes in `tx`, once it is checked that the collection is still this one. */
+  private async ours(tx: AsyncStoreWriteTx): Promise<CollectingWrites> {
+    const p = collectingWrites(tx, this.repo.project);
+    if ((await p.getCollection())?.id !== this.state.id) throw new CollectionLostError('the collection was ended by another (the project was deleted, or a collector took over)');
+    return p;
+  }
+
+  /**
+   * Rewrites whole the forms of kept objects whose delta base is a candidate, so the base can go.
+   * A base marked since is left alone; one a rewrite did not reach is kept (marked) instead.
+   */
+  private async rewriteForms(rewrites: Array<{ oid: Oid; base: Oid }>, marker: Marker): Promise<number> {
+    let rewritten = 0;
+    for (let start = 0; start < rewrites.length; start += REWRITES_PER_WRITE) {
+      const wanted = rewrites.slice(start, start + REWRITES_PER_WRITE).filter(({ base }) => !marker.isMarked(base));
+      const chunk: Array<{ oid: Oid; base: Oid; deflated: Buffer }> = [];
+      // Bodies read a few at a time (a body may be 100 MB), each deflated on zlib's thread pool.
+      for (let at = 0; at < wanted.length; at += REWRITE_BODIES_PER_READ) {
+        const group = wanted.slice(at, at + REWRITE_BODIES_PER_READ);
+        const bodies = await this.reads().getObjects(group.map(({ oid }) => oid));
+        for (const [i, { oid, base }] of group.entries()) {
+          const body = bodies[i]?.body;
+          if (body) chunk.push({ oid, base, deflated: await deflateAsync(body, { level: DEFLATE_LEVEL }) });
+        }
+      }
+      if (chunk.length === 0) continue;
+      await this.repo.store.write(async (tx) => {
+        const p = await this.ours(tx);
+        for (const { oid, base, deflated } of chunk) p.replaceFormWhole(oid, base, deflated);
+      });
+      const after = await this.reads().describeStored(chunk.map(({ oid }) => oid));
+      chunk.forEach(({ base }, i) => {
+        if (after[i]?.formBase?.equals(base)) marker.add(base, undefined);
+        else rewritten++;
+      });
+      await marker.drain();
+      await this.slicer.pause();
+      this.checkSignal();
+    }
+    return rewritten;
+  }
+
+  /**
+   * Removes what of `batch` is still unmarked, in one write that first walks whatever was
+   * journalled since (outside the write when there is a backlog). Its read of the journal is
+   * checked at its commit: an id journalled in between runs it again.
+   */
+  private async sweep(batch: Array<{ oid: Oid; bytes: number }>, marker: Marker): Promise<{ objects: number; bytes: number }> {
+    for (;;) {
+      const outcome = await this.repo.store.write(async (tx) => {
+        const p = await this.ours(tx);
+        const journalled = await p.listJournal(null, JOURNAL_INLINE_IDS + 1);
+        if (journalled.length > JOURNAL_INLINE_IDS) return null;
+        for (const oid of journalled) this.markJournalled(marker, oid);
+        // Walked through this write's reads: what it reads is what the removal commits over.
+        await marker.drain(p as MarkReads);
+        p.forgetJournal(journalled);
+        const gone = batch.filter(({ oid }) => !marker.isMarked(oid));
+        p.removeStored(gone.map(({ oid }) => oid));
+        return { objects: gone.length, bytes: gone.reduce((sum, { bytes }) => sum + bytes, 0) };
+      });
+      if (outcome) return outcome;
+      await this.takeJournal(marker);
+    }
+  }
+}
