@@ -144,7 +144,8 @@ async function collectGarbage(th: Treehouse, projectId: string | undefined, grac
         const compacted = outcome.compaction && outcome.compaction.freedBytes > 0 ? `, shelves compacted (${formatBytes(outcome.compaction.freedBytes)} freed)` : '';
         process.stdout.write(
           `${name}: removed ${outcome.removedObjects} objects (${formatBytes(outcome.removedBytes)}), kept ${outcome.keptObjects}` +
-            `${outcome.formsRewritten > 0 ? `, ${outcome.formsRewritten} forms rewritten whole` : ''}${compacted}, in ${(outcome.durationMs / 1000).toFixed(1)} s\n`,
+            `${outcome.formsRewritten > 0 ? `, ${outcome.formsRewritten} forms rewritten whole` : ''}` +
+            `${outcome.coldKept.rawDropped > 0 ? `, ${outcome.coldKept.rawDropped} objects kept as their forms alone` : ''}${compacted}, in ${(outcome.durationMs / 1000).toFixed(1)} s\n`,
         );
       },
     });

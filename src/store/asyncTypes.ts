@@ -167,6 +167,12 @@ export interface CollectionWrites extends CollectionReads {
   removeStored(oids: readonly Oid[]): void;
   /** Replaces the object's form, if it is still a delta on `base`, by `deflated`: its whole body as a zlib stream. */
   replaceFormWhole(oid: Oid, base: Oid, deflated: Buffer): void;
+  /**
+   * Keeps objects compactly (what only history reaches): each one's form moves into the backend's
+   * compact layout, in the order given, and where `dropRaw` is set its raw copy and annex go when it
+   * has a form and is not a commit; reads rebuild it from the form (ProjectWriteTx.keepCompact in types.ts).
+   */
+  keepCompact(objects: ReadonlyArray<{ oid: Oid; dropRaw: boolean }>): void;
 }
 
 export interface RecordReads {

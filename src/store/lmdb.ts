@@ -1072,16 +1072,19 @@ class LmdbProjectTx implements ProjectWriteTx {
     const entry = (key: Buffer): ListedEntry => {
       const hex = key.toString('latin1');
       let found = listed.get(hex);
-      if (!found) listed.set(hex, (found = { oid: Buffer.from(key.subarray(PROJECT_PREFIX_BYTES)), raw: false, form: false, formBase: null }));
+      if (!found) listed.set(hex, (found = { oid: Buffer.from(key.subarray(PROJECT_PREFIX_BYTES)), raw: false, form: false, formBase: null, commit: false, formCompact: false }));
       return found;
     };
     for (const key of this.keysAfter(objects, after, limit)) entry(key).raw = true;
-    for (const db of [commits, introduced]) for (const key of this.keysAfter(db, after, limit)) entry(key);
+    for (const key of this.keysAfter(commits, after, limit)) entry(key).commit = true;
+    for (const key of this.keysAfter(introduced, after, limit)) entry(key);
     const inShelves = new Map<string, Array<{ entry: ListedEntry; offset: number }>>();
     const range = deflated.getRange({ start: after ? this.objectKey(after) : this.prefix, end: prefixEnd(this.prefix), exclusiveStart: after !== null, limit } as Parameters<typeof deflated.getRange>[0]);
     for (const { key, value } of range) {
       const listedEntry = entry(Buffer.from(key as Buffer));
       listedEntry.form = true;
+      // Shelved, or too large for a shelf (keepCompact leaves it a value of its own).
+      listedEntry.formCompact = value[0] === SHELF_POINTER || value.length > SHELF_VALUE_BYTES_MAX;
       if (value[0] !== SHELF_POINTER) {
         if ((value[0] & DELTA_FLAG) !== 0) listedEntry.formBase = Buffer.from(value.subarray(PACKED_HEADER_BYTES + 5, PACKED_DELTA_HEADER_BYTES));
         continue;
@@ -1199,6 +1202,27 @@ class LmdbProjectTx implements ProjectWriteTx {
     // A value of its own: the shelf it pointed into keeps dead bytes until compacted (compactShelves).
     this.store.dbs.deflated.putSync(key, value);
     return true;
+  }
+
+  keepCompact(objects: ReadonlyArray<{ oid: Oid; dropRaw: boolean }>): { rawDropped: number; formsMoved: number } {
+    this.parent.assertWritable();
+    const { objects: raws, deflated } = this.store.dbs;
+    let rawDropped = 0;
+    let formsMoved = 0;
+    for (const { oid, dropRaw } of objects) {
+      const key = this.objectKey(oid);
+      // A copy: the shelf keeps it until the transaction writes the shelf.
+      const form = deflated.getBinary(key);
+      if (!form) continue;
+      if (form[0] !== SHELF_POINTER && form.length <= SHELF_VALUE_BYTES_MAX) {
+        this.parent.putForm(this.project, key, form);
+        formsMoved++;
+      }
+      if (!dropRaw) continue;
+      const raw = raws.getBinaryFast(key);
+      if (raw && valueTypeCode(raw) !== TYPE_CODES.commit && raws.removeSync(key)) rawDropped++;
+    }
+    return { rawDropped, formsMoved };
   }
 
   bumpVersion(): number {

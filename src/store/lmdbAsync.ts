@@ -575,6 +575,11 @@ class WriteProject extends ReadOnlyProject implements ProjectWrites, PackFormWri
     this.later((tx) => tx.replaceFormWhole(id, from, stream));
   }
 
+  keepCompact(objects: ReadonlyArray<{ oid: Oid; dropRaw: boolean }>): void {
+    const kept = objects.map(({ oid, dropRaw }) => ({ oid: copy(oid), dropRaw }));
+    this.later((tx) => tx.keepCompact(kept));
+  }
+
   putObject(type: ObjectType, body: Buffer, annex?: Buffer, similarTo?: Oid | null, nameHash?: number): Oid {
     const oid = hashObject(type, body);
     this.keepObject(oid, type, body, annex, similarTo ?? null, nameHash);

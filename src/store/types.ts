@@ -99,6 +99,10 @@ export interface ListedEntry {
   form: boolean;
   /** The base of a delta form; null for a whole form or none. */
   formBase: Oid | null;
+  /** Has a commit index entry: a stored commit (which keeps its raw copy whatever keepCompact is told). */
+  commit: boolean;
+  /** The form is kept as compactly as the backend keeps cold forms (LMDB: in a shelf, or too large for one); false when there is none. */
+  formCompact: boolean;
 }
 
 /** An object a write stored, with its writer's hints for a delta search (ProjectWriteTx.putObject). */
@@ -213,6 +217,15 @@ export interface ProjectWriteTx extends ProjectReadTx {
    * whole body (so `base` may go); false, changing nothing, when its form is anything else.
    */
   replaceFormWhole(oid: Oid, base: Oid, deflated: Buffer): boolean;
+  /**
+   * Keeps objects compactly, as a collection asks for what only history reaches (cold objects):
+   * each one's pack-ready form moves into the backend's compact layout (LMDB: shelves, filled in
+   * the order given), and where `dropRaw` is set its raw copy (with its annex) is removed, when it
+   * has a form and is not a commit (a commit keeps its body: the commit index and log read it).
+   * Reads rebuild an object kept as its form alone. An id with no form, or nothing stored, is left
+   * as it is. Nothing becomes unreadable, so no reader or writer has to be told.
+   */
+  keepCompact(objects: ReadonlyArray<{ oid: Oid; dropRaw: boolean }>): { rawDropped: number; formsMoved: number };
 }
 
 export interface StoreReadTx {

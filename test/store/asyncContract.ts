@@ -19,7 +19,7 @@ import { Boom, commitBody, EMPTY_BLOB_HEX, EMPTY_TREE_HEX, expectBoom, hexes, HE
 import { createDelta } from '../../src/git/delta.js';
 import { EMPTY_BLOB_OID, EMPTY_TREE_OID, hashObject, oidFromHex, oidToHex, type Oid } from '../../src/git/oid.js';
 import { encodeTree } from '../../src/git/tree.js';
-import { RefChangedError, type NewObject, type WorkingTreeState } from '../../src/store/types.js';
+import { RefChangedError, type ListedEntry, type NewObject, type WorkingTreeState } from '../../src/store/types.js';
 import type { AsyncStore, CollectionReads, CollectionWrites, PackFormReads, PackFormWrites, ProjectReads, ProjectWrites, RecordReads } from '../../src/store/asyncTypes.js';
 
 /** Every test takes project numbers from here, so tests never see each other's data (the sync suite starts at 1000). */
@@ -65,7 +65,7 @@ function collectionReads(p: ProjectReads & Partial<CollectionReads>): ProjectRea
 }
 
 function collectionWrites(p: ProjectWrites & Partial<CollectionWrites>): ProjectWrites & CollectionWrites & PackFormWrites {
-  for (const method of ['beginCollection', 'endCollection', 'forgetJournal', 'removeStored', 'replaceFormWhole'] as const) {
+  for (const method of ['beginCollection', 'endCollection', 'forgetJournal', 'removeStored', 'replaceFormWhole', 'keepCompact'] as const) {
     if (typeof p[method] !== 'function') throw new Error(`the store said it offers garbage collection, but a write transaction has no ${method}`);
   }
   collectionReads(p);
@@ -1498,10 +1498,13 @@ export function asyncStoreContract(backendName: string, openStore: () => AsyncSt
           const listed = await store.read((tx) => collectionReads(tx.project(project)).listStored(null, 100));
           expect(hexes(listed.map((entry) => entry.oid))).toEqual(hexes(Object.values(ids)).sort());
           const byHex = new Map(listed.map((entry) => [oidToHex(entry.oid), entry]));
-          expect(byHex.get(oidToHex(ids.baseOid))).toEqual({ oid: ids.baseOid, raw: true, form: true, formBase: null });
-          expect(byHex.get(oidToHex(ids.nextOid))).toEqual({ oid: ids.nextOid, raw: true, form: true, formBase: ids.baseOid });
-          expect(byHex.get(oidToHex(ids.commitOid))).toEqual({ oid: ids.commitOid, raw: true, form: false, formBase: null });
-          expect(byHex.get(oidToHex(ids.formOid))).toEqual({ oid: ids.formOid, raw: false, form: true, formBase: null });
+          // Whether a form is kept compactly is the backend's layout; the keepCompact test looks at it.
+          const where = (entry: ListedEntry | undefined) => entry && { oid: entry.oid, raw: entry.raw, form: entry.form, formBase: entry.formBase, commit: entry.commit };
+          expect(where(byHex.get(oidToHex(ids.baseOid)))).toEqual({ oid: ids.baseOid, raw: true, form: true, formBase: null, commit: false });
+          expect(where(byHex.get(oidToHex(ids.nextOid)))).toEqual({ oid: ids.nextOid, raw: true, form: true, formBase: ids.baseOid, commit: false });
+          expect(where(byHex.get(oidToHex(ids.commitOid)))).toEqual({ oid: ids.commitOid, raw: true, form: false, formBase: null, commit: true });
+          expect(where(byHex.get(oidToHex(ids.formOid)))).toEqual({ oid: ids.formOid, raw: false, form: true, formBase: null, commit: false });
+          expect(byHex.get(oidToHex(ids.commitOid))!.formCompact).toBe(false);
           // Pages of two.
           const paged: Oid[] = [];
           for (let after: Oid | null = null; ; ) {
@@ -1560,6 +1563,83 @@ export function asyncStoreContract(backendName: string, openStore: () => AsyncSt
             expect(await formReads(tx.project(project)).getDeflated([baseOid])).toEqual([undefined]);
             expect(await p.describeStored([baseOid, commitOid])).toEqual([undefined, undefined]);
           });
+        });
+
+        it('keeps objects compactly: raw copies go where a form rebuilds them (never a commit\'s), forms and every read stay the same, nothing is journalled', async () => {
+          const project = freshProject();
+          // Enough forms for the backend's compact layout to take them (LMDB shelves 16 or more per write).
+          const versions = Array.from({ length: 24 }, (_, round) => Buffer.from(Array.from({ length: 120 }, (_, line) => `line ${line}${line === round * 5 ? ' edited' : ''}`).join('\n')));
+          const fileName = (index: number) => `f${index}`;
+          const ids = await store.write(async (tx) => {
+            const p = collectionWrites(tx.project(project));
+            const blobs = versions.map((body) => p.putObject('blob', body));
+            p.putDeflated(blobs[0], deflateSync(versions[0]));
+            for (let index = 1; index < versions.length; index++) {
+              const delta = createDelta(versions[index - 1], versions[index]);
+              expect(await p.putDeflatedDelta(blobs[index], { base: blobs[index - 1], bytes: delta.length, depth: index }, deflateSync(delta))).toBe(true);
+            }
+            const treeBody = encodeTree(blobs.map((oid, index) => ({ name: fileName(index), mode: '100644', oid })));
+            const tree = p.putObject('tree', treeBody, Buffer.from('the sizes of its blobs'));
+            p.putDeflated(tree, deflateSync(treeBody));
+            const commitOid = p.putObject('commit', commitBody(tree, [], 1_700_000_002));
+            p.putDeflated(commitOid, deflateSync(commitBody(tree, [], 1_700_000_002)));
+            const formless = p.putObject('blob', blob('a blob with no form yet'));
+            return { blobs, tree, treeBody, commitOid, formless };
+          });
+          const all = [...ids.blobs, ids.tree, ids.commitOid, ids.formless];
+          const snapshot = () =>
+            store.read(async (tx) => {
+              const p = formReads(tx.project(project));
+              return { objects: await p.getObjects(all), sizes: await p.objectSizes(all), present: await p.hasObjects(all), forms: await p.getDeflated(all) };
+            });
+          const before = await snapshot();
+          await begin(project);
+          // A reader that found the tree, as the raw copies go between its reads.
+          const [treeFound] = await store.read((tx) => tx.project(project).hasObjects([ids.tree]));
+          // Every id asked to drop its raw copy but the last blob.
+          const asked = all.map((oid) => ({ oid, dropRaw: !oid.equals(ids.blobs[23]) }));
+          await store.write(async (tx) => collectionWrites(tx.project(project)).keepCompact(asked));
+          expect(treeFound).toBe(true);
+          expect((await store.read((tx) => tx.project(project).getObjects([ids.tree])))[0]?.body).toEqual(ids.treeBody);
+          expect(await snapshot()).toEqual(before);
+          expect(await journal(project)).toEqual([]);
+          const described = await store.read((tx) => collectionReads(tx.project(project)).describeStored(all));
+          const rawBytes = described.map((entry) => entry!.rawBytes);
+          // Gone: every blob's but the last, the tree's (its annex too). Kept: the last blob's (not asked), the commit's, the formless blob's.
+          expect(rawBytes.slice(0, 23)).toEqual(ids.blobs.slice(0, 23).map(() => 0));
+          expect(rawBytes[23]).toBeGreaterThan(0);
+          expect(rawBytes[24]).toBe(0);
+          expect(rawBytes[25]).toBeGreaterThan(0);
+          expect(rawBytes[26]).toBeGreaterThan(0);
+          expect((await store.read((tx) => tx.project(project).getObjectsWithAnnex([ids.tree])))[0]).toEqual({ type: 'tree', body: ids.treeBody, annex: null });
+          const listed = new Map((await store.read((tx) => collectionReads(tx.project(project)).listStored(null, 100))).map((entry) => [oidToHex(entry.oid), entry]));
+          expect(all.map((oid) => listed.get(oidToHex(oid))!.formCompact)).toEqual([...ids.blobs.map(() => true), true, true, false]);
+          expect(all.map((oid) => listed.get(oidToHex(oid))!.raw)).toEqual(rawBytes.map((bytes) => bytes > 0));
+          // Again: nothing more to do, and nothing changes.
+          await store.write(async (tx) => collectionWrites(tx.project(project)).keepCompact(asked));
+          expect(await snapshot()).toEqual(before);
+          // A write that read the tree before its raw copy went commits over it (it stays readable).
+          let runs = 0;
+          const other = openStore();
+          try {
+            const parent = await store.write(async (tx) => {
+              runs++;
+              const p = collectionWrites(tx.project(project));
+              const [read] = await p.getObjectsWithAnnex([ids.blobs[23]]);
+              if (runs === 1) await other.write(async (otx) => collectionWrites(otx.project(project)).keepCompact([{ oid: ids.blobs[23], dropRaw: true }]));
+              return p.putObject('tree', encodeTree([{ name: 'kept', mode: '100644', oid: hashObject('blob', read!.body) }]));
+            });
+            expect(runs).toBe(1);
+            expect(await store.read((tx) => tx.project(project).hasObjects([parent]))).toEqual([true]);
+          } finally {
+            await other.close();
+          }
+          expect((await store.read((tx) => collectionReads(tx.project(project)).describeStored([ids.blobs[23]])))[0]!.rawBytes).toBe(0);
+          expect(await snapshot()).toEqual(before);
+          // A stored again object gets its raw copy back.
+          await store.write(async (tx) => void tx.project(project).putObject('tree', ids.treeBody, Buffer.from('sizes again')));
+          expect((await store.read((tx) => tx.project(project).getObjectsWithAnnex([ids.tree])))[0]!.annex).toEqual(Buffer.from('sizes again'));
+          await store.write(async (tx) => collectionWrites(tx.project(project)).endCollection());
         });
 
         it('lists every working tree record of a project', async () => {

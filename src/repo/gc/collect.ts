@@ -22,12 +22,21 @@
  *    still unmarked; its read of the journal is checked at its commit, so nothing a writer made
  *    reachable before that commit is removed. Writers that relied on a candidate being present
  *    are checked at their own commit (src/store/asyncTypes.ts) and run again.
- * 7. **Compact** (the backend's own step) and end the collection.
+ * 7. **Keep cold objects compactly**: what only history reaches loses its raw copy where a
+ *    pack-ready form can rebuild it, and its form moves into the backend's compact layout (LMDB's
+ *    shelves), in the order the mark met it (about history's order). The trees the working trees
+ *    and branch heads reach (the *hot* trees: writes patch them, listings read their size annex)
+ *    keep their raw copies; commits keep theirs (log reads them). Blobs, hot or not, are kept as
+ *    their forms: the working tree's blobs raw would take more room than git's whole repository
+ *    (README "Storage at rest"). Each write first marks the hot trees of the roots it commits over,
+ *    so a tree a writer made hot meanwhile (a restore, a branch at an old commit) keeps its raw copy.
+ * 8. **Compact** (the backend's own step) and end the collection.
  */
 import { randomUUID } from 'node:crypto';
 import { promisify } from 'node:util';
 import { deflate } from 'node:zlib';
 import type { Oid } from '../../git/oid.js';
+import { OidTable } from '../../git/oidTable.js';
 import type { AsyncStore, AsyncStoreReadTx, AsyncStoreWriteTx, CollectionReads, CollectionWrites, ProjectReads, ProjectWrites, RecordReads } from '../../store/asyncTypes.js';
 import type { CollectionState, ListedEntry } from '../../store/types.js';
 import type { Repo } from '../repo.js';
@@ -47,6 +56,10 @@ const LIST_PAGE_IDS = 500;
 const JOURNAL_TAKE_IDS = 2_000;
 /** Journal ids a sweep write walks itself; more are taken outside it first. */
 const JOURNAL_INLINE_IDS = 64;
+/** Objects kept compactly per write (step 7): a few milliseconds of LMDB work, a few shelves. */
+const COLD_BATCH_IDS = 500;
+/** Batched reads a cold write may make to mark trees made hot since the hot mark; more are made outside it first. */
+const HOT_INLINE_READS = 8;
 /** Forms rewritten whole per write, and bodies read for them per read. */
 const REWRITES_PER_WRITE = 256;
 const REWRITE_BODIES_PER_READ = 8;
@@ -91,7 +104,7 @@ export interface CollectOptions {
   onPhase?: (phase: CollectionPhase) => void;
 }
 
-export type CollectionPhase = 'grace' | 'mark' | 'list' | 'order' | 'rewrite' | 'sweep' | 'compact' | 'end';
+export type CollectionPhase = 'grace' | 'mark' | 'list' | 'order' | 'rewrite' | 'sweep' | 'cold' | 'compact' | 'end';
 
 export interface CollectionReport {
   project: number;
@@ -102,6 +115,8 @@ export interface CollectionReport {
   keptObjects: number;
   /** Kept objects whose delta form named a removed base, rewritten whole. */
   formsRewritten: number;
+  /** Step 7: raw copies dropped (objects now kept as their forms alone), and forms moved into the compact layout. */
+  coldKept: { rawDropped: number; formsMoved: number };
   /** What the backend's compaction rewrote and freed (null: it has none). */
   compaction: { rewrittenBytes: number; freedBytes: number } | null;
   /** From the end of the grace period to the end. */
@@ -132,6 +147,14 @@ const sleep = (ms: number, signal?: AbortSignal) =>
       reject(signal.reason);
     });
   });
+
+/** The trees of every working tree and branch head: the roots of the hot trees (step 7). */
+async function hotRoots(p: Pick<ProjectReads, 'listRefs' | 'getCommitInfos'> & Pick<CollectionReads, 'listWorkingTrees'>): Promise<Oid[]> {
+  const heads = await p.listRefs('refs/heads/');
+  const infos = await p.getCommitInfos(heads.map((ref) => ref.oid));
+  const workingTrees = await p.listWorkingTrees();
+  return [...workingTrees.map(({ state }) => state.tree), ...infos.flatMap((info) => (info ? [info.tree] : []))];
+}
 
 /**
  * Ends the collections whose collector has gone silent (it crashed, or was killed): their projects'
@@ -220,7 +243,8 @@ export class GarbageCollection {
     const started = performance.now();
     const { project } = this.repo;
     const reads = this.reads();
-    const marker = new Marker(reads, this.slicer);
+    const marker = new Marker(reads, this.slicer, { recordOrder: true });
+    const hot = new Marker(reads, this.slicer, { blobs: false });
 
     this.phase('mark');
     const roots = await this.repo.store.read(async (tx) => {
@@ -232,10 +256,14 @@ export class GarbageCollection {
     for (const oid of (await this.options.extraRoots?.()) ?? []) marker.add(oid, undefined);
     await marker.drain();
     await this.takeJournal(marker);
+    for (const tree of await hotRoots(reads)) hot.add(tree, 'tree');
+    await hot.drain();
 
     this.phase('list');
     const candidates = new Candidates();
     const rewrites: Array<{ oid: Oid; base: Oid }> = [];
+    // Step 7's work: kept objects whose raw copy can go, and those whose form is not kept compactly.
+    const cold = { dropRaw: new OidTable(), moveForm: new OidTable() };
     let keptObjects = 0;
     for (let after: Oid | null = null; ; ) {
       const page: ListedEntry[] = await reads.listStored(after, LIST_PAGE_IDS);
@@ -246,7 +274,14 @@ export class GarbageCollection {
           continue;
         }
         keptObjects++;
-        if (entry.formBase && !marker.isMarked(entry.formBase)) rewrites.push({ oid: entry.oid, base: entry.formBase });
+        if (!entry.form) continue;
+        if (entry.raw && !entry.commit && !hot.isMarked(entry.oid)) cold.dropRaw.add(entry.oid);
+        if (!entry.formCompact) cold.moveForm.add(entry.oid);
+        if (entry.formBase && !marker.isMarked(entry.formBase)) {
+          rewrites.push({ oid: entry.oid, base: entry.formBase });
+          // Rewritten whole as a value of its own: moved afterwards.
+          cold.moveForm.add(entry.oid);
+        }
       }
       // Only candidates are read whole (their types, sizes and delta depths); what is kept is not.
       for (const entry of unmarked.length > 0 ? await reads.describeStored(unmarked) : []) if (entry) candidates.add(entry);
@@ -274,8 +309,12 @@ export class GarbageCollection {
       await this.slicer.pause();
     }
 
+    this.phase('cold');
+    const coldKept = await this.keepColdCompact(marker, hot, cold);
+
     this.phase('compact');
-    const collected = { removedIds: removed.objects, keptIds: keptObjects };
+    // Dropped raw copies and moved forms leave pages sparse as removals do.
+    const collected = { removedIds: removed.objects + coldKept.rawDropped + coldKept.formsMoved, keptIds: keptObjects };
     const compaction = this.repo.store.compactAfterCollection ? await this.repo.store.compactAfterCollection(project, collected) : null;
 
     this.phase('end');
@@ -286,6 +325,7 @@ export class GarbageCollection {
       removedBytes: removed.bytes,
       keptObjects,
       formsRewritten,
+      coldKept,
       compaction,
       durationMs: performance.now() - started,
     };
@@ -410,6 +450,54 @@ export class GarbageCollection {
       this.checkSignal();
     }
     return rewritten;
+  }
+
+  /**
+   * Step 7: the objects of `cold` kept compactly, in the order the mark met them, a write of
+   * COLD_BATCH_IDS at a time. Each write first marks, with its own reads (checked at its commit),
+   * the hot trees of the roots it commits over, and keeps the raw copy of every hot tree: a tree a
+   * writer made hot after the hot mark (a restore, a branch at an old commit, a directory written
+   * back to an old state) keeps its raw copy. A hot walk of more than HOT_INLINE_READS reads is
+   * made outside the write first. Nothing here makes an object unreadable (its form stays), so no
+   * writer or reader has to be checked against it.
+   */
+  private async keepColdCompact(marker: Marker, hot: Marker, cold: { dropRaw: OidTable; moveForm: OidTable }): Promise<{ rawDropped: number; formsMoved: number }> {
+    const total = { rawDropped: 0, formsMoved: 0 };
+    const order = marker.order!;
+    let batch: Array<{ oid: Oid; dropRaw: boolean; moveForm: boolean }> = [];
+    const flush = async () => {
+      const kept = await this.keepBatchCompact(batch, hot);
+      total.rawDropped += kept.rawDropped;
+      total.formsMoved += kept.formsMoved;
+      batch = [];
+      await this.slicer.pause();
+      this.checkSignal();
+    };
+    for (let at = 0; at < order.length; at++) {
+      const oid = order.at(at);
+      const dropRaw = cold.dropRaw.has(oid);
+      const moveForm = cold.moveForm.has(oid);
+      if (!dropRaw && !moveForm) continue;
+      batch.push({ oid: Buffer.from(oid), dropRaw, moveForm });
+      if (batch.length >= COLD_BATCH_IDS) await flush();
+    }
+    if (batch.length > 0) await flush();
+    return total;
+  }
+
+  private async keepBatchCompact(batch: ReadonlyArray<{ oid: Oid; dropRaw: boolean; moveForm: boolean }>, hot: Marker): Promise<{ rawDropped: number; formsMoved: number }> {
+    for (;;) {
+      const kept = await this.repo.store.write(async (tx) => {
+        const p = await this.ours(tx);
+        for (const tree of await hotRoots(p)) hot.add(tree, 'tree');
+        if (!(await hot.drain(p as MarkReads, HOT_INLINE_READS))) return null;
+        const objects = batch.map(({ oid, dropRaw }) => ({ oid, dropRaw: dropRaw && !hot.isMarked(oid) }));
+        p.keepCompact(objects);
+        return { rawDropped: objects.filter(({ dropRaw }) => dropRaw).length, formsMoved: batch.filter(({ moveForm }) => moveForm).length };
+      });
+      if (kept) return kept;
+      await hot.drain();
+    }
   }
 
   /**

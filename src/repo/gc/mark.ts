@@ -12,6 +12,10 @@
  * With `followForms`, a newly marked object whose pack-ready form is a delta marks its base too
  * (and what the base references): an object marked after the collector listed the store keeps its
  * form's chain; objects marked before are dealt with by rewriting forms (collect.ts).
+ *
+ * Options: `blobs: false` marks trees only (the hot trees of collect.ts, which keep their raw
+ * copies); `recordOrder` keeps the ids in the order they were marked (OidStack `order`), which is
+ * about the order of history, a batch of commits at a time: collect.ts shelves cold forms in it.
  */
 import { decodeTag } from '../../git/tag.js';
 import { ENTRY_FILE, ENTRY_TREE, TreeCursor } from '../../git/tree.js';
@@ -28,7 +32,7 @@ const TREES_PER_READ = 128;
 export type MarkReads = Pick<ProjectReads, 'getCommitInfos' | 'getObjects'> & Pick<CollectionReads, 'describeStored'>;
 
 /** A stack of ids in one growing buffer (no object per id). */
-class OidStack {
+export class OidStack {
   private bytes = Buffer.alloc(64 * 20);
   private count = 0;
 
@@ -44,6 +48,11 @@ class OidStack {
     }
     this.bytes.set(oid.subarray(offset, offset + 20), this.count * 20);
     this.count++;
+  }
+
+  /** The id at `index` from the bottom, as a view (valid until the next push). */
+  at(index: number): Uint8Array {
+    return this.bytes.subarray(index * 20, (index + 1) * 20);
   }
 
   /** Up to `max` ids from the top, as copies. */
@@ -69,11 +78,18 @@ export class Marker {
   private readonly unknown = new OidStack();
   /** Newly marked ids whose forms are to be looked at (followForms). */
   private readonly formsToLook = new OidStack();
+  /** Every id marked, in the order marked, when asked for (recordOrder). */
+  readonly order: OidStack | null;
+  private readonly blobs: boolean;
 
   constructor(
     private readonly reads: MarkReads,
     private readonly slicer = new Slicer(),
-  ) {}
+    options: { blobs?: boolean; recordOrder?: boolean } = {},
+  ) {
+    this.blobs = options.blobs ?? true;
+    this.order = options.recordOrder ? new OidStack() : null;
+  }
 
   isMarked(oid: Uint8Array, offset = 0): boolean {
     return this.marked.has(oid, offset);
@@ -81,7 +97,9 @@ export class Marker {
 
   /** Marks `oid` (of `type`, when known) and, once `drain` runs, everything it references. */
   add(oid: Uint8Array, type: ObjectType | undefined, offset = 0): void {
+    if (type === 'blob' && !this.blobs) return;
     if (!this.marked.add(oid, offset)) return;
+    this.order?.push(oid, offset);
     this.queue(oid, type, offset);
     if (this.followForms) this.formsToLook.push(oid, offset);
   }
@@ -98,17 +116,25 @@ export class Marker {
     else if (type === undefined) this.unknown.push(oid, offset);
   }
 
-  /** Walks until everything marked has had its references marked; `reads` may be a write's. */
-  async drain(reads: MarkReads = this.reads): Promise<void> {
-    for (;;) {
+  /**
+   * Walks until everything marked has had its references marked; `reads` may be a write's. With
+   * `readsMax`, stops after that many batched reads: false when work is left (a later drain goes on).
+   */
+  async drain(reads: MarkReads = this.reads, readsMax = Infinity): Promise<boolean> {
+    for (let done = 0; ; done++) {
+      if (done >= readsMax && this.pending) return false;
       if (this.unknown.length > 0) await this.typeUnknown(reads);
       else if (this.formsToLook.length > 0) await this.lookAtForms(reads);
       else if (this.commits.length > 0) await this.walkCommits(reads);
       else if (this.tags.length > 0) await this.walkTags(reads);
       else if (this.trees.length > 0) await this.walkTrees(reads);
-      else return;
+      else return true;
       await this.slicer.pause();
     }
+  }
+
+  private get pending(): boolean {
+    return this.unknown.length + this.formsToLook.length + this.commits.length + this.tags.length + this.trees.length > 0;
   }
 
   private async typeUnknown(reads: MarkReads): Promise<void> {
