@@ -13,22 +13,35 @@
  * - clone: `git clone --bare` from the server; the pack as received beside the pack of
  *   `git repack -adf` of that same clone (pack.threads=1), the delta count and deepest chain of
  *   each (`git verify-pack -v`); our pack must pass `index-pack --strict` and the clone `fsck --strict`;
- * - store: data.mdb (disk blocks, LMDB's pages in use per database) beside git's pack and index.
+ * - store before the collection: data.mdb (disk blocks, LMDB's pages in use per database);
+ * - reads before the collection, on a server started again (caches empty): a listing, log, an old
+ *   commit, current files, search, blame, compare and archive, the first call and the median of three more;
+ * - the collection: `treehouse gc --grace 0` in a process of its own (issue 13 item 7: cold objects
+ *   kept as their forms alone, forms in shelves; README "Garbage collection");
+ * - store after it beside git's pack and index (the repository after `git repack -adf`): LMDB's
+ *   pages in use, the project's databases apart from `records` (the server's event log, keys and
+ *   counters), and the data file, which LMDB never shrinks (its free pages are reused);
+ * - the same reads after it, on a server started again; and a clone again, which must bring the
+ *   same objects (`git rev-list --objects --all`) and pass `fsck --strict`.
  *
- *   npx tsx bench/apiHistory.ts [--commits=N] [--files=N] [--work=DIR] [--result=FILE] [--keep]
+ *   npx tsx bench/apiHistory.ts [--commits=N] [--files=N] [--gc-every=N] [--work=DIR] [--result=FILE] [--keep]
  *
- * The replay's API time is reported too (the writes' latency, which the background search must not
- * raise), and how long the deflate cache took to catch up after the last write.
+ * --gc-every=N runs the server's collection schedule during the replay (TREEHOUSE_GC_NEW_OBJECTS=N,
+ * a grace period of one second), as a server that runs for days collects, so the data file's size
+ * shows what the store keeps between collections. The replay's API time is reported too (the
+ * writes' latency, which the background search must not raise), and how long the deflate cache
+ * took to catch up after the last write.
  */
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { cpSync, mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { isolatedGitEnv } from '../fixtures/gitEnv.js';
 import { HISTORY_DEFAULTS, writeHistoryRepo } from '../fixtures/history.js';
 import { mixSeed, mulberry32, sentence, type Rng } from '../fixtures/sourceTree.js';
-import { startServerProcess, type ServerProcess } from '../test/support/process.js';
+import { repoRoot, startServerProcess, type ServerProcess } from '../test/support/process.js';
 import { api, deflateCatchUp, measureStore, packBytesIn, runGit } from './history.js';
 import type { StoreBytes } from './historyReport.js';
+import { summarise } from './measure.js';
 
 const GIT_ENV = isolatedGitEnv({ noAutoGc: true });
 /** Files per batch of the first commit's import (a request body of a few MB). */
@@ -57,14 +70,30 @@ interface PackStats {
   depthMax: number;
 }
 
+/** One read through the API, timed on a server just started: its first call, and the median of the next READ_REPEATS. */
+export interface ReadTiming {
+  firstMs: number;
+  medianMs: number;
+}
+
 export interface ApiHistoryResult {
   commits: number;
   files: number;
-  replay: { commits: number; requests: number; apiMs: number; wallMs: number; copies: number; copyMoves: number; copyEdits: number };
+  replay: { commits: number; requests: number; apiMs: number; wallMs: number; copies: number; copyMoves: number; copyEdits: number; gcEvery: number | null };
   deflateCatchUpMs: number;
-  clone: { ours: PackStats; gitRepack: PackStats; ratio: number; fsckClean: boolean; indexPackClean: boolean };
-  store: StoreBytes & { gitStoreBytes: number; ratio: number };
+  clone: { ours: PackStats; gitRepack: PackStats; ratio: number; fsckClean: boolean; indexPackClean: boolean; afterGc: { bytes: number; sameObjects: boolean; fsckClean: boolean } };
+  /** `treehouse gc --grace 0` after the replay: its wall time and what it printed. */
+  gc: { ms: number; output: string };
+  storeBeforeGc: StoreBytes;
+  /** After the collection; `projectBytes` is usedBytes without `records`. */
+  store: StoreBytes & { gitStoreBytes: number; ratio: number; projectBytes: number; projectRatio: number };
+  reads: Array<{ name: string; before: ReadTiming; after: ReadTiming }>;
 }
+
+/** Calls of each read after its first. */
+const READ_REPEATS = 3;
+/** Current files read one request each. */
+const READ_FILES = 100;
 
 function gitSync(args: string[], cwd: string, input?: string): Buffer {
   const result = spawnSync('git', args, { cwd, env: GIT_ENV, input, maxBuffer: 1 << 30 });
@@ -128,7 +157,92 @@ function nearCopy(rng: Rng, text: string, label: string): string {
   return `// ${label}: started from a copy\n${lines.join('\n')}`;
 }
 
-export async function runApiHistoryBench(options: { commits: number; files: number; work: string; progress?: (text: string) => void }): Promise<ApiHistoryResult> {
+/** Runs `treehouse gc` on a data directory, in a process of its own; resolves with its output, rejects when it fails. */
+function treehouseGc(dataDir: string): Promise<{ ms: number; output: string }> {
+  return new Promise((resolve, reject) => {
+    const started = performance.now();
+    const child = spawn(process.execPath, ['--import', 'tsx', join(repoRoot, 'src', 'cli.ts'), 'gc', '--grace', '0'], {
+      cwd: repoRoot,
+      env: { ...process.env, TREEHOUSE_DATA_DIR: dataDir, TREEHOUSE_LOG_LEVEL: 'warn' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let output = '';
+    child.stdout.on('data', (chunk) => (output += chunk));
+    child.stderr.on('data', (chunk) => (output += chunk));
+    child.on('close', (code) => (code === 0 ? resolve({ ms: performance.now() - started, output: output.trim() }) : reject(new Error(`treehouse gc exited ${code}: ${output}`))));
+  });
+}
+
+interface ReadPlan {
+  projectId: string;
+  /** A commit about half way down main's history. */
+  oldCommit: string;
+  /** Paths of the working tree, for READ_FILES reads. */
+  paths: string[];
+  /** The path written most often, for blame. */
+  busiestPath: string;
+}
+
+/** GETs `path` and reads the whole answer; rejects on an error status. */
+async function timedGet(server: ServerProcess, key: string, path: string): Promise<number> {
+  const started = performance.now();
+  const response = await fetch(`${server.url}/api/v1${path}`, { headers: { authorization: `Bearer ${key}` } });
+  await response.arrayBuffer();
+  if (response.status >= 400) throw new Error(`GET ${path}: ${response.status}`);
+  return performance.now() - started;
+}
+
+/** The reads of the header, each timed on `server` (just started: its caches are empty for the first call). */
+async function timeReads(server: ServerProcess, key: string, plan: ReadPlan): Promise<Array<{ name: string; timing: ReadTiming }>> {
+  const base = `/projects/${plan.projectId}`;
+  const reads: Array<{ name: string; run: () => Promise<number> }> = [
+    { name: 'list the working tree (GET files)', run: () => timedGet(server, key, `${base}/files?branch=main`) },
+    { name: 'log of 200', run: () => timedGet(server, key, `${base}/git/log?branch=main&limit=200`) },
+    { name: 'an old commit, content=false (half way down main)', run: () => timedGet(server, key, `${base}/git/commits/${plan.oldCommit}?content=false`) },
+    {
+      name: `${READ_FILES} current files, a request each (total)`,
+      run: async () => {
+        let total = 0;
+        for (const path of plan.paths) total += await timedGet(server, key, `${base}/files/${path.split('/').map(encodeURIComponent).join('/')}?branch=main`);
+        return total;
+      },
+    },
+    { name: 'search the working tree (a string no file holds: every file read)', run: () => timedGet(server, key, `${base}/search?q=${encodeURIComponent('no file holds this')}&limit=1000`) },
+    { name: 'blame of the file written most often', run: () => timedGet(server, key, `${base}/git/blame/${plan.busiestPath.split('/').map(encodeURIComponent).join('/')}?ref=main`) },
+    { name: 'compare the old commit with main, no patch', run: () => timedGet(server, key, `${base}/git/compare?base=${plan.oldCommit}&head=main&patch=false`) },
+    { name: 'archive of main (tar.gz)', run: () => timedGet(server, key, `${base}/git/archive?ref=main&format=tar.gz`) },
+  ];
+  const out: Array<{ name: string; timing: ReadTiming }> = [];
+  for (const read of reads) {
+    const firstMs = await read.run();
+    const rest: number[] = [];
+    for (let i = 0; i < READ_REPEATS; i++) rest.push(await read.run());
+    out.push({ name: read.name, timing: { firstMs, medianMs: summarise(rest).medianMs } });
+  }
+  return out;
+}
+
+async function startOn(dataDir: string, env: Record<string, string> = {}): Promise<ServerProcess> {
+  return startServerProcess({ TREEHOUSE_DATA_DIR: dataDir, TREEHOUSE_RATE_PER_SECOND: '0', TREEHOUSE_LOG_LEVEL: 'warn', ...env });
+}
+
+async function stop(server: ServerProcess): Promise<void> {
+  if (server.child.exitCode !== null) return;
+  server.child.kill('SIGTERM');
+  await server.exited;
+}
+
+/** The ids `git rev-list --objects --all` lists in a repository, sorted. */
+function reachableIds(repo: string): string[] {
+  return gitSync(['rev-list', '--objects', '--all'], repo)
+    .toString('utf8')
+    .split('\n')
+    .filter(Boolean)
+    .map((line) => line.slice(0, 40))
+    .sort();
+}
+
+export async function runApiHistoryBench(options: { commits: number; files: number; work: string; gcEvery?: number; progress?: (text: string) => void }): Promise<ApiHistoryResult> {
   const progress = options.progress ?? ((text: string) => process.stderr.write(`[api-history] ${text}\n`));
   rmSync(options.work, { recursive: true, force: true });
   mkdirSync(options.work, { recursive: true });
@@ -146,7 +260,8 @@ export async function runApiHistoryBench(options: { commits: number; files: numb
     });
 
   const dataDir = join(options.work, 'data');
-  const server: ServerProcess = await startServerProcess({ TREEHOUSE_DATA_DIR: dataDir, TREEHOUSE_RATE_PER_SECOND: '0', TREEHOUSE_LOG_LEVEL: 'warn' });
+  const gcEvery = options.gcEvery && options.gcEvery > 0 ? options.gcEvery : null;
+  let server: ServerProcess = await startOn(dataDir, gcEvery ? { TREEHOUSE_GC_NEW_OBJECTS: String(gcEvery), TREEHOUSE_GC_GRACE_SECONDS: '1' } : {});
   const key = /API key for team default: (\S+)/.exec(server.output())?.[1];
   if (!key) throw new Error('the server printed no API key');
   const rng = mulberry32(mixSeed(REPLAY_SEED, options.commits));
@@ -165,6 +280,8 @@ export async function runApiHistoryBench(options: { commits: number; files: numb
     // The fixture's paths and blobs as replayed so far, and the copies (path → content) made beside them.
     const blobAt = new Map<string, string>();
     const copies = new Map<string, string>();
+    const writesOf = new Map<string, number>();
+    const commitOids: string[] = [];
     let copyDirs = 0;
     const replayStarted = performance.now();
     for (const [index, commit] of commits.entries()) {
@@ -225,7 +342,9 @@ export async function runApiHistoryBench(options: { commits: number; files: numb
       for (let at = 0; at < Math.max(writes.length, deletes.length > 0 ? 1 : 0); at += IMPORT_BATCH_FILES) {
         await call('POST', `${files}/batch`, { branch: 'main', files: writes.slice(at, at + IMPORT_BATCH_FILES), ...(at === 0 && deletes.length > 0 ? { deletes } : {}) });
       }
-      await call('POST', `/projects/${projectId}/git/commit`, { branch: 'main', message: commit.message, author: { name: commit.name, email: commit.email } });
+      if (index > 0) for (const write of writes) writesOf.set(write.path, (writesOf.get(write.path) ?? 0) + 1);
+      const made = await call('POST', `/projects/${projectId}/git/commit`, { branch: 'main', message: commit.message, author: { name: commit.name, email: commit.email } });
+      commitOids.push(made.commit.oid as string);
       if ((index + 1) % 500 === 0) progress(`replayed ${index + 1}/${commits.length} commits`);
     }
     const wallMs = performance.now() - replayStarted;
@@ -234,9 +353,10 @@ export async function runApiHistoryBench(options: { commits: number; files: numb
     progress(`deflate cache caught up ${(deflateCatchUpMs / 1000).toFixed(1)} s after the last write`);
 
     const clone = join(options.work, 'clone.git');
-    const url = `${server.url.replace('http://', `http://git:${key}@`)}/git/${projectId}.git`;
-    await runGit(['clone', '-q', '--bare', url, clone]);
+    const cloneUrl = (served: ServerProcess) => `${served.url.replace('http://', `http://git:${key}@`)}/git/${projectId}.git`;
+    await runGit(['clone', '-q', '--bare', cloneUrl(server), clone]);
     const ours = packStats(join(clone, 'objects', 'pack'));
+    const clonedIds = reachableIds(clone);
     let fsckClean = false;
     let indexPackClean = false;
     try {
@@ -255,24 +375,65 @@ export async function runApiHistoryBench(options: { commits: number; files: numb
     const gitStoreBytes = packBytesIn(repacked, ['.pack', '.idx']);
     progress(`clone pack ${(ours.bytes / 1024 ** 2).toFixed(2)} MB (${ours.deltas} deltas of ${ours.objects}), git repack -adf ${(gitRepack.bytes / 1024 ** 2).toFixed(2)} MB (${gitRepack.deltas} deltas): ${(ours.bytes / gitRepack.bytes).toFixed(3)}x`);
 
-    server.child.kill('SIGTERM');
-    await server.exited;
-    const store = measureStore(dataDir);
-    progress(`store: data.mdb ${(store.usedBytes / 1024 ** 2).toFixed(1)} MB in use (${Object.entries(store.usedBytesByDb).map(([name, bytes]) => `${name} ${(bytes / 1024 ** 2).toFixed(1)}`).join(', ')}), git ${(gitStoreBytes / 1024 ** 2).toFixed(1)} MB: ${(store.usedBytes / gitStoreBytes).toFixed(2)}x`);
+    await stop(server);
+    const describe = (store: StoreBytes) =>
+      `data.mdb ${megabytes(store.fileBytes)} on disk, ${megabytes(store.usedBytes)} in use (${Object.entries(store.usedBytesByDb).map(([name, bytes]) => `${name} ${megabytes(bytes)}`).join(', ')})`;
+    const storeBeforeGc = measureStore(dataDir);
+    progress(`store before the collection: ${describe(storeBeforeGc)}`);
+
+    // Reads on a server just started, before and after the collection.
+    const busiestPath = [...writesOf].filter(([path]) => blobAt.has(path)).sort((a, b) => b[1] - a[1])[0][0];
+    const paths = [...blobAt.keys()].sort();
+    const plan: ReadPlan = {
+      projectId,
+      oldCommit: commitOids[Math.floor(commitOids.length / 2)],
+      paths: Array.from({ length: Math.min(READ_FILES, paths.length) }, (_, i) => paths[Math.floor((i * paths.length) / Math.min(READ_FILES, paths.length))]),
+      busiestPath,
+    };
+    server = await startOn(dataDir);
+    const readsBefore = await timeReads(server, key, plan);
+    await stop(server);
+
+    const gc = await treehouseGc(dataDir);
+    progress(`treehouse gc --grace 0 in ${(gc.ms / 1000).toFixed(1)} s: ${gc.output.split('\n').slice(-2).join(' / ')}`);
+    const stored = measureStore(dataDir);
+    const projectBytes = stored.usedBytes - (stored.usedBytesByDb.records ?? 0);
+    progress(`store after the collection: ${describe(stored)}; the project's ${megabytes(projectBytes)}, git ${megabytes(gitStoreBytes)}: ${(projectBytes / gitStoreBytes).toFixed(2)}x (${(stored.usedBytes / gitStoreBytes).toFixed(2)}x with records)`);
+
+    server = await startOn(dataDir);
+    const readsAfter = await timeReads(server, key, plan);
+    const cloneAfter = join(options.work, 'clone-after-gc.git');
+    await runGit(['clone', '-q', '--bare', cloneUrl(server), cloneAfter]);
+    const afterGc = { bytes: packBytesIn(cloneAfter), sameObjects: false, fsckClean: false };
+    afterGc.sameObjects = JSON.stringify(reachableIds(cloneAfter)) === JSON.stringify(clonedIds);
+    try {
+      await runGit(['fsck', '--strict', '--no-dangling'], { cwd: cloneAfter });
+      afterGc.fsckClean = true;
+    } catch (error) {
+      progress(`fsck of the clone after the collection failed: ${(error as Error).message}`);
+    }
+    await stop(server);
+    progress(`clone after the collection ${megabytes(afterGc.bytes)} (before ${megabytes(ours.bytes)}), same objects: ${afterGc.sameObjects}, fsck clean: ${afterGc.fsckClean}`);
+    const reads = readsBefore.map(({ name, timing }, i) => ({ name, before: timing, after: readsAfter[i].timing }));
+    for (const read of reads) progress(`${read.name}: before ${read.before.firstMs.toFixed(1)} ms first, ${read.before.medianMs.toFixed(1)} ms then; after ${read.after.firstMs.toFixed(1)} ms, ${read.after.medianMs.toFixed(1)} ms`);
     return {
       commits: commits.length,
       files: fixture.files,
-      replay: { commits: commits.length, requests: counts.requests, apiMs: counts.apiMs, wallMs, copies: counts.copies, copyMoves: counts.copyMoves, copyEdits: counts.copyEdits },
+      replay: { commits: commits.length, requests: counts.requests, apiMs: counts.apiMs, wallMs, copies: counts.copies, copyMoves: counts.copyMoves, copyEdits: counts.copyEdits, gcEvery },
       deflateCatchUpMs,
-      clone: { ours, gitRepack, ratio: ours.bytes / gitRepack.bytes, fsckClean, indexPackClean },
-      store: { ...store, gitStoreBytes, ratio: store.usedBytes / gitStoreBytes },
+      clone: { ours, gitRepack, ratio: ours.bytes / gitRepack.bytes, fsckClean, indexPackClean, afterGc },
+      gc,
+      storeBeforeGc,
+      store: { ...stored, gitStoreBytes, ratio: stored.usedBytes / gitStoreBytes, projectBytes, projectRatio: projectBytes / gitStoreBytes },
+      reads,
     };
   } finally {
-    if (server.child.exitCode === null) {
-      server.child.kill('SIGTERM');
-      await server.exited;
-    }
+    await stop(server);
   }
+}
+
+function megabytes(bytes: number): string {
+  return `${(bytes / 1024 ** 2).toFixed(1)} MB`;
 }
 
 if (process.argv[1] && import.meta.filename === process.argv[1]) {
@@ -281,6 +442,7 @@ if (process.argv[1] && import.meta.filename === process.argv[1]) {
   const result = await runApiHistoryBench({
     commits: Number(value('commits') ?? HISTORY_DEFAULTS.project.commits),
     files: Number(value('files') ?? HISTORY_DEFAULTS.project.files),
+    gcEvery: Number(value('gc-every') ?? 0),
     work,
   });
   const resultPath = value('result');
