@@ -21,7 +21,11 @@
  * within each repetition so load from elsewhere falls on both.
  *
  *   npx tsx bench/history.ts [--histories=project,big-file] [--reps=3] [--commits=N] [--big-commits=N]
- *     [--work=DIR] [--result=FILE] [--profile=DIR] [--keep]
+ *     [--work=DIR] [--result=FILE] [--profile=DIR] [--no-api] [--keep]
+ *
+ * Then (unless --no-api) the realistic history written through the API instead (bench/apiHistory.ts):
+ * its clone, and its store after a collection (`treehouse gc`) beside git's, with reads before and
+ * after the collection (issue 13 item 7).
  *
  * --profile=DIR runs the server of the last seed, the serving server (clones and fetches) and the
  * server of the last push with --cpu-prof into DIR/seed-<history>, serve-<history> and
@@ -37,6 +41,7 @@ import { isolatedGitEnv } from '../fixtures/gitEnv.js';
 import { HISTORY_DEFAULTS, writeHistoryRepo, type HistoryKind } from '../fixtures/history.js';
 import { startGitHttpBackend, type GitHttpBackend } from '../test/support/httpBackend.js';
 import { startServerProcess, type ServerProcess } from '../test/support/process.js';
+import { runApiHistoryBench } from './apiHistory.js';
 import { FETCH_COMMITS, historyTables, type HistoryBenchResult, type HistoryRun, type StoreBytes } from './historyReport.js';
 import { sampleMemory, summarise, type Summary } from './measure.js';
 
@@ -378,6 +383,8 @@ export async function runHistoryBench(options: {
   bigCommits?: number;
   work: string;
   profileDir?: string;
+  /** Also the realistic history written through the API (bench/apiHistory.ts), its store after a collection beside git's. */
+  api?: boolean;
   progress?: (text: string) => void;
 }): Promise<HistoryBenchResult> {
   const started = performance.now();
@@ -403,14 +410,24 @@ export async function runHistoryBench(options: {
   } finally {
     await backend.close();
   }
-  return { reps: options.reps, durationSeconds: (performance.now() - started) / 1000, runs, profiles: ctx.profiles };
+  let api: HistoryBenchResult['api'];
+  if (options.api) {
+    try {
+      const defaults = HISTORY_DEFAULTS.project;
+      api = await runApiHistoryBench({ commits: options.commits ?? defaults.commits, files: defaults.files, work: join(options.work, 'api-history'), progress: (text) => ctx.progress(`api: ${text}`) });
+    } catch (error) {
+      api = { failed: (error as Error).message };
+      ctx.progress(`api history failed: ${(error as Error).message}`);
+    }
+  }
+  return { reps: options.reps, durationSeconds: (performance.now() - started) / 1000, runs, profiles: ctx.profiles, ...(api ? { api } : {}) };
 }
 
 if (process.argv[1] && import.meta.filename === process.argv[1]) {
   const value = (name: string) => process.argv.find((arg) => arg.startsWith(`--${name}=`))?.slice(name.length + 3);
   const number = (name: string) => (value(name) === undefined ? undefined : Number(value(name)));
   const work = value('work') ?? join(import.meta.dirname, '.work', 'history');
-  const histories = (value('histories')?.split(',') ?? ['project', 'big-file']) as HistoryKind[];
+  const histories = (value('histories')?.split(',').filter(Boolean) ?? ['project', 'big-file']) as HistoryKind[];
   const result = await runHistoryBench({
     histories,
     reps: number('reps') ?? DEFAULT_REPS,
@@ -418,6 +435,7 @@ if (process.argv[1] && import.meta.filename === process.argv[1]) {
     bigCommits: number('big-commits'),
     work,
     profileDir: value('profile'),
+    api: !process.argv.includes('--no-api'),
   });
   const resultPath = value('result');
   if (resultPath) writeFileSync(resultPath, JSON.stringify(result));

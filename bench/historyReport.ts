@@ -3,6 +3,7 @@
  * beside git http-backend, and the targets of issue 13 (item 5, and item 7's bound on the store).
  */
 import type { HistoryKind, HistoryRepo } from '../fixtures/history.js';
+import type { ApiHistoryResult } from './apiHistory.js';
 import type { Summary } from './measure.js';
 
 /** The fetch scenario asks for the last this many commits of main's first-parent line. */
@@ -64,9 +65,12 @@ export interface HistoryBenchResult {
   durationSeconds: number;
   runs: HistoryRun[];
   profiles: string[];
+  /** The realistic history written through the API (bench/apiHistory.ts); absent in older results or with --no-api. */
+  api?: ApiHistoryResult | { failed: string };
 }
 
 const HISTORY_TITLES: Record<HistoryKind, string> = { project: 'realistic project', 'big-file': 'one big file' };
+const API_HISTORY_TITLE = 'realistic project, written through the API';
 
 function seconds(summary: Summary | null): string {
   if (!summary) return 'failed';
@@ -119,11 +123,53 @@ export function historyTargets(result: HistoryBenchResult, clone100k?: { ms: num
     const storeRatio = ratio(run.store?.fileBytes, run.gitStoreBytes);
     out.push({ history: title, target: `store ≤ ${t.storeRatioMax}x git's after git repack -adf, pack and index (item 7)`, measured: `${ratioText(storeRatio)} (${megabytes(run.store?.fileBytes)} vs ${megabytes(run.gitStoreBytes)})`, verdict: judge(storeRatio, t.storeRatioMax) });
   }
+  const api = result.api && !('failed' in result.api) ? result.api : null;
+  if (api) {
+    const title = API_HISTORY_TITLE;
+    const bytes = api.clone.ratio;
+    out.push({ history: title, target: `clone pack ≤ ${t.clonePackRatioMax}x the git repack -adf pack`, measured: `${ratioText(bytes)} (${megabytes(api.clone.ours.bytes)} vs ${megabytes(api.clone.gitRepack.bytes)})`, verdict: judge(bytes, t.clonePackRatioMax) });
+    out.push({
+      history: title,
+      target: `store ≤ ${t.storeRatioMax}x git's after git repack -adf, pack and index (item 7): the project's LMDB pages in use after a collection`,
+      measured: `${ratioText(api.store.projectRatio)} (${megabytes(api.store.projectBytes)} vs ${megabytes(api.store.gitStoreBytes)})`,
+      verdict: judge(api.store.projectRatio, t.storeRatioMax),
+    });
+  }
   if (clone100k) {
     out.push({ history: '100,000 files, one commit', target: `clone ≤ ${(t.clone100kMs / 1000).toFixed(1)} s (bench/clone.ts)`, measured: `${(clone100k.ms / 1000).toFixed(2)} s`, verdict: judge(clone100k.ms, t.clone100kMs) });
     out.push({ history: '100,000 files, one commit', target: `server anonymous RSS < ${t.clone100kAnonBytesMax / 1024 ** 2} MB`, measured: megabytes(clone100k.anonBytes), verdict: clone100k.anonBytes < t.clone100kAnonBytesMax ? 'pass' : 'FAIL' });
   }
   return out;
+}
+
+const byDbText = (bytes: Record<string, number>) =>
+  Object.entries(bytes)
+    .filter(([, value]) => value > 0)
+    .map(([db, value]) => `${db} ${megabytes(value)}`)
+    .join(', ');
+
+/** The API-written history's store before and after its collection beside git's, and its reads before and after. */
+function apiHistoryLines(result: HistoryBenchResult): string[] {
+  if (!result.api) return [];
+  if ('failed' in result.api) return ['', `The realistic history written through the API (bench/apiHistory.ts) failed: ${result.api.failed.replace(/\|/g, '/')}`];
+  const api = result.api;
+  const ms = (value: number) => (value >= 1000 ? `${(value / 1000).toFixed(2)} s` : `${value.toFixed(1)} ms`);
+  return [
+    '',
+    `The realistic history written through the API instead (bench/apiHistory.ts): main's ${api.replay.commits} first-parent commits replayed as batch writes, moves and commits (${api.replay.requests} requests, ${ms(api.replay.apiMs / api.replay.requests)} each${api.replay.gcEvery ? `, the collection schedule on every ${api.replay.gcEvery} new objects` : ''}), then \`treehouse gc --grace 0\` (${ms(api.gc.ms)}). Store sizes are LMDB's pages in use; \`records\` is the server's own (its event log, keys, counters), not the project's. Reads are timed on a server just started, before and after the collection: the first call, then the median of three.`,
+    '',
+    '| store | Treehouse | git repack -adf (pack and index) | ours/git |',
+    '|---|---:|---:|---:|',
+    `| before the collection: pages in use (${byDbText(api.storeBeforeGc.usedBytesByDb)}) | ${megabytes(api.storeBeforeGc.usedBytes)} | ${megabytes(api.store.gitStoreBytes)} | ${ratioText(api.storeBeforeGc.usedBytes / api.store.gitStoreBytes)} |`,
+    `| after it: the project's pages in use (${byDbText({ ...api.store.usedBytesByDb, records: 0 })}) | ${megabytes(api.store.projectBytes)} | ${megabytes(api.store.gitStoreBytes)} | ${ratioText(api.store.projectRatio)} |`,
+    `| after it, with records (${megabytes(api.store.usedBytesByDb.records ?? 0)}) | ${megabytes(api.store.usedBytes)} | ${megabytes(api.store.gitStoreBytes)} | ${ratioText(api.store.ratio)} |`,
+    `| data.mdb on disk after it (LMDB reuses freed pages, never shrinks the file; ${megabytes(api.storeBeforeGc.fileBytes)} before) | ${megabytes(api.store.fileBytes)} | ${megabytes(api.store.gitStoreBytes)} | ${ratioText(api.store.fileBytes / api.store.gitStoreBytes)} |`,
+    `| clone pack (${api.clone.ours.deltas} deltas of ${api.clone.ours.objects}, deepest ${api.clone.ours.depthMax}; git ${api.clone.gitRepack.deltas}, ${api.clone.gitRepack.depthMax}); after the collection ${megabytes(api.clone.afterGc.bytes)}, same objects: ${api.clone.afterGc.sameObjects ? 'yes' : 'no'}, fsck --strict: ${api.clone.afterGc.fsckClean ? 'clean' : 'not clean'} | ${megabytes(api.clone.ours.bytes)} | ${megabytes(api.clone.gitRepack.bytes)} | ${ratioText(api.clone.ratio)} |`,
+    '',
+    '| read (API) | before: first | before: then | after: first | after: then |',
+    '|---|---:|---:|---:|---:|',
+    ...api.reads.map((read) => `| ${read.name} | ${ms(read.before.firstMs)} | ${ms(read.before.medianMs)} | ${ms(read.after.firstMs)} | ${ms(read.after.medianMs)} |`),
+  ];
 }
 
 /** The section of bench/RESULTS.md: the histories, each scenario ours beside git, then the targets. */
@@ -161,6 +207,7 @@ export function historyTables(result: HistoryBenchResult, clone100k?: { ms: numb
       lines.push(`| ${title} | store at rest after the seed, deflate cache full: data.mdb on disk (LMDB pages in use: ${byDb}) vs git repack -adf pack and index (whole bare repository ${megabytes(run.gitRepoBytes)}) | — | — | — | ${megabytes(run.store.fileBytes)} | ${megabytes(run.gitStoreBytes)} | ${ratioText(ratio(run.store.fileBytes, run.gitStoreBytes))} | — |`);
     }
   }
+  lines.push(...apiHistoryLines(result));
   lines.push('', '| history | target (issue 13, item 5; store: item 7) | measured (ours/git) | verdict |', '|---|---|---|---|');
   for (const target of historyTargets(result, clone100k)) {
     lines.push(`| ${target.history} | ${target.target} | ${target.measured} | ${target.verdict === 'FAIL' ? '**FAIL**' : target.verdict} |`);
