@@ -72,6 +72,16 @@ export class OidTable {
     return true;
   }
 
+  /** Sets the number stored with `oid` (a number ≥ 0), adding it when absent. */
+  set(oid: Uint8Array, offset: number, value: number): void {
+    const slot = this.find(oid, offset);
+    if (this.values[slot] !== 0) {
+      this.values[slot] = value + 1;
+      return;
+    }
+    this.add(oid, offset, value);
+  }
+
   private grow(): void {
     const { keys, values, slots } = this;
     this.slots = slots * 2;

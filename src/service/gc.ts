@@ -22,6 +22,7 @@ import {
   type CollectionReport,
   type CollectOptions,
 } from '../repo/gc/collect.js';
+import type { FormOf } from '../repo/gc/newestWhole.js';
 import type { AsyncStore } from '../store/asyncTypes.js';
 import type { Config } from './config.js';
 import type { ProjectRecord, Projects } from './projects.js';
@@ -70,6 +71,8 @@ export class GarbageCollector {
     private readonly projects: Projects,
     private readonly remoteSync: RemoteSync,
     private readonly config: Config,
+    /** Makes the deltas of chains a collection turns around off the event loop (the deflate cache's worker). */
+    private readonly formOf?: FormOf,
   ) {
     store.onObjectsStored((project, stored) => {
       if (this.running) this.storedSince.set(project, (this.storedSince.get(project) ?? 0) + stored.length);
@@ -203,6 +206,7 @@ export class GarbageCollector {
     return {
       extraRoots: (): Promise<Oid[]> => this.remoteSync.queuedCommits(record),
       owned: (tx) => this.projects.stillExists(tx, record),
+      ...(this.formOf ? { formOf: this.formOf } : {}),
     };
   }
 

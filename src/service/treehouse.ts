@@ -80,7 +80,7 @@ export function openTreehouse(config: Config, store: AsyncStore): Treehouse {
   const rateLimiter = new RateLimiter(config.limits.requestsPerSecondPerKey, config.limits.requestBurstPerKey);
   const remoteSync = new RemoteSync(store, projects, config);
   const deflateCache = new DeflateCache(store);
-  const gc = new GarbageCollector(store, projects, remoteSync, config);
+  const gc = new GarbageCollector(store, projects, remoteSync, config, (body, base) => deflateCache.formOffLoop(body, base));
   const eventLoop = new EventLoopMonitor();
   const metrics =
     config.metricsPort === null

@@ -30,7 +30,7 @@
  *   the collection and the journal are checked the same way.
  */
 import type { ObjectType, Oid } from '../git/oid.js';
-import type { AnnexedObject, CollectionState, CommitInfo, DeflatedObject, DeltaForm, ListedEntry, NewObject, StoredEntry, StoredObject, WorkingTreeState } from './types.js';
+import type { AnnexedObject, CollectionState, CommitInfo, DeflatedObject, DeltaForm, FormChange, ListedEntry, NewObject, StoredEntry, StoredObject, WorkingTreeState } from './types.js';
 
 export interface ObjectReads {
   getObject(oid: Oid): Promise<StoredObject | undefined>;
@@ -173,6 +173,11 @@ export interface CollectionWrites extends CollectionReads {
    * has a form and is not a commit; reads rebuild it from the form (ProjectWriteTx.keepCompact in types.ts).
    */
   keepCompact(objects: ReadonlyArray<{ oid: Oid; dropRaw: boolean }>): void;
+  /**
+   * Replaces several objects' forms together, only when each is still what `was` says (else none
+   * is replaced): a collection turning a delta chain around (ProjectWriteTx.replaceForms in types.ts).
+   */
+  replaceForms(changes: readonly FormChange[]): void;
 }
 
 export interface RecordReads {

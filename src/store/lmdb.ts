@@ -43,6 +43,7 @@ import {
   type AnnexedObject,
   type DeflatedObject,
   type DeltaForm,
+  type FormChange,
   type NewObject,
   type ShelvedForm,
   type RepackedTable,
@@ -1072,7 +1073,7 @@ class LmdbProjectTx implements ProjectWriteTx {
     const entry = (key: Buffer): ListedEntry => {
       const hex = key.toString('latin1');
       let found = listed.get(hex);
-      if (!found) listed.set(hex, (found = { oid: Buffer.from(key.subarray(PROJECT_PREFIX_BYTES)), raw: false, form: false, formBase: null, commit: false, formCompact: false }));
+      if (!found) listed.set(hex, (found = { oid: Buffer.from(key.subarray(PROJECT_PREFIX_BYTES)), raw: false, form: false, formBase: null, formDepth: 0, commit: false, formCompact: false }));
       return found;
     };
     for (const key of this.keysAfter(objects, after, limit)) entry(key).raw = true;
@@ -1086,7 +1087,10 @@ class LmdbProjectTx implements ProjectWriteTx {
       // Shelved, or too large for a shelf (keepCompact leaves it a value of its own).
       listedEntry.formCompact = value[0] === SHELF_POINTER || value.length > SHELF_VALUE_BYTES_MAX;
       if (value[0] !== SHELF_POINTER) {
-        if ((value[0] & DELTA_FLAG) !== 0) listedEntry.formBase = Buffer.from(value.subarray(PACKED_HEADER_BYTES + 5, PACKED_DELTA_HEADER_BYTES));
+        if ((value[0] & DELTA_FLAG) !== 0) {
+          listedEntry.formBase = Buffer.from(value.subarray(PACKED_HEADER_BYTES + 5, PACKED_DELTA_HEADER_BYTES));
+          listedEntry.formDepth = value[PACKED_HEADER_BYTES + 4];
+        }
         continue;
       }
       const id = value.toString('hex', 1, 1 + SHELF_ID_BYTES);
@@ -1097,7 +1101,10 @@ class LmdbProjectTx implements ProjectWriteTx {
     for (const [id, waiting] of inShelves) {
       for (const { entry: listedEntry, offset } of waiting) {
         const form = this.shelvedForm(Buffer.from(id, 'hex'), offset);
-        if ((form[0] & DELTA_FLAG) !== 0) listedEntry.formBase = Buffer.from(form.subarray(PACKED_HEADER_BYTES + 5, PACKED_DELTA_HEADER_BYTES));
+        if ((form[0] & DELTA_FLAG) !== 0) {
+          listedEntry.formBase = Buffer.from(form.subarray(PACKED_HEADER_BYTES + 5, PACKED_DELTA_HEADER_BYTES));
+          listedEntry.formDepth = form[PACKED_HEADER_BYTES + 4];
+        }
       }
     }
     return [...listed.values()].sort((a, b) => Buffer.compare(a.oid, b.oid)).slice(0, limit);
@@ -1223,6 +1230,24 @@ class LmdbProjectTx implements ProjectWriteTx {
       if (raw && valueTypeCode(raw) !== TYPE_CODES.commit && raws.removeSync(key)) rawDropped++;
     }
     return { rawDropped, formsMoved };
+  }
+
+  replaceForms(changes: readonly FormChange[]): boolean {
+    this.parent.assertWritable();
+    const values: Array<{ key: Buffer; value: Buffer }> = [];
+    for (const { oid, was, form } of changes) {
+      const key = this.objectKey(oid);
+      const current = this.readPacked(key);
+      if (!current) return false;
+      const delta = (current[0] & DELTA_FLAG) !== 0;
+      if (delta !== (was.base !== null)) return false;
+      if (delta && (current[PACKED_HEADER_BYTES + 4] !== was.depth || current.compare(was.base!, 0, OID_BYTES, PACKED_HEADER_BYTES + 5, PACKED_DELTA_HEADER_BYTES) !== 0)) return false;
+      if (form.delta && (form.delta.base.equals(oid) || form.delta.depth < 1 || form.delta.depth > PACKED_DEPTH_MAX)) return false;
+      // Built now: `current` is a view the next read reuses.
+      values.push({ key, value: packedValue(current[0] & ~DELTA_FLAG, current.readUInt32BE(1), form.deflated, form.delta ?? null) });
+    }
+    for (const { key, value } of values) this.parent.putForm(this.project, key, value);
+    return true;
   }
 
   bumpVersion(): number {

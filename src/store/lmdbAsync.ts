@@ -46,6 +46,7 @@ import {
   type CommitInfo,
   type DeflatedObject,
   type DeltaForm,
+  type FormChange,
   type ListedEntry,
   type NewObject,
   type ProjectReadTx,
@@ -573,6 +574,15 @@ class WriteProject extends ReadOnlyProject implements ProjectWrites, PackFormWri
   replaceFormWhole(oid: Oid, base: Oid, deflated: Buffer): void {
     const [id, from, stream] = [copy(oid), copy(base), copy(deflated)];
     this.later((tx) => tx.replaceFormWhole(id, from, stream));
+  }
+
+  replaceForms(changes: readonly FormChange[]): void {
+    const kept = changes.map(({ oid, was, form }) => ({
+      oid: copy(oid),
+      was: { base: was.base && copy(was.base), depth: was.depth },
+      form: { deflated: copy(form.deflated), ...(form.delta ? { delta: { base: copy(form.delta.base), bytes: form.delta.bytes, depth: form.delta.depth } } : {}) },
+    }));
+    this.later((tx) => void tx.replaceForms(kept));
   }
 
   keepCompact(objects: ReadonlyArray<{ oid: Oid; dropRaw: boolean }>): void {

@@ -99,6 +99,8 @@ export interface ListedEntry {
   form: boolean;
   /** The base of a delta form; null for a whole form or none. */
   formBase: Oid | null;
+  /** A delta form's depth; 0 for a whole form or none. */
+  formDepth: number;
   /** Has a commit index entry: a stored commit (which keeps its raw copy whatever keepCompact is told). */
   commit: boolean;
   /** The form is kept as compactly as the backend keeps cold forms (LMDB: in a shelf, or too large for one); false when there is none. */
@@ -226,6 +228,21 @@ export interface ProjectWriteTx extends ProjectReadTx {
    * as it is. Nothing becomes unreadable, so no reader or writer has to be told.
    */
   keepCompact(objects: ReadonlyArray<{ oid: Oid; dropRaw: boolean }>): { rawDropped: number; formsMoved: number };
+  /**
+   * Replaces the forms of several objects at once, when every one of them is still what `was` says
+   * (its delta base, or null for a whole form, and its depth); otherwise changes nothing and answers
+   * false. The caller vouches that each new form rebuilds its object and that, all together, every
+   * delta names a base with a form at 1 + that base's depth and no chain loops: a collection turning
+   * a chain around so its newest version is whole (src/repo/gc/newestWhole.ts) is the one caller.
+   */
+  replaceForms(changes: readonly FormChange[]): boolean;
+}
+
+/** One form replaced by ProjectWriteTx.replaceForms. */
+export interface FormChange {
+  oid: Oid;
+  was: { base: Oid | null; depth: number };
+  form: { deflated: Buffer; delta?: DeltaForm };
 }
 
 export interface StoreReadTx {

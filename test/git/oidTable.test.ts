@@ -18,6 +18,14 @@ describe('OidTable', () => {
     expect(table.get(framed, 3)).toBe(42);
   });
 
+  it('sets the value of an id it holds, and adds one it does not', () => {
+    const table = new OidTable();
+    for (let n = 0; n < 1_000; n++) table.add(oidOf(n), 0, n);
+    table.set(oidOf(7), 0, 700);
+    table.set(oidOf(5_000), 0, 0);
+    expect([table.get(oidOf(7)), table.get(oidOf(8)), table.get(oidOf(5_000)), table.size]).toEqual([700, 8, 0, 1_001]);
+  });
+
   it('tells apart ids that share their first bytes (the probe position) and the all-zero id', () => {
     const table = new OidTable();
     const a = Buffer.alloc(20, 1);

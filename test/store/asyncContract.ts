@@ -65,7 +65,7 @@ function collectionReads(p: ProjectReads & Partial<CollectionReads>): ProjectRea
 }
 
 function collectionWrites(p: ProjectWrites & Partial<CollectionWrites>): ProjectWrites & CollectionWrites & PackFormWrites {
-  for (const method of ['beginCollection', 'endCollection', 'forgetJournal', 'removeStored', 'replaceFormWhole', 'keepCompact'] as const) {
+  for (const method of ['beginCollection', 'endCollection', 'forgetJournal', 'removeStored', 'replaceFormWhole', 'keepCompact', 'replaceForms'] as const) {
     if (typeof p[method] !== 'function') throw new Error(`the store said it offers garbage collection, but a write transaction has no ${method}`);
   }
   collectionReads(p);
@@ -1640,6 +1640,47 @@ export function asyncStoreContract(backendName: string, openStore: () => AsyncSt
           await store.write(async (tx) => void tx.project(project).putObject('tree', ids.treeBody, Buffer.from('sizes again')));
           expect((await store.read((tx) => tx.project(project).getObjectsWithAnnex([ids.tree])))[0]!.annex).toEqual(Buffer.from('sizes again'));
           await store.write(async (tx) => collectionWrites(tx.project(project)).endCollection());
+        });
+
+        it('replaces several forms together only when each is still what the caller read, turning a chain around', async () => {
+          const project = freshProject();
+          const versions = Array.from({ length: 4 }, (_, round) => Buffer.from(Array.from({ length: 40 + round * 10 }, (_, line) => `line ${line} of a file that grows`).join('\n')));
+          const oids = await store.write(async (tx) => {
+            const p = collectionWrites(tx.project(project));
+            const ids = versions.map((body) => p.putObject('blob', body));
+            p.putDeflated(ids[0], deflateSync(versions[0]));
+            for (let i = 1; i < versions.length; i++) {
+              const delta = createDelta(versions[i - 1], versions[i]);
+              expect(await p.putDeflatedDelta(ids[i], { base: ids[i - 1], bytes: delta.length, depth: i }, deflateSync(delta))).toBe(true);
+            }
+            return ids;
+          });
+          const formsOf = () => store.read((tx) => formReads(tx.project(project)).getDeflated(oids));
+          const before = await formsOf();
+          // Newest whole, each older version a delta on the one after it.
+          const turned = versions.map((body, i) => {
+            if (i === 3) return { oid: oids[3], was: { base: oids[2], depth: 3 }, form: { deflated: deflateSync(body) } };
+            const delta = createDelta(versions[i + 1], body);
+            return { oid: oids[i], was: { base: i === 0 ? null : oids[i - 1], depth: i }, form: { deflated: deflateSync(delta), delta: { base: oids[i + 1], bytes: delta.length, depth: 3 - i } } };
+          });
+          // One expectation wrong (the second version's depth): nothing changes.
+          const stale = turned.map((change, i) => (i === 1 ? { ...change, was: { ...change.was, depth: 5 } } : change));
+          await store.write(async (tx) => collectionWrites(tx.project(project)).replaceForms(stale));
+          expect(await formsOf()).toEqual(before);
+          await store.write(async (tx) => collectionWrites(tx.project(project)).replaceForms(turned));
+          const after = await formsOf();
+          expect(after.map((form) => form!.delta?.depth ?? 0)).toEqual([3, 2, 1, 0]);
+          expect(after.map((form) => form?.delta && oidToHex(form.delta.base))).toEqual([oidToHex(oids[1]), oidToHex(oids[2]), oidToHex(oids[3]), undefined]);
+          await store.read(async (tx) => {
+            const p = collectionReads(formReads(tx.project(project)) as ProjectReads);
+            expect(await p.getObjects(oids)).toEqual(versions.map((body) => ({ type: 'blob', body })));
+            expect(await p.objectSizes(oids)).toEqual(versions.map((body) => body.length));
+            const listed = new Map((await p.listStored(null, 10)).map((entry) => [oidToHex(entry.oid), entry]));
+            expect(oids.map((oid) => listed.get(oidToHex(oid))!.formDepth)).toEqual([3, 2, 1, 0]);
+          });
+          // Read back as forms alone too: each rebuilt through its new chain.
+          await store.write(async (tx) => collectionWrites(tx.project(project)).keepCompact(oids.map((oid) => ({ oid, dropRaw: true }))));
+          expect(await store.read((tx) => tx.project(project).getObjects(oids))).toEqual(versions.map((body) => ({ type: 'blob', body })));
         });
 
         it('lists every working tree record of a project', async () => {

@@ -7,7 +7,7 @@ import { inReadTx, type Repo } from '../../src/repo/repo.js';
 import { exportToBareRepo } from '../../src/repo/wire/exportToBareRepo.js';
 import { writeFiles } from '../../src/repo/writeFiles.js';
 import type { AsyncStore, CollectionReads, PackFormReads, PackFormWrites, ProjectReads, ProjectWrites } from '../../src/store/asyncTypes.js';
-import type { StoredEntry } from '../../src/store/types.js';
+import type { ListedEntry, StoredEntry } from '../../src/store/types.js';
 import { git, initBareRepo, scratchDir } from './git.js';
 import { testPeople } from './store.js';
 
@@ -47,6 +47,30 @@ export async function fsckAndReachable(repo: Repo): Promise<string[]> {
   } finally {
     dir.remove();
   }
+}
+
+/**
+ * Asserts every pack-ready form of the project is sound: a delta's base is stored with a form, the
+ * delta's recorded depth is above its base's (so chains end, at a whole form, no deeper than
+ * recorded; a form rewritten whole by a collection leaves the forms on it recorded deeper than they
+ * are), and none is deeper than git's pack.depth (50). Returns the listing by id (hex).
+ */
+export async function expectFormsSound(repo: Repo): Promise<Map<string, ListedEntry>> {
+  const listed = new Map<string, ListedEntry>();
+  for (let after: Oid | null = null; ; ) {
+    const page: ListedEntry[] = await inReadTx(repo, (tx) => (tx as ProjectReads & CollectionReads).listStored(after, 1000));
+    for (const entry of page) listed.set(oidToHex(entry.oid), entry);
+    if (page.length < 1000) break;
+    after = page[page.length - 1].oid;
+  }
+  const unsound: string[] = [];
+  for (const [hex, entry] of listed) {
+    if (!entry.formBase) continue;
+    const base = listed.get(oidToHex(entry.formBase));
+    if (!base?.form || entry.formDepth <= base.formDepth || entry.formDepth > 50) unsound.push(`${hex}: depth ${entry.formDepth} on ${oidToHex(entry.formBase)} (${base?.form ? `depth ${base.formDepth}` : 'no form'})`);
+  }
+  expect(unsound).toEqual([]);
+  return listed;
 }
 
 /** Asserts the project keeps exactly what its refs reach (its working trees being committed). */

@@ -37,12 +37,13 @@ import { promisify } from 'node:util';
 import { deflate } from 'node:zlib';
 import type { Oid } from '../../git/oid.js';
 import { OidTable } from '../../git/oidTable.js';
-import type { AsyncStore, AsyncStoreReadTx, AsyncStoreWriteTx, CollectionReads, CollectionWrites, ProjectReads, ProjectWrites, RecordReads } from '../../store/asyncTypes.js';
-import type { CollectionState, ListedEntry } from '../../store/types.js';
+import type { AsyncStore, AsyncStoreReadTx, AsyncStoreWriteTx, CollectionReads, CollectionWrites, PackFormReads, ProjectReads, ProjectWrites, RecordReads } from '../../store/asyncTypes.js';
+import type { CollectionState, ListedEntry, StoredEntry } from '../../store/types.js';
 import type { Repo } from '../repo.js';
 import { Slicer } from '../slices.js';
 import { Candidates } from './candidates.js';
 import { Marker, type MarkReads } from './mark.js';
+import { dependsOnPlan, FormIndex, planTurn, type FormOf, type TurnPlan } from './newestWhole.js';
 
 const deflateAsync = promisify(deflate);
 
@@ -60,6 +61,15 @@ const JOURNAL_INLINE_IDS = 64;
 const COLD_BATCH_IDS = 500;
 /** Batched reads a cold write may make to mark trees made hot since the hot mark; more are made outside it first. */
 const HOT_INLINE_READS = 8;
+/** Kept delta forms step 7a indexes at most (about 160 bytes each); a project with more leaves the step out. */
+const FORM_INDEX_MAX = 500_000;
+/** Rounds of planning: a plan blocked by another not yet written is tried again in the next. */
+const TURN_ROUNDS_MAX = 4;
+/** Chains turned around per write, and bytes of new forms per write. */
+const TURNS_PER_WRITE = 64;
+const TURN_WRITE_BYTES = 1024 * 1024;
+/** Journalled ids a turning write checks; with more journalled (a busy project), it leaves its plans for the next collection. */
+const JOURNAL_CHECK_IDS = 1_000;
 /** Forms rewritten whole per write, and bodies read for them per read. */
 const REWRITES_PER_WRITE = 256;
 const REWRITE_BODIES_PER_READ = 8;
@@ -102,9 +112,11 @@ export interface CollectOptions {
   batchIds?: number;
   /** Told as each step begins (the command-line tool prints them). */
   onPhase?: (phase: CollectionPhase) => void;
+  /** Makes step 7a's deltas off the event loop (the deflate cache's worker); on the loop, a slice at a time, when not given. */
+  formOf?: FormOf;
 }
 
-export type CollectionPhase = 'grace' | 'mark' | 'list' | 'order' | 'rewrite' | 'sweep' | 'cold' | 'compact' | 'end';
+export type CollectionPhase = 'grace' | 'mark' | 'list' | 'order' | 'rewrite' | 'sweep' | 'newest-whole' | 'cold' | 'compact' | 'end';
 
 export interface CollectionReport {
   project: number;
@@ -115,6 +127,8 @@ export interface CollectionReport {
   keptObjects: number;
   /** Kept objects whose delta form named a removed base, rewritten whole. */
   formsRewritten: number;
+  /** Step 7a: hot blobs' chains turned around (each now whole), and the forms that replaced (its members' and the depths below them). */
+  newestWhole: { chains: number; formsReplaced: number };
   /** Step 7: raw copies dropped (objects now kept as their forms alone), and forms moved into the compact layout. */
   coldKept: { rawDropped: number; formsMoved: number };
   /** What the backend's compaction rewrote and freed (null: it has none). */
@@ -243,8 +257,12 @@ export class GarbageCollection {
     const started = performance.now();
     const { project } = this.repo;
     const reads = this.reads();
-    const marker = new Marker(reads, this.slicer, { recordOrder: true });
-    const hot = new Marker(reads, this.slicer, { blobs: false });
+    // Every kept delta form (step 7a), from the listing and from what writers add meanwhile; null past its cap.
+    let forms: FormIndex | null = new FormIndex();
+    const noteForm = (entry: StoredEntry) => forms?.set(entry.oid, entry.formBase, entry.formDepth);
+    const marker = new Marker(reads, this.slicer, { recordOrder: true, onForm: noteForm });
+    const hotBlobs = new OidTable();
+    const hot = new Marker(reads, this.slicer, { blobsInto: hotBlobs });
 
     this.phase('mark');
     const roots = await this.repo.store.read(async (tx) => {
@@ -264,6 +282,8 @@ export class GarbageCollection {
     const rewrites: Array<{ oid: Oid; base: Oid }> = [];
     // Step 7's work: kept objects whose raw copy can go, and those whose form is not kept compactly.
     const cold = { dropRaw: new OidTable(), moveForm: new OidTable() };
+    // Step 7a's work: hot blobs whose form is a delta.
+    const hotDeltas: Oid[] = [];
     let keptObjects = 0;
     for (let after: Oid | null = null; ; ) {
       const page: ListedEntry[] = await reads.listStored(after, LIST_PAGE_IDS);
@@ -275,6 +295,11 @@ export class GarbageCollection {
         }
         keptObjects++;
         if (!entry.form) continue;
+        if (entry.formBase && forms) {
+          forms.set(entry.oid, entry.formBase, entry.formDepth);
+          if (forms.size > FORM_INDEX_MAX) forms = null;
+          else if (hotBlobs.has(entry.oid)) hotDeltas.push(entry.oid);
+        }
         if (entry.raw && !entry.commit && !hot.isMarked(entry.oid)) cold.dropRaw.add(entry.oid);
         if (!entry.formCompact) cold.moveForm.add(entry.oid);
         if (entry.formBase && !marker.isMarked(entry.formBase)) {
@@ -298,7 +323,7 @@ export class GarbageCollection {
     await candidates.order(reads, this.slicer);
 
     this.phase('rewrite');
-    const formsRewritten = await this.rewriteForms(rewrites, marker);
+    const formsRewritten = await this.rewriteForms(rewrites, marker, (oid) => forms?.set(oid, null, 0));
 
     this.phase('sweep');
     let removed = { objects: 0, bytes: 0 };
@@ -308,6 +333,9 @@ export class GarbageCollection {
       removed = { objects: removed.objects + gone.objects, bytes: removed.bytes + gone.bytes };
       await this.slicer.pause();
     }
+
+    this.phase('newest-whole');
+    const newestWhole = forms ? await this.turnHotChains(hotDeltas, forms, hotBlobs, cold.moveForm) : { chains: 0, formsReplaced: 0 };
 
     this.phase('cold');
     const coldKept = await this.keepColdCompact(marker, hot, cold);
@@ -325,6 +353,7 @@ export class GarbageCollection {
       removedBytes: removed.bytes,
       keptObjects,
       formsRewritten,
+      newestWhole,
       coldKept,
       compaction,
       durationMs: performance.now() - started,
@@ -359,11 +388,12 @@ export class GarbageCollection {
     this.options.signal?.throwIfAborted();
   }
 
-  /** The project's reads, each a read of its own (the walk pauses between them). */
-  private reads(): CollectingReads {
+  /** The project's reads, each a read of its own (the walk pauses between them); forms too when the store keeps them. */
+  private reads(): CollectingReads & Partial<PackFormReads> {
     const { store, project } = this.repo;
-    const read = <T>(action: (p: CollectingReads) => Promise<T>): Promise<T> => store.read((tx) => action(collectingReads(tx, project)));
+    const read = <T>(action: (p: CollectingReads & Partial<PackFormReads>) => Promise<T>): Promise<T> => store.read((tx) => action(collectingReads(tx, project)));
     return {
+      ...(store.packForms ? { getDeflated: (oids: readonly Oid[]) => read((p) => p.getDeflated!(oids)) } : {}),
       project,
       getObject: (oid) => read((p) => p.getObject(oid)),
       getObjects: (oids) => read((p) => p.getObjects(oids)),
@@ -421,7 +451,7 @@ export class GarbageCollection {
    * Rewrites whole the forms of kept objects whose delta base is a candidate, so the base can go.
    * A base marked since is left alone; one a rewrite did not reach is kept (marked) instead.
    */
-  private async rewriteForms(rewrites: Array<{ oid: Oid; base: Oid }>, marker: Marker): Promise<number> {
+  private async rewriteForms(rewrites: Array<{ oid: Oid; base: Oid }>, marker: Marker, rewrote: (oid: Oid) => void): Promise<number> {
     let rewritten = 0;
     for (let start = 0; start < rewrites.length; start += REWRITES_PER_WRITE) {
       const wanted = rewrites.slice(start, start + REWRITES_PER_WRITE).filter(({ base }) => !marker.isMarked(base));
@@ -441,15 +471,83 @@ export class GarbageCollection {
         for (const { oid, base, deflated } of chunk) p.replaceFormWhole(oid, base, deflated);
       });
       const after = await this.reads().describeStored(chunk.map(({ oid }) => oid));
-      chunk.forEach(({ base }, i) => {
+      chunk.forEach(({ oid, base }, i) => {
         if (after[i]?.formBase?.equals(base)) marker.add(base, undefined);
-        else rewritten++;
+        else {
+          rewritten++;
+          rewrote(oid);
+        }
       });
       await marker.drain();
       await this.slicer.pause();
       this.checkSignal();
     }
     return rewritten;
+  }
+
+  /**
+   * Step 7a (newestWhole.ts): the chain of each hot blob whose form is a delta turned around, so
+   * it is whole and the versions below it are deltas on the ones above. Plans are made outside the
+   * writes (their deltas on the deflate cache's worker when given) and written TURNS_PER_WRITE at a
+   * time; each write reads the journal and leaves out a plan a form made meanwhile would depend on
+   * (there are forms only this collection changes, and the store replaces a plan's forms only when
+   * each is still what the plan read). `moved` gets every replaced form, for step 7.
+   */
+  private async turnHotChains(heads: readonly Oid[], forms: FormIndex, hotBlobs: OidTable, moved: OidTable): Promise<{ chains: number; formsReplaced: number }> {
+    const total = { chains: 0, formsReplaced: 0 };
+    const reads = this.reads();
+    if (!reads.getDeflated) return total;
+    const planReads = { getObjects: reads.getObjects, getDeflated: reads.getDeflated };
+    let taken = new OidTable();
+    let pending: TurnPlan[] = [];
+    let pendingBytes = 0;
+    const flush = async () => {
+      const plans = pending;
+      pending = [];
+      pendingBytes = 0;
+      // Written or left out, these plans no longer hold what they would change: the index says what is.
+      taken = new OidTable();
+      const written = await this.repo.store.write(async (tx) => {
+        const p = await this.ours(tx);
+        const journalled = await p.listJournal(null, JOURNAL_CHECK_IDS + 1);
+        if (journalled.length > JOURNAL_CHECK_IDS) return [];
+        const described = journalled.length > 0 ? await p.describeStored(journalled) : [];
+        const clear = plans.filter((plan) => !described.some((entry) => dependsOnPlan(plan, entry)));
+        for (const plan of clear) p.replaceForms(plan.changes);
+        return clear;
+      });
+      // Where the store made a plan's change, its head is whole now (its form was a delta, and only this collection changes forms).
+      const heads = written.length > 0 ? await reads.describeStored(written.map((plan) => plan.members[0])) : [];
+      written.forEach((plan, i) => {
+        if (!heads[i] || heads[i]!.formBase !== null) return;
+        for (const [oid, base, depth] of plan.after) {
+          forms.set(oid, base, depth);
+          moved.add(oid);
+        }
+        total.chains++;
+        total.formsReplaced += plan.changes.length;
+      });
+      this.checkSignal();
+    };
+    // A plan blocked by one not yet written is planned again once it is, in a later round.
+    let round = [...heads];
+    for (let rounds = 0; round.length > 0 && rounds < TURN_ROUNDS_MAX; rounds++) {
+      const blocked: Oid[] = [];
+      for (const head of round) {
+        const plan = await planTurn(head, forms, (oid) => hotBlobs.has(oid), taken, planReads, this.options.formOf);
+        await this.slicer.pause();
+        this.checkSignal();
+        if (plan === 'blocked') blocked.push(head);
+        if (!plan || plan === 'blocked') continue;
+        for (const [oid] of plan.after) taken.add(oid);
+        pending.push(plan);
+        pendingBytes += plan.changes.reduce((sum, change) => sum + change.form.deflated.length, 0);
+        if (pending.length >= TURNS_PER_WRITE || pendingBytes >= TURN_WRITE_BYTES) await flush();
+      }
+      if (pending.length > 0) await flush();
+      round = blocked;
+    }
+    return total;
   }
 
   /**

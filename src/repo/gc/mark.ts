@@ -13,15 +13,18 @@
  * (and what the base references): an object marked after the collector listed the store keeps its
  * form's chain; objects marked before are dealt with by rewriting forms (collect.ts).
  *
- * Options: `blobs: false` marks trees only (the hot trees of collect.ts, which keep their raw
- * copies); `recordOrder` keeps the ids in the order they were marked (OidStack `order`), which is
- * about the order of history, a batch of commits at a time: collect.ts shelves cold forms in it.
+ * Options: `blobsInto` marks trees only (the hot trees of collect.ts, which keep their raw
+ * copies) and gathers the blobs the walk meets in that table instead; `recordOrder` keeps the ids
+ * in the order they were marked (OidStack `order`), which is about the order of history, a batch of
+ * commits at a time: collect.ts shelves cold forms in it; `onForm` is told every form the walk
+ * looks at (followForms), so a collection knows the forms writers made during it.
  */
 import { decodeTag } from '../../git/tag.js';
 import { ENTRY_FILE, ENTRY_TREE, TreeCursor } from '../../git/tree.js';
 import { OidTable } from '../../git/oidTable.js';
 import type { ObjectType, Oid } from '../../git/oid.js';
 import type { CollectionReads, ProjectReads } from '../../store/asyncTypes.js';
+import type { StoredEntry } from '../../store/types.js';
 import { Slicer } from '../slices.js';
 
 /** Ids per batched read: commits and ids of unknown type. */
@@ -80,15 +83,17 @@ export class Marker {
   private readonly formsToLook = new OidStack();
   /** Every id marked, in the order marked, when asked for (recordOrder). */
   readonly order: OidStack | null;
-  private readonly blobs: boolean;
+  private readonly blobsInto: OidTable | null;
+  private readonly onForm: ((entry: StoredEntry) => void) | null;
 
   constructor(
     private readonly reads: MarkReads,
     private readonly slicer = new Slicer(),
-    options: { blobs?: boolean; recordOrder?: boolean } = {},
+    options: { blobsInto?: OidTable; recordOrder?: boolean; onForm?: (entry: StoredEntry) => void } = {},
   ) {
-    this.blobs = options.blobs ?? true;
+    this.blobsInto = options.blobsInto ?? null;
     this.order = options.recordOrder ? new OidStack() : null;
+    this.onForm = options.onForm ?? null;
   }
 
   isMarked(oid: Uint8Array, offset = 0): boolean {
@@ -97,7 +102,10 @@ export class Marker {
 
   /** Marks `oid` (of `type`, when known) and, once `drain` runs, everything it references. */
   add(oid: Uint8Array, type: ObjectType | undefined, offset = 0): void {
-    if (type === 'blob' && !this.blobs) return;
+    if (type === 'blob' && this.blobsInto) {
+      this.blobsInto.add(oid, offset);
+      return;
+    }
     if (!this.marked.add(oid, offset)) return;
     this.order?.push(oid, offset);
     this.queue(oid, type, offset);
@@ -148,6 +156,7 @@ export class Marker {
   private async lookAtForms(reads: MarkReads): Promise<void> {
     const oids = this.formsToLook.pop(COMMITS_PER_READ);
     for (const entry of await reads.describeStored(oids)) {
+      if (entry) this.onForm?.(entry);
       if (entry?.formBase) this.add(entry.formBase, undefined);
     }
   }

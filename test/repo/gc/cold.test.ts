@@ -6,7 +6,9 @@
  * raw copies. Every read of every commit answers as before, and the export is what git finds whole.
  */
 import { afterAll, describe, expect, it } from 'vitest';
-import { oidToHex } from '../../../src/git/oid.js';
+import { deflateSync } from 'node:zlib';
+import { createDelta } from '../../../src/git/delta.js';
+import { hashObject, oidToHex, type Oid } from '../../../src/git/oid.js';
 import { decodeTree, MODE_TREE } from '../../../src/git/tree.js';
 import { blame } from '../../../src/repo/blame.js';
 import { commit } from '../../../src/repo/commit.js';
@@ -18,15 +20,15 @@ import { listFiles } from '../../../src/repo/listFiles.js';
 import { log, logByPath } from '../../../src/repo/log.js';
 import { moveFile } from '../../../src/repo/moveFile.js';
 import { readFile } from '../../../src/repo/readFile.js';
-import { inReadTx, type Repo } from '../../../src/repo/repo.js';
+import { inReadTx, inWriteTx, type Repo, type WriteTx } from '../../../src/repo/repo.js';
 import { restore } from '../../../src/repo/restore.js';
 import { search } from '../../../src/repo/search.js';
 import { showCommit } from '../../../src/repo/showCommit.js';
 import { writeFiles } from '../../../src/repo/writeFiles.js';
 import { DeflateCache } from '../../../src/service/deflateCache.js';
-import type { AsyncStore, CollectionReads, ProjectReads } from '../../../src/store/asyncTypes.js';
+import type { AsyncStore, CollectionReads, PackFormReads, PackFormWrites, ProjectReads } from '../../../src/store/asyncTypes.js';
 import type { StoredEntry } from '../../../src/store/types.js';
-import { expectOnlyReachable, fsckAndReachable, storedHexes } from '../../support/gc.js';
+import { expectFormsSound, expectOnlyReachable, fsckAndReachable, storedHexes } from '../../support/gc.js';
 import { newTestRepo, openTestStore, testPeople } from '../../support/store.js';
 
 const opened = openTestStore();
@@ -81,6 +83,11 @@ async function describeAll(repo: Repo): Promise<StoredEntry[]> {
 
 /** The trees the working trees and branch heads reach. */
 async function hotTrees(repo: Repo): Promise<Set<string>> {
+  return (await hotObjects(repo)).trees;
+}
+
+/** The trees and blobs the working trees and branch heads reach. */
+async function hotObjects(repo: Repo): Promise<{ trees: Set<string>; blobs: Set<string> }> {
   const roots = await inReadTx(repo, async (tx) => {
     const heads = await tx.listRefs('refs/heads/');
     const infos = await tx.getCommitInfos(heads.map((ref) => ref.oid));
@@ -88,15 +95,42 @@ async function hotTrees(repo: Repo): Promise<Set<string>> {
     return [...infos.map((info) => info!.tree), ...workingTrees.map(({ state }) => state.tree)];
   });
   const hot = new Set<string>();
+  const blobs = new Set<string>();
   const stack = [...roots];
   while (stack.length > 0) {
     const tree = stack.pop()!;
     if (hot.has(oidToHex(tree))) continue;
     hot.add(oidToHex(tree));
     const [object] = await inReadTx(repo, (tx) => tx.getObjects([tree]));
-    for (const entry of decodeTree(object!.body)) if (entry.mode === MODE_TREE) stack.push(entry.oid);
+    for (const entry of decodeTree(object!.body)) {
+      if (entry.mode === MODE_TREE) stack.push(entry.oid);
+      else blobs.add(oidToHex(entry.oid));
+    }
   }
-  return hot;
+  return { trees: hot, blobs };
+}
+
+/** `count` versions of one growing file, each written and committed; their ids, oldest first. */
+async function versionsOf(repo: Repo, path: string, from: number, count: number): Promise<Oid[]> {
+  const oids: Oid[] = [];
+  for (let round = from; round < from + count; round++) {
+    const content = version(path, round);
+    await writeFiles(repo, { branch: 'main', files: [{ path, content }] });
+    await commit(repo, { branch: 'main', people: testPeople });
+    oids.push(hashObject('blob', Buffer.from(content)));
+  }
+  await cache.idle();
+  return oids;
+}
+
+/** The forms of `oids`: [base index in `oids` (-1: whole, -2: another object), depth]. */
+async function shapes(repo: Repo, oids: readonly Oid[]): Promise<Array<[number, number]>> {
+  const forms = await inReadTx(repo, (tx) => (tx as ProjectReads & PackFormReads).getDeflated(oids));
+  return forms.map((form) => {
+    if (!form!.delta) return [-1, 0];
+    const base = oids.findIndex((oid) => oid.equals(form!.delta!.base));
+    return [base < 0 ? -2 : base, form!.delta.depth];
+  });
 }
 
 /** What a reader of the project sees: every commit whole with its files, blame, compare, log by path, search and listings. */
@@ -167,9 +201,84 @@ describe('cold objects kept compactly', () => {
 
     expect(await everyRead(repo, commits)).toEqual(reads);
     expect(await fsckAndReachable(repo)).toEqual(reachable);
+    // Every hot blob is whole now, or a delta on a whole form (one whose version another hot file
+    // shares): a read of a current file is one inflate, at most one delta more.
+    expect(report.newestWhole.chains).toBeGreaterThan(0);
+    const listed = await expectFormsSound(repo);
+    const { blobs } = await hotObjects(repo);
+    const chainLength = (hex: string): number => {
+      const base = listed.get(hex)!.formBase;
+      return base ? 1 + chainLength(oidToHex(base)) : 0;
+    };
+    expect([...blobs].filter((hex) => chainLength(hex) > 1)).toEqual([]);
     // A second collection finds nothing more to drop.
     expect((await collectGarbage(repo, now)).coldKept.rawDropped).toBe(0);
     expect(await everyRead(repo, commits)).toEqual(reads);
+  });
+
+  it("turns a hot file's chain around, newest whole, then sinks it under the versions written since, and starts a new chain at git's depth", async () => {
+    const repo = await newTestRepo(opened.store, []);
+    const first = await versionsOf(repo, 'grows.ts', 0, 20);
+    // As written through the API: each version a delta on the one before.
+    expect(await shapes(repo, first)).toEqual(first.map((_, i) => (i === 0 ? [-1, 0] : [i - 1, i])));
+    const bodies = await inReadTx(repo, (tx) => tx.getObjects(first));
+    let report = await collectGarbage(repo, now);
+    expect(report.newestWhole).toEqual({ chains: 1, formsReplaced: 20 });
+    // Newest whole, each older version a delta on the one after it.
+    expect(await shapes(repo, first)).toEqual(first.map((_, i) => (i === 19 ? [-1, 0] : [i + 1, 19 - i])));
+    expect(await inReadTx(repo, (tx) => tx.getObjects(first))).toEqual(bodies);
+    await expectFormsSound(repo);
+
+    // Five more versions: the old newest becomes a delta at depth 5, and every version below it sinks by 5.
+    const more = await versionsOf(repo, 'grows.ts', 20, 5);
+    report = await collectGarbage(repo, now);
+    expect(report.newestWhole).toEqual({ chains: 1, formsReplaced: 25 });
+    const all = [...first, ...more];
+    expect(await shapes(repo, all)).toEqual(all.map((_, i) => (i === 24 ? [-1, 0] : [i + 1, 24 - i])));
+    await expectFormsSound(repo);
+
+    // Thirty more would sink the oldest to depth 54: the chain is full, a new one starts at the newest.
+    const last = await versionsOf(repo, 'grows.ts', 25, 30);
+    report = await collectGarbage(repo, now);
+    expect(report.newestWhole).toEqual({ chains: 1, formsReplaced: 30 });
+    const every = [...all, ...last];
+    expect(await shapes(repo, every)).toEqual(every.map((_, i) => (i === 24 || i === 54 ? [-1, 0] : i < 24 ? [i + 1, 24 - i] : [i + 1, 54 - i])));
+    await expectFormsSound(repo);
+    expect((await readFile(repo, { branch: 'main', path: 'grows.ts' })).content).toBe(version('grows.ts', 54));
+    const clone = await fsckAndReachable(repo);
+    expect(clone).toContain(oidToHex(every[0]));
+  });
+
+  it('leaves a chain as it is when a writer makes a form on one of its versions while the collection turns it', async () => {
+    const watched = interposed(opened.store.async);
+    const repo: Repo = { ...(await newTestRepo(opened.store, [])), store: watched.store };
+    const versions = await versionsOf(repo, 'grows.ts', 0, 20);
+    // The second version: at depth 1 now, at depth 18 once the chain is turned.
+    const [member] = await inReadTx(repo, (tx) => tx.getObjects([versions[1]]));
+    const other = Buffer.from(`${member!.body.toString()}// a copy made elsewhere\n`);
+    const otherOid = hashObject('blob', other);
+    const report = await collectGarbage(repo, {
+      graceMs: 0,
+      onPhase: (phase) => {
+        if (phase !== 'newest-whole') return;
+        // A form on it lands before the turning write: turned, its depth 2 would be below its base's.
+        watched.arm(() =>
+          inWriteTx(repo, async (tx) => {
+            tx.putObject('blob', other);
+            const delta = createDelta(member!.body, other);
+            expect(await (tx as WriteTx & PackFormWrites).putDeflatedDelta(otherOid, { base: versions[1], bytes: delta.length, depth: 2 }, deflateSync(delta))).toBe(true);
+          }),
+        );
+      },
+    });
+    expect(watched.ran()).toBe(true);
+    expect(report.newestWhole).toEqual({ chains: 0, formsReplaced: 0 });
+    const listed = await expectFormsSound(repo);
+    expect(listed.get(oidToHex(otherOid))!.formDepth).toBe(2);
+    expect((await inReadTx(repo, (tx) => tx.getObjects([otherOid])))[0]!.body).toEqual(other);
+    // The next collection turns it (the copy, unreachable, is gone).
+    expect((await collectGarbage(repo, now)).newestWhole.chains).toBe(1);
+    await expectFormsSound(repo);
   });
 
   it('keeps the raw copies of trees a writer makes hot between the hot mark and the write that would drop them', async () => {
