@@ -145,6 +145,7 @@ async function collectGarbage(th: Treehouse, projectId: string | undefined, grac
         process.stdout.write(
           `${name}: removed ${outcome.removedObjects} objects (${formatBytes(outcome.removedBytes)}), kept ${outcome.keptObjects}` +
             `${outcome.formsRewritten > 0 ? `, ${outcome.formsRewritten} forms rewritten whole` : ''}` +
+            `${outcome.newestWhole.chains > 0 ? `, ${outcome.newestWhole.chains} chains turned newest-whole` : ''}` +
             `${outcome.coldKept.rawDropped > 0 ? `, ${outcome.coldKept.rawDropped} objects kept as their forms alone` : ''}${compacted}, in ${(outcome.durationMs / 1000).toFixed(1)} s\n`,
         );
       },

@@ -102,7 +102,7 @@ export interface PackFormReads {
 }
 
 export interface PackFormWrites extends PackFormReads {
-  /** Keeps the zlib-deflated body of a stored object; a form, once kept, is never replaced. */
+  /** Keeps the zlib-deflated body of a stored object; a form, once kept, is replaced only by a garbage collection. */
   putDeflated(oid: Oid, deflated: Buffer): void;
   /** Keeps a form as a delta on a base that has a form, at 1 + its depth; false when nothing was kept. */
   putDeflatedDelta(oid: Oid, delta: DeltaForm, deflated: Buffer): Promise<boolean>;

@@ -183,8 +183,9 @@ export interface ProjectWriteTx extends ProjectReadTx {
   bumpVersion(): number;
   /**
    * Keeps the zlib-deflated body of a stored object, so packs copy it instead of compressing. A
-   * pack-ready form, once kept, is never replaced: so a delta's chain, which only ever names forms
-   * kept before it, can never loop back on itself.
+   * pack-ready form, once kept, is replaced only by a garbage collection (replaceFormWhole,
+   * replaceForms), never by a writer: a writer's delta names a form kept before it, and a
+   * collection's names only forms of its own plan that end at a whole one, so no chain loops.
    */
   putDeflated(oid: Oid, deflated: Buffer): void;
   /**

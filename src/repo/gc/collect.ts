@@ -22,15 +22,19 @@
  *    still unmarked; its read of the journal is checked at its commit, so nothing a writer made
  *    reachable before that commit is removed. Writers that relied on a candidate being present
  *    are checked at their own commit (src/store/asyncTypes.ts) and run again.
- * 7. **Keep cold objects compactly**: what only history reaches loses its raw copy where a
- *    pack-ready form can rebuild it, and its form moves into the backend's compact layout (LMDB's
- *    shelves), in the order the mark met it (about history's order). The trees the working trees
- *    and branch heads reach (the *hot* trees: writes patch them, listings read their size annex)
- *    keep their raw copies; commits keep theirs (log reads them). Blobs, hot or not, are kept as
- *    their forms: the working tree's blobs raw would take more room than git's whole repository
- *    (README "Storage at rest"). Each write first marks the hot trees of the roots it commits over,
- *    so a tree a writer made hot meanwhile (a restore, a branch at an old commit) keeps its raw copy.
- * 8. **Compact** (the backend's own step) and end the collection.
+ * 7. **Newest whole** (newestWhole.ts): the delta chain of each blob the working trees and branch
+ *    heads reach (a *hot* blob) is turned around, so the blob is whole and the versions before it
+ *    are deltas on the ones after, as git orders them: a current file reads in one inflate.
+ * 8. **Keep cold objects compactly**: every kept object loses its raw copy where a pack-ready form
+ *    can rebuild it, and its form moves into the backend's compact layout (LMDB's shelves), in the
+ *    order the mark met it (about history's order). The trees the working trees and branch heads
+ *    reach (the *hot* trees: writes patch them, listings read their size annex, merges read heads'
+ *    trees) keep their raw copies, and so do commits (log reads them). Blobs, hot ones too, are kept
+ *    as their forms: the working tree's blobs raw would take about twice git's whole repository
+ *    (README "Storage at rest"), and step 7 makes the hot ones whole. Each write first marks the hot
+ *    trees of the roots it commits over, so a tree a writer made hot meanwhile (a restore, a branch
+ *    at an old commit) keeps its raw copy.
+ * 9. **Compact** (the backend's own step) and end the collection.
  */
 import { randomUUID } from 'node:crypto';
 import { promisify } from 'node:util';
@@ -57,11 +61,11 @@ const LIST_PAGE_IDS = 500;
 const JOURNAL_TAKE_IDS = 2_000;
 /** Journal ids a sweep write walks itself; more are taken outside it first. */
 const JOURNAL_INLINE_IDS = 64;
-/** Objects kept compactly per write (step 7): a few milliseconds of LMDB work, a few shelves. */
+/** Objects kept compactly per write (step 8): a few milliseconds of LMDB work, a few shelves. */
 const COLD_BATCH_IDS = 500;
 /** Batched reads a cold write may make to mark trees made hot since the hot mark; more are made outside it first. */
 const HOT_INLINE_READS = 8;
-/** Kept delta forms step 7a indexes at most (about 160 bytes each); a project with more leaves the step out. */
+/** Kept delta forms step 7 indexes at most (about 160 bytes each); a project with more leaves the step out. */
 const FORM_INDEX_MAX = 500_000;
 /** Rounds of planning: a plan blocked by another not yet written is tried again in the next. */
 const TURN_ROUNDS_MAX = 4;
@@ -112,7 +116,7 @@ export interface CollectOptions {
   batchIds?: number;
   /** Told as each step begins (the command-line tool prints them). */
   onPhase?: (phase: CollectionPhase) => void;
-  /** Makes step 7a's deltas off the event loop (the deflate cache's worker); on the loop, a slice at a time, when not given. */
+  /** Makes step 7's deltas off the event loop (the deflate cache's worker); on the loop, a slice at a time, when not given. */
   formOf?: FormOf;
 }
 
@@ -127,9 +131,9 @@ export interface CollectionReport {
   keptObjects: number;
   /** Kept objects whose delta form named a removed base, rewritten whole. */
   formsRewritten: number;
-  /** Step 7a: hot blobs' chains turned around (each now whole), and the forms that replaced (its members' and the depths below them). */
+  /** Step 7: hot blobs' chains turned around (each now whole), and the forms that replaced (its members' and the depths below them). */
   newestWhole: { chains: number; formsReplaced: number };
-  /** Step 7: raw copies dropped (objects now kept as their forms alone), and forms moved into the compact layout. */
+  /** Step 8: raw copies dropped (objects now kept as their forms alone), and forms moved into the compact layout. */
   coldKept: { rawDropped: number; formsMoved: number };
   /** What the backend's compaction rewrote and freed (null: it has none). */
   compaction: { rewrittenBytes: number; freedBytes: number } | null;
@@ -162,7 +166,7 @@ const sleep = (ms: number, signal?: AbortSignal) =>
     });
   });
 
-/** The trees of every working tree and branch head: the roots of the hot trees (step 7). */
+/** The trees of every working tree and branch head: the roots of the hot trees and blobs (steps 7 and 8). */
 async function hotRoots(p: Pick<ProjectReads, 'listRefs' | 'getCommitInfos'> & Pick<CollectionReads, 'listWorkingTrees'>): Promise<Oid[]> {
   const heads = await p.listRefs('refs/heads/');
   const infos = await p.getCommitInfos(heads.map((ref) => ref.oid));
@@ -252,12 +256,12 @@ export class GarbageCollection {
     await (this.options.wait ?? sleep)(this.options.graceMs, this.options.signal);
   }
 
-  /** Steps 3 to 7; the grace period must be over. */
+  /** Steps 3 to 9; the grace period must be over. */
   async run(): Promise<CollectionReport> {
     const started = performance.now();
     const { project } = this.repo;
     const reads = this.reads();
-    // Every kept delta form (step 7a), from the listing and from what writers add meanwhile; null past its cap.
+    // Every kept delta form (step 7), from the listing and from what writers add meanwhile; null past its cap.
     let forms: FormIndex | null = new FormIndex();
     const noteForm = (entry: StoredEntry) => forms?.set(entry.oid, entry.formBase, entry.formDepth);
     const marker = new Marker(reads, this.slicer, { recordOrder: true, onForm: noteForm });
@@ -280,9 +284,9 @@ export class GarbageCollection {
     this.phase('list');
     const candidates = new Candidates();
     const rewrites: Array<{ oid: Oid; base: Oid }> = [];
-    // Step 7's work: kept objects whose raw copy can go, and those whose form is not kept compactly.
+    // Step 8's work: kept objects whose raw copy can go, and those whose form is not kept compactly.
     const cold = { dropRaw: new OidTable(), moveForm: new OidTable() };
-    // Step 7a's work: hot blobs whose form is a delta.
+    // Step 7's work: hot blobs whose form is a delta.
     const hotDeltas: Oid[] = [];
     let keptObjects = 0;
     for (let after: Oid | null = null; ; ) {
@@ -486,12 +490,12 @@ export class GarbageCollection {
   }
 
   /**
-   * Step 7a (newestWhole.ts): the chain of each hot blob whose form is a delta turned around, so
+   * Step 7 (newestWhole.ts): the chain of each hot blob whose form is a delta turned around, so
    * it is whole and the versions below it are deltas on the ones above. Plans are made outside the
    * writes (their deltas on the deflate cache's worker when given) and written TURNS_PER_WRITE at a
    * time; each write reads the journal and leaves out a plan a form made meanwhile would depend on
    * (there are forms only this collection changes, and the store replaces a plan's forms only when
-   * each is still what the plan read). `moved` gets every replaced form, for step 7.
+   * each is still what the plan read). `moved` gets every replaced form, for step 8.
    */
   private async turnHotChains(heads: readonly Oid[], forms: FormIndex, hotBlobs: OidTable, moved: OidTable): Promise<{ chains: number; formsReplaced: number }> {
     const total = { chains: 0, formsReplaced: 0 };
@@ -534,7 +538,7 @@ export class GarbageCollection {
     for (let rounds = 0; round.length > 0 && rounds < TURN_ROUNDS_MAX; rounds++) {
       const blocked: Oid[] = [];
       for (const head of round) {
-        const plan = await planTurn(head, forms, (oid) => hotBlobs.has(oid), taken, planReads, this.options.formOf);
+        const plan = await planTurn(head, forms, (oid) => hotBlobs.has(oid), taken, planReads, this.options.formOf, () => this.slicer.pause());
         await this.slicer.pause();
         this.checkSignal();
         if (plan === 'blocked') blocked.push(head);
@@ -551,7 +555,7 @@ export class GarbageCollection {
   }
 
   /**
-   * Step 7: the objects of `cold` kept compactly, in the order the mark met them, a write of
+   * Step 8: the objects of `cold` kept compactly, in the order the mark met them, a write of
    * COLD_BATCH_IDS at a time. Each write first marks, with its own reads (checked at its commit),
    * the hot trees of the roots it commits over, and keeps the raw copy of every hot tree: a tree a
    * writer made hot after the hot mark (a restore, a branch at an old commit, a directory written

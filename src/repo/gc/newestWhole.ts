@@ -7,7 +7,7 @@
  * Why: a write through the API names the version it replaces as the delta base, so the deflate
  * cache keeps each new version as a delta on the one before; the newest version of a file edited
  * fifty times is at the end of a chain of fifty deltas. Once a collection keeps blobs as their forms
- * alone (collect.ts step 7), reading a current file would apply its whole chain: searching the
+ * alone (collect.ts step 8), reading a current file would apply its whole chain: searching the
  * realistic history's working tree read 11 MB of files in 1.0 s instead of 0.13 s. Turned around,
  * a current file is one inflate, and the pack a clone copies is git's shape.
  *
@@ -182,7 +182,15 @@ export interface PlanReads {
  * would (`taken`: a path stops before them, and a plan whose depths would reach one waits), so it
  * can be planned again once that one is written.
  */
-export async function planTurn(head: Oid, index: FormIndex, isHot: (oid: Oid) => boolean, taken: OidTable, reads: PlanReads, formOf: FormOf | undefined): Promise<TurnPlan | 'blocked' | null> {
+export async function planTurn(
+  head: Oid,
+  index: FormIndex,
+  isHot: (oid: Oid) => boolean,
+  taken: OidTable,
+  reads: PlanReads,
+  formOf: FormOf | undefined,
+  pause: () => Promise<void>,
+): Promise<TurnPlan | 'blocked' | null> {
   if (taken.has(head)) return 'blocked';
   let members: Oid[] = [head];
   const onPath = new OidTable();
@@ -214,6 +222,8 @@ export async function planTurn(head: Oid, index: FormIndex, isHot: (oid: Oid) =>
     }
     newDepth.push(depth);
     forms.push({ deflated: made.deflated, delta: made.deltaBytes === null ? null : { base: members[i - 1], bytes: made.deltaBytes, depth } });
+    // Without a worker each delta is made on the event loop: a turn between them once a slice is up.
+    await pause();
   }
 
   // The forms on a member that rises (not on the path) rise with it, and those on them; cut the path where one would pass the limit.

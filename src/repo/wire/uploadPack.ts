@@ -316,7 +316,9 @@ async function readBatch(reads: ReadTx, entries: PackEntries, start: number, end
   let asked: number[] = [];
   for (let index = start; index < end; index++) if (offsets[index] < 0) asked.push(index);
   if (reads.getDeflated) {
-    // Chains are acyclic (a form only names forms kept before it) and short; the bound is a guard.
+    // Chains are acyclic and short (README "Pack-ready forms and deltas"); the bound is a guard. A
+    // collection turning a chain around between two of these reads can show a base on a form read
+    // before: chainOf stops there, and the object goes out whole.
     for (let depth = 0; asked.length > 0 && depth <= DELTA_DEPTH_MAX; depth++) {
       const forms = await reads.getDeflated(asked.map((index) => plan.objects.oidView(index)));
       const bases = new Set<number>();
@@ -354,7 +356,7 @@ function chainOf(entries: PackEntries, batch: Batch, index: number): number[] {
   const baseIndex = own?.delta ? entries.indexOf(own.delta.base) : undefined;
   if (baseIndex === undefined || entries.offsets[baseIndex] >= 0) return [index];
   const chain = [index, baseIndex];
-  // Chains are acyclic (a form only names forms kept before it) and short; the bound is a guard.
+  // Chains are acyclic and short; the bound and the check for a base met twice are guards (readBatch).
   while (chain.length <= DELTA_DEPTH_MAX) {
     const form = batch.forms.get(chain[chain.length - 1]);
     if (!form?.delta) break;
