@@ -203,11 +203,12 @@ export interface AsyncStore extends Partial<PackFormBacklog> {
   /** Whether transactions offer garbage collection (CollectionReads, CollectionWrites). */
   readonly collection: boolean;
   /**
-   * After a collection that removed `removedIds` ids and kept `keptIds`: the backend's own
+   * After a collection that removed `removedIds` ids (or moved their forms) and kept `keptIds`,
+   * and removed or dropped `rawRemoved` raw copies and kept `rawKept`: the backend's own
    * compaction of what the removals left behind in the project (LMDB: shelves of pack-ready forms
-   * less than half alive are rewritten; pages left sparse are packed again), in short writes.
+   * less than three quarters alive are rewritten; pages left sparse are packed again), in short writes.
    */
-  compactAfterCollection?(project: number, collected: { removedIds: number; keptIds: number }): Promise<{ rewrittenBytes: number; freedBytes: number }>;
+  compactAfterCollection?(project: number, collected: { removedIds: number; keptIds: number; rawRemoved?: number; rawKept?: number }): Promise<{ rewrittenBytes: number; freedBytes: number }>;
   read<T>(action: (tx: AsyncStoreReadTx) => Promise<T>): Promise<T>;
   /** Runs `action` as one write transaction and resolves once its commit is durable. */
   write<T>(action: (tx: AsyncStoreWriteTx) => Promise<T>): Promise<T>;

@@ -58,7 +58,7 @@ import {
   type WorkingTreeState,
 } from './types.js';
 import { decodeCommitInfo, encodeCommitInfo, commitInfoFromBody } from './commitIndex.js';
-import { LmdbAsyncStore, REMOVED_SINCE_REPACK_PREFIX } from './lmdbAsync.js';
+import { LmdbAsyncStore, RAW_REMOVED_SINCE_REPACK_PREFIX, REMOVED_SINCE_REPACK_PREFIX } from './lmdbAsync.js';
 import { LruCache } from './lruCache.js';
 import type { ObjectCursor, UndeflatedPage } from './asyncTypes.js';
 
@@ -615,6 +615,7 @@ class LmdbTx implements StoreWriteTx {
       this.store.dbs.records.removeSync(VERSION_RECORD_PREFIX + project);
       this.store.dbs.records.removeSync(COLLECTION_RECORD_PREFIX + project);
       this.store.dbs.records.removeSync(REMOVED_SINCE_REPACK_PREFIX + project);
+      this.store.dbs.records.removeSync(RAW_REMOVED_SINCE_REPACK_PREFIX + project);
     }
     return removed;
   }

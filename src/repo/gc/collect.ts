@@ -289,15 +289,20 @@ export class GarbageCollection {
     // Step 7's work: hot blobs whose form is a delta.
     const hotDeltas: Oid[] = [];
     let keptObjects = 0;
+    // Raw copies kept by the listing, and those of candidates (for the backend's compaction).
+    let rawListedKept = 0;
+    let rawOfCandidates = 0;
     for (let after: Oid | null = null; ; ) {
       const page: ListedEntry[] = await reads.listStored(after, LIST_PAGE_IDS);
       const unmarked: Oid[] = [];
       for (const entry of page) {
         if (!marker.isMarked(entry.oid)) {
           unmarked.push(entry.oid);
+          if (entry.raw) rawOfCandidates++;
           continue;
         }
         keptObjects++;
+        if (entry.raw) rawListedKept++;
         if (!entry.form) continue;
         if (entry.formBase && forms) {
           forms.set(entry.oid, entry.formBase, entry.formDepth);
@@ -346,7 +351,12 @@ export class GarbageCollection {
 
     this.phase('compact');
     // Dropped raw copies and moved forms leave pages sparse as removals do.
-    const collected = { removedIds: removed.objects + coldKept.rawDropped + coldKept.formsMoved, keptIds: keptObjects };
+    const collected = {
+      removedIds: removed.objects + coldKept.rawDropped + coldKept.formsMoved,
+      keptIds: keptObjects,
+      rawRemoved: rawOfCandidates + coldKept.rawDropped,
+      rawKept: rawListedKept - coldKept.rawDropped,
+    };
     const compaction = this.repo.store.compactAfterCollection ? await this.repo.store.compactAfterCollection(project, collected) : null;
 
     this.phase('end');
