@@ -14,7 +14,8 @@ import { prepareBatch, writeFilesInTx } from '../../src/repo/writeFiles.js';
 import type { ProjectRecord } from '../../src/service/projects.js';
 import { LmdbStore } from '../../src/store/lmdb.js';
 import type { LmdbAsyncStore } from '../../src/store/lmdbAsync.js';
-import { copyProject, expectOnlyReachable, storedHexes } from '../support/gc.js';
+import type { CollectionReads, ProjectReads } from '../../src/store/asyncTypes.js';
+import { copyProject, expectFormsSound, expectOnlyReachable, storedHexes } from '../support/gc.js';
 import { git, gitAsyncOk, scratchDir } from '../support/git.js';
 import { remoteUrl } from '../support/history.js';
 import { startTestServer, type TestServer } from '../support/server.js';
@@ -43,6 +44,11 @@ async function cloneChecked(id: string, name: string): Promise<string> {
   await gitAsyncOk(['clone', '-q', remoteUrl(server, id), dir]);
   git(['fsck', '--strict', '--no-dangling'], { cwd: dir });
   return dir;
+}
+
+/** A file that grows a paragraph per version (the deflate cache keeps each version as a delta on the one before). */
+function version(name: string, round: number): string {
+  return `${Array.from({ length: round + 1 }, (_, i) => `export const v${i} = ${i}; // paragraph ${i} of ${name}, long enough to be worth a delta`).join('\n')}\n`;
 }
 
 const FILES = 100;
@@ -148,6 +154,53 @@ describe('garbage collection on a server', () => {
     const records = await server.th.store.read(async (tx) => tx.listRecords(`gc-`));
     expect(records.filter(({ key }) => key.endsWith(`/${record.seq}`))).toEqual([]);
   });
+
+  it('keeps a history written through the API as forms alone, with the same clone and the same answers for its old commits', async () => {
+    const record = await createProject('Written through the API', { 'src/app.ts': version('app', 0), 'README.md': 'read me\n' });
+    const base = `/api/v1/projects/${record.id}`;
+    const commits: string[] = [];
+    for (let round = 1; round <= 24; round++) {
+      const files = [{ path: 'src/app.ts', content: version('app', round) }, { path: `src/part${round % 4}.ts`, content: version(`part ${round % 4}`, round) }];
+      expect((await server.call('POST', `${base}/files/batch`, { files })).status).toBe(200);
+      if (round === 12) expect((await server.call('POST', `${base}/files/move`, { from: 'src/part1.ts', to: 'lib/part1.ts' })).status).toBe(200);
+      const made = await server.call('POST', `${base}/git/commit`, { message: `round ${round}` });
+      expect(made.status).toBe(201);
+      commits.push(made.body.commit.oid);
+    }
+    await server.th.deflateCache.idle();
+    const reads = [
+      `${base}/git/commits/${commits[3]}`,
+      `${base}/git/commits/${commits[11]}?content=false`,
+      `${base}/git/blame/src/app.ts?ref=${commits[9]}`,
+      `${base}/git/blame/src/app.ts`,
+      `${base}/git/log?path=src&limit=100`,
+      `${base}/git/compare?base=${commits[2]}&head=main`,
+      `${base}/files?content=true`,
+      `${base}/search?q=paragraph%2012&ref=${commits[14]}`,
+    ];
+    const answers = async () => Promise.all(reads.map(async (path) => server.call('GET', path)));
+    const before = await answers();
+    expect(before.map((answer) => answer.status)).toEqual(reads.map(() => 200));
+    const beforeClone = await cloneChecked(record.id, 'api-history-before');
+    const repo = server.th.projects.repo(record);
+    const rawBytes = async () => {
+      const hexes = await storedHexes(repo);
+      const entries = await server.th.store.read((tx) => (tx.project(record.seq) as ProjectReads & CollectionReads).describeStored(hexes.map((hex) => Buffer.from(hex, 'hex'))));
+      return entries.reduce((sum, entry) => sum + entry!.rawBytes, 0);
+    };
+    const rawBefore = await rawBytes();
+
+    const report = await server.th.gc.collect(record, { graceMs: 0 });
+    expect(report.coldKept.rawDropped).toBeGreaterThan(0);
+    expect(report.newestWhole.chains).toBeGreaterThan(0);
+    expect(await rawBytes()).toBeLessThan(rawBefore / 3);
+    expect((await answers()).map((answer) => answer.body)).toEqual(before.map((answer) => answer.body));
+    const afterClone = await cloneChecked(record.id, 'api-history-after');
+    const objects = (dir: string) => git(['rev-list', '--objects', '--all'], { cwd: dir }).split('\n').filter(Boolean).sort();
+    // Ids are their contents' hashes, which fsck --strict checked: the same ids are the same bytes.
+    expect(objects(afterClone)).toEqual(objects(beforeClone));
+    await expectFormsSound(repo);
+  }, 120_000);
 
   it('collects on its schedule once a project has stored enough new objects', async () => {
     const scheduled = await startTestServer({ env: { TREEHOUSE_GC_NEW_OBJECTS: '60', TREEHOUSE_GC_GRACE_SECONDS: '0', TREEHOUSE_GC_INTERVAL_SECONDS: '0' } });
