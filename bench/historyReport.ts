@@ -154,9 +154,10 @@ function apiHistoryLines(result: HistoryBenchResult): string[] {
   if ('failed' in result.api) return ['', `The realistic history written through the API (bench/apiHistory.ts) failed: ${result.api.failed.replace(/\|/g, '/')}`];
   const api = result.api;
   const ms = (value: number) => (value >= 1000 ? `${(value / 1000).toFixed(2)} s` : `${value.toFixed(1)} ms`);
+  const count = (value: number) => value.toLocaleString('en-US');
   return [
     '',
-    `The realistic history written through the API instead (bench/apiHistory.ts): main's ${api.replay.commits} first-parent commits replayed as batch writes, moves and commits (${api.replay.requests} requests, ${ms(api.replay.apiMs / api.replay.requests)} each${api.replay.gcEvery ? `, the collection schedule on every ${api.replay.gcEvery} new objects` : ''}), then \`treehouse gc --grace 0\` (${ms(api.gc.ms)}). Store sizes are LMDB's pages in use; \`records\` is the server's own (its event log, keys, counters), not the project's. Reads are timed on a server just started, before and after the collection: the first call, then the median of three.`,
+    `The realistic history written through the API instead (bench/apiHistory.ts): main's ${count(api.replay.commits)} first-parent commits replayed as batch writes, moves and commits (${count(api.replay.requests)} requests, ${ms(api.replay.apiMs / api.replay.requests)} each${api.replay.gcEvery ? `, the collection schedule on every ${count(api.replay.gcEvery)} new objects` : ''}), then \`treehouse gc --grace 0\` (${ms(api.gc.ms)}). Store sizes are LMDB's pages in use; \`records\` is the server's own (its event log, keys, counters), not the project's. Reads are timed on a server just started, before and after the collection: the first call, then the median of three.`,
     '',
     '| store | Treehouse | git repack -adf (pack and index) | ours/git |',
     '|---|---:|---:|---:|',
@@ -164,7 +165,7 @@ function apiHistoryLines(result: HistoryBenchResult): string[] {
     `| after it: the project's pages in use (${byDbText({ ...api.store.usedBytesByDb, records: 0 })}) | ${megabytes(api.store.projectBytes)} | ${megabytes(api.store.gitStoreBytes)} | ${ratioText(api.store.projectRatio)} |`,
     `| after it, with records (${megabytes(api.store.usedBytesByDb.records ?? 0)}) | ${megabytes(api.store.usedBytes)} | ${megabytes(api.store.gitStoreBytes)} | ${ratioText(api.store.ratio)} |`,
     `| data.mdb on disk after it (LMDB reuses freed pages, never shrinks the file; ${megabytes(api.storeBeforeGc.fileBytes)} before) | ${megabytes(api.store.fileBytes)} | ${megabytes(api.store.gitStoreBytes)} | ${ratioText(api.store.fileBytes / api.store.gitStoreBytes)} |`,
-    `| clone pack (${api.clone.ours.deltas} deltas of ${api.clone.ours.objects}, deepest ${api.clone.ours.depthMax}; git ${api.clone.gitRepack.deltas}, ${api.clone.gitRepack.depthMax}); after the collection ${megabytes(api.clone.afterGc.bytes)}, same objects: ${api.clone.afterGc.sameObjects ? 'yes' : 'no'}, fsck --strict: ${api.clone.afterGc.fsckClean ? 'clean' : 'not clean'} | ${megabytes(api.clone.ours.bytes)} | ${megabytes(api.clone.gitRepack.bytes)} | ${ratioText(api.clone.ratio)} |`,
+    `| clone pack before the collection (${count(api.clone.ours.deltas)} deltas of ${count(api.clone.ours.objects)}, deepest ${api.clone.ours.depthMax}; git ${count(api.clone.gitRepack.deltas)}, ${api.clone.gitRepack.depthMax}); after the collection ${megabytes(api.clone.afterGc.bytes)}, same objects: ${api.clone.afterGc.sameObjects ? 'yes' : 'no'}, fsck --strict: ${api.clone.afterGc.fsckClean ? 'clean' : 'not clean'} | ${megabytes(api.clone.ours.bytes)} | ${megabytes(api.clone.gitRepack.bytes)} | ${ratioText(api.clone.ratio)} |`,
     '',
     '| read (API) | before: first | before: then | after: first | after: then |',
     '|---|---:|---:|---:|---:|',
