@@ -511,7 +511,7 @@ export class GarbageCollection {
     const total = { chains: 0, formsReplaced: 0 };
     const reads = this.reads();
     if (!reads.getDeflated) return total;
-    const planReads = { getObjects: reads.getObjects, getDeflated: reads.getDeflated };
+    const planReads = { objectSizes: reads.objectSizes, getObjects: reads.getObjects, getDeflated: reads.getDeflated };
     let taken = new OidTable();
     let pending: TurnPlan[] = [];
     let pendingBytes = 0;

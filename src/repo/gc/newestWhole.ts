@@ -52,6 +52,8 @@ const deflateAsync = promisify(deflate);
 const DEFLATE_LEVEL = 6;
 /** Bodies larger than this are not turned around on the event loop (no worker given): the path stops before them. */
 const INLINE_BODY_BYTES_MAX = 1024 * 1024;
+/** Bytes of bodies one path holds while its forms are made. */
+const PATH_BYTES_MAX = 64 * 1024 * 1024;
 /** Forms whose depth one path may shift; a path that would shift more is left as it is. */
 const SHIFTED_MAX = 10_000;
 
@@ -172,6 +174,7 @@ export interface TurnPlan {
 }
 
 export interface PlanReads {
+  objectSizes(oids: readonly Oid[]): Promise<Array<number | undefined>>;
   getObjects(oids: readonly Oid[]): Promise<Array<{ type: string; body: Buffer } | undefined>>;
   getDeflated(oids: readonly Oid[]): Promise<Array<{ deflated: Buffer; delta?: { base: Oid; bytes: number; depth: number } } | undefined>>;
 }
@@ -203,6 +206,12 @@ export async function planTurn(
     onPath.add(base);
   }
   if (members.length < 2) return blocked ? 'blocked' : null;
+  // The bodies of a path are held at once: a path stops before the member that would pass PATH_BYTES_MAX.
+  const sizes = await reads.objectSizes(members);
+  let held = 0;
+  const fits = sizes.findIndex((size) => (held += size ?? Infinity) > PATH_BYTES_MAX);
+  if (fits >= 0) members = members.slice(0, fits);
+  if (members.length < 2) return null;
   const bodies = await reads.getObjects(members);
   // Blobs only (a delta resolves to its base's type), and on the loop only bodies it can take.
   const usable = bodies.findIndex((object) => !object || object.type !== 'blob' || (!formOf && object.body.length > INLINE_BODY_BYTES_MAX));
