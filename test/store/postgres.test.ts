@@ -29,7 +29,7 @@ afterAll(async () => {
   await database?.drop();
 });
 
-asyncStoreContract('PostgresStore', () => new PostgresStore({ url: database.url }), { packForms: false, collection: false });
+asyncStoreContract('PostgresStore', () => new PostgresStore({ url: database.url }), { packForms: false, collection: true });
 
 /** Projects of these tests (the contract's start at 5000). */
 const freshProject = projectNumbers(90_000);
