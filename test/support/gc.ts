@@ -57,9 +57,10 @@ export async function expectOnlyReachable(repo: Repo): Promise<void> {
 }
 
 /**
- * Writes what `from` keeps (every id's raw copy with its annex, its pack-ready form, its commit's
- * object list) with its refs and working trees into project `project` of `to`, as the writers that
- * made it would have: the same state, written fresh (no pages freed by removals).
+ * Writes what `from` keeps (every id's raw copy with its annex, its pack-ready form where the
+ * backend keeps forms, its commit's object list) with its refs and working trees into project
+ * `project` of `to`, as the writers that made it would have: the same state, written fresh (no
+ * pages freed by removals).
  */
 export async function copyProject(from: Repo, to: AsyncStore, project: number): Promise<void> {
   const entries: StoredEntry[] = [];
@@ -75,10 +76,10 @@ export async function copyProject(from: Repo, to: AsyncStore, project: number): 
   for (let start = 0; start < entries.length; start += 500) {
     const chunk = entries.slice(start, start + 500);
     const { objects, forms, lists } = await inReadTx(from, async (tx) => {
-      const reads = tx as ProjectReads & PackFormReads;
+      const reads = tx as ProjectReads & Partial<PackFormReads>;
       return {
         objects: await reads.getObjectsWithAnnex(chunk.map((entry) => entry.oid)),
-        forms: await reads.getDeflated(chunk.map((entry) => entry.oid)),
+        forms: typeof reads.getDeflated === 'function' ? await reads.getDeflated(chunk.map((entry) => entry.oid)) : chunk.map(() => undefined),
         lists: await Promise.all(chunk.map((entry) => reads.getCommitObjects(entry.oid))),
       };
     });
