@@ -31,9 +31,9 @@
  * gone is forgotten by this node's caches and the callback runs again, so no write names an
  * object that is not stored. At its commit every write of a project takes the project's collection
  * lock, shared, which a collection's beginning and end take exclusive (statements.ts
- * lockCollection), then reads whether a collection runs. While one does, the ids read as present and those put that were
- * stored already are locked FOR KEY SHARE (a sweep's DELETE of one waits for this commit), and the
- * ids the write makes reachable are journalled: objects it stored that were absent, and the values
+ * lockCollection), then reads whether a collection runs. While one does, the ids read as present
+ * and those put that were stored already are locked FOR KEY SHARE (a sweep's DELETE of one waits
+ * for this commit), and the ids the write makes reachable are journalled: objects it stored that were absent, and the values
  * its refs and working trees had and take. A write that read the collection or the journal is
  * checked at its commit to read the same again; the journal after the write's removals, which
  * waited for every writer that had locked a removed row: a sweep whose removal such a writer
@@ -238,8 +238,8 @@ export class WriteTx implements AsyncStoreWriteTx {
 
   /**
    * `attempt`: the run of the callback, from 1. A run after the first reads the collection and the
-   * journal under the project's exclusive lock: a collector's write whose read of the journal
-   * changed (writers journal all the time) is not run again and again.
+   * journal under the project's collection lock, exclusive: a collector's write whose read of the
+   * journal changed (writers journal all the time) is not run again and again.
    */
   constructor(
     private readonly context: StoreContext,
