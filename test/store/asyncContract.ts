@@ -1360,7 +1360,7 @@ export function asyncStoreContract(backendName: string, openStore: () => AsyncSt
           const [oid, commitOid] = await store.write(async (tx) => {
             const p = collectionWrites(tx.project(project));
             const ids = [p.putObject('blob', body), p.putObject('commit', commit)];
-            p.putDeflated(ids[0], deflateSync(body));
+            if (options.packForms) p.putDeflated(ids[0], deflateSync(body));
             p.putCommitObjects(ids[1], Buffer.alloc(0));
             return ids;
           });
@@ -1369,9 +1369,10 @@ export function asyncStoreContract(backendName: string, openStore: () => AsyncSt
             (p) => p.getObjects([oid]),
             (p) => p.getObjectsWithAnnex([oid]),
             (p) => p.objectSizes([oid]),
+            (p) => p.hasObjects([oid]),
             (p) => p.getCommitInfos([commitOid]),
             (p) => p.getCommitObjects(commitOid),
-            (p) => p.getDeflated([oid]),
+            ...(options.packForms ? [(p: ProjectWrites & PackFormWrites) => p.getDeflated([oid])] : []),
             (p) => p.findObjectsByPrefix(oidToHex(commitOid).slice(0, 8), 4),
           ];
           const other = openStore();
@@ -1392,7 +1393,7 @@ export function asyncStoreContract(backendName: string, openStore: () => AsyncSt
               expect({ read: String(read), runs }).toEqual({ read: String(read), runs: 2 });
               await store.write(async (tx) => {
                 const p = collectionWrites(tx.project(project));
-                p.putDeflated(oid, deflateSync(body));
+                if (options.packForms) p.putDeflated(oid, deflateSync(body));
                 p.putCommitObjects(commitOid, Buffer.alloc(0));
               });
             }
@@ -1407,7 +1408,7 @@ export function asyncStoreContract(backendName: string, openStore: () => AsyncSt
           const [before, v1] = await store.write(async (tx) => {
             const p = collectionWrites(tx.project(project));
             const ids = [p.putObject('blob', blob('stored before')), p.putObject('blob', blob('version one, long enough to be a base'))];
-            p.putDeflated(ids[1], deflateSync(blob('version one, long enough to be a base')));
+            if (options.packForms) p.putDeflated(ids[1], deflateSync(blob('version one, long enough to be a base')));
             await p.casRef('refs/heads/main', null, ids[0]);
             p.putWorkingTree('main', { tree: EMPTY_TREE_OID, locks: [] });
             return ids;
@@ -1427,10 +1428,12 @@ export function asyncStoreContract(backendName: string, openStore: () => AsyncSt
             tx.project(neighbour).putObject('blob', blob('another project'));
             return [...ids, tree];
           });
-          await store.write(async (tx) => {
-            const p = collectionWrites(tx.project(project));
-            expect(await p.putDeflatedDelta(v2, { base: v1, bytes: 3, depth: 1 }, deflateSync(blob('abc')))).toBe(true);
-          });
+          if (options.packForms) {
+            await store.write(async (tx) => {
+              const p = collectionWrites(tx.project(project));
+              expect(await p.putDeflatedDelta(v2, { base: v1, bytes: 3, depth: 1 }, deflateSync(blob('abc')))).toBe(true);
+            });
+          }
           expect(hexes(await journal(project)).sort()).toEqual(hexes([before, v1, fresh, v2, tree, EMPTY_TREE_OID]).sort());
           expect(await journal(neighbour)).toEqual([]);
           // Paged by id.
@@ -1483,25 +1486,27 @@ export function asyncStoreContract(backendName: string, openStore: () => AsyncSt
           const next = blob('a next version with enough text in it');
           const formOnly = blob('kept as its form alone');
           const commit = commitBody(EMPTY_TREE_OID, [], 1_700_000_000);
+          const formOid = hashObject('tree', formOnly);
+          const forms = options.packForms;
           const ids = await store.write(async (tx) => {
             const p = collectionWrites(tx.project(project));
             const baseOid = p.putObject('blob', base);
             const nextOid = p.putObject('blob', next, Buffer.from('an annex'));
             const commitOid = p.putObject('commit', commit);
             p.putCommitObjects(commitOid, Buffer.alloc(0));
+            if (!forms) return { baseOid, nextOid, commitOid };
             p.putDeflated(baseOid, deflateSync(base));
             await p.putDeflatedDelta(nextOid, { base: baseOid, bytes: 4, depth: 1 }, deflateSync(blob('xxxx')));
-            const formOid = hashObject('tree', formOnly);
             await p.putObjectAsForm(formOid, 'tree', formOnly.length, { deflated: deflateSync(formOnly) });
             return { baseOid, nextOid, commitOid, formOid };
           });
           const listed = await store.read((tx) => collectionReads(tx.project(project)).listStored(null, 100));
           expect(hexes(listed.map((entry) => entry.oid))).toEqual(hexes(Object.values(ids)).sort());
           const byHex = new Map(listed.map((entry) => [oidToHex(entry.oid), entry]));
-          expect(byHex.get(oidToHex(ids.baseOid))).toEqual({ oid: ids.baseOid, raw: true, form: true, formBase: null });
-          expect(byHex.get(oidToHex(ids.nextOid))).toEqual({ oid: ids.nextOid, raw: true, form: true, formBase: ids.baseOid });
+          expect(byHex.get(oidToHex(ids.baseOid))).toEqual({ oid: ids.baseOid, raw: true, form: forms, formBase: null });
+          expect(byHex.get(oidToHex(ids.nextOid))).toEqual({ oid: ids.nextOid, raw: true, form: forms, formBase: forms ? ids.baseOid : null });
           expect(byHex.get(oidToHex(ids.commitOid))).toEqual({ oid: ids.commitOid, raw: true, form: false, formBase: null });
-          expect(byHex.get(oidToHex(ids.formOid))).toEqual({ oid: ids.formOid, raw: false, form: true, formBase: null });
+          if (forms) expect(byHex.get(oidToHex(formOid))).toEqual({ oid: formOid, raw: false, form: true, formBase: null });
           // Pages of two.
           const paged: Oid[] = [];
           for (let after: Oid | null = null; ; ) {
@@ -1513,54 +1518,86 @@ export function asyncStoreContract(backendName: string, openStore: () => AsyncSt
           expect(hexes(paged)).toEqual(hexes(listed.map((entry) => entry.oid)));
           expect(await store.read((tx) => collectionReads(tx.project(freshProject())).listStored(null, 100))).toEqual([]);
 
-          const described = await store.read((tx) => collectionReads(tx.project(project)).describeStored([ids.baseOid, ids.nextOid, hashObject('blob', blob('absent')), ids.commitOid, ids.formOid]));
+          const described = await store.read((tx) => collectionReads(tx.project(project)).describeStored([ids.baseOid, ids.nextOid, hashObject('blob', blob('absent')), ids.commitOid, formOid]));
           expect(described[2]).toBeUndefined();
-          const [baseEntry, nextEntry, , commitEntry, formEntry] = described.map((entry) => entry!);
+          const [baseEntry, nextEntry, , commitEntry, formEntry] = described;
           expect(baseEntry).toMatchObject({ oid: ids.baseOid, type: 'blob', formBase: null, formDepth: 0, indexBytes: 0 });
-          expect(baseEntry.rawBytes).toBeGreaterThanOrEqual(base.length);
-          expect(baseEntry.formBytes).toBeGreaterThan(0);
-          expect(nextEntry).toMatchObject({ type: 'blob', formDepth: 1, formBase: ids.baseOid });
-          expect(nextEntry.rawBytes).toBeGreaterThanOrEqual(next.length + 'an annex'.length);
+          expect(baseEntry!.rawBytes).toBeGreaterThanOrEqual(base.length);
+          expect(nextEntry).toMatchObject({ type: 'blob', formDepth: forms ? 1 : 0, formBase: forms ? ids.baseOid : null });
+          expect(nextEntry!.rawBytes).toBeGreaterThanOrEqual(next.length + 'an annex'.length);
           expect(commitEntry).toMatchObject({ type: 'commit', formBytes: 0, formBase: null });
-          expect(commitEntry.indexBytes).toBeGreaterThan(0);
+          expect(commitEntry!.indexBytes).toBeGreaterThan(0);
+          if (!forms) {
+            // Without forms: none is kept, and an id stored as nothing else is not stored at all.
+            expect([baseEntry!.formBytes, nextEntry!.formBytes, formEntry]).toEqual([0, 0, undefined]);
+            return;
+          }
+          expect(baseEntry!.formBytes).toBeGreaterThan(0);
           expect(formEntry).toMatchObject({ type: 'tree', rawBytes: 0, formBase: null, formDepth: 0 });
-          expect(formEntry.formBytes).toBeGreaterThan(0);
+          expect(formEntry!.formBytes).toBeGreaterThan(0);
         });
 
-        it('removes everything under an id, and rewrites a delta form whole only while it is still on the given base', async () => {
+        it('removes everything under an id: raw copy with its annex, commit index entry and object list; nothing of another id', async () => {
           const project = freshProject();
-          const base = blob('the base of a delta, with some length');
-          const next = blob('the next of a delta, with some length');
-          const { baseOid, nextOid, commitOid } = await store.write(async (tx) => {
+          const { kept, gone, commitOid } = await store.write(async (tx) => {
             const p = collectionWrites(tx.project(project));
-            const baseOid = p.putObject('blob', base);
-            const nextOid = p.putObject('blob', next);
-            p.putDeflated(baseOid, deflateSync(base));
-            await p.putDeflatedDelta(nextOid, { base: baseOid, bytes: 4, depth: 1 }, deflateSync(blob('xxxx')));
-            const commitOid = p.putObject('commit', commitBody(EMPTY_TREE_OID, [], 1_700_000_001));
+            const kept = p.putObject('blob', blob('kept'), Buffer.from('its annex'));
+            const gone = p.putObject('blob', blob('removed'), Buffer.from('an annex that goes'));
+            const commitOid = p.putObject('commit', commitBody(EMPTY_TREE_OID, [], 1_700_000_002));
             p.putCommitObjects(commitOid, Buffer.alloc(0));
-            return { baseOid, nextOid, commitOid };
+            return { kept, gone, commitOid };
           });
-          await store.write(async (tx) => {
-            const p = collectionWrites(tx.project(project));
-            // Not on this base: nothing changes.
-            p.replaceFormWhole(nextOid, commitOid, deflateSync(next));
-          });
-          expect((await store.read((tx) => formReads(tx.project(project)).getDeflated([nextOid])))[0]!.delta?.base).toEqual(baseOid);
-          await store.write(async (tx) => collectionWrites(tx.project(project)).replaceFormWhole(nextOid, baseOid, deflateSync(next)));
-          await store.write(async (tx) => collectionWrites(tx.project(project)).removeStored([baseOid, commitOid]));
+          await store.write(async (tx) => collectionWrites(tx.project(project)).removeStored([gone, commitOid]));
           await store.read(async (tx) => {
-            const p = collectionReads(formReads(tx.project(project)) as ProjectReads);
-            const [form] = await formReads(tx.project(project)).getDeflated([nextOid]);
-            expect(form?.delta).toBeUndefined();
-            expect(form && inflateSync(form.deflated)).toEqual(next);
-            expect(await p.hasObjects([baseOid, commitOid, nextOid])).toEqual([false, false, true]);
+            const p = collectionReads(tx.project(project));
+            expect(await p.hasObjects([gone, commitOid, kept])).toEqual([false, false, true]);
+            expect(await p.getObjectsWithAnnex([kept, gone])).toEqual([{ type: 'blob', body: blob('kept'), annex: Buffer.from('its annex') }, undefined]);
             expect(await p.getCommitInfos([commitOid])).toEqual([undefined]);
             expect(await p.getCommitObjects(commitOid)).toBeUndefined();
-            expect(await formReads(tx.project(project)).getDeflated([baseOid])).toEqual([undefined]);
-            expect(await p.describeStored([baseOid, commitOid])).toEqual([undefined, undefined]);
+            expect(await p.describeStored([gone, commitOid])).toEqual([undefined, undefined]);
+            expect(hexes((await p.listStored(null, 10)).map((entry) => entry.oid))).toEqual([oidToHex(kept)]);
           });
+          // Removing what is not stored, or is gone already, changes nothing.
+          await store.write(async (tx) => collectionWrites(tx.project(project)).removeStored([gone, hashObject('blob', blob('never stored'))]));
+          expect(await store.read((tx) => tx.project(project).hasObjects([kept]))).toEqual([true]);
         });
+
+        if (options.packForms) {
+          it('removes a form with its id, and rewrites a delta form whole only while it is still on the given base', async () => {
+            const project = freshProject();
+            const base = blob('the base of a delta, with some length');
+            const next = blob('the next of a delta, with some length');
+            const { baseOid, nextOid, commitOid } = await store.write(async (tx) => {
+              const p = collectionWrites(tx.project(project));
+              const baseOid = p.putObject('blob', base);
+              const nextOid = p.putObject('blob', next);
+              p.putDeflated(baseOid, deflateSync(base));
+              await p.putDeflatedDelta(nextOid, { base: baseOid, bytes: 4, depth: 1 }, deflateSync(blob('xxxx')));
+              const commitOid = p.putObject('commit', commitBody(EMPTY_TREE_OID, [], 1_700_000_001));
+              p.putCommitObjects(commitOid, Buffer.alloc(0));
+              return { baseOid, nextOid, commitOid };
+            });
+            await store.write(async (tx) => {
+              const p = collectionWrites(tx.project(project));
+              // Not on this base: nothing changes.
+              p.replaceFormWhole(nextOid, commitOid, deflateSync(next));
+            });
+            expect((await store.read((tx) => formReads(tx.project(project)).getDeflated([nextOid])))[0]!.delta?.base).toEqual(baseOid);
+            await store.write(async (tx) => collectionWrites(tx.project(project)).replaceFormWhole(nextOid, baseOid, deflateSync(next)));
+            await store.write(async (tx) => collectionWrites(tx.project(project)).removeStored([baseOid, commitOid]));
+            await store.read(async (tx) => {
+              const p = collectionReads(formReads(tx.project(project)) as ProjectReads);
+              const [form] = await formReads(tx.project(project)).getDeflated([nextOid]);
+              expect(form?.delta).toBeUndefined();
+              expect(form && inflateSync(form.deflated)).toEqual(next);
+              expect(await p.hasObjects([baseOid, commitOid, nextOid])).toEqual([false, false, true]);
+              expect(await p.getCommitInfos([commitOid])).toEqual([undefined]);
+              expect(await p.getCommitObjects(commitOid)).toBeUndefined();
+              expect(await formReads(tx.project(project)).getDeflated([baseOid])).toEqual([undefined]);
+              expect(await p.describeStored([baseOid, commitOid])).toEqual([undefined, undefined]);
+            });
+          });
+        }
 
         it('lists every working tree record of a project', async () => {
           const project = freshProject();

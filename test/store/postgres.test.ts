@@ -2,7 +2,9 @@
  * The asynchronous interface's contract on PostgreSQL (src/store/postgres/), on a real embedded
  * server (test/support/postgres.ts), plus what only this backend does: writers on two nodes (two
  * stores on one database) that stay serialisable, listings that writers on another node cannot slip
- * a record into, deadlocks that run a callback again, generations of commits put in any order,
+ * a record into, deadlocks that run a callback again, garbage collection's locks between a removal
+ * and a writer that relies on what it removes (and a node's cache that still holds a removed
+ * object), generations of commits put in any order,
  * durable commits whatever the database's default, the node's object cache, and a database that
  * cannot be reached or drops the connection mid-transaction (an error the service answers 503, not a hang).
  */
@@ -10,6 +12,8 @@ import postgres from 'postgres';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { encodeCommit } from '../../src/git/commit.js';
 import { EMPTY_TREE_OID, hashObject, type Oid } from '../../src/git/oid.js';
+import { encodeTree } from '../../src/git/tree.js';
+import type { AsyncStoreWriteTx, CollectionWrites, ProjectWrites } from '../../src/store/asyncTypes.js';
 import { contractError } from '../../src/service/domainErrors.js';
 import { connectionOptions, PostgresStore } from '../../src/store/postgres/store.js';
 import { StoreUnavailableError } from '../../src/store/types.js';
@@ -29,7 +33,7 @@ afterAll(async () => {
   await database?.drop();
 });
 
-asyncStoreContract('PostgresStore', () => new PostgresStore({ url: database.url }), { packForms: false, collection: false });
+asyncStoreContract('PostgresStore', () => new PostgresStore({ url: database.url }), { packForms: false, collection: true });
 
 /** Projects of these tests (the contract's start at 5000). */
 const freshProject = projectNumbers(90_000);
@@ -163,6 +167,160 @@ describe('PostgresStore deadlocks at the commit', () => {
     } finally {
       await store.close();
     }
+  });
+});
+
+describe('PostgresStore garbage collection', () => {
+  type Collecting = ProjectWrites & CollectionWrites;
+  const collecting = (tx: AsyncStoreWriteTx, project: number) => tx.project(project) as Collecting;
+  const begin = (store: PostgresStore, project: number) =>
+    store.write(async (tx) => collecting(tx, project).beginCollection({ id: `pg-${project}`, startedAt: '2026-01-01T00:00:00.000Z' }));
+
+  /** Waits until `count` sessions of the test's database wait for a lock (bounded: 2,000 looks, 10 ms apart). */
+  async function lockWaiters(count: number): Promise<void> {
+    for (let look = 0; look < 2_000; look++) {
+      const [{ waiting }] = await admin<Array<{ waiting: number }>>`
+        SELECT count(*)::int AS waiting FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`;
+      if (waiting >= count) return;
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+    throw new Error(`fewer than ${count} sessions came to wait for a lock`);
+  }
+
+  /** A transaction of the test's own on the database, held open until `end` says commit or roll back. */
+  function heldTransaction(statements: (sql: postgres.TransactionSql) => Promise<unknown>): { ready: Promise<void>; end: (commit: boolean) => Promise<void> } {
+    const connection = postgres(database.url, { max: 1, onnotice: () => undefined });
+    const ready = signal();
+    const decided = signal();
+    let commit = false;
+    const finished = connection
+      .begin(async (sql) => {
+        await statements(sql);
+        ready.resolve();
+        await decided.promise;
+        if (!commit) throw new Error('rolled back on purpose');
+      })
+      .catch(() => undefined);
+    return {
+      ready: ready.promise,
+      end: async (decision) => {
+        commit = decision;
+        decided.resolve();
+        await finished;
+        await connection.end();
+      },
+    };
+  }
+
+  it('makes a removal wait for a writer that relies on the object, and run again when that writer journalled what it made reachable', async () => {
+    await withNodes(async ([writerNode, collectorNode]) => {
+      const project = freshProject();
+      const relied = await writerNode.write(async (tx) => tx.project(project).putObject('blob', Buffer.from('relied on by a new tree')));
+      await begin(collectorNode, project);
+      // Another session's uncommitted insert of an object the writer also puts: the writer's commit
+      // waits for it after locking what it read as present.
+      const held = Buffer.from('held by another session');
+      const other = heldTransaction((sql) => sql`INSERT INTO treehouse_objects (project_id, oid, type, body) VALUES (${project}, ${hashObject('blob', held)}, 3, ${held})`);
+      await other.ready;
+      let writerRuns = 0;
+      const written = writerNode.write(async (tx) => {
+        writerRuns++;
+        const p = tx.project(project);
+        const [present] = await p.hasObjects([relied]);
+        if (!present) p.putObject('blob', Buffer.from('relied on by a new tree'));
+        p.putObject('blob', held);
+        return p.putObject('tree', encodeTree([{ name: 'f', mode: '100644', oid: relied }]));
+      });
+      await lockWaiters(1);
+      let removerRuns = 0;
+      const journalSeen: string[][] = [];
+      const removal = collectorNode.write(async (tx) => {
+        removerRuns++;
+        const p = collecting(tx, project);
+        const journalled = await p.listJournal(null, 100);
+        journalSeen.push(journalled.map((oid) => oid.toString('hex')));
+        // As the sweep does: a journal entry is walked first, and what it reaches is not removed.
+        if (journalled.length === 0) p.removeStored([relied]);
+      });
+      // The removal's DELETE waits for the writer's lock on the object it read as present.
+      await lockWaiters(2);
+      await other.end(false);
+      const tree = await written;
+      await removal;
+      expect(writerRuns).toBe(1);
+      // The removal read the journal again after its DELETE, found the writer's entries, and ran again.
+      expect(removerRuns).toBe(2);
+      expect(journalSeen[0]).toEqual([]);
+      expect(journalSeen[1]).toEqual([tree, hashObject('blob', held)].map((oid) => oid.toString('hex')).sort());
+      expect(await collectorNode.read((tx) => tx.project(project).hasObjects([relied, tree]))).toEqual([true, true]);
+    });
+  });
+
+  it('runs a writer again when an object it read as present was removed while it waited to commit, and it then stores the object', async () => {
+    await withNodes(async ([writerNode, collectorNode]) => {
+      const project = freshProject();
+      const body = Buffer.from('removed while the writer commits');
+      const doomed = await writerNode.write(async (tx) => tx.project(project).putObject('blob', body));
+      await begin(collectorNode, project);
+      const journalled = await writerNode.write(async (tx) => tx.project(project).putObject('blob', Buffer.from('journalled')));
+      // Another session locks the journal entry the removal forgets: the removal waits there, after its DELETE.
+      const other = heldTransaction((sql) => sql`SELECT 1 FROM treehouse_collection_journal WHERE project_id = ${project} AND oid = ${journalled} FOR UPDATE`);
+      await other.ready;
+      let removerRuns = 0;
+      const removal = collectorNode.write(async (tx) => {
+        removerRuns++;
+        const p = collecting(tx, project);
+        expect(await p.listJournal(null, 100)).toEqual([journalled]);
+        p.removeStored([doomed]);
+        p.forgetJournal([journalled]);
+      });
+      await lockWaiters(1);
+      let writerRuns = 0;
+      const written = writerNode.write(async (tx) => {
+        writerRuns++;
+        const p = tx.project(project);
+        const [present] = await p.hasObjects([doomed]);
+        if (!present) p.putObject('blob', body);
+        return p.putObject('tree', encodeTree([{ name: 'f', mode: '100644', oid: doomed }]));
+      });
+      // The writer's check of what it read as present waits for the removal's DELETE.
+      await lockWaiters(2);
+      await other.end(true);
+      await removal;
+      const tree = await written;
+      expect(removerRuns).toBe(1);
+      expect(writerRuns).toBe(2);
+      await writerNode.read(async (tx) => {
+        expect(await tx.project(project).getObjects([doomed])).toEqual([{ type: 'blob', body }]);
+        expect(await tx.project(project).hasObjects([tree])).toEqual([true]);
+      });
+    });
+  });
+
+  it("runs a writer again when its node's cache answered an object a collection on another node removed, after the collection ended", async () => {
+    await withNodes(async ([cachingNode, collectorNode]) => {
+      const project = freshProject();
+      const body = Buffer.from('cached on one node, collected by the other');
+      const oid = await cachingNode.write(async (tx) => tx.project(project).putObject('blob', body));
+      expect(await cachingNode.read((tx) => tx.project(project).getObjects([oid]))).toEqual([{ type: 'blob', body }]);
+      await begin(collectorNode, project);
+      await collectorNode.write(async (tx) => collecting(tx, project).removeStored([oid]));
+      await collectorNode.write(async (tx) => collecting(tx, project).endCollection());
+      // The collecting node forgets what it removed; the other node's cache still answers it to readers.
+      expect(await collectorNode.read((tx) => tx.project(project).hasObjects([oid]))).toEqual([false]);
+      expect(await cachingNode.read((tx) => tx.project(project).hasObjects([oid]))).toEqual([true]);
+      let runs = 0;
+      const tree = await cachingNode.write(async (tx) => {
+        runs++;
+        const p = tx.project(project);
+        const [present] = await p.hasObjects([oid]);
+        if (!present) p.putObject('blob', body);
+        return p.putObject('tree', encodeTree([{ name: 'f', mode: '100644', oid }]));
+      });
+      // The commit found it gone: the node forgot it, and the callback ran again and stored it.
+      expect(runs).toBe(2);
+      expect(await collectorNode.read((tx) => tx.project(project).getObjects([oid, tree]).then((objects) => objects.map((object) => object?.type)))).toEqual(['blob', 'tree']);
+    });
   });
 });
 

@@ -21,6 +21,10 @@
  *   reads or writes the project's refs, working trees or version (src/store/postgres/writeTx.ts).
  * - records: service records, msgpack-encoded, in key order (COLLATE "C": byte order).
  *
+ * - collections, collection_journal (migration 2): a project's garbage collection under way, one
+ *   row while it runs (src/store/asyncTypes.ts CollectionWrites), and the ids its writers journal
+ *   meanwhile (src/store/postgres/writeTx.ts).
+ *
  * Migration 1 was edited before any release (the groundwork's version had no table for commit
  * object lists, parents and locked paths as bytea[], and an unused pack-form table); no database outside the tests
  * ever held it. From the first release on, a change is a new migration.
@@ -84,6 +88,24 @@ export const MIGRATIONS: readonly Migration[] = [
       CREATE TABLE treehouse_records (
         key text COLLATE "C" PRIMARY KEY,
         value bytea NOT NULL
+      );
+    `,
+  },
+  {
+    version: 2,
+    name: 'garbage collection: the collection under way per project and its journal',
+    // The collection's fields are kept as given (text), so a collector reads back exactly the
+    // state it wrote and tells its own run from one that took over.
+    sql: `
+      CREATE TABLE treehouse_collections (
+        project_id bigint PRIMARY KEY,
+        id text NOT NULL,
+        started_at text NOT NULL
+      );
+      CREATE TABLE treehouse_collection_journal (
+        project_id bigint NOT NULL,
+        oid bytea NOT NULL,
+        PRIMARY KEY (project_id, oid)
       );
     `,
   },

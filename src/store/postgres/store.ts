@@ -10,6 +10,7 @@
  * writer that holds a lock from the reads it needs to finish.
  *
  * Pack-ready forms are not offered (packForms false): the layers above deflate what they send.
+ * Garbage collection is (collection true; README "Garbage collection").
  */
 import postgres from 'postgres';
 import type { AsyncStore, AsyncStoreReadTx, AsyncStoreWriteTx } from '../asyncTypes.js';
@@ -70,8 +71,8 @@ export function connectionOptions(options: Pick<PostgresStoreOptions, 'connectTi
 
 export class PostgresStore implements AsyncStore {
   readonly packForms = false;
-  /** Garbage collection is LMDB's alone so far (README "Garbage collection" says what this backend needs). */
-  readonly collection = false;
+  /** Garbage collection (README "Garbage collection"): the capability's reads and writes are in reader.ts and writeTx.ts; no compaction step. */
+  readonly collection = true;
   private readonly context: StoreContext;
   private readonly objectListeners: Array<(project: number, stored: NewObject[]) => void> = [];
   private readonly writeListeners: Array<(durationMs: number, committed: boolean) => void> = [];
@@ -137,7 +138,7 @@ export class PostgresStore implements AsyncStore {
 
   private async runWrite<T>(action: (tx: AsyncStoreWriteTx) => Promise<T>): Promise<T> {
     for (let attempt = 1; ; attempt++) {
-      const tx = new WriteTx(this.context);
+      const tx = new WriteTx(this.context, attempt);
       let result: T;
       let written: CommittedWrites;
       try {
@@ -158,6 +159,10 @@ export class PostgresStore implements AsyncStore {
   }
 
   private afterCommit(written: CommittedWrites): void {
+    for (const { project, oids } of written.removed) {
+      this.context.objects.forget(project, oids);
+      this.context.commits.forget(project, oids);
+    }
     for (const { project, oid, object } of written.objects) this.context.objects.adopt(project, oid, object);
     for (const { project, oid, info } of written.commits) this.context.commits.adopt(project, oid, info);
     for (const [project, stored] of written.stored) for (const listener of this.objectListeners) listener(project, stored);
