@@ -63,7 +63,7 @@ async function buildOurs(dir: string, tree: SourceTree): Promise<{ key: string; 
   if (existsSync(marker)) return JSON.parse(readFileSync(marker, 'utf8'));
   rmSync(dir, { recursive: true, force: true });
   const config = loadConfig({ TREEHOUSE_DATA_DIR: join(dir, 'data') });
-  const th = openTreehouse(config, openStore(config));
+  const th = openTreehouse(config, await openStore(config));
   const key = (await th.accounts.bootstrap())!;
   const principal = (await th.accounts.authenticate(key))!;
   const record = await th.projects.create(principal, { title: 'Clone bench', files: [], people: { author: { name: 'b', email: 'b@x' }, committer: { name: 'b', email: 'b@x' } } });

@@ -64,7 +64,7 @@ async function expect(api: Api, method: string, path: string, body: string | und
 /** A data directory with team default and `count` keys, made before the server opens it. */
 async function prepareDataDir(dataDir: string, count: number): Promise<string[]> {
   const config = loadConfig({ TREEHOUSE_DATA_DIR: dataDir });
-  const th = openTreehouse(config, openStore(config));
+  const th = openTreehouse(config, await openStore(config));
   try {
     const keys = [(await th.accounts.bootstrap())!];
     for (let i = 1; i < count; i++) keys.push((await th.accounts.createKey('default', `bench-${i}`)).key);

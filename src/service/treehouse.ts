@@ -21,7 +21,7 @@ import { PublicSite } from './publicSite.js';
 import { ProjectCreation } from './projectCreation.js';
 import { RateLimiter } from './rateLimiter.js';
 import { RemoteSync } from './remoteSync.js';
-import { Sealer, loadSecret } from './secrets.js';
+import { Sealer, checkSecret, loadSecret } from './secrets.js';
 import { Workspace } from './workspace.js';
 
 export interface Treehouse {
@@ -56,6 +56,11 @@ export interface Treehouse {
   site: PublicSite;
   /** POST /projects: seeds, linked repository, initial commit. */
   creation: ProjectCreation;
+  /**
+   * Refuses to serve with a secret other than the one the store's credentials were sealed with
+   * (SecretMismatchError); the server calls it before it listens.
+   */
+  checkSecret(): Promise<void>;
   /** Starts background work (the sync queue); the server calls it once it listens. */
   start(): void;
   /** Stops background work, leaving queued work for the next start; call before close(). */
@@ -65,7 +70,8 @@ export interface Treehouse {
 
 /** The service over `store` (src/store/open.ts opens the one a configuration names). */
 export function openTreehouse(config: Config, store: AsyncStore): Treehouse {
-  mkdirSync(config.dataDir, { recursive: true });
+  // A node of a database keeps nothing on disk (its secret is configured): no data directory.
+  if (!config.databaseUrl) mkdirSync(config.dataDir, { recursive: true });
   const sealer = new Sealer(loadSecret(config.dataDir, config.secret));
   const accounts = new Accounts(store);
   const projects = new Projects(store, config, sealer);
@@ -80,7 +86,7 @@ export function openTreehouse(config: Config, store: AsyncStore): Treehouse {
       ? null
       : new Metrics({
           store: store,
-          dataDir: config.dataDir,
+          dataDir: config.databaseUrl ? null : config.dataDir,
           packCacheBacklog: () => deflateCache.backlog,
           syncQueueDepth: () => remoteSync.queueDepth(),
           syncAttempts: () => remoteSync.attempts,
@@ -113,6 +119,7 @@ export function openTreehouse(config: Config, store: AsyncStore): Treehouse {
     git,
     site: new PublicSite(projects),
     creation: new ProjectCreation(projects, remoteSync, packChecker, config),
+    checkSecret: () => checkSecret(store, sealer),
     start: () => {
       projects.start().catch((error: Error) => process.stderr.write(`finishing project drops failed: ${error.stack ?? error.message}\n`));
       remoteSync.start();
