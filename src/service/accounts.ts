@@ -124,11 +124,24 @@ export class Accounts {
     });
   }
 
-  /** On an empty data directory: team "default" and one key, returned so the server can print it. */
+  /**
+   * On an empty store: team "default" and one key, returned so the server can print it. One
+   * transaction that looks for any team and creates both, so of several nodes starting together on
+   * one empty database exactly one makes (and prints) a key.
+   */
   async bootstrap(): Promise<string | null> {
     if (await this.hasAnyTeam()) return null;
-    await this.createTeam(DEFAULT_TEAM);
-    const { key } = await this.createKey(DEFAULT_TEAM, 'first key');
-    return key;
+    const key = newApiKey();
+    const made = await this.store.write(async (tx) => {
+      if ((await tx.listRecords('team/', { limit: 1 })).length > 0) return false;
+      const team: Team = { id: newId('team'), name: DEFAULT_TEAM, created_at: new Date().toISOString() };
+      const record: ApiKeyRecord = { id: newId('key'), team_id: team.id, name: 'first key', hash: digest(key), created_at: team.created_at, revoked_at: null };
+      tx.putRecord(teamKey(team.id), team);
+      tx.putRecord(teamNameKey(team.name), team.id);
+      tx.putRecord(apiKeyKey(record.id), record);
+      tx.putRecord(apiKeyHashKey(record.hash), record.id);
+      return true;
+    });
+    return made ? key : null;
   }
 }

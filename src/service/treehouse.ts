@@ -8,6 +8,7 @@ import { Accounts } from './accounts.js';
 import type { EventBus } from './events.js';
 import type { EventLog } from './eventLog.js';
 import { EventStreams } from './eventStreams.js';
+import { NodeSignals } from './nodeSignals.js';
 import { Webhooks } from './webhooks.js';
 import { DeflateCache } from './deflateCache.js';
 import { EventLoopMonitor } from './eventLoopMonitor.js';
@@ -77,8 +78,8 @@ export function openTreehouse(config: Config, store: AsyncStore): Treehouse {
   const projects = new Projects(store, config, sealer);
   const workspace = new Workspace(projects);
   const linter = new Linter();
-  const rateLimiter = new RateLimiter(config.limits.requestsPerSecondPerKey, config.limits.requestBurstPerKey);
-  const remoteSync = new RemoteSync(store, projects, config);
+  const rateLimiter = new RateLimiter(config.limits.requestsPerSecondPerKey, config.limits.requestBurstPerKey, store.rateLimits);
+  const remoteSync = new RemoteSync(store, projects, config, { claimTtlMs: config.syncClaimTtlMs });
   const deflateCache = new DeflateCache(store);
   const eventLoop = new EventLoopMonitor();
   const metrics =
@@ -91,10 +92,12 @@ export function openTreehouse(config: Config, store: AsyncStore): Treehouse {
           syncQueueDepth: () => remoteSync.queueDepth(),
           syncAttempts: () => remoteSync.attempts,
         });
-  const packChecker = new PackChecker();
+  const packChecker = new PackChecker({ wholeBlobs: !store.packForms });
   const eventStreams = new EventStreams(projects.outbox, projects.events, { bufferBytesMax: config.events.streamBufferBytesMax });
   const webhooks = new Webhooks(store, projects.events, sealer, config);
   const git = new GitExport(projects, workspace, packChecker, config, deflateCache);
+  // Other nodes' changes (a store several nodes share): their streams and fan-outs run here too.
+  const nodeSignals = new NodeSignals(store, projects.outbox);
   // A branch that moved or appeared is pushed to the linked repository (a seed's is queued by its link).
   projects.events.on((event) => {
     if (event.type === 'branch.created' || (event.type === 'commit.created' && event.data.source !== 'seed')) remoteSync.branchChanged(event.project, event.data.branch);
@@ -127,8 +130,19 @@ export function openTreehouse(config: Config, store: AsyncStore): Treehouse {
       projects.outbox.startPruning(config.events.retentionMs);
       deflateCache.start();
       eventLoop.start();
+      nodeSignals.start({
+        teamChanged: (team) => {
+          eventStreams.wakeTeam(team);
+          webhooks.teamChanged(team);
+        },
+        everythingChanged: () => {
+          eventStreams.wakeAll();
+          webhooks.everythingChanged();
+        },
+      });
     },
     stop: async () => {
+      nodeSignals.stop();
       eventLoop.stop();
       eventStreams.closeAll();
       await webhooks.stop();
@@ -137,6 +151,7 @@ export function openTreehouse(config: Config, store: AsyncStore): Treehouse {
       await deflateCache.stop();
     },
     close: async () => {
+      nodeSignals.stop();
       eventLoop.stop();
       eventStreams.closeAll();
       await webhooks.stop();

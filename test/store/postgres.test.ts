@@ -375,3 +375,124 @@ describe('PostgresStore hostile input', () => {
     }
   });
 });
+
+/** Messages a listener heard, and a way to wait for the next one that passes `test`. */
+function heard(): { messages: Array<string | null>; listener: (message: string | null) => void; next(test: (message: string | null) => boolean): Promise<void> } {
+  const messages: Array<string | null> = [];
+  const waiting: Array<{ test: (message: string | null) => boolean; resolve: () => void }> = [];
+  return {
+    messages,
+    listener: (message) => {
+      messages.push(message);
+      for (const wait of [...waiting]) {
+        if (!wait.test(message)) continue;
+        waiting.splice(waiting.indexOf(wait), 1);
+        wait.resolve();
+      }
+    },
+    next: (test) => new Promise((resolve) => waiting.push({ test, resolve })),
+  };
+}
+
+describe('PostgresStore signals between nodes', () => {
+  it('deliver a committed write’s signals to every node, this one too, in commit order, and nothing of a write that failed', async () => {
+    await withNodes(async ([a, b]) => {
+      const onA = heard();
+      const onB = heard();
+      a.signals.listen('treehouse_test', onA.listener);
+      b.signals.listen('treehouse_test', onB.listener);
+      await Promise.all([a.signalsReady(), b.signalsReady()]);
+      const key = `pg/${freshProject()}/signalled`;
+      const failure = await a
+        .write(async (tx) => {
+          tx.putRecord(key, 'rolled back');
+          tx.signal!('treehouse_test', 'never');
+          throw new Error('the callback fails');
+        })
+        .catch((error: Error) => error);
+      expect(failure).toBeInstanceOf(Error);
+      const last = onB.next((message) => message === 'third');
+      const lastOnA = onA.next((message) => message === 'third');
+      await a.write(async (tx) => {
+        tx.putRecord(key, 1);
+        tx.signal!('treehouse_test', 'first');
+        tx.signal!('treehouse_test', 'second');
+      });
+      // A signal alone is a write too.
+      await a.write(async (tx) => tx.signal!('treehouse_test', 'third'));
+      await last;
+      expect(onB.messages).toEqual(['first', 'second', 'third']);
+      await lastOnA;
+      expect(onA.messages).toEqual(['first', 'second', 'third']);
+      expect(await b.read((tx) => tx.getRecord(key))).toBe(1);
+    });
+  });
+
+  it('refuse a channel that is not an identifier and a message over its size, when signalled, and write nothing', async () => {
+    await withNodes(async ([a]) => {
+      const key = `pg/${freshProject()}/refused`;
+      for (const [channel, message] of [
+        ['Treehouse', 'x'],
+        ['tree-house', 'x'],
+        ['a'.repeat(64), 'x'],
+        ['treehouse_test', 'x'.repeat(7_001)],
+        ['treehouse_test', 'nul\0inside'],
+      ]) {
+        await expect(
+          a.write(async (tx) => {
+            tx.putRecord(key, channel);
+            tx.signal!(channel, message);
+          }),
+        ).rejects.toThrow(RangeError);
+      }
+      expect(() => a.signals.listen('no spaces', () => undefined)).toThrow(RangeError);
+      expect(await a.read((tx) => tx.getRecord(key))).toBeUndefined();
+    });
+  });
+
+  it('tell a listener that messages may have been missed when its connection is lost, and deliver again once it is back', async () => {
+    await withNodes(async ([a, b]) => {
+      const onB = heard();
+      b.signals.listen('treehouse_test', onB.listener);
+      await b.signalsReady();
+      const missed = onB.next((message) => message === null);
+      const ended = await admin`
+        SELECT pg_terminate_backend(pid) AS ended FROM pg_stat_activity
+        WHERE datname = current_database() AND query = 'LISTEN "treehouse_test"'`;
+      expect(ended.map((row) => row.ended)).toEqual([true]);
+      await missed;
+      const after = onB.next((message) => message === 'after');
+      await a.write(async (tx) => tx.signal!('treehouse_test', 'after'));
+      await after;
+      expect(onB.messages).toEqual([null, 'after']);
+    });
+  });
+});
+
+describe('PostgresStore rate limits', () => {
+  it('share one bucket between nodes: of 40 requests at once, exactly the burst is let in, and the rest are told how long to wait', async () => {
+    await withNodes(async (nodes) => {
+      const key = `key_${freshProject()}`;
+      // 0.001 tokens a second: nothing refills while the test runs.
+      const waits = await Promise.all(Array.from({ length: 40 }, (_, index) => nodes[index % 2].rateLimits.takeToken(key, 0.001, 5)));
+      expect(waits.filter((wait) => wait === 0)).toHaveLength(5);
+      for (const wait of waits.filter((wait) => wait > 0)) {
+        expect(wait).toBeGreaterThan(900);
+        expect(wait).toBeLessThanOrEqual(1000);
+      }
+      // Another key has a bucket of its own.
+      expect(await nodes[1].rateLimits.takeToken(`${key}_other`, 0.001, 5)).toBe(0);
+    });
+  });
+
+  it('refill at the rate, up to the burst, and let nothing in with a burst below one', async () => {
+    await withNodes(async ([a]) => {
+      const key = `key_${freshProject()}`;
+      // A million tokens a second: the bucket is full again by the next statement.
+      for (let round = 0; round < 20; round++) expect(await a.rateLimits.takeToken(key, 1_000_000, 1)).toBe(0);
+      const empty = `key_${freshProject()}`;
+      expect(await a.rateLimits.takeToken(empty, 0.001, 0)).toBeGreaterThan(0);
+      expect(await a.rateLimits.takeToken(empty, 0.001, 0)).toBeGreaterThan(0);
+    });
+  });
+});

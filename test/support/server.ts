@@ -20,17 +20,24 @@ const TEST_SECRET = 'treehouse-test-secret';
  */
 const databasesByDataDir = new Map<string, Promise<string>>();
 
-/** The environment that puts a test server on PostgreSQL, and how to drop its database after it. */
-async function postgresEnv(reusedDataDir: string | undefined): Promise<{ env: Record<string, string>; drop: () => Promise<void> }> {
+/**
+ * The environment that puts a test server on PostgreSQL, and how to drop its database after it: the
+ * database of `dataDir` when a server had one (a restart on the same data), else a fresh one.
+ * `kept`: the caller chose the data directory and keeps it, so its database is kept too.
+ */
+async function postgresEnv(dataDir: string, kept: boolean): Promise<{ env: Record<string, string>; drop: () => Promise<void> }> {
   let drop = async () => {};
-  let url: Promise<string>;
-  if (reusedDataDir !== undefined) {
-    url = databasesByDataDir.get(reusedDataDir) ?? freshDatabase('http').then((database) => database.url);
-    databasesByDataDir.set(reusedDataDir, url);
-  } else {
-    const database = await freshDatabase('http');
-    url = Promise.resolve(database.url);
-    drop = database.drop;
+  let url = databasesByDataDir.get(dataDir);
+  if (!url) {
+    const database = freshDatabase('http');
+    url = database.then((made) => made.url);
+    databasesByDataDir.set(dataDir, url);
+    if (!kept) {
+      drop = async () => {
+        databasesByDataDir.delete(dataDir);
+        await (await database).drop();
+      };
+    }
   }
   // Small pools: a test file may hold several servers, and the cluster is shared by the whole run.
   const env = { TREEHOUSE_DATABASE_URL: await url, TREEHOUSE_SECRET: TEST_SECRET, TREEHOUSE_DATABASE_READ_CONNECTIONS: '4', TREEHOUSE_DATABASE_WRITE_CONNECTIONS: '4' };
@@ -64,7 +71,7 @@ export async function startTestServer(
   // A long keep-alive: the server runs in the test's process, so a test that blocks the loop with
   // synchronous git for seconds stops both sides' idle timers, and a client reusing a pooled
   // connection could race the server closing it (ECONNRESET). Tests of the timeout set their own.
-  const database = TEST_BACKEND === 'postgres' ? await postgresEnv(options.dataDir) : { env: {}, drop: async () => {} };
+  const database = TEST_BACKEND === 'postgres' ? await postgresEnv(dir.path, options.dataDir !== undefined) : { env: {}, drop: async () => {} };
   const config = loadConfig({ TREEHOUSE_DATA_DIR: dir.path, PORT: '0', TREEHOUSE_KEEP_ALIVE_TIMEOUT_MS: '60000', ...database.env, ...options.env });
   config.limits = { ...config.limits, ...options.limits };
   const th = openTreehouse(config, await openStore(config));

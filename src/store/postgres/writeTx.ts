@@ -34,6 +34,7 @@ import { RefChangedError, type AnnexedObject, type CommitInfo, type NewObject, t
 import { decodeRecord, encodeRecord, isIdPrefix, nameBytes, numberArray, oidPrefixRange, TYPE_CODES } from './codec.js';
 import { isUnavailable, storeError } from './errors.js';
 import { copyInfo, ProjectReader, type StoreContext } from './reader.js';
+import { SIGNAL_CHANNEL_PATTERN, SIGNAL_MESSAGE_BYTES_MAX } from './signals.js';
 import {
   deleteRecords,
   idKey,
@@ -46,6 +47,7 @@ import {
   selectRef,
   selectRefs,
   selectWorkingTree,
+  sendSignals,
   swapRef,
   swapVersion,
   swapWorkingTree,
@@ -209,6 +211,8 @@ export class WriteTx implements AsyncStoreWriteTx {
   private readonly records = new Map<string, Buffer | null>();
   private readonly lockedKeys = new Set<number>();
   private readonly lockedNamespaces = new Set<number>();
+  /** Signals to send with the commit (pg_notify, delivered once it commits). */
+  private readonly signals: Array<{ channel: string; message: string }> = [];
 
   constructor(private readonly context: StoreContext) {
     this.transaction = new Transaction(context.writes);
@@ -260,6 +264,12 @@ export class WriteTx implements AsyncStoreWriteTx {
     this.records.set(checkedKey(key), null);
   }
 
+  signal(channel: string, message: string): void {
+    if (!SIGNAL_CHANNEL_PATTERN.test(channel)) throw new RangeError(`signal channel ${JSON.stringify(channel)} is not lowercase letters, digits and "_"`);
+    if (Buffer.byteLength(message) > SIGNAL_MESSAGE_BYTES_MAX || message.includes('\0')) throw new RangeError(`a signal's message is at most ${SIGNAL_MESSAGE_BYTES_MAX} bytes, without NUL`);
+    this.signals.push({ channel, message });
+  }
+
   /** Exclusive locks on records' keys (sorted, so two writers take them in one order). */
   private lockKeys(tx: postgres.TransactionSql, keys: readonly string[]): Promise<unknown> | undefined {
     const hashes = [...new Set(keys.map(lockHash))].filter((hash) => !this.lockedKeys.has(hash)).sort((a, b) => a - b);
@@ -278,7 +288,7 @@ export class WriteTx implements AsyncStoreWriteTx {
     for (const project of projects) await project.resolveGenerations();
     const writing = projects.filter((project) => project.hasWrites());
     const committed: CommittedWrites = { stored: new Map(), objects: [], commits: [] };
-    if (writing.length > 0 || this.records.size > 0) {
+    if (writing.length > 0 || this.records.size > 0 || this.signals.length > 0) {
       await this.transaction.run(async (tx) => {
         const sent: Array<Promise<unknown>> = [];
         // After one statement fails, those behind it fail as "transaction aborted": the first says why.
@@ -296,6 +306,7 @@ export class WriteTx implements AsyncStoreWriteTx {
             const stored = await project.send(tx, send, committed);
             if (stored.length > 0) committed.stored.set(project.project, stored);
           }
+          send(sendSignals(tx, this.signals));
           await Promise.all(sent);
         } catch (error) {
           throw firstFailure ?? error;
