@@ -156,12 +156,19 @@ export interface AsyncStoreWriteTx extends RecordReads {
 export interface StoreSignals {
   /**
    * Calls `listener` with each message a committed write sent on `channel` (`signal`), from any node,
-   * this one included; and with null whenever messages may have been missed (the connection it
-   * listens on was lost and is back), so the caller looks again at what it follows. Returns a
+   * this one included; and with null each time listening starts (the first time, and when the
+   * connection it listens on was lost and is back): messages before it may have been missed, so the
+   * caller looks again at what it follows. Returns a
    * function that stops listening. A channel is lowercase letters, digits and "_"; a message at most
    * 7,000 bytes.
    */
   listen(channel: string, listener: (message: string | null) => void): () => void;
+  /**
+   * Whether this node hears every signal sent on `channel` now: it listens and its connection is up
+   * (a listener has been told null since). What a node caches on the word of signals it serves only
+   * while this holds.
+   */
+  hears(channel: string): boolean;
 }
 
 /**

@@ -8,6 +8,7 @@
  * answered 503 (never 500, never a hang) and the nodes recover without restarting; the rate limit
  * holds across nodes.
  */
+import { execFile } from 'node:child_process';
 import { createServer, type Server } from 'node:http';
 import { join } from 'node:path';
 import postgres from 'postgres';
@@ -16,7 +17,7 @@ import { decodeRecord } from '../../src/store/postgres/codec.js';
 import { git, gitAsyncOk, initBareRepo, scratchDir } from '../support/git.js';
 import { startGitHttpBackend } from '../support/httpBackend.js';
 import { freshDatabase, launchPostgres, type PostgresCluster } from '../support/postgres.js';
-import { startServerProcess, type ServerProcess } from '../support/process.js';
+import { repoRoot, startServerProcess, type ServerProcess } from '../support/process.js';
 import { startTestServer } from '../support/server.js';
 import { openEventStream } from '../support/sse.js';
 
@@ -131,6 +132,31 @@ describe('three nodes over one database', () => {
       await sql.end();
     }
     // The key works on every node.
+    for (const node of nodes) expect((await api(node, 'GET', '/projects')).status).toBe(200);
+  });
+
+  it('refuse a key on every node once it is revoked, though each had let it in', async () => {
+    const cli = (args: string[]) =>
+      new Promise<string>((resolve, reject) =>
+        execFile(process.execPath, ['--import', 'tsx', join(repoRoot, 'src', 'cli.ts'), ...args], { cwd: repoRoot, env: { ...process.env, ...nodeEnv('cli') } }, (error, stdout, stderr) =>
+          error ? reject(new Error(`${error.message}\n${stderr}`)) : resolve(stdout),
+        ),
+      );
+    const created = (await cli(['keys', 'create', '--team', 'default', '--name', 'short-lived'])).trim().split('\n');
+    const shortLived = created[created.length - 1];
+    const listed = await cli(['keys', 'list', '--team', 'default']);
+    const keyId = listed.split('\n').find((line) => line.includes('\tshort-lived\t'))!.split('\t')[0];
+    const status = (node: ServerProcess) => fetch(`${node.url}/api/v1/projects`, { headers: { authorization: `Bearer ${shortLived}` } }).then((response) => response.status);
+    // Twice on each node: the second may be answered from what the node keeps of live keys.
+    for (const node of [...nodes, ...nodes]) expect(await status(node)).toBe(200);
+    expect(await cli(['keys', 'revoke', keyId])).toContain(`revoked key ${keyId}`);
+    for (const node of nodes) {
+      for (let tries = 0; (await status(node)) !== 401; tries++) {
+        expect(tries, 'the revoked key is still accepted').toBeLessThan(100);
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+    }
+    // The first key was not revoked: still accepted everywhere.
     for (const node of nodes) expect((await api(node, 'GET', '/projects')).status).toBe(200);
   });
 

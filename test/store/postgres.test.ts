@@ -194,6 +194,36 @@ describe('PostgresStore commit index', () => {
   });
 });
 
+describe('PostgresStore commit object lists', () => {
+  it('indexes the lists of more commits than one statement takes (10,001), put with their commits in one transaction', async () => {
+    const store = await PostgresStore.open({ url: database.url });
+    try {
+      const project = freshProject();
+      const signature = { name: 'L', email: 'l@example.com', timestamp: 1_700_000_000, timezone: '+0000' };
+      const commits: Array<{ oid: Oid; body: Buffer }> = [];
+      for (let index = 0; index < 10_001; index++) {
+        const parents = commits.slice(-1).map((commit) => commit.oid);
+        const body = encodeCommit({ tree: EMPTY_TREE_OID, parents, author: signature, committer: signature, extraHeaders: [], message: `l${index}\n` });
+        commits.push({ oid: hashObject('commit', body), body });
+      }
+      // One record each (a kind byte and an id; src/git/introducedObjects.ts).
+      const list = (index: number) => Buffer.concat([Buffer.from([index % 2]), commits[index].oid]);
+      await store.write(async (tx) => {
+        const p = tx.project(project);
+        for (const commit of commits) p.putObjectWithId(commit.oid, 'commit', commit.body);
+        // Newest first: the first statement of lists names the commit in the second of commits.
+        for (let index = commits.length - 1; index >= 0; index--) p.putCommitObjects(commits[index].oid, list(index));
+      });
+      await store.read(async (tx) => {
+        const p = tx.project(project);
+        for (const index of [0, 9_999, 10_000]) expect(await p.getCommitObjects(commits[index].oid)).toEqual(list(index));
+      });
+    } finally {
+      await store.close();
+    }
+  });
+});
+
 describe('PostgresStore records', () => {
   it('keeps keys with quotes, backslashes, commas, braces and non-ASCII text, written and deleted in one statement', async () => {
     const store = await PostgresStore.open({ url: database.url });
@@ -421,9 +451,12 @@ describe('PostgresStore signals between nodes', () => {
       // A signal alone is a write too.
       await a.write(async (tx) => tx.signal!('treehouse_test', 'third'));
       await last;
-      expect(onB.messages).toEqual(['first', 'second', 'third']);
+      // null first: listening started, and what came before it was not heard.
+      expect(onB.messages).toEqual([null, 'first', 'second', 'third']);
       await lastOnA;
-      expect(onA.messages).toEqual(['first', 'second', 'third']);
+      expect(onA.messages).toEqual([null, 'first', 'second', 'third']);
+      expect(a.signals.hears('treehouse_test')).toBe(true);
+      expect(a.signals.hears('treehouse_other')).toBe(false);
       expect(await b.read((tx) => tx.getRecord(key))).toBe(1);
     });
   });
@@ -455,6 +488,7 @@ describe('PostgresStore signals between nodes', () => {
       const onB = heard();
       b.signals.listen('treehouse_test', onB.listener);
       await b.signalsReady();
+      expect(b.signals.hears('treehouse_test')).toBe(true);
       const missed = onB.next((message) => message === null);
       const ended = await admin`
         SELECT pg_terminate_backend(pid) AS ended FROM pg_stat_activity
@@ -464,7 +498,8 @@ describe('PostgresStore signals between nodes', () => {
       const after = onB.next((message) => message === 'after');
       await a.write(async (tx) => tx.signal!('treehouse_test', 'after'));
       await after;
-      expect(onB.messages).toEqual([null, 'after']);
+      expect(onB.messages).toEqual([null, null, 'after']);
+      expect(b.signals.hears('treehouse_test')).toBe(true);
     });
   });
 });

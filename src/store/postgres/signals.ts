@@ -6,9 +6,10 @@
  *
  * The node listens on one connection of its own. postgres.js's `listen` re-listens once when its
  * connection closes and gives up if the server is still down at that moment, so this keeps its own:
- * when the connection is lost it tries again every RETRY_MS until LISTEN succeeds, then tells every
- * listener "messages may have been missed" (null), so they look again at what they follow. A
- * server restart costs the listeners one look, not their signals from then on.
+ * when the connection is lost it tries again every RETRY_MS until LISTEN succeeds. Each time
+ * listening starts (the first time too) every listener is told "messages may have been missed"
+ * (null), so they look again at what they follow: a server restart costs the listeners one look,
+ * not their signals from then on. `hears` says whether a channel is listened to now.
  */
 import postgres from 'postgres';
 
@@ -23,11 +24,11 @@ export class SignalListener {
   private readonly listeners = new Map<string, Set<(message: string | null) => void>>();
   /** Channels LISTENed to on the present connection. */
   private readonly listening = new Set<string>();
+  /** Channels whose listeners were told (null) that listening started on the present connection. */
+  private readonly told = new Set<string>();
   private retryTimer: NodeJS.Timeout | null = null;
   /** The LISTEN statements under way, if any (one run at a time). */
   private subscribing: Promise<void> | null = null;
-  /** Whether the connection was lost since listeners last heard: the next successful LISTEN tells them. */
-  private lost = false;
   private closed = false;
 
   constructor(url: string, options: postgres.Options<{}>) {
@@ -54,9 +55,14 @@ export class SignalListener {
     };
   }
 
+  /** Whether `channel` is listened to on a connection that is up, and its listeners were told so. */
+  hears(channel: string): boolean {
+    return !this.closed && this.told.has(channel);
+  }
+
   /** Resolves once every channel asked for is listened to (tests). */
   async ready(): Promise<void> {
-    while (!this.closed && [...this.listeners.keys()].some((channel) => !this.listening.has(channel))) {
+    while (!this.closed && [...this.listeners.keys()].some((channel) => !this.told.has(channel))) {
       this.subscribe();
       await (this.subscribing ?? new Promise((resolve) => setTimeout(resolve, RETRY_MS)));
     }
@@ -76,7 +82,7 @@ export class SignalListener {
   private connectionLost(): void {
     if (this.closed) return;
     this.listening.clear();
-    this.lost = true;
+    this.told.clear();
     this.scheduleRetry();
   }
 
@@ -99,14 +105,16 @@ export class SignalListener {
           await this.sql.unsafe(`LISTEN "${channel}"`);
           this.listening.add(channel);
         }
-        if (this.lost && !this.closed) {
-          this.lost = false;
-          for (const set of this.listeners.values()) for (const listener of set) listener(null);
+        // Listening (again): whatever was sent before may have gone unheard.
+        for (const channel of this.listening) {
+          if (this.closed || this.told.has(channel)) continue;
+          this.told.add(channel);
+          for (const listener of this.listeners.get(channel) ?? []) listener(null);
         }
       } catch {
         // The server is down or restarting: the connection's close (or this) schedules the next try.
         this.listening.clear();
-        this.lost = true;
+        this.told.clear();
         this.scheduleRetry();
       } finally {
         this.subscribing = null;

@@ -103,6 +103,7 @@ export class PostgresStore implements AsyncStore {
         this.listener ??= new SignalListener(options.url, connectionOptions(options, 1));
         return this.listener.listen(channel, listener);
       },
+      hears: (channel) => this.listener?.hears(channel) ?? false,
     };
     this.rateLimits = {
       takeToken: async (key, ratePerSecond, burst) => {

@@ -37,6 +37,7 @@ import { copyInfo, ProjectReader, type StoreContext } from './reader.js';
 import { SIGNAL_CHANNEL_PATTERN, SIGNAL_MESSAGE_BYTES_MAX } from './signals.js';
 import {
   deleteRecords,
+  IDS_PER_STATEMENT_MAX,
   idKey,
   insertCommits,
   insertObjects,
@@ -302,11 +303,12 @@ export class WriteTx implements AsyncStoreWriteTx {
         };
         try {
           this.sendRecords(tx, send);
+          // Delivered at the commit whatever their place: sent first, they wait for nothing.
+          send(sendSignals(tx, this.signals));
           for (const project of writing) {
             const stored = await project.send(tx, send, committed);
             if (stored.length > 0) committed.stored.set(project.project, stored);
           }
-          send(sendSignals(tx, this.signals));
           await Promise.all(sent);
         } catch (error) {
           throw firstFailure ?? error;
@@ -590,13 +592,27 @@ export class WriteProject extends ProjectReader implements ProjectWrites {
     const objects: ObjectToInsert[] = [...this.objects.values()]
       .sort((a, b) => Buffer.compare(a.oid, b.oid))
       .map((object) => ({ oid: object.oid, type: TYPE_CODES[object.type], body: object.body, annex: object.annex }));
-    const inserted: Oid[] = [];
-    for (const batch of objectInsertBatches(objects)) inserted.push(...(await send(insertObjects(tx, this.project, batch))!));
+    // The statements of one connection run in the order sent, so none waits for the one before
+    // (the commit index before the object lists that need it); only object batches but the last are
+    // awaited, so the event loop, on which the driver encodes each batch, gets a turn between them.
+    const batches = objectInsertBatches(objects);
+    const insertedBatches: Array<Promise<Oid[]>> = [];
+    for (const [index, batch] of batches.entries()) {
+      const statement = send(insertObjects(tx, this.project, batch))!;
+      insertedBatches.push(statement);
+      if (index < batches.length - 1) await statement;
+    }
     const commits = [...this.commits.values()].map((commit) => ({ oid: commit.oid, info: { ...commit.info, generation: commit.generation! } }));
-    if (commits.length > 0) await send(insertCommits(tx, this.project, commits));
-    if (this.commitLists.size > 0) {
-      const lists = [...this.commitLists.values()];
-      const indexed = await send(upsertCommitObjects(tx, this.project, lists))!;
+    const commitsSent = commits.length > 0 ? send(insertCommits(tx, this.project, commits)) : undefined;
+    // Commits of more than one statement: the later ones go out once the first is answered, so the
+    // lists wait for all of them.
+    if (commits.length > IDS_PER_STATEMENT_MAX) await commitsSent;
+    const lists = [...this.commitLists.values()];
+    const listsSent = lists.length > 0 ? send(upsertCommitObjects(tx, this.project, lists)) : undefined;
+    const inserted = (await Promise.all(insertedBatches)).flat();
+    await commitsSent;
+    if (listsSent) {
+      const indexed = await listsSent;
       const unstored = lists.find((list) => !indexed.has(idKey(list.oid)));
       if (unstored) throw new Error(`commit ${unstored.oid.toString('hex')} is not stored: its object list cannot be indexed`);
     }
