@@ -67,6 +67,8 @@ async function expect(api: Api, method: string, path: string, body: string | und
   return answer.body;
 }
 
+const LMDB: BenchBackend = { name: 'lmdb', runEnv: async () => ({}), close: async () => {} };
+
 /** Where the servers keep their data: the data directory (LMDB), or a database of the run's cluster. */
 export interface BenchBackend {
   name: 'lmdb' | 'postgres';
@@ -76,7 +78,7 @@ export interface BenchBackend {
 }
 
 export async function benchBackend(name: string): Promise<BenchBackend> {
-  if (name === 'lmdb') return { name, runEnv: async () => ({}), close: async () => {} };
+  if (name === 'lmdb') return LMDB;
   if (name !== 'postgres') throw new Error(`--backend is lmdb or postgres, not ${name}`);
   const cluster: PostgresCluster = await launchPostgres({ durable: true });
   return {
@@ -86,7 +88,6 @@ export async function benchBackend(name: string): Promise<BenchBackend> {
   };
 }
 
-const LMDB: BenchBackend = { name: 'lmdb', runEnv: async () => ({}), close: async () => {} };
 
 /** A data directory (or database) with team default and `count` keys, made before the server opens it. */
 async function prepareDataDir(dataDir: string, count: number, env: Record<string, string> = {}): Promise<string[]> {

@@ -75,6 +75,9 @@ export interface CommittedWrites {
   commits: Array<{ project: number; oid: Oid; info: CommitInfo }>;
 }
 
+/** Object insert statements (OBJECT_BATCH_BYTES_MAX each) a write sends before the first of them is answered. */
+const OBJECT_BATCHES_IN_FLIGHT = 4;
+
 /** Objects larger than this are not copied into the cache after a write. */
 const CACHED_AFTER_WRITE_BYTES_MAX = 256 * 1024;
 
@@ -593,14 +596,16 @@ export class WriteProject extends ProjectReader implements ProjectWrites {
       .sort((a, b) => Buffer.compare(a.oid, b.oid))
       .map((object) => ({ oid: object.oid, type: TYPE_CODES[object.type], body: object.body, annex: object.annex }));
     // The statements of one connection run in the order sent, so none waits for the one before
-    // (the commit index before the object lists that need it); only object batches but the last are
-    // awaited, so the event loop, on which the driver encodes each batch, gets a turn between them.
+    // (the commit index before the object lists that need it). The driver encodes each object batch
+    // on the event loop, which gets a turn between batches; while the server inserts one batch the
+    // next is encoded, up to OBJECT_BATCHES_IN_FLIGHT sent and not yet answered.
     const batches = objectInsertBatches(objects);
     const insertedBatches: Array<Promise<Oid[]>> = [];
     for (const [index, batch] of batches.entries()) {
-      const statement = send(insertObjects(tx, this.project, batch))!;
-      insertedBatches.push(statement);
-      if (index < batches.length - 1) await statement;
+      insertedBatches.push(send(insertObjects(tx, this.project, batch))!);
+      if (index === batches.length - 1) break;
+      if (insertedBatches.length >= OBJECT_BATCHES_IN_FLIGHT) await insertedBatches[insertedBatches.length - OBJECT_BATCHES_IN_FLIGHT];
+      await new Promise((resolve) => setImmediate(resolve));
     }
     const commits = [...this.commits.values()].map((commit) => ({ oid: commit.oid, info: { ...commit.info, generation: commit.generation! } }));
     const commitsSent = commits.length > 0 ? send(insertCommits(tx, this.project, commits)) : undefined;
