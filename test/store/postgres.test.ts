@@ -352,6 +352,36 @@ describe('PostgresStore commit index', () => {
   });
 });
 
+describe('PostgresStore commit object lists', () => {
+  it('indexes the lists of more commits than one statement takes (10,001), put with their commits in one transaction', async () => {
+    const store = await PostgresStore.open({ url: database.url });
+    try {
+      const project = freshProject();
+      const signature = { name: 'L', email: 'l@example.com', timestamp: 1_700_000_000, timezone: '+0000' };
+      const commits: Array<{ oid: Oid; body: Buffer }> = [];
+      for (let index = 0; index < 10_001; index++) {
+        const parents = commits.slice(-1).map((commit) => commit.oid);
+        const body = encodeCommit({ tree: EMPTY_TREE_OID, parents, author: signature, committer: signature, extraHeaders: [], message: `l${index}\n` });
+        commits.push({ oid: hashObject('commit', body), body });
+      }
+      // One record each (a kind byte and an id; src/git/introducedObjects.ts).
+      const list = (index: number) => Buffer.concat([Buffer.from([index % 2]), commits[index].oid]);
+      await store.write(async (tx) => {
+        const p = tx.project(project);
+        for (const commit of commits) p.putObjectWithId(commit.oid, 'commit', commit.body);
+        // Newest first: the first statement of lists names the commit in the second of commits.
+        for (let index = commits.length - 1; index >= 0; index--) p.putCommitObjects(commits[index].oid, list(index));
+      });
+      await store.read(async (tx) => {
+        const p = tx.project(project);
+        for (const index of [0, 9_999, 10_000]) expect(await p.getCommitObjects(commits[index].oid)).toEqual(list(index));
+      });
+    } finally {
+      await store.close();
+    }
+  });
+});
+
 describe('PostgresStore records', () => {
   it('keeps keys with quotes, backslashes, commas, braces and non-ASCII text, written and deleted in one statement', async () => {
     const store = await PostgresStore.open({ url: database.url });
@@ -531,5 +561,131 @@ describe('PostgresStore hostile input', () => {
     } finally {
       await store.close();
     }
+  });
+});
+
+/** Messages a listener heard, and a way to wait for the next one that passes `test`. */
+function heard(): { messages: Array<string | null>; listener: (message: string | null) => void; next(test: (message: string | null) => boolean): Promise<void> } {
+  const messages: Array<string | null> = [];
+  const waiting: Array<{ test: (message: string | null) => boolean; resolve: () => void }> = [];
+  return {
+    messages,
+    listener: (message) => {
+      messages.push(message);
+      for (const wait of [...waiting]) {
+        if (!wait.test(message)) continue;
+        waiting.splice(waiting.indexOf(wait), 1);
+        wait.resolve();
+      }
+    },
+    next: (test) => new Promise((resolve) => waiting.push({ test, resolve })),
+  };
+}
+
+describe('PostgresStore signals between nodes', () => {
+  it('deliver a committed write’s signals to every node, this one too, in commit order, and nothing of a write that failed', async () => {
+    await withNodes(async ([a, b]) => {
+      const onA = heard();
+      const onB = heard();
+      a.signals.listen('treehouse_test', onA.listener);
+      b.signals.listen('treehouse_test', onB.listener);
+      await Promise.all([a.signalsReady(), b.signalsReady()]);
+      const key = `pg/${freshProject()}/signalled`;
+      const failure = await a
+        .write(async (tx) => {
+          tx.putRecord(key, 'rolled back');
+          tx.signal!('treehouse_test', 'never');
+          throw new Error('the callback fails');
+        })
+        .catch((error: Error) => error);
+      expect(failure).toBeInstanceOf(Error);
+      const last = onB.next((message) => message === 'third');
+      const lastOnA = onA.next((message) => message === 'third');
+      await a.write(async (tx) => {
+        tx.putRecord(key, 1);
+        tx.signal!('treehouse_test', 'first');
+        tx.signal!('treehouse_test', 'second');
+      });
+      // A signal alone is a write too.
+      await a.write(async (tx) => tx.signal!('treehouse_test', 'third'));
+      await last;
+      // null first: listening started, and what came before it was not heard.
+      expect(onB.messages).toEqual([null, 'first', 'second', 'third']);
+      await lastOnA;
+      expect(onA.messages).toEqual([null, 'first', 'second', 'third']);
+      expect(a.signals.hears('treehouse_test')).toBe(true);
+      expect(a.signals.hears('treehouse_other')).toBe(false);
+      expect(await b.read((tx) => tx.getRecord(key))).toBe(1);
+    });
+  });
+
+  it('refuse a channel that is not an identifier and a message over its size, when signalled, and write nothing', async () => {
+    await withNodes(async ([a]) => {
+      const key = `pg/${freshProject()}/refused`;
+      for (const [channel, message] of [
+        ['Treehouse', 'x'],
+        ['tree-house', 'x'],
+        ['a'.repeat(64), 'x'],
+        ['treehouse_test', 'x'.repeat(7_001)],
+        ['treehouse_test', 'nul\0inside'],
+      ]) {
+        await expect(
+          a.write(async (tx) => {
+            tx.putRecord(key, channel);
+            tx.signal!(channel, message);
+          }),
+        ).rejects.toThrow(RangeError);
+      }
+      expect(() => a.signals.listen('no spaces', () => undefined)).toThrow(RangeError);
+      expect(await a.read((tx) => tx.getRecord(key))).toBeUndefined();
+    });
+  });
+
+  it('tell a listener that messages may have been missed when its connection is lost, and deliver again once it is back', async () => {
+    await withNodes(async ([a, b]) => {
+      const onB = heard();
+      b.signals.listen('treehouse_test', onB.listener);
+      await b.signalsReady();
+      expect(b.signals.hears('treehouse_test')).toBe(true);
+      const missed = onB.next((message) => message === null);
+      const ended = await admin`
+        SELECT pg_terminate_backend(pid) AS ended FROM pg_stat_activity
+        WHERE datname = current_database() AND query = 'LISTEN "treehouse_test"'`;
+      expect(ended.map((row) => row.ended)).toEqual([true]);
+      await missed;
+      const after = onB.next((message) => message === 'after');
+      await a.write(async (tx) => tx.signal!('treehouse_test', 'after'));
+      await after;
+      expect(onB.messages).toEqual([null, null, 'after']);
+      expect(b.signals.hears('treehouse_test')).toBe(true);
+    });
+  });
+});
+
+describe('PostgresStore rate limits', () => {
+  it('share one bucket between nodes: of 40 requests at once, exactly the burst is let in, and the rest are told how long to wait', async () => {
+    await withNodes(async (nodes) => {
+      const key = `key_${freshProject()}`;
+      // 0.001 tokens a second: nothing refills while the test runs.
+      const waits = await Promise.all(Array.from({ length: 40 }, (_, index) => nodes[index % 2].rateLimits.takeToken(key, 0.001, 5)));
+      expect(waits.filter((wait) => wait === 0)).toHaveLength(5);
+      for (const wait of waits.filter((wait) => wait > 0)) {
+        expect(wait).toBeGreaterThan(900);
+        expect(wait).toBeLessThanOrEqual(1000);
+      }
+      // Another key has a bucket of its own.
+      expect(await nodes[1].rateLimits.takeToken(`${key}_other`, 0.001, 5)).toBe(0);
+    });
+  });
+
+  it('refill at the rate, up to the burst, and let nothing in with a burst below one', async () => {
+    await withNodes(async ([a]) => {
+      const key = `key_${freshProject()}`;
+      // A million tokens a second: the bucket is full again by the next statement.
+      for (let round = 0; round < 20; round++) expect(await a.rateLimits.takeToken(key, 1_000_000, 1)).toBe(0);
+      const empty = `key_${freshProject()}`;
+      expect(await a.rateLimits.takeToken(empty, 0.001, 0)).toBeGreaterThan(0);
+      expect(await a.rateLimits.takeToken(empty, 0.001, 0)).toBeGreaterThan(0);
+    });
   });
 });

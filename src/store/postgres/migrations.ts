@@ -20,6 +20,8 @@
  * - versions: one row per project; a write transaction locks it (SELECT … FOR UPDATE) before it
  *   reads or writes the project's refs, working trees or version (src/store/postgres/writeTx.ts).
  * - records: service records, msgpack-encoded, in key order (COLLATE "C": byte order).
+ * - rate_buckets (migration 2): the token buckets of the rate limits, one per API key, shared by
+ *   the nodes (src/store/asyncTypes.ts SharedRateLimits); unlogged.
  *
  * - collections, collection_journal (migration 2): a project's garbage collection under way, one
  *   row while it runs (src/store/asyncTypes.ts CollectionWrites), and the ids its writers journal
@@ -106,6 +108,20 @@ export const MIGRATIONS: readonly Migration[] = [
         project_id bigint NOT NULL,
         oid bytea NOT NULL,
         PRIMARY KEY (project_id, oid)
+      );
+    `,
+  },
+  {
+    version: 3,
+    name: 'rate limit buckets shared by the nodes',
+    // UNLOGGED: a bucket is not worth a WAL record per request; one lost to a crash (or absent on a
+    // promoted standby) starts full again, which only lets a key burst once more.
+    sql: `
+      CREATE UNLOGGED TABLE treehouse_rate_buckets (
+        key text COLLATE "C" PRIMARY KEY,
+        tokens double precision NOT NULL,
+        taken boolean NOT NULL,
+        updated_at timestamptz NOT NULL
       );
     `,
   },

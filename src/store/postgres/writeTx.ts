@@ -49,11 +49,13 @@ import { RefChangedError, type AnnexedObject, type CollectionState, type CommitI
 import { decodeRecord, encodeRecord, isIdPrefix, nameBytes, numberArray, oidPrefixRange, TYPE_CODES } from './codec.js';
 import { isUnavailable, storeError } from './errors.js';
 import { copyInfo, ProjectReader, type StoreContext } from './reader.js';
+import { SIGNAL_CHANNEL_PATTERN, SIGNAL_MESSAGE_BYTES_MAX } from './signals.js';
 import {
   deleteCollection,
   deleteJournal,
   deleteRecords,
   deleteStored,
+  IDS_PER_STATEMENT_MAX,
   idKey,
   insertCommits,
   insertJournal,
@@ -69,6 +71,7 @@ import {
   selectRef,
   selectRefs,
   selectWorkingTree,
+  sendSignals,
   swapRef,
   swapVersion,
   swapWorkingTree,
@@ -97,6 +100,9 @@ export interface CommittedWrites {
   /** Ids a collection removed, which the caches forget. */
   removed: Array<{ project: number; oids: Oid[] }>;
 }
+
+/** Object insert statements (OBJECT_BATCH_BYTES_MAX each) a write sends before the first of them is answered. */
+const OBJECT_BATCHES_IN_FLIGHT = 4;
 
 /** Objects larger than this are not copied into the cache after a write. */
 const CACHED_AFTER_WRITE_BYTES_MAX = 256 * 1024;
@@ -235,6 +241,8 @@ export class WriteTx implements AsyncStoreWriteTx {
   private readonly records = new Map<string, Buffer | null>();
   private readonly lockedKeys = new Set<number>();
   private readonly lockedNamespaces = new Set<number>();
+  /** Signals to send with the commit (pg_notify, delivered once it commits). */
+  private readonly signals: Array<{ channel: string; message: string }> = [];
 
   /**
    * `attempt`: the run of the callback, from 1. A run after the first reads the collection and the
@@ -294,6 +302,12 @@ export class WriteTx implements AsyncStoreWriteTx {
     this.records.set(checkedKey(key), null);
   }
 
+  signal(channel: string, message: string): void {
+    if (!SIGNAL_CHANNEL_PATTERN.test(channel)) throw new RangeError(`signal channel ${JSON.stringify(channel)} is not lowercase letters, digits and "_"`);
+    if (Buffer.byteLength(message) > SIGNAL_MESSAGE_BYTES_MAX || message.includes('\0')) throw new RangeError(`a signal's message is at most ${SIGNAL_MESSAGE_BYTES_MAX} bytes, without NUL`);
+    this.signals.push({ channel, message });
+  }
+
   /** Exclusive locks on records' keys (sorted, so two writers take them in one order). */
   private lockKeys(tx: postgres.TransactionSql, keys: readonly string[]): Promise<unknown> | undefined {
     const hashes = [...new Set(keys.map(lockHash))].filter((hash) => !this.lockedKeys.has(hash)).sort((a, b) => a - b);
@@ -312,7 +326,7 @@ export class WriteTx implements AsyncStoreWriteTx {
     for (const project of projects) await project.resolveGenerations();
     const writing = projects.filter((project) => project.hasWork());
     const committed: CommittedWrites = { stored: new Map(), objects: [], commits: [], removed: [] };
-    if (writing.length > 0 || this.records.size > 0) {
+    if (writing.length > 0 || this.records.size > 0 || this.signals.length > 0) {
       await this.transaction.run(async (tx) => {
         const sent: Array<Promise<unknown>> = [];
         // After one statement fails, those behind it fail as "transaction aborted": the first says why.
@@ -326,6 +340,8 @@ export class WriteTx implements AsyncStoreWriteTx {
         };
         try {
           this.sendRecords(tx, send);
+          // Delivered at the commit whatever their place: sent first, they wait for nothing.
+          send(sendSignals(tx, this.signals));
           for (const project of writing) {
             const stored = await project.send(tx, send, committed);
             if (stored.length > 0) committed.stored.set(project.project, stored);
@@ -759,19 +775,35 @@ export class WriteProject extends ProjectReader implements ProjectWrites, Collec
     const objects: ObjectToInsert[] = [...this.objects.values()]
       .sort((a, b) => Buffer.compare(a.oid, b.oid))
       .map((object) => ({ oid: object.oid, type: TYPE_CODES[object.type], body: object.body, annex: object.annex }));
-    const inserted: Oid[] = [];
-    for (const batch of objectInsertBatches(objects)) inserted.push(...(await send(insertObjects(tx, this.project, batch))!));
+    // The statements of one connection run in the order sent, so none waits for the one before
+    // (the commit index before the object lists that need it). The driver encodes each object batch
+    // on the event loop, which gets a turn between batches; while the server inserts one batch the
+    // next is encoded, up to OBJECT_BATCHES_IN_FLIGHT sent and not yet answered.
+    const batches = objectInsertBatches(objects);
+    const insertedBatches: Array<Promise<Oid[]>> = [];
+    for (const [index, batch] of batches.entries()) {
+      insertedBatches.push(send(insertObjects(tx, this.project, batch))!);
+      if (index === batches.length - 1) break;
+      if (insertedBatches.length >= OBJECT_BATCHES_IN_FLIGHT) await insertedBatches[insertedBatches.length - OBJECT_BATCHES_IN_FLIGHT];
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    const commits = [...this.commits.values()].map((commit) => ({ oid: commit.oid, info: { ...commit.info, generation: commit.generation! } }));
+    const commitsSent = commits.length > 0 ? send(insertCommits(tx, this.project, commits)) : undefined;
+    // Commits of more than one statement: the later ones go out once the first is answered, so the
+    // lists wait for all of them.
+    if (commits.length > IDS_PER_STATEMENT_MAX) await commitsSent;
+    const lists = [...this.commitLists.values()];
+    const listsSent = lists.length > 0 ? send(upsertCommitObjects(tx, this.project, lists)) : undefined;
+    const inserted = (await Promise.all(insertedBatches)).flat();
     const news = new Set(inserted.map(idKey));
     if (locking) {
       // Put, but stored already: relied on as a read's "present" is, and locked so a sweep waits.
       const kept = objects.filter((object) => !news.has(idKey(object.oid))).map((object) => object.oid);
       if (kept.length > 0) conflicts.push(send(selectPresentIds(tx, this.project, kept, true))!.then((found) => this.gone(kept, found)));
     }
-    const commits = [...this.commits.values()].map((commit) => ({ oid: commit.oid, info: { ...commit.info, generation: commit.generation! } }));
-    if (commits.length > 0) await send(insertCommits(tx, this.project, commits));
-    if (this.commitLists.size > 0) {
-      const lists = [...this.commitLists.values()];
-      const indexed = await send(upsertCommitObjects(tx, this.project, lists))!;
+    await commitsSent;
+    if (listsSent) {
+      const indexed = await listsSent;
       const unstored = lists.find((list) => !indexed.has(idKey(list.oid)));
       if (unstored) throw new Error(`commit ${unstored.oid.toString('hex')} is not stored: its object list cannot be indexed`);
     }
