@@ -25,10 +25,11 @@ import { MODE_GITLINK, MODE_TREE, type TreeMode } from '../git/tree.js';
 import type { ProjectReads } from '../store/asyncTypes.js';
 import type { StoredObject } from '../store/types.js';
 import { BLOB_BATCH_MAX, blobReads } from './diff/batchedReads.js';
-import { BLAME_DIFF, trimCommonTail } from './diff/patch.js';
+import { trimCommonTail } from './diff/patch.js';
 import { detectRenames } from './diff/renames.js';
 import { treeChanges, type FileVersion } from './diff/treeChanges.js';
-import { diffLines, splitLines } from './merge/lineDiff.js';
+import { LineTable } from './diff/lineTable.js';
+import { diffLineIds, LineClasses } from './merge/lineDiff.js';
 import { PathFilter } from './pathFilter.js';
 import { inReadTx, resolveRef, type Repo } from './repo.js';
 import { projectReads, Slicer } from './slices.js';
@@ -69,14 +70,20 @@ interface BlameCommitNode {
   time: number;
 }
 
+/** A line still suspected on an origin: its index in the final file, and its line (0-based) there. */
+interface Suspect {
+  final: number;
+  line: number;
+}
+
 /** A file in a commit that lines are suspected to come from (git's blame_origin). */
 interface Origin {
   commit: BlameCommitNode;
   path: string;
   blob: Oid;
   mode: TreeMode;
-  /** Lines still suspected here: index into the final file, and the line (0-based) in this file. */
-  suspects: Array<{ final: number; line: number }>;
+  /** Lines still suspected here. */
+  suspects: Suspect[];
   queued: boolean;
 }
 
@@ -130,8 +137,8 @@ class BlameWalk {
       throw new TreehouseError('not_found', `File ${JSON.stringify(this.path)} not found at ${JSON.stringify(ref)}.`);
     }
     const origin = this.origin(node, this.path, entry.oid, entry.mode);
-    const [content] = await this.blobContents([entry.oid]);
-    const lines = splitLines(content).length;
+    const [table] = await this.lineTables([entry.oid]);
+    const lines = table.lineCount;
     origin.suspects = Array.from({ length: lines }, (_, i) => ({ final: i, line: i }));
     this.blamed = new Array(lines);
     this.enqueue(origin);
@@ -225,15 +232,23 @@ class BlameWalk {
     return this.origins.get(`${parent.key}\0${source.path}`) ?? this.origin(parent, source.path, source.version.oid, source.version.mode);
   }
 
-  /** Blobs of the last few origins: a walk meets each blob as a parent, then as the next target. */
-  private readonly recentBlobs = new Map<string, Buffer>();
+  /**
+   * Line tables of the last few origins' blobs: a walk meets each blob as a parent, then as the
+   * next target. Their lines are numbered by one LineClasses for the walk, so two versions of a
+   * file are diffed without numbering their lines again.
+   */
+  private readonly recentTables = new Map<string, LineTable>();
+  private classes = new LineClasses();
 
-  /** Blobs' contents, those not kept read in one read. */
-  private async blobContents(oids: readonly Oid[]): Promise<Buffer[]> {
+  /**
+   * Line tables of blobs, those not kept read in one read. A blob is split and numbered from the
+   * table of `similar` (its lines in common with it taken as they are) when given.
+   */
+  private async lineTables(oids: readonly Oid[], similar?: LineTable): Promise<LineTable[]> {
     const keys = oids.map(oidToHex);
     const unread = new Map<string, Oid>();
     keys.forEach((key, i) => {
-      if (!this.recentBlobs.has(key)) unread.set(key, oids[i]);
+      if (!this.recentTables.has(key)) unread.set(key, oids[i]);
     });
     const read = new Map<string, Buffer>();
     if (unread.size > 0) {
@@ -241,40 +256,57 @@ class BlameWalk {
       [...unread.keys()].forEach((key, i) => read.set(key, bodies[i]));
     }
     return keys.map((key) => {
-      let content = this.recentBlobs.get(key);
-      if (!content) {
-        content = read.get(key)!;
-        if (this.recentBlobs.size >= RECENT_BLOBS_MAX) this.recentBlobs.delete(this.recentBlobs.keys().next().value!);
-        this.recentBlobs.set(key, content);
+      let table = this.recentTables.get(key);
+      if (!table) {
+        const content = read.get(key)!;
+        table = similar ? LineTable.from(content, similar, this.classes) : LineTable.of(content, this.classes);
+        if (this.recentTables.size >= RECENT_BLOBS_MAX) this.recentTables.delete(this.recentTables.keys().next().value!);
+        this.recentTables.set(key, table);
       }
-      return content;
+      return table;
     });
   }
 
   /** pass_blame_to_parent(): the parent takes the suspects the diff leaves unchanged. */
   private async passToParent(target: Origin, parent: Origin): Promise<void> {
-    const [parentBlob, targetBlob] = await this.blobContents([parent.blob, target.blob]);
-    const [parentContent, targetContent] = trimCommonTail(parentBlob, targetBlob);
-    const hunks = diffLines(splitLines(parentContent), splitLines(targetContent), BLAME_DIFF);
-    const moved: Array<{ final: number; line: number }> = [];
-    const kept: Array<{ final: number; line: number }> = [];
-    // Suspects are in line order; walk them and the hunks together.
+    if (this.classes.full) {
+      // Start over rather than keep every line a long walk has seen.
+      this.classes = new LineClasses();
+      this.recentTables.clear();
+    }
+    const [targetTable] = await this.lineTables([target.blob]);
+    const [parentTable] = await this.lineTables([parent.blob], targetTable);
+    // xdi_diff() drops a common tail (blame diffs without context); what is left is whole lines.
+    const [parentContent, targetContent] = trimCommonTail(parentTable.content, targetTable.content);
+    const parentIds = parentTable.idsUpTo(parentContent.length);
+    const targetIds = targetTable.idsUpTo(targetContent.length);
+    const hunks = diffLineIds(parentIds, targetIds, { old: parentTable.indents(parentIds.length), new: targetTable.indents(targetIds.length) });
+    const moved: Suspect[] = [];
+    const kept: Suspect[] = [];
+    // Walk the suspects in line order and the hunks together; a suspect the parent takes moves
+    // there with its line number in the parent's file.
+    const suspects = target.suspects;
+    if (!inLineOrder(suspects)) suspects.sort((a, b) => a.line - b.line);
     let h = 0;
     let offset = 0;
-    for (const suspect of [...target.suspects].sort((a, b) => a.line - b.line)) {
+    for (const suspect of suspects) {
       while (h < hunks.length && hunks[h].newStart + hunks[h].newCount <= suspect.line) {
         offset = hunks[h].oldStart + hunks[h].oldCount - (hunks[h].newStart + hunks[h].newCount);
         h++;
       }
       const hunk = hunks[h];
-      if (hunk && suspect.line >= hunk.newStart) kept.push(suspect);
-      else moved.push({ final: suspect.final, line: suspect.line + offset });
+      if (hunk && suspect.line >= hunk.newStart) {
+        kept.push(suspect);
+      } else {
+        suspect.line += offset;
+        moved.push(suspect);
+      }
     }
     target.suspects = kept;
     this.moveSuspects(parent, moved);
   }
 
-  private moveSuspects(origin: Origin, suspects: Array<{ final: number; line: number }>): void {
+  private moveSuspects(origin: Origin, suspects: Suspect[]): void {
     if (suspects.length === 0) return;
     origin.suspects.push(...suspects);
     this.enqueue(origin);
@@ -349,6 +381,11 @@ class BlameWalk {
     if (a.commit.time !== b.commit.time) return a.commit.time > b.commit.time;
     return this.order.get(a)! < this.order.get(b)!;
   }
+}
+
+function inLineOrder(suspects: readonly Suspect[]): boolean {
+  for (let i = 1; i < suspects.length; i++) if (suspects[i - 1].line > suspects[i].line) return false;
+  return true;
 }
 
 function describeCommit(oid: Oid, object: StoredObject | undefined): BlameCommit {
