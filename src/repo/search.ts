@@ -8,14 +8,15 @@
  *
  * Regular expressions take the RE2 syntax of search/pattern.ts and run on automata whose time is
  * linear in the text (search/matcher.ts); patterns that would need backtracking are refused (400).
- * The walk reads files a batch at a time (their sizes first, so files over the limit are never
- * read), gives the event loop a turn between slices, and stops at the limit (one match past it
- * tells `truncated`).
+ * The walk reads files a batch at a time (their sizes first, from the trees' annexes where they
+ * record them, so files over the limit are never read), searches each blob where the store holds
+ * it (ProjectReads.visitObjects: no copy of 100,000 files on LMDB), gives the event loop a turn
+ * between slices, and stops at the limit (one match past it tells `truncated`).
  */
 import { TreehouseError } from '../errors.js';
 import { oidToHex, type Oid } from '../git/oid.js';
 import { MODE_EXECUTABLE, MODE_FILE } from '../git/tree.js';
-import { BLOB_BATCH_BYTES, BLOB_BATCH_MAX, nextWalked, walkTree } from './diff/batchedReads.js';
+import { BLOB_BATCH_BYTES, BLOB_BATCH_MAX, nextWalked, visitBlobs, walkTree } from './diff/batchedReads.js';
 import { PathFilter } from './pathFilter.js';
 import { inReadTx, resolveRef, type Repo } from './repo.js';
 import { AutomatonMatcher, LiteralMatcher, type LineMatcher } from './search/matcher.js';
@@ -83,8 +84,8 @@ export async function search(repo: Repo, input: SearchInput): Promise<SearchResu
   // What the walk failed on (a tree the store lacks), reported once the files before it are searched.
   let failure: { error: unknown } | undefined;
   for (let done = false; !done && matches.length < want; ) {
-    // The next files to search, in one read of their sizes.
-    const files: Array<{ path: string; oid: Oid }> = [];
+    // The next files to search, with the sizes their trees record.
+    const files: Array<{ path: string; oid: Oid; size: number | undefined }> = [];
     while (files.length < BLOB_BATCH_MAX) {
       if (slicer.due) await slicer.pause();
       const next = await nextWalked(walk);
@@ -93,35 +94,43 @@ export async function search(repo: Repo, input: SearchInput): Promise<SearchResu
         done = true;
         break;
       }
-      const { path, entry } = next.entry;
-      if ((entry.mode === MODE_FILE || entry.mode === MODE_EXECUTABLE) && filter.matchesFile(path)) files.push({ path, oid: entry.oid });
+      const { path, entry, size } = next.entry;
+      if ((entry.mode === MODE_FILE || entry.mode === MODE_EXECUTABLE) && filter.matchesFile(path)) files.push({ path, oid: entry.oid, size });
     }
-    const sizes = files.length > 0 ? await reads.objectSizes(files.map((file) => file.oid)) : [];
-    // Then their bodies, as many in one read as BLOB_BATCH_BYTES allows; files over the limit are skipped unread.
+    // The sizes they do not record, in one read: files over the limit are skipped unread.
+    const unsized = files.filter((file) => file.size === undefined);
+    if (unsized.length > 0) {
+      const sizes = await reads.objectSizes(unsized.map((file) => file.oid));
+      unsized.forEach((file, i) => (file.size = sizes[i]));
+    }
+    // Then the files a read at a time (at most BLOB_BATCH_BYTES of them where a store copies), each
+    // searched where the store holds it, until the slice's time is up.
     for (let first = 0; first < files.length && matches.length < want; ) {
+      const reading: number[] = [];
       let end = first;
       let bytes = 0;
-      const reading: Oid[] = [];
       for (; end < files.length; end++) {
-        const size = sizes[end];
-        if (size === undefined || size > SEARCH_FILE_BYTES_MAX) continue;
+        const size = files[end].size;
+        // A file that is not stored is reported when the walk reaches it.
+        if (size === undefined) {
+          if (reading.length === 0) throw new Error(`blob ${oidToHex(files[end].oid)} is missing`);
+          break;
+        }
+        if (size > SEARCH_FILE_BYTES_MAX) continue;
         if (reading.length > 0 && bytes + size > BLOB_BATCH_BYTES) break;
         bytes += size;
-        reading.push(files[end].oid);
+        reading.push(end);
       }
-      const objects = reading.length > 0 ? await reads.getObjects(reading) : [];
-      let next = 0;
-      for (let i = first; i < end && matches.length < want; i++) {
-        const size = sizes[i];
-        // A file that is not stored is reported when the walk reaches it.
-        if (size === undefined) throw new Error(`blob ${oidToHex(files[i].oid)} is missing`);
-        if (size > SEARCH_FILE_BYTES_MAX) continue;
-        const object = objects[next++];
-        if (!object) throw new Error(`blob ${oidToHex(files[i].oid)} is missing`);
-        searchFile(object.body, files[i].path, matcher, matches, want);
-        if (slicer.due) await slicer.pause();
-      }
-      first = end;
+      const visited = await visitBlobs(
+        reads,
+        reading.map((i) => files[i].oid),
+        (blob, k) => {
+          searchFile(blob, files[reading[k]].path, matcher, matches, want);
+          return matches.length < want && !slicer.due;
+        },
+      );
+      first = visited < reading.length ? reading[visited - 1] + 1 : end;
+      if (slicer.due) await slicer.pause();
     }
   }
   if (failure && matches.length < want) throw failure.error;

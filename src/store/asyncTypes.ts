@@ -34,6 +34,14 @@ export interface ObjectReads {
   hasObjects(oids: readonly Oid[]): Promise<boolean[]>;
   /** Body sizes, without reading the bodies. */
   objectSizes(oids: readonly Oid[]): Promise<Array<number | undefined>>;
+  /**
+   * Optional: objects read one after the other in one read, each handed to `visit` (undefined
+   * where not stored) with a body it may look at only during that call: a view of the store's
+   * memory, not a copy. Stops after the first `visit` that returns false; resolves with how many
+   * were visited. For walks that look at many bodies once and keep little of them (search); where a
+   * backend lacks it, the walk reads copies (getObjects).
+   */
+  visitObjects?(oids: readonly Oid[], visit: (object: StoredObject | undefined, index: number) => boolean): Promise<number>;
   /** Every stored object whose id starts with the given hex digits, at most `limit` of them. */
   findObjectsByPrefix(hexPrefix: string, limit: number): Promise<Oid[]>;
 }

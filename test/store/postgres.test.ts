@@ -29,7 +29,7 @@ afterAll(async () => {
   await database?.drop();
 });
 
-asyncStoreContract('PostgresStore', () => new PostgresStore({ url: database.url }), { packForms: false });
+asyncStoreContract('PostgresStore', () => new PostgresStore({ url: database.url }), { packForms: false, visitObjects: false });
 
 /** Projects of these tests (the contract's start at 5000). */
 const freshProject = projectNumbers(90_000);
