@@ -36,11 +36,28 @@ export class LineTable {
 
   /** Every line of `content` split and numbered. */
   static of(content: Buffer, classes: LineClasses): LineTable {
-    const starts: number[] = [];
-    const ids: number[] = [];
-    splitInto(content, 0, content.length, classes, starts, ids);
-    starts.push(content.length);
-    return new LineTable(content, Int32Array.from(starts), Int32Array.from(ids));
+    const lines = new GrowingLines(Math.ceil(content.length / 32));
+    let at = 0;
+    while (at < content.length) {
+      const newline = content.indexOf(NEWLINE, at);
+      const end = newline < 0 ? content.length : newline + 1;
+      lines.push(at, classes.intern(content, at, end));
+      at = end;
+    }
+    return lines.table(content);
+  }
+
+  /** Line `line`'s bytes as text (`encoding` utf8 by default), without its "\n" when `withoutNewline`. */
+  text(line: number, withoutNewline = false, encoding: BufferEncoding = 'utf8'): string {
+    let end = this.starts[line + 1];
+    if (withoutNewline && end > this.starts[line] && this.content[end - 1] === NEWLINE) end--;
+    return this.content.toString(encoding, this.starts[line], end);
+  }
+
+  /** Whether line `line` ends with "\n" (only the last may not). */
+  terminated(line: number): boolean {
+    const end = this.starts[line + 1];
+    return end > this.starts[line] && this.content[end - 1] === NEWLINE;
   }
 
   /**
@@ -152,18 +169,6 @@ class GrowingLines {
 function lineAt(a: Buffer, start: number, end: number, b: Buffer, bAt: number): boolean {
   const length = end - start;
   return bAt + length <= b.length && b.compare(a, start, end, bAt, bAt + length) === 0 && (a[end - 1] === NEWLINE || bAt + length === b.length);
-}
-
-/** Splits `content[start, end)` (which starts a line) into lines, numbering each. */
-function splitInto(content: Buffer, start: number, end: number, classes: LineClasses, starts: number[], ids: number[]): void {
-  let at = start;
-  while (at < end) {
-    const newline = content.indexOf(NEWLINE, at);
-    const lineEnd = newline < 0 || newline >= end ? end : newline + 1;
-    starts.push(at);
-    ids.push(classes.intern(content, at, lineEnd));
-    at = lineEnd;
-  }
 }
 
 /** The largest i with starts[i] <= bytes (starts ascending, starts[0] = 0). */

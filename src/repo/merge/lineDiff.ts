@@ -77,6 +77,8 @@ function classify(oldLines: readonly Buffer[], newLines: readonly Buffer[]): { o
   return { oldIds, newIds };
 }
 
+/** Lines up to this long are compared and copied byte by byte in JS rather than natively. */
+const SHORT_LINE_BYTES = 64;
 /** Bytes of distinct lines a LineClasses keeps before it starts over (LineClasses.full). */
 const LINE_CLASS_BYTES_MAX = 64 * 1024 * 1024;
 
@@ -126,9 +128,17 @@ export class LineClasses {
       if (found === 0) break;
       const id = found - 1;
       const from = this.offsets[id];
-      if (this.hashes[id] === hash && this.offsets[id + 1] - from === length && bytes.compare(this.arena, from, from + length, start, end) === 0) return id;
+      if (this.hashes[id] === hash && this.offsets[id + 1] - from === length && this.sameBytes(bytes, start, from, length)) return id;
     }
     return this.add(bytes, start, end, hash);
+  }
+
+  /** Whether bytes[start, start + length) equals the arena's copy at `from`; short lines in JS (a native call costs more). */
+  private sameBytes(bytes: Buffer, start: number, from: number, length: number): boolean {
+    if (length > SHORT_LINE_BYTES) return bytes.compare(this.arena, from, from + length, start, start + length) === 0;
+    const arena = this.arena;
+    for (let i = 0; i < length; i++) if (arena[from + i] !== bytes[start + i]) return false;
+    return true;
   }
 
   private add(bytes: Buffer, start: number, end: number, hash: number): number {
@@ -140,7 +150,12 @@ export class LineClasses {
       this.arena.copy(arena, 0, 0, this.arenaUsed);
       this.arena = arena;
     }
-    bytes.copy(this.arena, this.arenaUsed, start, end);
+    if (length > SHORT_LINE_BYTES) {
+      bytes.copy(this.arena, this.arenaUsed, start, end);
+    } else {
+      const arena = this.arena;
+      for (let i = 0, at = this.arenaUsed; i < length; i++) arena[at + i] = bytes[start + i];
+    }
     this.arenaUsed += length;
     this.hashes[id] = hash;
     this.offsets[id + 1] = this.arenaUsed;
@@ -207,15 +222,7 @@ export const MERGE_DIFF_OPTIONS: LineDiffOptions = Object.freeze({ algorithm: 'h
 export function diffLines(oldLines: readonly Buffer[], newLines: readonly Buffer[], options: LineDiffOptions = MERGE_DIFF_OPTIONS): LineHunk[] {
   const indents = options.indentHeuristic ? { old: indentsOfLines(oldLines), new: indentsOfLines(newLines) } : null;
   const { oldIds, newIds } = classify(oldLines, newLines);
-  // xdl_do_diff() with the classic algorithm over the whole files: the same steps the histogram
-  // diff's fall-back runs on a region.
-  if (options.algorithm === 'myers') return diffLineIds(oldIds, newIds, indents);
-  const oldFile = newDiffFile(oldIds);
-  const newFile = newDiffFile(newIds);
-  histogramDiff(oldFile, newFile);
-  compactChanges(oldFile, newFile, indents && new IndentCache(indents.old));
-  compactChanges(newFile, oldFile, indents && new IndentCache(indents.new));
-  return buildHunks(oldFile, newFile);
+  return diffLineIds(oldIds, newIds, indents, options.algorithm);
 }
 
 /** A line's indentation as the indent heuristic measures it (get_indent()): columns, -1 for a blank line. */
@@ -229,16 +236,30 @@ function indentsOfLines(lines: readonly Buffer[]): LineIndents {
 }
 
 /**
- * The classic algorithm (xdl_do_diff() without XDF_*_DIFF flags: git's default and git blame's) on
- * lines already numbered by content: equal lines have equal ids, whatever the numbers are (one
- * LineClasses shared by many diffs, say). `indents`: apply the indent heuristic with these.
+ * diffLines on lines already numbered by content: equal lines have equal ids. The classic
+ * algorithm (xdl_do_diff() without XDF_*_DIFF flags: git's default and git blame's) looks at
+ * nothing else, so any numbering does (one LineClasses shared by many diffs, say); the histogram's
+ * buckets hash the ids, so for it they must be numbered as xdl_classify_record() numbers them (in
+ * order of first appearance, old side first: a fresh LineClasses given the old lines, then the new).
+ * `indents`: apply the indent heuristic with these.
  */
-export function diffLineIds(oldIds: Int32Array, newIds: Int32Array, indents: { old: LineIndents; new: LineIndents } | null): LineHunk[] {
-  const { changed1, changed2 } = myersDiff(oldIds, newIds);
+export function diffLineIds(
+  oldIds: Int32Array,
+  newIds: Int32Array,
+  indents: { old: LineIndents; new: LineIndents } | null,
+  algorithm: LineDiffOptions['algorithm'] = 'myers',
+): LineHunk[] {
   const oldFile = newDiffFile(oldIds);
   const newFile = newDiffFile(newIds);
-  oldFile.changed.set(changed1, 1);
-  newFile.changed.set(changed2, 1);
+  if (algorithm === 'histogram') {
+    histogramDiff(oldFile, newFile);
+  } else {
+    // xdl_do_diff() with the classic algorithm over the whole files: the same steps the histogram
+    // diff's fall-back runs on a region.
+    const { changed1, changed2 } = myersDiff(oldIds, newIds);
+    oldFile.changed.set(changed1, 1);
+    newFile.changed.set(changed2, 1);
+  }
   compactChanges(oldFile, newFile, indents && new IndentCache(indents.old));
   compactChanges(newFile, oldFile, indents && new IndentCache(indents.new));
   return buildHunks(oldFile, newFile);
