@@ -70,10 +70,14 @@ interface BlameCommitNode {
   time: number;
 }
 
-/** A line still suspected on an origin: its index in the final file, and its line (0-based) there. */
+/**
+ * Lines still suspected on an origin, as git's blame_entry: `count` lines from index `final` of the
+ * final file, from line `line` (0-based) of the origin's file.
+ */
 interface Suspect {
   final: number;
   line: number;
+  count: number;
 }
 
 /** A file in a commit that lines are suspected to come from (git's blame_origin). */
@@ -139,7 +143,7 @@ class BlameWalk {
     const origin = this.origin(node, this.path, entry.oid, entry.mode);
     const [table] = await this.lineTables([entry.oid]);
     const lines = table.lineCount;
-    origin.suspects = Array.from({ length: lines }, (_, i) => ({ final: i, line: i }));
+    origin.suspects = lines > 0 ? [{ final: 0, line: 0, count: lines }] : [];
     this.blamed = new Array(lines);
     this.enqueue(origin);
     return lines;
@@ -150,7 +154,9 @@ class BlameWalk {
     const origin = this.dequeue();
     if (!origin) return false;
     await this.passBlame(origin);
-    for (const suspect of origin.suspects) this.blamed[suspect.final] = { origin, line: suspect.line };
+    for (const suspect of origin.suspects) {
+      for (let k = 0; k < suspect.count; k++) this.blamed[suspect.final + k] = { origin, line: suspect.line + k };
+    }
     origin.suspects = [];
     return true;
   }
@@ -283,23 +289,27 @@ class BlameWalk {
     const hunks = diffLineIds(parentIds, targetIds, { old: parentTable.indents(parentIds.length), new: targetTable.indents(targetIds.length) });
     const moved: Suspect[] = [];
     const kept: Suspect[] = [];
-    // Walk the suspects in line order and the hunks together; a suspect the parent takes moves
-    // there with its line number in the parent's file.
+    // Walk the suspects in line order and the hunks together: the lines a hunk holds stay (the
+    // commit changed them), the others move to the parent at their line there.
     const suspects = target.suspects;
     if (!inLineOrder(suspects)) suspects.sort((a, b) => a.line - b.line);
     let h = 0;
     let offset = 0;
     for (const suspect of suspects) {
-      while (h < hunks.length && hunks[h].newStart + hunks[h].newCount <= suspect.line) {
-        offset = hunks[h].oldStart + hunks[h].oldCount - (hunks[h].newStart + hunks[h].newCount);
-        h++;
-      }
-      const hunk = hunks[h];
-      if (hunk && suspect.line >= hunk.newStart) {
-        kept.push(suspect);
-      } else {
-        suspect.line += offset;
-        moved.push(suspect);
+      let { final, line, count } = suspect;
+      while (count > 0) {
+        while (h < hunks.length && hunks[h].newStart + hunks[h].newCount <= line) {
+          offset = hunks[h].oldStart + hunks[h].oldCount - (hunks[h].newStart + hunks[h].newCount);
+          h++;
+        }
+        const hunk = hunks[h];
+        const inside = hunk !== undefined && line >= hunk.newStart;
+        const run = Math.min(count, inside ? hunk.newStart + hunk.newCount - line : hunk ? hunk.newStart - line : count);
+        if (inside) kept.push({ final, line, count: run });
+        else addRange(moved, final, line + offset, run);
+        final += run;
+        line += run;
+        count -= run;
       }
     }
     target.suspects = kept;
@@ -381,6 +391,13 @@ class BlameWalk {
     if (a.commit.time !== b.commit.time) return a.commit.time > b.commit.time;
     return this.order.get(a)! < this.order.get(b)!;
   }
+}
+
+/** Appends a range of suspects, joined to the last one when they are consecutive in both files. */
+function addRange(suspects: Suspect[], final: number, line: number, count: number): void {
+  const last = suspects[suspects.length - 1];
+  if (last && last.final + last.count === final && last.line + last.count === line) last.count += count;
+  else suspects.push({ final, line, count });
 }
 
 function inLineOrder(suspects: readonly Suspect[]): boolean {

@@ -193,8 +193,17 @@ interface DiffFile {
   changed: Uint8Array;
 }
 
-function newDiffFile(ids: Int32Array): DiffFile {
-  return { ids, changed: new Uint8Array(ids.length + 2) };
+/**
+ * The changed flags of a diff's two files, kept between diffs: a diff runs to its end without a
+ * pause, and its result (hunks) keeps none of them.
+ */
+const changedScratch = [new Uint8Array(1024), new Uint8Array(1024)];
+
+function newDiffFile(ids: Int32Array, side: 0 | 1): DiffFile {
+  if (changedScratch[side].length < ids.length + 2) changedScratch[side] = new Uint8Array(Math.max(ids.length + 2, changedScratch[side].length * 2));
+  const changed = changedScratch[side].subarray(0, ids.length + 2);
+  changed.fill(0);
+  return { ids, changed };
 }
 
 /** Which of xdiff's choices a diff makes (xpparam_t flags). */
@@ -249,16 +258,14 @@ export function diffLineIds(
   indents: { old: LineIndents; new: LineIndents } | null,
   algorithm: LineDiffOptions['algorithm'] = 'myers',
 ): LineHunk[] {
-  const oldFile = newDiffFile(oldIds);
-  const newFile = newDiffFile(newIds);
+  const oldFile = newDiffFile(oldIds, 0);
+  const newFile = newDiffFile(newIds, 1);
   if (algorithm === 'histogram') {
     histogramDiff(oldFile, newFile);
   } else {
     // xdl_do_diff() with the classic algorithm over the whole files: the same steps the histogram
     // diff's fall-back runs on a region.
-    const { changed1, changed2 } = myersDiff(oldIds, newIds);
-    oldFile.changed.set(changed1, 1);
-    newFile.changed.set(changed2, 1);
+    myersDiff(oldIds, newIds, oldFile.changed.subarray(1, oldIds.length + 1), newFile.changed.subarray(1, newIds.length + 1));
   }
   compactChanges(oldFile, newFile, indents && new IndentCache(indents.old));
   compactChanges(newFile, oldFile, indents && new IndentCache(indents.new));
@@ -453,9 +460,13 @@ function findLongestCommonRun(
 function myersFallback(oldFile: DiffFile, newFile: DiffFile, line1: number, count1: number, line2: number, count2: number): void {
   // A fresh classification of the region would number its lines differently, but Myers looks at
   // equality and counts within the region only, which the region's ids already give.
-  const { changed1, changed2 } = myersDiff(oldFile.ids.subarray(line1 - 1, line1 - 1 + count1), newFile.ids.subarray(line2 - 1, line2 - 1 + count2));
-  for (let i = 0; i < count1; i++) oldFile.changed[line1 + i] = changed1[i];
-  for (let i = 0; i < count2; i++) newFile.changed[line2 + i] = changed2[i];
+  // The region's flags are all clear: regions do not overlap.
+  myersDiff(
+    oldFile.ids.subarray(line1 - 1, line1 - 1 + count1),
+    newFile.ids.subarray(line2 - 1, line2 - 1 + count2),
+    oldFile.changed.subarray(line1, line1 + count1),
+    newFile.changed.subarray(line2, line2 + count2),
+  );
 }
 
 /** xdl_bogosqrt(): a power of two near the square root. */
@@ -469,19 +480,17 @@ function roughSquareRoot(n: number): number {
 let classCounts = { in1: new Int32Array(1024), in2: new Int32Array(1024) };
 
 /**
- * Myers diff of two whole sequences of line ids (equal lines, equal ids); returns per-line changed
- * flags (0/1) for each side.
+ * Myers diff of two whole sequences of line ids (equal lines, equal ids): sets the changed flag
+ * (1) of each changed line in `changed1` and `changed2`, which come clear.
  */
-function myersDiff(ids1: Int32Array, ids2: Int32Array): { changed1: Uint8Array; changed2: Uint8Array } {
+function myersDiff(ids1: Int32Array, ids2: Int32Array, changed1: Uint8Array, changed2: Uint8Array): void {
   const n1 = ids1.length;
   const n2 = ids2.length;
-  const changed1 = new Uint8Array(n1);
-  const changed2 = new Uint8Array(n2);
 
   // Occurrences of each class in each file (len1/len2 of xdlclass_t), over the whole files.
   let classCount = 0;
-  for (let i = 0; i < n1; i++) classCount = Math.max(classCount, ids1[i] + 1);
-  for (let i = 0; i < n2; i++) classCount = Math.max(classCount, ids2[i] + 1);
+  for (let i = 0; i < n1; i++) if (ids1[i] >= classCount) classCount = ids1[i] + 1;
+  for (let i = 0; i < n2; i++) if (ids2[i] >= classCount) classCount = ids2[i] + 1;
   if (classCount > classCounts.in1.length) {
     const size = Math.max(classCount, classCounts.in1.length * 2);
     classCounts = { in1: new Int32Array(size), in2: new Int32Array(size) };
@@ -495,7 +504,6 @@ function myersDiff(ids1: Int32Array, ids2: Int32Array): { changed1: Uint8Array; 
     for (let i = 0; i < n1; i++) in1[ids1[i]] = 0;
     for (let i = 0; i < n2; i++) in2[ids2[i]] = 0;
   }
-  return { changed1, changed2 };
 }
 
 function myersDiffCounted(ids1: Int32Array, ids2: Int32Array, in1: Int32Array, in2: Int32Array, changed1: Uint8Array, changed2: Uint8Array): void {
@@ -526,11 +534,19 @@ interface KeptRecords {
   lineOf: Int32Array;
 }
 
+let discardScratch = new Uint8Array(1024);
+
+/** keepRecords' per-line kinds, kept between calls (each call writes the span it reads). */
+function scratchDiscard(span: number): Uint8Array {
+  if (discardScratch.length < span) discardScratch = new Uint8Array(Math.max(span, discardScratch.length * 2));
+  return discardScratch;
+}
+
 function keepRecords(ids: Int32Array, otherCounts: Int32Array, start: number, end: number, total: number, changed: Uint8Array): KeptRecords {
   const matchLimit = Math.min(roughSquareRoot(total), EQUAL_LINES_LIMIT);
   const span = Math.max(0, end - start + 1);
   // 0: no match on the other side, 1: some, 2: many.
-  const discard = new Uint8Array(span);
+  const discard = scratchDiscard(span);
   for (let i = start; i <= end; i++) {
     const matches = otherCounts[ids[i]];
     discard[i - start] = matches === 0 ? 0 : matches >= matchLimit ? 2 : 1;
@@ -912,6 +928,20 @@ function compactChanges(file: DiffFile, other: DiffFile, indents: IndentCache | 
         }
       }
     }
+    if (group.end === group.start && group.end < file.ids.length) {
+      // An unchanged line, and the ones after it up to the next change: each an empty group that
+      // nothing above touches, stepped over in both files at once (the other file one group per
+      // line, whatever its groups hold).
+      const changedAt = file.changed.indexOf(1, group.end + 2);
+      const next = changedAt < 0 ? file.ids.length : changedAt - 1;
+      for (let step = group.end; step < next; step++) {
+        if (!nextGroup(other, otherGroup)) throw new CompactionError('group sync broken moving to next group');
+      }
+      group.start = next;
+      group.end = next;
+      while (isChanged(file, group.end)) group.end++;
+      continue;
+    }
     if (!nextGroup(file, group)) break;
     if (!nextGroup(other, otherGroup)) throw new CompactionError('group sync broken moving to next group');
   }
@@ -1073,6 +1103,15 @@ function buildHunks(oldFile: DiffFile, newFile: DiffFile): LineHunk[] {
   let i1 = oldFile.ids.length;
   let i2 = newFile.ids.length;
   while (i1 >= 0 || i2 >= 0) {
+    if (i1 > 0 && i2 > 0 && !isChanged(oldFile, i1 - 1) && !isChanged(newFile, i2 - 1)) {
+      // Unchanged lines on both sides, up to the nearest change above on either: stepped over.
+      const above1 = oldFile.changed.lastIndexOf(1, i1) - 1;
+      const above2 = newFile.changed.lastIndexOf(1, i2) - 1;
+      const run = Math.min(i1 - 1 - Math.max(above1, -1), i2 - 1 - Math.max(above2, -1));
+      i1 -= run;
+      i2 -= run;
+      continue;
+    }
     if (isChanged(oldFile, i1 - 1) || isChanged(newFile, i2 - 1)) {
       const last1 = i1;
       const last2 = i2;
