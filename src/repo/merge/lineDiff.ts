@@ -520,8 +520,8 @@ function myersDiffCounted(ids1: Int32Array, ids2: Int32Array, in1: Int32Array, i
 
   // xdl_cleanup_records(): lines without a match on the other side are changed for sure, and
   // lines with very many matches are dropped when they sit among such lines.
-  const kept1 = keepRecords(ids1, in2, start, end1, n1, changed1);
-  const kept2 = keepRecords(ids2, in1, start, end2, n2, changed2);
+  const kept1 = keepRecords(ids1, in2, start, end1, n1, changed1, 0);
+  const kept2 = keepRecords(ids2, in1, start, end2, n2, changed2, 1);
 
   const ndiags = kept1.ids.length + kept2.ids.length + 3;
   const costMax = Math.max(roughSquareRoot(ndiags), MYERS_COST_MIN);
@@ -542,7 +542,13 @@ function scratchDiscard(span: number): Uint8Array {
   return discardScratch;
 }
 
-function keepRecords(ids: Int32Array, otherCounts: Int32Array, start: number, end: number, total: number, changed: Uint8Array): KeptRecords {
+/** keepRecords' results for each side, kept between diffs (a diff uses them to its end, then no more). */
+const keptScratch = [
+  { ids: new Int32Array(1024), lineOf: new Int32Array(1024) },
+  { ids: new Int32Array(1024), lineOf: new Int32Array(1024) },
+];
+
+function keepRecords(ids: Int32Array, otherCounts: Int32Array, start: number, end: number, total: number, changed: Uint8Array, side: 0 | 1): KeptRecords {
   const matchLimit = Math.min(roughSquareRoot(total), EQUAL_LINES_LIMIT);
   const span = Math.max(0, end - start + 1);
   // 0: no match on the other side, 1: some, 2: many.
@@ -551,8 +557,11 @@ function keepRecords(ids: Int32Array, otherCounts: Int32Array, start: number, en
     const matches = otherCounts[ids[i]];
     discard[i - start] = matches === 0 ? 0 : matches >= matchLimit ? 2 : 1;
   }
-  const keptIds = new Int32Array(span);
-  const keptLines = new Int32Array(span);
+  if (keptScratch[side].ids.length < span) {
+    const size = Math.max(span, keptScratch[side].ids.length * 2);
+    keptScratch[side] = { ids: new Int32Array(size), lineOf: new Int32Array(size) };
+  }
+  const { ids: keptIds, lineOf: keptLines } = keptScratch[side];
   let kept = 0;
   for (let i = start; i <= end; i++) {
     const kind = discard[i - start];
