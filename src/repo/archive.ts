@@ -12,8 +12,7 @@
  * directory, some 60 bytes per entry, for the end), with a turn of the event loop between slices
  * of work.
  */
-import { pipeline, Readable } from 'node:stream';
-import { createGzip } from 'node:zlib';
+import { Readable } from 'node:stream';
 import { TreehouseError } from '../errors.js';
 import { oidToHex, type Oid } from '../git/oid.js';
 import { pathProblem } from '../git/path.js';
@@ -22,6 +21,7 @@ import { MODE_GITLINK, MODE_TREE } from '../git/tree.js';
 import { ZipWriter } from '../git/zip.js';
 import type { StoredObject } from '../store/types.js';
 import { BLOB_BATCH_MAX, batchEnds, nextWalked, walkTree, type WalkedEntry } from './diff/batchedReads.js';
+import { parallelGzip } from './parallelGzip.js';
 import { commitInfo, inReadTx, resolveRef, type Repo } from './repo.js';
 import { projectReads, Slicer } from './slices.js';
 
@@ -62,12 +62,10 @@ export async function openArchive(repo: Repo, input: { ref: string; format: Arch
   const commitHex = commit ? oidToHex(commit) : null;
   const entries = archiveEntries(repo, tree, Buffer.from(prefix, 'utf8'));
   const chunks = input.format === 'zip' ? zipChunks(entries, mtime, commitHex) : tarChunks(entries, mtime, commitHex);
-  const source = Readable.from(coalesce(chunks), { objectMode: false });
-  if (input.format !== 'tar.gz') return { commit: commitHex, stream: source };
-  // git archive's internal gzip: zlib level 6, no file name, time 0, "Unix".
-  const gzip = createGzip({ level: 6 });
-  pipeline(source, gzip, () => undefined);
-  return { commit: commitHex, stream: gzip };
+  // git archive's internal gzip: zlib level 6, no file name, time 0, "Unix"; compressed on the
+  // threadpool a block at a time, several at once (parallelGzip.ts).
+  const bytes = coalesce(chunks);
+  return { commit: commitHex, stream: Readable.from(input.format === 'tar.gz' ? parallelGzip(bytes) : bytes, { objectMode: false }) };
 }
 
 /** Output is handed on in pieces of at least this size: a header-sized piece each costs a stream turn. */
