@@ -10,6 +10,7 @@ import type { EventLog } from './eventLog.js';
 import { EventStreams } from './eventStreams.js';
 import { Webhooks } from './webhooks.js';
 import { DeflateCache } from './deflateCache.js';
+import { SearchThreadPool } from './searchThreads.js';
 import { EventLoopMonitor } from './eventLoopMonitor.js';
 import { GitExport } from './gitExport.js';
 import type { Config } from './config.js';
@@ -68,7 +69,8 @@ export function openTreehouse(config: Config, store: AsyncStore): Treehouse {
   mkdirSync(config.dataDir, { recursive: true });
   const sealer = new Sealer(loadSecret(config.dataDir, config.secret));
   const accounts = new Accounts(store);
-  const projects = new Projects(store, config, sealer);
+  const searchThreads = new SearchThreadPool();
+  const projects = new Projects(store, config, sealer, searchThreads);
   const workspace = new Workspace(projects);
   const linter = new Linter();
   const rateLimiter = new RateLimiter(config.limits.requestsPerSecondPerKey, config.limits.requestBurstPerKey);
@@ -138,6 +140,7 @@ export function openTreehouse(config: Config, store: AsyncStore): Treehouse {
       await deflateCache.stop();
       await linter.close();
       await packChecker.close();
+      await searchThreads.close();
       await store.close();
     },
   };

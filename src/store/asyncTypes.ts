@@ -151,10 +151,21 @@ export interface AsyncStoreWriteTx extends RecordReads {
   deleteRecord(key: string): void;
 }
 
+/**
+ * What another thread of this process opens the same store from (src/store/open.ts
+ * openStoreInThread), to read it there: a search reads blobs on worker threads.
+ */
+export interface StoreThreadAccess {
+  backend: 'lmdb';
+  path: string;
+}
+
 /** `listUndeflated` (PackFormBacklog) is there exactly when `packForms` is true. */
 export interface AsyncStore extends Partial<PackFormBacklog> {
   /** Whether transactions offer pack-ready forms (PackFormReads, PackFormWrites) and the store its backlog (PackFormBacklog). */
   readonly packForms: boolean;
+  /** Optional: how other threads of this process open this store to read it (a backend that cannot is read on one thread). */
+  readonly threadAccess?: StoreThreadAccess;
   read<T>(action: (tx: AsyncStoreReadTx) => Promise<T>): Promise<T>;
   /** Runs `action` as one write transaction and resolves once its commit is durable. */
   write<T>(action: (tx: AsyncStoreWriteTx) => Promise<T>): Promise<T>;

@@ -28,6 +28,7 @@ import type {
   PackFormWrites,
   ProjectReads,
   ProjectWrites,
+  StoreThreadAccess,
   UndeflatedPage,
 } from './asyncTypes.js';
 import { commitInfoFromBody } from './commitIndex.js';
@@ -675,6 +676,10 @@ export class LmdbAsyncStore implements AsyncStore {
   private closed = false;
 
   constructor(readonly sync: LmdbStore) {}
+
+  get threadAccess(): StoreThreadAccess {
+    return { backend: 'lmdb', path: this.sync.path };
+  }
 
   async read<T>(action: (tx: AsyncStoreReadTx) => Promise<T>): Promise<T> {
     this.assertOpen();

@@ -5,7 +5,7 @@
  */
 import { mkdirSync } from 'node:fs';
 import { LmdbStore } from './lmdb.js';
-import type { AsyncStore } from './asyncTypes.js';
+import type { AsyncStore, StoreThreadAccess } from './asyncTypes.js';
 
 export interface StoreLocation {
   dataDir: string;
@@ -14,4 +14,13 @@ export interface StoreLocation {
 export function openStore(location: StoreLocation): AsyncStore {
   mkdirSync(location.dataDir, { recursive: true });
   return new LmdbStore({ path: location.dataDir }).async;
+}
+
+/**
+ * The store `access` describes (AsyncStore.threadAccess), opened for reading on this thread: a
+ * worker thread's view of the store the main thread opened. lmdb-js shares one environment between
+ * the threads of a process.
+ */
+export function openStoreInThread(access: StoreThreadAccess): AsyncStore {
+  return new LmdbStore({ path: access.path, readOnly: true }).async;
 }

@@ -152,7 +152,7 @@ async function readWalkedTrees(reads: ProjectReads, oids: readonly Oid[]): Promi
  * The walk's next entry, or its end; a walk that failed (a tree the store lacks) ends with its
  * error, which the caller reports once it has handled the entries before it.
  */
-export async function nextWalked(walk: AsyncGenerator<WalkedEntry, void, void>): Promise<{ entry: WalkedEntry } | { end: true; error?: { cause: unknown } }> {
+export async function nextWalked<T = WalkedEntry>(walk: AsyncGenerator<T, void, void>): Promise<{ entry: T } | { end: true; error?: { cause: unknown } }> {
   try {
     const step = await walk.next();
     return step.done ? { end: true } : { entry: step.value };
@@ -162,11 +162,24 @@ export async function nextWalked(walk: AsyncGenerator<WalkedEntry, void, void>):
 }
 
 export async function* walkTree(reads: ProjectReads, root: Oid, descend: (path: string) => boolean): AsyncGenerator<WalkedEntry, void, void> {
+  for await (const chunk of walkTreeChunks(reads, root, descend)) yield* chunk;
+}
+
+/** Entries walkTreeChunks gives at most at once. */
+const WALK_CHUNK_ENTRIES = 1024;
+
+/**
+ * walkTree's entries, a chunk at a time: all those it reaches before it must read more trees (at
+ * most WALK_CHUNK_ENTRIES), so a caller that takes many entries pays a turn of the generator per
+ * chunk, not per entry. A walk that fails gives the entries before the failure first.
+ */
+export async function* walkTreeChunks(reads: ProjectReads, root: Oid, descend: (path: string) => boolean): AsyncGenerator<WalkedEntry[], void, void> {
   type Frame = { dir: string; tree: WalkedTree; next: number; subtrees: Map<number, WalkedTree | undefined> };
   const pathOf = (frame: Frame, entry: TreeEntry) => (frame.dir === '' ? entry.name : `${frame.dir}/${entry.name}`);
   const [rootTree] = await readWalkedTrees(reads, [root]);
   if (!rootTree) throw new Error(`tree ${oidToHex(root)} is missing`);
   const frames: Frame[] = [{ dir: '', tree: rootTree, next: 0, subtrees: new Map() }];
+  let chunk: WalkedEntry[] = [];
   while (frames.length > 0) {
     const frame = frames[frames.length - 1];
     const { entries, annex } = frame.tree;
@@ -178,9 +191,18 @@ export async function* walkTree(reads: ProjectReads, root: Oid, descend: (path: 
     const entry = entries[index];
     const path = pathOf(frame, entry);
     const known = entry.mode === MODE_TREE || annex === null ? SIZE_UNKNOWN : annexedSize(annex, entries.length, index);
-    yield { path, entry, depth: frames.length - 1, size: known === SIZE_UNKNOWN ? undefined : known };
+    chunk.push({ path, entry, depth: frames.length - 1, size: known === SIZE_UNKNOWN ? undefined : known });
+    if (chunk.length >= WALK_CHUNK_ENTRIES) {
+      yield chunk;
+      chunk = [];
+    }
     if (entry.mode !== MODE_TREE || !descend(path)) continue;
     if (!frame.subtrees.has(index)) {
+      // The entries so far go first: the read may fail, and they are the caller's before it.
+      if (chunk.length > 0) {
+        yield chunk;
+        chunk = [];
+      }
       // This subtree and the next siblings the walk will enter, in one read.
       const batch: number[] = [];
       for (let i = index; i < entries.length && batch.length < TREE_BATCH_MAX; i++) {
@@ -191,8 +213,12 @@ export async function* walkTree(reads: ProjectReads, root: Oid, descend: (path: 
       batch.forEach((i, k) => frame.subtrees.set(i, trees[k]));
     }
     const tree = frame.subtrees.get(index);
-    if (!tree) throw new Error(`tree ${oidToHex(entry.oid)} is missing`);
+    if (!tree) {
+      if (chunk.length > 0) yield chunk;
+      throw new Error(`tree ${oidToHex(entry.oid)} is missing`);
+    }
     frame.subtrees.delete(index);
     frames.push({ dir: path, tree, next: 0, subtrees: new Map() });
   }
+  if (chunk.length > 0) yield chunk;
 }
