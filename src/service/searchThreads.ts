@@ -4,10 +4,12 @@
  * against a query, as `git grep` reads and scans on several threads. The request thread keeps
  * walking the tree and putting the answers together, so it stays free for other requests.
  *
- * Started on the first search and kept (unreferenced while idle, so they never hold the process
- * open). A worker takes a moment to start and compile its modules: until it is ready, searches run
- * on the request thread as they would without the pool. The workers run at the request thread's
- * priority (a search is a request someone waits on); there are at most two, whatever the cores.
+ * Started on the first search and kept while searches come (unreferenced while idle, so they never
+ * hold the process open); after IDLE_MS without a search they stop, giving back their memory (about
+ * 50 MB each under tsx). A worker takes a moment to start and compile its modules: until it is
+ * ready, searches run on the request thread as they would without the pool. The workers run at the
+ * request thread's priority (a search is a request someone waits on); there are at most two,
+ * whatever the cores.
  */
 import { availableParallelism } from 'node:os';
 import type { Worker } from 'node:worker_threads';
@@ -18,6 +20,8 @@ import { startModuleWorker } from './moduleWorker.js';
 const WORKERS_MAX = 2;
 /** Batches each worker has under way: one running, one waiting, so it never waits for the next. */
 const BATCHES_PER_WORKER = 2;
+/** Workers stop after this long without a batch. */
+const IDLE_MS = 30_000;
 
 /** The workers' code (src/service/moduleWorker.ts runs it; `load()` imports src/repo/search/threads.ts). */
 const WORKER_SOURCE = `
@@ -48,6 +52,17 @@ export class SearchThreadPool implements SearchThreads {
   private nextId = 1;
   private closed = false;
   private readonly size = Math.min(WORKERS_MAX, availableParallelism());
+  private idleTimer: NodeJS.Timeout | null = null;
+  private readonly idleMs: number;
+
+  constructor(options: { idleMs?: number } = {}) {
+    this.idleMs = options.idleMs ?? IDLE_MS;
+  }
+
+  /** Worker threads started (ready or not). */
+  get running(): number {
+    return this.workers.length;
+  }
 
   get parallelism(): number {
     return this.size * BATCHES_PER_WORKER;
@@ -56,7 +71,20 @@ export class SearchThreadPool implements SearchThreads {
   available(): boolean {
     if (this.closed) return false;
     while (this.workers.length < this.size) this.workers.push(this.spawn());
+    this.stillWanted();
     return this.workers.every((pooled) => pooled.ready);
+  }
+
+  /** Pushes back the idle stop: the pool is in use. */
+  private stillWanted(): void {
+    this.idleTimer?.refresh();
+    if (this.idleTimer) return;
+    this.idleTimer = setTimeout(() => {
+      this.idleTimer = null;
+      if (this.workers.some((pooled) => pooled.jobs.size > 0)) return this.stillWanted();
+      for (const pooled of this.workers.splice(0)) void pooled.worker.terminate();
+    }, this.idleMs);
+    this.idleTimer.unref();
   }
 
   run(job: SearchJob): Promise<SearchJobResult> {
@@ -67,6 +95,7 @@ export class SearchThreadPool implements SearchThreads {
     for (const candidate of this.workers) if (candidate.ready && candidate.jobs.size < pooled.jobs.size) pooled = candidate;
     const chosen = pooled;
     const id = this.nextId++;
+    this.stillWanted();
     return new Promise<SearchJobResult>((resolve, reject) => {
       if (chosen.jobs.size === 0) chosen.worker.ref();
       chosen.jobs.set(id, { resolve, reject });
@@ -78,6 +107,7 @@ export class SearchThreadPool implements SearchThreads {
 
   async close(): Promise<void> {
     this.closed = true;
+    if (this.idleTimer) clearTimeout(this.idleTimer);
     const workers = this.workers.splice(0);
     await Promise.all(workers.map((pooled) => pooled.worker.terminate()));
   }
@@ -98,6 +128,7 @@ export class SearchThreadPool implements SearchThreads {
       else job.resolve(answer.result!);
     });
     const fail = (error: Error) => {
+      // A worker stopped for idleness is no longer in the pool and has no batch.
       const index = this.workers.indexOf(pooled);
       if (index >= 0) this.workers.splice(index, 1);
       pooled.ready = false;
