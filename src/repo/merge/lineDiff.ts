@@ -14,6 +14,8 @@
  * one. Two lines are equal when their bytes are equal (so "a" and "a\n" differ).
  */
 
+import { randomInt } from 'node:crypto';
+
 /** A changed region: `oldCount` lines at `oldStart` became `newCount` lines at `newStart` (0-based). */
 export interface LineHunk {
   oldStart: number;
@@ -82,14 +84,26 @@ const SHORT_LINE_BYTES = 64;
 /** Bytes of distinct lines a LineClasses keeps before it starts over (LineClasses.full). */
 const LINE_CLASS_BYTES_MAX = 64 * 1024 * 1024;
 
+/** Slots one lookup may probe before the table gives way to a Map (see LineClasses). */
+const PROBES_MAX = 48;
+/** Mixed into every line's hash: the slots a line lands in cannot be worked out from outside. */
+const HASH_SEED = randomInt(2 ** 31);
+
 /**
  * Numbers lines by their bytes: equal lines get the same number, numbers in order of first
  * appearance from 0. A hash table of its own (a line hashed once, its bytes compared only on equal
  * hashes) rather than a Map of strings, which cost a string and its hash per line per diff. A copy
  * of each distinct line is kept, so the buffers it saw may go; a walk that shares one instance
  * over many diffs (blame) checks `full` and starts a new one past LINE_CLASS_BYTES_MAX.
+ *
+ * The lines are the client's: lines made to share slots would make each lookup walk all of them.
+ * The hash is seeded at random per process, and a lookup that probes more than PROBES_MAX slots
+ * moves the table into a Map of strings (V8's string hash is seeded too) for the rest of its life,
+ * with the same numbers: never worse than before the table.
  */
 export class LineClasses {
+  /** Once probing went too far: every class by its line as a latin1 string. */
+  private byText: Map<string, number> | null = null;
   /** Open addressing: class + 1 per slot, 0 for an empty slot. */
   private slots: Int32Array;
   private hashes: Int32Array;
@@ -99,7 +113,11 @@ export class LineClasses {
   private arenaUsed = 0;
   count = 0;
 
-  constructor(expectedLines = 64) {
+  /** `probesMax`: PROBES_MAX unless a test wants the Map sooner. */
+  constructor(
+    expectedLines = 64,
+    private readonly probesMax = PROBES_MAX,
+  ) {
     let capacity = 16;
     while (capacity < expectedLines * 2) capacity *= 2;
     this.slots = new Int32Array(capacity);
@@ -115,22 +133,47 @@ export class LineClasses {
 
   /** The class of the line `bytes[start, end)`. */
   intern(bytes: Buffer, start: number, end: number): number {
-    // FNV-1a over the bytes, then a final mix so that the low bits (the slot) depend on all of them.
-    let hash = 0x811c9dc5 | 0;
+    if (this.byText) return this.internText(bytes, start, end);
+    // FNV-1a over the bytes from a seeded basis, then a final mix so that the low bits (the slot)
+    // depend on all of them.
+    let hash = (0x811c9dc5 ^ HASH_SEED) | 0;
     for (let i = start; i < end; i++) hash = Math.imul(hash ^ bytes[i], 0x01000193);
     hash ^= hash >>> 15;
     hash = Math.imul(hash, 0x2c1b3c6d);
     hash ^= hash >>> 12;
     const mask = this.slots.length - 1;
     const length = end - start;
+    let probes = 0;
     for (let slot = hash & mask; ; slot = (slot + 1) & mask) {
       const found = this.slots[slot];
       if (found === 0) break;
       const id = found - 1;
       const from = this.offsets[id];
       if (this.hashes[id] === hash && this.offsets[id + 1] - from === length && this.sameBytes(bytes, start, from, length)) return id;
+      if (++probes > this.probesMax) {
+        this.toMap();
+        return this.internText(bytes, start, end);
+      }
     }
     return this.add(bytes, start, end, hash);
+  }
+
+  /** The table's classes moved into a Map of strings, for every lookup from now on. */
+  private toMap(): void {
+    const byText = new Map<string, number>();
+    for (let id = 0; id < this.count; id++) byText.set(this.arena.toString('latin1', this.offsets[id], this.offsets[id + 1]), id);
+    this.byText = byText;
+  }
+
+  private internText(bytes: Buffer, start: number, end: number): number {
+    const text = bytes.toString('latin1', start, end);
+    const known = this.byText!.get(text);
+    if (known !== undefined) return known;
+    const id = this.count++;
+    this.byText!.set(text, id);
+    // Counted as copies are, so `full` still bounds what one instance keeps.
+    this.arenaUsed += end - start;
+    return id;
   }
 
   /** Whether bytes[start, start + length) equals the arena's copy at `from`; short lines in JS (a native call costs more). */

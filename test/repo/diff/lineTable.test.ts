@@ -96,6 +96,20 @@ describe('LineClasses', () => {
     expect(classes.count).toBe(5);
   });
 
+  it('keeps its numbers when a lookup probes too far and the table gives way to a Map', () => {
+    // Lines a client made to collide would make every lookup walk them all; probing past the bound
+    // (here: any occupied slot) moves the classes into a Map, numbers unchanged.
+    const lines = Array.from({ length: 3000 }, (_, i) => Buffer.from(i % 3 === 0 ? `same ${i % 50}\n` : `line ${i}\n`, 'latin1'));
+    const table = new LineClasses(1);
+    const mapped = new LineClasses(1, 0);
+    const expected = lines.map((line) => table.intern(line, 0, line.length));
+    expect(lines.map((line) => mapped.intern(line, 0, line.length))).toEqual(expected);
+    expect(mapped.count).toBe(table.count);
+    // Line tables numbered by it are as before.
+    const content = Buffer.concat(lines);
+    expect(LineTable.of(content, new LineClasses(1, 0)).ids).toEqual(LineTable.of(content, new LineClasses(1)).ids);
+  });
+
   it('keeps its numbers as its table grows past its first size', () => {
     const classes = new LineClasses(1);
     const lines = Array.from({ length: 5000 }, (_, i) => Buffer.from(`line ${i % 3000}\n`, 'latin1'));
