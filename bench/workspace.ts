@@ -18,7 +18,8 @@
  *
  * A server process (src/server.ts, as `npm start` runs it; rate limit off) answers the requests,
  * sent with fetch from this process; a request is timed until its whole body has arrived. git runs
- * as a process on the same commits, its output read as a caller would. Each run takes the sides in
+ * as a process on the same commits, its output read as a caller would. Each scenario but the
+ * archives starts with WARMUP_RUNS untimed runs of every side. Each run takes the sides in
  * turn, starting with a different one each run, so load from other work falls on all alike; a
  * ratio's range is over the runs' paired ratios (this run's ours / this run's git). The library
  * side (the src/repo verb called in this process on the same store, the event-loop stall seen while
@@ -73,6 +74,8 @@ const CHANGED_FILES = 100;
 const NEEDLE = 'Revision 1:';
 const SEARCH_LIMIT = 1000;
 const PROBE_INTERVAL_MS = 10;
+/** Untimed runs of each side before a scenario's timed ones (archives have none: a run is long). */
+const WARMUP_RUNS = 2;
 const HEALTH_POLL_MS = 200;
 /** Issue 16's targets. */
 const COMPARE_TARGET_MS = 30;
@@ -448,6 +451,13 @@ export async function runWorkspaceBench(argv: string[]): Promise<WorkspaceBenchR
       let httpBytes = 0;
       const memory = { anon: 0, file: 0 };
       const sides = ['git', 'http', ...(scenario.library ? ['library'] : [])] as Array<'http' | 'git' | 'library'>;
+      // Untimed first: code compiled, caches and page cache warm on every side, and the server's
+      // search threads started (its first search runs on the request thread while they start).
+      for (let warm = 0; warm < (isArchive ? 0 : WARMUP_RUNS); warm++) {
+        await timeGit(scenario.git, bare, false);
+        await timeHttp(scenario.url, built.key, { keep: false });
+        if (scenario.library) await scenario.library();
+      }
       for (let run = 0; run < scenario.runs; run++) {
         // Each run starts with another side.
         for (let k = 0; k < sides.length; k++) {
@@ -572,7 +582,7 @@ export function renderWorkspaceSection(result: WorkspaceBenchResult, command: st
     `  a ${BLAME_LINES.toLocaleString('en-US')}-line file; git reads the same objects exported and packed (\`git repack -adq\`).`,
     '- HTTP: a server process (src/server.ts, rate limit off), the request sent with fetch from the benchmark process and',
     '  timed until its whole body arrived. git: the command as a process, its output read. Library: the src/repo verb in the',
-    `  benchmark process on the same store. Medians (min–max) of ${result.runs} runs (archive: ${result.archiveRuns}); each run takes the sides in turn,`,
+    `  benchmark process on the same store. Medians (min–max) of ${result.runs} runs (archive: ${result.archiveRuns}), after ${WARMUP_RUNS} untimed runs of each side (not for archives); each run takes the sides in turn,`,
     "  starting with a different one; a ratio is the median (min–max) of the runs' paired ratios.",
     '- Stall: the longest event-loop delay in the benchmark process while the library verb ran. /healthz wait: the longest',
     `  round trip of a probe asking the server's /healthz every ${PROBE_INTERVAL_MS} ms during one more (untimed) request.`,
