@@ -71,10 +71,12 @@ export function trimCommonTail(a: Buffer, b: Buffer): [Buffer, Buffer] {
 /** The hunks of `oldContent` → `newContent` with `context` lines of context, as git diff prints them. */
 export function buildPatch(oldContent: Buffer, newContent: Buffer, context: number, options: LineDiffOptions = HISTOGRAM_DIFF): FilePatch {
   const [oldTrimmed, newTrimmed] = context === 0 ? trimCommonTail(oldContent, newContent) : [oldContent, newContent];
-  // Numbered old side first, in order of first appearance, as the histogram diff needs.
+  // Numbered old side first, in order of first appearance, as the histogram diff needs; the new
+  // side takes the runs of lines it shares with the old as they are (the same numbers LineTable.of
+  // would give them, without hashing them again).
   const classes = new LineClasses(Math.ceil((oldTrimmed.length + newTrimmed.length) / 32));
   const oldLines = LineTable.of(oldTrimmed, classes);
-  const newLines = LineTable.of(newTrimmed, classes);
+  const newLines = LineTable.from(newTrimmed, oldLines, classes);
   const indents = options.indentHeuristic ? { old: oldLines.indents(), new: newLines.indents() } : null;
   let script: LineHunk[];
   try {
