@@ -286,7 +286,7 @@ class BlameWalk {
     const [parentContent, targetContent] = trimCommonTail(parentTable.content, targetTable.content);
     const parentIds = parentTable.idsUpTo(parentContent.length);
     const targetIds = targetTable.idsUpTo(targetContent.length);
-    const hunks = diffLineIds(parentIds, targetIds, { old: parentTable.indents(parentIds.length), new: targetTable.indents(targetIds.length) });
+    const hunks = diffLineIds(parentIds, targetIds, { old: parentTable.indents(parentIds.length), new: targetTable.indents(targetIds.length) }, 'myers', this.classes.count);
     const moved: Suspect[] = [];
     const kept: Suspect[] = [];
     // Walk the suspects in line order and the hunks together: the lines a hunk holds stay (the

@@ -29,6 +29,11 @@ export class LineTable {
     return this.starts[line];
   }
 
+  /** @internal the starts themselves, for GrowingLines to copy runs of. */
+  startsView(): Int32Array {
+    return this.starts;
+  }
+
   /** @internal GrowingLines's result. */
   static fromParts(content: Buffer, starts: Int32Array, ids: Int32Array): LineTable {
     return new LineTable(content, starts, ids);
@@ -154,7 +159,9 @@ class GrowingLines {
   /** Lines [from, to) of `table`, their starts moved by `shift`. */
   copy(table: LineTable, from: number, to: number, shift: number): void {
     this.reserve(to - from);
-    for (let k = from; k < to; k++) this.starts[this.count + k - from] = table.startOf(k) + shift;
+    const starts = table.startsView();
+    if (shift === 0) this.starts.set(starts.subarray(from, to), this.count);
+    else for (let k = from, at = this.count; k < to; k++, at++) this.starts[at] = starts[k] + shift;
     this.ids.set(table.ids.subarray(from, to), this.count);
     this.count += to - from;
   }

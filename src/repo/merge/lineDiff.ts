@@ -300,6 +300,8 @@ export function diffLineIds(
   newIds: Int32Array,
   indents: { old: LineIndents; new: LineIndents } | null,
   algorithm: LineDiffOptions['algorithm'] = 'myers',
+  /** More than any id (LineClasses.count), when known. */
+  classCount = -1,
 ): LineHunk[] {
   const oldFile = newDiffFile(oldIds, 0);
   const newFile = newDiffFile(newIds, 1);
@@ -308,7 +310,7 @@ export function diffLineIds(
   } else {
     // xdl_do_diff() with the classic algorithm over the whole files: the same steps the histogram
     // diff's fall-back runs on a region.
-    myersDiff(oldIds, newIds, oldFile.changed.subarray(1, oldIds.length + 1), newFile.changed.subarray(1, newIds.length + 1));
+    myersDiff(oldIds, newIds, oldFile.changed.subarray(1, oldIds.length + 1), newFile.changed.subarray(1, newIds.length + 1), classCount);
   }
   compactChanges(oldFile, newFile, indents && new IndentCache(indents.old));
   compactChanges(newFile, oldFile, indents && new IndentCache(indents.new));
@@ -524,16 +526,19 @@ let classCounts = { in1: new Int32Array(1024), in2: new Int32Array(1024) };
 
 /**
  * Myers diff of two whole sequences of line ids (equal lines, equal ids): sets the changed flag
- * (1) of each changed line in `changed1` and `changed2`, which come clear.
+ * (1) of each changed line in `changed1` and `changed2`, which come clear. `knownClassCount`: a
+ * bound on the ids when the caller knows one (saves a pass over both files).
  */
-function myersDiff(ids1: Int32Array, ids2: Int32Array, changed1: Uint8Array, changed2: Uint8Array): void {
+function myersDiff(ids1: Int32Array, ids2: Int32Array, changed1: Uint8Array, changed2: Uint8Array, knownClassCount = -1): void {
   const n1 = ids1.length;
   const n2 = ids2.length;
 
   // Occurrences of each class in each file (len1/len2 of xdlclass_t), over the whole files.
-  let classCount = 0;
-  for (let i = 0; i < n1; i++) if (ids1[i] >= classCount) classCount = ids1[i] + 1;
-  for (let i = 0; i < n2; i++) if (ids2[i] >= classCount) classCount = ids2[i] + 1;
+  let classCount = knownClassCount;
+  if (classCount < 0) {
+    for (let i = 0; i < n1; i++) if (ids1[i] >= classCount) classCount = ids1[i] + 1;
+    for (let i = 0; i < n2; i++) if (ids2[i] >= classCount) classCount = ids2[i] + 1;
+  }
   if (classCount > classCounts.in1.length) {
     const size = Math.max(classCount, classCounts.in1.length * 2);
     classCounts = { in1: new Int32Array(size), in2: new Int32Array(size) };
