@@ -5,6 +5,7 @@
 import { TreehouseError } from '../errors.js';
 import { initProjectInTx, type SeedFile } from '../repo/initProject.js';
 import { DEFAULT_REPO_LIMITS, MAIN_BRANCH, type Repo } from '../repo/repo.js';
+import type { SearchThreads } from '../repo/search/threads.js';
 import type { AsyncStore, AsyncStoreWriteTx, ProjectReads, RecordReads } from '../store/asyncTypes.js';
 import type { CommitAuthors } from '../repo/writeCommit.js';
 import type { Principal } from './accounts.js';
@@ -102,6 +103,8 @@ export class Projects {
     readonly store: AsyncStore,
     private readonly config: Config,
     private readonly sealer: Sealer,
+    /** Where searches read and scan blobs besides the request thread (src/service/searchThreads.ts). */
+    private readonly searchThreads?: SearchThreads,
   ) {
     this.outbox = new EventLog(store, this.events);
   }
@@ -121,6 +124,7 @@ export class Projects {
         editsPerFileMax: this.config.limits.editsPerFileMax,
         editScanBytesMax: this.config.limits.editScanBytesMax,
       },
+      ...(this.searchThreads ? { searchThreads: this.searchThreads } : {}),
     };
   }
 

@@ -11,6 +11,7 @@ import { EventStreams } from './eventStreams.js';
 import { NodeSignals } from './nodeSignals.js';
 import { Webhooks } from './webhooks.js';
 import { DeflateCache } from './deflateCache.js';
+import { SearchThreadPool } from './searchThreads.js';
 import { EventLoopMonitor } from './eventLoopMonitor.js';
 import { GarbageCollector } from './gc.js';
 import { GitExport } from './gitExport.js';
@@ -81,7 +82,8 @@ export function openTreehouse(config: Config, store: AsyncStore): Treehouse {
   if (!config.databaseUrl) mkdirSync(config.dataDir, { recursive: true });
   const sealer = new Sealer(loadSecret(config.dataDir, config.secret));
   const accounts = new Accounts(store);
-  const projects = new Projects(store, config, sealer);
+  const searchThreads = new SearchThreadPool();
+  const projects = new Projects(store, config, sealer, searchThreads);
   const workspace = new Workspace(projects);
   const linter = new Linter();
   const rateLimiter = new RateLimiter(config.limits.requestsPerSecondPerKey, config.limits.requestBurstPerKey, store.rateLimits);
@@ -176,6 +178,7 @@ export function openTreehouse(config: Config, store: AsyncStore): Treehouse {
       await deflateCache.stop();
       await linter.close();
       await packChecker.close();
+      await searchThreads.close();
       await store.close();
     },
   };

@@ -41,6 +41,14 @@ export interface ObjectReads {
   hasObjects(oids: readonly Oid[]): Promise<boolean[]>;
   /** Body sizes, without reading the bodies. */
   objectSizes(oids: readonly Oid[]): Promise<Array<number | undefined>>;
+  /**
+   * Optional: objects read one after the other in one read, each handed to `visit` (undefined
+   * where not stored) with a body it may look at only during that call: a view of the store's
+   * memory, not a copy. Stops after the first `visit` that returns false; resolves with how many
+   * were visited. For walks that look at many bodies once and keep little of them (search); where a
+   * backend lacks it, the walk reads copies (getObjects).
+   */
+  visitObjects?(oids: readonly Oid[], visit: (object: StoredObject | undefined, index: number) => boolean): Promise<number>;
   /** Every stored object whose id starts with the given hex digits, at most `limit` of them. */
   findObjectsByPrefix(hexPrefix: string, limit: number): Promise<Oid[]>;
 }
@@ -225,6 +233,15 @@ export interface SharedRateLimits {
   takeToken(key: string, ratePerSecond: number, burst: number): Promise<number>;
 }
 
+/**
+ * What another thread of this process opens the same store from (src/store/open.ts
+ * openStoreInThread), to read it there: a search reads blobs on worker threads.
+ */
+export interface StoreThreadAccess {
+  backend: 'lmdb';
+  path: string;
+}
+
 /** `listUndeflated` (PackFormBacklog) is there exactly when `packForms` is true. */
 export interface AsyncStore extends Partial<PackFormBacklog> {
   /** Whether transactions offer pack-ready forms (PackFormReads, PackFormWrites) and the store its backlog (PackFormBacklog). */
@@ -241,6 +258,8 @@ export interface AsyncStore extends Partial<PackFormBacklog> {
   readonly signals?: StoreSignals;
   /** Rate limits across nodes: a store several nodes share. */
   readonly rateLimits?: SharedRateLimits;
+  /** Optional: how other threads of this process open this store to read it (a backend that cannot is read on one thread). */
+  readonly threadAccess?: StoreThreadAccess;
   read<T>(action: (tx: AsyncStoreReadTx) => Promise<T>): Promise<T>;
   /** Runs `action` as one write transaction and resolves once its commit is durable. */
   write<T>(action: (tx: AsyncStoreWriteTx) => Promise<T>): Promise<T>;

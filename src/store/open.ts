@@ -5,7 +5,7 @@
  */
 import { mkdirSync } from 'node:fs';
 import { LmdbStore } from './lmdb.js';
-import type { AsyncStore } from './asyncTypes.js';
+import type { AsyncStore, StoreThreadAccess } from './asyncTypes.js';
 import { PostgresStore } from './postgres/store.js';
 
 export interface StoreLocation {
@@ -36,4 +36,13 @@ export async function openStore(location: StoreLocation): Promise<AsyncStore> {
 /** Which backend a location names, for messages and the backup tool. */
 export function storeKind(location: StoreLocation): 'lmdb' | 'postgres' {
   return location.databaseUrl ? 'postgres' : 'lmdb';
+}
+
+/**
+ * The store `access` describes (AsyncStore.threadAccess), opened for reading on this thread: a
+ * worker thread's view of the store the main thread opened. lmdb-js shares one environment between
+ * the threads of a process.
+ */
+export function openStoreInThread(access: StoreThreadAccess): AsyncStore {
+  return new LmdbStore({ path: access.path, readOnly: true }).async;
 }

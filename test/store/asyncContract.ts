@@ -10,7 +10,8 @@
  *
  * `options.packForms` says whether the backend offers pack-ready forms: the tests of forms are
  * registered only then (never skipped at run time, which would pass whatever the store does), and
- * one test checks that the store says the same.
+ * one test checks that the store says the same. `options.visitObjects`, likewise, whether its reads
+ * offer visitObjects (views of its memory instead of copies).
  */
 import { randomBytes } from 'node:crypto';
 import { deflateSync, inflateSync } from 'node:zlib';
@@ -75,7 +76,7 @@ function collectionWrites(p: ProjectWrites & Partial<CollectionWrites>): Project
 /** What a read or write transaction can read, so one helper can look at the same data from inside a write and from a reader beside it. */
 type Reader = RecordReads & { project(project: number): ProjectReads };
 
-export function asyncStoreContract(backendName: string, openStore: () => AsyncStore, options: { packForms: boolean; collection: boolean }): void {
+export function asyncStoreContract(backendName: string, openStore: () => AsyncStore, options: { packForms: boolean; collection: boolean; visitObjects: boolean }): void {
   describe(`AsyncStore contract: ${backendName}`, () => {
     let store: AsyncStore;
     beforeAll(() => {
@@ -1208,6 +1209,75 @@ export function asyncStoreContract(backendName: string, openStore: () => AsyncSt
           sizes: [zBody.length, xBody.length, undefined, zBody.length, yBody.length],
         });
       });
+    });
+
+    describe('visitObjects', () => {
+      it(`is offered ${options.visitObjects ? '' : 'neither '}in read ${options.visitObjects ? 'and' : 'nor'} write transactions`, async () => {
+        const project = freshProject();
+        expect(await store.read(async (tx) => typeof tx.project(project).visitObjects === 'function')).toBe(options.visitObjects);
+        expect(await store.write(async (tx) => typeof tx.project(project).visitObjects === 'function')).toBe(options.visitObjects);
+      });
+
+      if (options.visitObjects) {
+        /** What each visit saw (copied while it could look), and how many the call said it visited. */
+        async function visits(p: ProjectReads, oids: Oid[], stopAfter = Number.POSITIVE_INFINITY) {
+          const seen: Array<{ index: number; type?: string; body?: Buffer }> = [];
+          const count = await p.visitObjects!(oids, (object, index) => {
+            seen.push({ index, ...(object ? { type: object.type, body: Buffer.from(object.body) } : {}) });
+            return seen.length < stopAfter;
+          });
+          return { count, seen };
+        }
+
+        it('hands each object in the order asked (undefined where missing) and stops after a visit that says so', async () => {
+          const project = freshProject();
+          const xBody = Buffer.from('x visited');
+          const yBody = Buffer.from('y visited, with an annex');
+          const [x, y] = await store.write(async (tx) => {
+            const p = tx.project(project);
+            return [p.putObject('blob', xBody), p.putObject('blob', yBody, Buffer.from('annex'))];
+          });
+          const absent = hashObject('blob', Buffer.from('never stored'));
+          await store.read(async (tx) => {
+            const p = tx.project(project);
+            expect(await visits(p, [y, absent, x, y])).toEqual({
+              count: 4,
+              seen: [
+                { index: 0, type: 'blob', body: yBody },
+                { index: 1 },
+                { index: 2, type: 'blob', body: xBody },
+                { index: 3, type: 'blob', body: yBody },
+              ],
+            });
+            expect(await visits(p, [x, y, x], 2)).toEqual({ count: 2, seen: [{ index: 0, type: 'blob', body: xBody }, { index: 1, type: 'blob', body: yBody }] });
+            expect(await visits(p, [])).toEqual({ count: 0, seen: [] });
+            // Another project's objects are not this one's.
+            expect(await visits(tx.project(freshProject()), [x])).toEqual({ count: 1, seen: [{ index: 0 }] });
+          });
+          // Inside a write, what the write put is visited too.
+          const zBody = Buffer.from('z, only buffered');
+          const inside = await store.write(async (tx) => {
+            const p = tx.project(project);
+            const z = p.putObject('blob', zBody);
+            return visits(p, [z, x, absent]);
+          });
+          expect(inside).toEqual({ count: 3, seen: [{ index: 0, type: 'blob', body: zBody }, { index: 1, type: 'blob', body: xBody }, { index: 2 }] });
+        });
+
+        it('lets an error thrown by a visit out, and reads normally after it', async () => {
+          const project = freshProject();
+          const body = Buffer.from('visited before a throw');
+          const [oid] = await store.write(async (tx) => [tx.project(project).putObject('blob', body)]);
+          await expectBoom(
+            store.read((tx) =>
+              tx.project(project).visitObjects!([oid], () => {
+                throw new Boom('visit failed');
+              }),
+            ),
+          );
+          expect(await store.read((tx) => tx.project(project).getObjects([oid]))).toEqual([{ type: 'blob', body }]);
+        });
+      }
     });
 
     describe('listeners', () => {

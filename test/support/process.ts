@@ -1,4 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 
@@ -85,4 +86,17 @@ export async function killDuringRequests<T>(server: ServerProcess, acknowledgedB
   if (exited.signal !== 'SIGKILL') throw new Error(`the server exited with ${JSON.stringify(exited)} before it was killed`);
   await loop;
   return acknowledged;
+}
+
+/**
+ * A process's anonymous resident memory (RssAnon of /proc/PID/status: heap and buffers, not the
+ * file-backed pages of LMDB's mapped data file), in bytes; 0 once the process is gone.
+ */
+export function anonymousRssBytes(pid: number): number {
+  try {
+    const match = /RssAnon:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return match ? Number(match[1]) * 1024 : 0;
+  } catch {
+    return 0;
+  }
 }
