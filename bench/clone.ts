@@ -12,6 +12,9 @@
  *
  * isomorphic-git (unless --isogit-cap-seconds=0) clones from the same git http-backend with its
  * http/node client, in a capped child process (bench/isogit.ts), after the git clones.
+ *
+ * --backend=postgres: our server on a durable embedded PostgreSQL of the run's own (bench/http.ts
+ * benchBackend), built afresh each run (under <work>/clone-<N>-postgres/), to set beside LMDB's.
  */
 import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -22,6 +25,7 @@ import { openTreehouse } from '../src/service/treehouse.js';
 import { openStore } from '../src/store/open.js';
 import { startGitHttpBackend } from '../test/support/httpBackend.js';
 import { freePort } from '../test/support/process.js';
+import { benchBackend, type BenchBackend } from './http.js';
 import { isogitClone } from './isogit.js';
 import { sampleMemory, statusBytes, summarise, type Measurement, type Summary } from './measure.js';
 import { isolatedGitEnv } from '../fixtures/gitEnv.js';
@@ -51,6 +55,8 @@ export interface CloneBenchOptions {
   /** Cap per isomorphic-git clone; 0 or absent: not run. */
   isogitCapSeconds?: number;
   isogitReps?: number;
+  /** Where our server keeps its data (default LMDB in the work directory, reused across runs). */
+  backend?: BenchBackend;
 }
 
 function argument(name: string, fallback: number): number {
@@ -58,12 +64,12 @@ function argument(name: string, fallback: number): number {
   return found ? Number(found.split('=')[1]) : fallback;
 }
 
-async function buildOurs(dir: string, tree: SourceTree): Promise<{ key: string; projectId: string }> {
+async function buildOurs(dir: string, tree: SourceTree, env: Record<string, string>): Promise<{ key: string; projectId: string }> {
   const marker = join(dir, 'project.json');
   if (existsSync(marker)) return JSON.parse(readFileSync(marker, 'utf8'));
   rmSync(dir, { recursive: true, force: true });
-  const config = loadConfig({ TREEHOUSE_DATA_DIR: join(dir, 'data') });
-  const th = openTreehouse(config, openStore(config));
+  const config = loadConfig({ TREEHOUSE_DATA_DIR: join(dir, 'data'), ...env });
+  const th = openTreehouse(config, await openStore(config));
   const key = (await th.accounts.bootstrap())!;
   const principal = (await th.accounts.authenticate(key))!;
   const record = await th.projects.create(principal, { title: 'Clone bench', files: [], people: { author: { name: 'b', email: 'b@x' }, committer: { name: 'b', email: 'b@x' } } });
@@ -76,6 +82,8 @@ async function buildOurs(dir: string, tree: SourceTree): Promise<{ key: string; 
   await th.workspace.commit(principal, record.id, { branch: 'main', message: 'Import' });
   await th.close();
   const built = { key, projectId: record.id };
+  // On PostgreSQL nothing made the directory.
+  mkdirSync(dir, { recursive: true });
   writeFileSync(marker, JSON.stringify(built));
   return built;
 }
@@ -128,13 +136,18 @@ async function timeClone(url: string, target: string): Promise<{ ms: number; pac
 export async function runCloneBench(files: number, reps: number, workRoot = join(import.meta.dirname, '.work'), options: CloneBenchOptions = {}): Promise<CloneResult> {
   const tree = new SourceTree({ files });
   const base = join(workRoot, `clone-${files}`);
-  const ours = await buildOurs(join(base, 'ours'), tree);
+  const onPostgres = options.backend?.name === 'postgres';
+  const env = (await options.backend?.runEnv()) ?? {};
+  // A database lives as long as the run's cluster: built again each run.
+  const oursDir = join(base, onPostgres ? 'ours-postgres' : 'ours');
+  if (onPostgres) rmSync(oursDir, { recursive: true, force: true });
+  const ours = await buildOurs(oursDir, tree, env);
   const gitRepo = buildGit(join(base, 'git'), tree);
   const port = await freePort();
   // CLONE_NODE_ARGS: node flags for the server (e.g. --cpu-prof --cpu-prof-dir=DIR).
   const nodeArgs = process.env.CLONE_NODE_ARGS?.split(' ').filter(Boolean) ?? [];
   const server = spawn(process.execPath, [...nodeArgs, '--import', 'tsx', join(import.meta.dirname, '..', 'src', 'server.ts')], {
-    env: { ...process.env, PORT: String(port), TREEHOUSE_DATA_DIR: join(base, 'ours', 'data'), TREEHOUSE_LOG_LEVEL: 'warn' },
+    env: { ...process.env, PORT: String(port), TREEHOUSE_DATA_DIR: join(oursDir, 'data'), TREEHOUSE_LOG_LEVEL: 'warn', ...env },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   await new Promise<void>((resolve) => server.stdout!.on('data', (chunk: Buffer) => chunk.toString().includes('listening') && resolve()));
@@ -203,7 +216,12 @@ if (process.argv[1] && import.meta.filename === process.argv[1]) {
   const reps = argument('reps', 3);
   const work = process.argv.find((arg) => arg.startsWith('--work='))?.slice('--work='.length);
   const resultPath = process.argv.find((arg) => arg.startsWith('--result='))?.slice('--result='.length);
-  const result = await runCloneBench(files, reps, work, { isogitCapSeconds: argument('isogit-cap-seconds', 600), isogitReps: argument('isogit-reps', 1) });
-  if (resultPath) writeFileSync(resultPath, JSON.stringify(result));
-  else console.log(JSON.stringify(result, null, 2));
+  const backend = await benchBackend(process.argv.find((arg) => arg.startsWith('--backend='))?.slice('--backend='.length) ?? 'lmdb');
+  try {
+    const result = await runCloneBench(files, reps, work, { isogitCapSeconds: argument('isogit-cap-seconds', 600), isogitReps: argument('isogit-reps', 1), backend });
+    if (resultPath) writeFileSync(resultPath, JSON.stringify(result));
+    else console.log(JSON.stringify(result, null, 2));
+  } finally {
+    await backend.close();
+  }
 }

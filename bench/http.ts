@@ -3,8 +3,13 @@
  * (src/server.ts, as `npm start` runs it) on 127.0.0.1, and an HTTP load scenario.
  *
  *   npx tsx bench/http.ts [--size=1000] [--quick]                  # the scenarios of one size
- *   npx tsx bench/http.ts --load [--duration-ms=20000] [--clients=32] [--seed-files=10000]
- *   options: --work=DIR (scratch, default bench/.work/http-<pid>), --result=FILE (JSON instead of stdout)
+ *   npx tsx bench/http.ts --load [--duration-ms=20000] [--clients=32] [--seed-files=10000] [--nodes=1]
+ *   options: --work=DIR (scratch, default bench/.work/http-<pid>), --result=FILE (JSON instead of stdout),
+ *     --backend=lmdb|postgres (postgres: an embedded PostgreSQL of the run's own, durable as LMDB is:
+ *     fsync and full page writes on, each server process a node of a fresh database)
+ *
+ * --nodes=N (load, PostgreSQL): N server processes over the one database, the clients spread over
+ * them round-robin.
  *
  * Scenarios (bench/run.ts runs this file as a child per size): import = create a project, batches of
  * at most 10,000 files (the server's TREEHOUSE_BATCH_FILES_MAX), commit; commit-N = one batch of N
@@ -28,6 +33,7 @@ import { loadConfig } from '../src/service/config.js';
 import { openTreehouse } from '../src/service/treehouse.js';
 import { openStore } from '../src/store/open.js';
 import { percentile, runWriteCommitLoad } from '../test/support/load.js';
+import { freshDatabase, launchPostgres, type PostgresCluster } from '../test/support/postgres.js';
 import { startServerProcess, type ServerProcess } from '../test/support/process.js';
 import { elapsedMs, sampleMemory, summarise, type MemoryPeaks, type Measurement, type ScenarioId } from './measure.js';
 import { pairChanges } from './merge.js';
@@ -61,10 +67,32 @@ async function expect(api: Api, method: string, path: string, body: string | und
   return answer.body;
 }
 
-/** A data directory with team default and `count` keys, made before the server opens it. */
-async function prepareDataDir(dataDir: string, count: number): Promise<string[]> {
-  const config = loadConfig({ TREEHOUSE_DATA_DIR: dataDir });
-  const th = openTreehouse(config, openStore(config));
+const LMDB: BenchBackend = { name: 'lmdb', runEnv: async () => ({}), close: async () => {} };
+
+/** Where the servers keep their data: the data directory (LMDB), or a database of the run's cluster. */
+export interface BenchBackend {
+  name: 'lmdb' | 'postgres';
+  /** The environment of the servers of one run: on PostgreSQL, a fresh database. */
+  runEnv(): Promise<Record<string, string>>;
+  close(): Promise<void>;
+}
+
+export async function benchBackend(name: string): Promise<BenchBackend> {
+  if (name === 'lmdb') return LMDB;
+  if (name !== 'postgres') throw new Error(`--backend is lmdb or postgres, not ${name}`);
+  const cluster: PostgresCluster = await launchPostgres({ durable: true });
+  return {
+    name,
+    runEnv: async () => ({ TREEHOUSE_DATABASE_URL: (await freshDatabase('bench', cluster)).url, TREEHOUSE_SECRET: 'bench-secret' }),
+    close: () => cluster.stop(),
+  };
+}
+
+
+/** A data directory (or database) with team default and `count` keys, made before the server opens it. */
+async function prepareDataDir(dataDir: string, count: number, env: Record<string, string> = {}): Promise<string[]> {
+  const config = loadConfig({ TREEHOUSE_DATA_DIR: dataDir, ...env });
+  const th = openTreehouse(config, await openStore(config));
   try {
     const keys = [(await th.accounts.bootstrap())!];
     for (let i = 1; i < count; i++) keys.push((await th.accounts.createKey('default', `bench-${i}`)).key);
@@ -128,6 +156,7 @@ export interface HttpOptions {
   workDir: string;
   quick: boolean;
   progress: (text: string) => void;
+  backend?: BenchBackend;
 }
 
 function importReps(size: number, quick: boolean): number {
@@ -142,8 +171,9 @@ export async function runHttpScenarios(options: HttpOptions): Promise<Measuremen
   const tree = new SourceTree({ files: size });
   const dataDir = join(options.workDir, `http-${size}`);
   rmSync(dataDir, { recursive: true, force: true });
-  const [key] = await prepareDataDir(dataDir, 1);
-  const server = await startServer(dataDir, { TREEHOUSE_RATE_PER_SECOND: '0' });
+  const env = await (options.backend ?? LMDB).runEnv();
+  const [key] = await prepareDataDir(dataDir, 1, env);
+  const server = await startServer(dataDir, { ...env, TREEHOUSE_RATE_PER_SECOND: '0' });
   const api: Api = { base: server.url, key };
   const pid = server.child.pid!;
   const out: Measurement[] = [];
@@ -267,6 +297,8 @@ export async function runHttpScenarios(options: HttpOptions): Promise<Measuremen
 }
 
 export interface LoadSummary {
+  backend: string;
+  nodes: number;
   clients: number;
   keys: number;
   seedFiles: number;
@@ -287,14 +319,19 @@ export interface LoadSummary {
   serverPeakRssFileBytes: number;
 }
 
-/** 32 clients writing + committing on one project for `durationMs`, default rate limits. */
-export async function runHttpLoad(options: { workDir: string; durationMs: number; clients: number; seedFiles: number }): Promise<LoadSummary> {
+/** 32 clients writing + committing on one project for `durationMs`, default rate limits; on `nodes` server processes (PostgreSQL). */
+export async function runHttpLoad(options: { workDir: string; durationMs: number; clients: number; seedFiles: number; backend?: BenchBackend; nodes?: number }): Promise<LoadSummary> {
+  const backend = options.backend ?? LMDB;
+  const nodeCount = options.nodes ?? 1;
+  if (nodeCount > 1 && backend.name !== 'postgres') throw new Error('several nodes share a PostgreSQL database: --backend=postgres');
   const dataDir = join(options.workDir, 'http-load');
   rmSync(dataDir, { recursive: true, force: true });
+  const env = await backend.runEnv();
   // One key more than clients: the checks before and after the load have a rate limit of their own
   // (sharing a client's, the final listing could find its bucket empty and be answered 429).
-  const [checkKey, ...keys] = await prepareDataDir(dataDir, options.clients + 1);
-  const server = await startServer(dataDir, {});
+  const [checkKey, ...keys] = await prepareDataDir(dataDir, options.clients + 1, env);
+  const servers = await Promise.all(Array.from({ length: nodeCount }, () => startServer(dataDir, env)));
+  const server = servers[0];
   const api: Api = { base: server.url, key: checkKey };
   try {
     const project = (await expect(api, 'POST', '/projects', JSON.stringify({ title: 'Bench load' }), 201)).project.id;
@@ -305,12 +342,14 @@ export async function runHttpLoad(options: { workDir: string; durationMs: number
     await expect(api, 'POST', `/projects/${project}/git/commit`, JSON.stringify({ message: 'Seed' }), 201);
     await settle(api);
     const sampler = sampleMemory(server.child.pid!);
-    const result = await runWriteCommitLoad({ baseUrl: server.url, projectId: project, keys, clients: options.clients, durationMs: options.durationMs });
+    const result = await runWriteCommitLoad({ baseUrl: server.url, otherBaseUrls: servers.slice(1).map((node) => node.url), projectId: project, keys, clients: options.clients, durationMs: options.durationMs });
     const peaks = sampler.stop();
     const listing = await expect(api, 'GET', `/projects/${project}/files?prefix=load/`, undefined, 200);
     const present = new Set<string>(listing.files.map((file: { path: string }) => file.path));
     const seconds = result.durationMs / 1000;
     return {
+      backend: backend.name,
+      nodes: nodeCount,
       clients: options.clients,
       keys: keys.length,
       seedFiles: options.seedFiles,
@@ -330,7 +369,7 @@ export async function runHttpLoad(options: { workDir: string; durationMs: number
       serverPeakRssFileBytes: peaks.fileBytes,
     };
   } finally {
-    await stopServer(server);
+    await Promise.all(servers.map((node) => stopServer(node)));
     rmSync(dataDir, { recursive: true, force: true });
   }
 }
@@ -342,14 +381,22 @@ function option(argv: string[], name: string): string | undefined {
 async function main(argv: string[]): Promise<void> {
   const workDir = option(argv, 'work') ?? join(import.meta.dirname, '.work', `http-${process.pid}`);
   const progress = (text: string) => process.stderr.write(`[bench] ${text}\n`);
-  const result = argv.includes('--load')
-    ? await runHttpLoad({
-        workDir,
-        durationMs: Number(option(argv, 'duration-ms') ?? 20_000),
-        clients: Number(option(argv, 'clients') ?? LOAD_CLIENTS),
-        seedFiles: Number(option(argv, 'seed-files') ?? 10_000),
-      })
-    : await runHttpScenarios({ size: Number(option(argv, 'size') ?? 1000), workDir, quick: argv.includes('--quick'), progress });
+  const backend = await benchBackend(option(argv, 'backend') ?? 'lmdb');
+  let result: unknown;
+  try {
+    result = argv.includes('--load')
+      ? await runHttpLoad({
+          workDir,
+          durationMs: Number(option(argv, 'duration-ms') ?? 20_000),
+          clients: Number(option(argv, 'clients') ?? LOAD_CLIENTS),
+          seedFiles: Number(option(argv, 'seed-files') ?? 10_000),
+          backend,
+          nodes: Number(option(argv, 'nodes') ?? 1),
+        })
+      : await runHttpScenarios({ size: Number(option(argv, 'size') ?? 1000), workDir, quick: argv.includes('--quick'), progress, backend });
+  } finally {
+    await backend.close();
+  }
   const resultPath = option(argv, 'result');
   if (resultPath) writeFileSync(resultPath, JSON.stringify(result));
   else console.log(JSON.stringify(result, null, 2));

@@ -87,7 +87,7 @@ export async function runLagBench(options: {
   mkdirSync(workDir, { recursive: true });
   const dataDir = join(workDir, 'data');
   const setupConfig = loadConfig({ TREEHOUSE_DATA_DIR: dataDir });
-  const setup = openTreehouse(setupConfig, openStore(setupConfig));
+  const setup = openTreehouse(setupConfig, await openStore(setupConfig));
   const keys = [(await setup.accounts.bootstrap())!];
   for (let i = 1; i < WRITERS; i++) keys.push((await setup.accounts.createKey('default', `lag-${i}`)).key);
   await setup.close();

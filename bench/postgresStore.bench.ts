@@ -15,7 +15,8 @@
  * - write bumpVersion: a write that reads and bumps the project's version (PostgreSQL: BEGIN,
  *   the project's lock with the read, the update, COMMIT);
  * - write put 1 blob: a write that only stores an object (PostgreSQL: BEGIN, one insert, COMMIT);
- * and, for PostgreSQL alone, `SELECT 1` on the driver: the floor of a round trip.
+ * and, for PostgreSQL alone, `SELECT 1` on the driver: the floor of a round trip; and a token taken
+ * from a shared rate-limit bucket (what the rate limit adds to a request on PostgreSQL).
  */
 import { randomBytes } from 'node:crypto';
 import { Bench } from 'tinybench';
@@ -142,6 +143,11 @@ async function main(): Promise<void> {
     }
     suite.add('postgres: SELECT 1 (driver, one round trip)', async () => {
       await driver`SELECT 1`;
+    });
+    // What the shared rate limit costs a request (src/service/rateLimiter.ts): one statement.
+    const shared = backends[1].store as PostgresStore;
+    suite.add('postgres: rate limit takeToken (shared bucket)', async () => {
+      if ((await shared.rateLimits.takeToken('bench-key', 1_000_000, 1_000_000)) !== 0) throw new Error('the bench key was refused');
     });
     await suite.run();
     console.log(imports.join('\n'));

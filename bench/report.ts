@@ -7,6 +7,7 @@ import { SCENARIOS, SCENARIO_TITLES, SIDE_TITLES, type Measurement, type Scenari
 import { microTable, type MicroComparison } from './hash.bench.js';
 import type { LoadSummary } from './http.js';
 import { historyTables, type HistoryBenchResult } from './historyReport.js';
+import type { WorkspaceBenchResult } from './workspace.js';
 import type { LagResult } from './lag.js';
 
 export interface LagRun {
@@ -125,6 +126,10 @@ export interface Report {
   /** Issue 13's histories (bench/history.ts); absent in reports written before it. */
   history?: HistoryBenchResult;
   lint?: LintDetails;
+  /** Issue 16's workspace verbs over HTTP (bench/workspace.ts): its section, markers included, and its data. */
+  workspace?: { section: string; result: WorkspaceBenchResult };
+  /** Sections of earlier runs kept because this run left their parts out (markers included). */
+  keptSections?: string[];
   micro?: { comparisons: MicroComparison[]; meanBytes: number };
   /** Parts that were skipped (options) or failed, with why. */
   notes: string[];
@@ -249,7 +254,7 @@ function measuredAt100k(measurements: Measurement[], scenario: ScenarioId, side:
 }
 
 /** The targets of issues #2, #4, #5 and #6, judged on this run. */
-export function targetSummary(report: Pick<Report, 'measurements' | 'clone' | 'lint' | 'quick'>): string {
+export function targetSummary(report: Pick<Report, 'measurements' | 'clone' | 'lint' | 'quick' | 'workspace'>): string {
   const { measurements } = report;
   const notRun = report.quick ? 'not run (--quick has no 100,000-file tree)' : 'not run';
   const lines = [
@@ -285,7 +290,23 @@ export function targetSummary(report: Pick<Report, 'measurements' | 'clone' | 'l
   } else {
     lines.push(`| #6 | lint re-run of 1,000 files ≤ ${LINT_RERUN_TARGET_MS} ms | — | ${report.quick ? 'not run with --quick (`npm run bench:lint`)' : 'not run'} | not measured |`);
   }
+  lines.push(...workspaceTargets(report.workspace?.result, report.quick));
   return lines.join('\n');
+}
+
+/** Issue 16's rows: each verb over HTTP against its target, and the server's memory during archives. */
+function workspaceTargets(result: WorkspaceBenchResult | undefined, quick: boolean): string[] {
+  if (!result) return [`| #16 | compare ≤ 30 ms, blame ≤ git blame, search ≤ 0.5x git grep, archive ≤ git archive, over HTTP (bench/workspace.ts) | — | ${quick ? 'not run with --quick (`npm run bench:workspace`)' : 'not run'} | not measured |`];
+  const files = `${result.files.toLocaleString('en-US')} files`;
+  const lines = result.scenarios
+    .filter((s) => s.verdict !== '—')
+    .map((s) => `| #16 | ${s.title}, ${files}, over HTTP, median ${s.target} | git this run ${formatMs(s.git.medianMs)} | ${formatMs(s.http.medianMs)} (HTTP/git ${s.httpToGit.medianMs.toFixed(2)}, runs ${s.httpToGit.minMs.toFixed(2)}–${s.httpToGit.maxMs.toFixed(2)}) | ${verdictText(s.verdict === 'FAIL' ? 'FAIL' : 'pass')} |`);
+  const archives = result.scenarios.filter((s) => s.serverAnonPeakBytes !== undefined);
+  if (archives.length > 0) {
+    const anon = Math.max(...archives.map((s) => s.serverAnonPeakBytes!));
+    lines.push(`| #16 | server anonymous RSS during the archives of ${files} < 300 MB | — | ${formatMb(anon)} MB | ${verdictText(anon < 300 * 1024 * 1024 ? 'pass' : 'FAIL')} |`);
+  }
+  return lines;
 }
 
 function loadSection(load: LoadSummary): string {
@@ -431,6 +452,12 @@ export function renderResults(report: Report): string {
   }
   if (report.lint) {
     parts.push('---', '', 'bench/run.ts ran bench/lint.ts (its defaults) in this run; its section follows as it wrote it.', '', report.lint.section, '');
+  }
+  if (report.workspace) {
+    parts.push('---', '', 'bench/run.ts ran bench/workspace.ts in this run; its section follows as it wrote it.', '', report.workspace.section, '');
+  }
+  for (const section of report.keptSections ?? []) {
+    parts.push('---', '', 'Kept from an earlier run (this run left its part out); not judged in the targets above.', '', section, '');
   }
   return parts.join('\n');
 }

@@ -10,7 +10,7 @@
  *   options: --out=FILE (default bench/RESULTS.md), --cap-seconds=N (per peer run, default 600),
  *            --isogit-cap-seconds=N (isomorphic-git's runs; default the cap, 5 with --quick), --load-seconds=N (HTTP load; default 20, 5 with --quick), --keep (keep
  *            bench/.work/<run>), --history-reps=N (default 3), and --no-X to leave a part out: git,
- *            isogit, http, merge, clone, load, lint, micro, history
+ *            isogit, http, merge, clone, load, lint, micro, history, workspace
  *
  * Per size, in this order: Treehouse through its library (bench/ours.ts; each scenario in a child
  * process of this script, `--child`, so each has its own peak RSS and a cold start like a fresh
@@ -46,6 +46,7 @@ import type { LagRun } from './report.js';
 import { isogitForSize, isogitVersion } from './isogit.js';
 import { SCENARIOS, settleDisk, summarise, type Measurement, type ScenarioId, type Summary } from './measure.js';
 import type { MergeBenchResult } from './merge.js';
+import type { WorkspaceBenchResult } from './workspace.js';
 import { runOursScenario } from './ours.js';
 import { formatMs, renderResults, scenarioTable, targetSummary, type CloneDetails, type LintDetails, type MachineInfo, type Report } from './report.js';
 
@@ -68,11 +69,19 @@ const LAG_MIXES = [
 const LINT_SECTION_START = '<!-- bench/lint.ts: start -->';
 const LINT_SECTION_END = '<!-- bench/lint.ts: end -->';
 const LINT_FILES = 1_000;
-const PARTS = ['git', 'isogit', 'http', 'merge', 'clone', 'load', 'lag', 'lint', 'micro', 'history'] as const;
+/** bench/workspace.ts's section markers (as for lint: that file runs its benchmark when run, so they are repeated here). */
+const WORKSPACE_SECTION_START = '<!-- bench/workspace.ts: start -->';
+const WORKSPACE_SECTION_END = '<!-- bench/workspace.ts: end -->';
+/** Marked sections of other scripts, kept from the page when this run leaves their part out. */
+const MARKED_SECTIONS: ReadonlyArray<{ part: Part; start: string; end: string }> = [
+  { part: 'lint', start: LINT_SECTION_START, end: LINT_SECTION_END },
+  { part: 'workspace', start: WORKSPACE_SECTION_START, end: WORKSPACE_SECTION_END },
+];
+const PARTS = ['git', 'isogit', 'http', 'merge', 'clone', 'load', 'lag', 'lint', 'micro', 'history', 'workspace'] as const;
 type Part = (typeof PARTS)[number];
 /** Parts --quick leaves out to stay under two minutes (the lint benchmark alone takes 15 s or more, the histories minutes). */
-const QUICK_LEAVES_OUT: readonly Part[] = ['micro', 'lint', 'history'];
-const RUN_ALONE: Partial<Record<Part, string>> = { micro: 'npx tsx bench/hash.bench.ts', lint: 'npm run bench:lint', history: 'npx tsx bench/history.ts' };
+const QUICK_LEAVES_OUT: readonly Part[] = ['micro', 'lint', 'history', 'workspace'];
+const RUN_ALONE: Partial<Record<Part, string>> = { micro: 'npx tsx bench/hash.bench.ts', lint: 'npm run bench:lint', history: 'npx tsx bench/history.ts', workspace: 'npm run bench:workspace' };
 const HISTORY_REPS = 3;
 
 interface Options {
@@ -396,6 +405,35 @@ function lintPart(workDir: string, options: Options, notes: string[]): LintDetai
   return { section, rerunMs, mode: `${mode}, the service's default` };
 }
 
+/** bench/workspace.ts at the largest size: its section (from a page of its own) and its data. */
+function workspacePart(workDir: string, options: Options, notes: string[]): Report['workspace'] {
+  const size = Math.max(...options.sizes);
+  const out = join(workDir, 'workspace-section.md');
+  // Its project takes minutes to build at 100,000 files: kept in bench/.work/ between runs.
+  const result = runScript<WorkspaceBenchResult>(workDir, 'workspace.ts', [`--size=${size}`, `--work=${join(BENCH_DIR, '.work')}`, `--out=${out}`]);
+  const text = existsSync(out) ? readFileSync(out, 'utf8') : '';
+  const start = text.indexOf(WORKSPACE_SECTION_START);
+  const end = text.indexOf(WORKSPACE_SECTION_END);
+  if (result instanceof Error || start < 0 || end < start) {
+    notes.push(`workspace verbs: ${result instanceof Error ? result.message : 'no section written'}; rerun \`npm run bench:workspace\``);
+    return undefined;
+  }
+  progress(`workspace: ${result.scenarios.map((s) => `${s.id} ${formatMs(s.http.medianMs)} vs git ${formatMs(s.git.medianMs)} (${s.verdict})`).join('; ')}`);
+  return { section: text.slice(start, end + WORKSPACE_SECTION_END.length), result };
+}
+
+/** The marked sections of `previous` (the page this run replaces) whose parts this run leaves out. */
+function keptSections(previous: string, options: Options): string[] {
+  const kept: string[] = [];
+  for (const { part, start, end } of MARKED_SECTIONS) {
+    if (options.parts.has(part)) continue;
+    const from = previous.indexOf(start);
+    const to = previous.indexOf(end);
+    if (from >= 0 && to > from) kept.push(previous.slice(from, to + end.length));
+  }
+  return kept;
+}
+
 function loadPart(workDir: string, options: Options, notes: string[]): LoadSummary | undefined {
   const seedFiles = options.quick ? 1_000 : 10_000;
   const result = runScript<LoadSummary>(workDir, 'http.ts', ['--load', `--duration-ms=${options.loadSeconds * 1000}`, `--clients=${LOAD_CLIENTS}`, `--seed-files=${seedFiles}`, `--work=${workDir}`]);
@@ -476,6 +514,8 @@ async function main(argv: string[]): Promise<void> {
     noteLoad();
     const micro = has('micro') ? await runHashBench(options.quick) : undefined;
     const lint = has('lint') ? lintPart(workDir, options, notes) : undefined;
+    noteLoad();
+    const workspace = has('workspace') ? workspacePart(workDir, options, notes) : undefined;
     machine.loadAverage.end = loadavg()[0];
     noteLoad();
     const report: Report = {
@@ -491,6 +531,8 @@ async function main(argv: string[]): Promise<void> {
       lag,
       history,
       lint,
+      workspace,
+      keptSections: keptSections(existsSync(options.out) ? readFileSync(options.out, 'utf8') : '', options),
       micro,
       notes,
     };

@@ -8,10 +8,13 @@
  *   treehouse restore DIR      (into TREEHOUSE_DATA_DIR, which must be empty; the server must not run)
  *   treehouse gc [--project ID] [--grace SECONDS]
  *                              (garbage collection of one project or all; the server may run)
+ *
+ * It opens the store the server's configuration names: teams and keys work on either backend;
+ * backup and restore are LMDB's (a PostgreSQL database is backed up with pg_dump or its base backups).
  */
 import { parseArgs } from 'node:util';
 import { isTreehouseError } from './errors.js';
-import { BackupError, backupDataDir, restoreDataDir } from './service/backup.js';
+import { BackupError, POSTGRES_BACKUP_MESSAGE, backupDataDir, restoreDataDir } from './service/backup.js';
 import { loadConfig } from './service/config.js';
 import type { ProjectRecord } from './service/projects.js';
 import { openTreehouse, type Treehouse } from './service/treehouse.js';
@@ -44,6 +47,10 @@ async function run(argv: string[]): Promise<number> {
     return values.help ? 0 : 2;
   }
   const config = loadConfig();
+  if ((noun === 'backup' || noun === 'restore') && verb && config.databaseUrl) {
+    process.stderr.write(`treehouse: ${POSTGRES_BACKUP_MESSAGE}\n`);
+    return 1;
+  }
   if (noun === 'restore' && verb) {
     // The data directory is written, not opened: it must not be in use.
     const manifest = await withBackupErrors(() => restoreDataDir(verb, config.dataDir));
@@ -51,7 +58,7 @@ async function run(argv: string[]): Promise<number> {
     process.stdout.write(`restored the backup of ${manifest.created_at} into ${config.dataDir}\n`);
     return 0;
   }
-  const th = openTreehouse(config, openStore(config));
+  const th = openTreehouse(config, await openStore(config));
   try {
     if (noun === 'backup' && verb) {
       const manifest = await withBackupErrors(() => backupDataDir(th.store, config.dataDir, verb));

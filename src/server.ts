@@ -1,6 +1,7 @@
 /**
- * `npm start`: opens the data directory, creates team "default" and a first key on an empty one,
- * and serves the API until SIGTERM/SIGINT, when in-flight requests finish before the store closes.
+ * `npm start`: opens the store (the data directory's LMDB, or the PostgreSQL database of
+ * TREEHOUSE_DATABASE_URL), creates team "default" and a first key on an empty one, and serves the
+ * API until SIGTERM/SIGINT, when in-flight requests finish before the store closes.
  */
 import { buildApp } from './http/app.js';
 import { listenMetrics } from './http/metricsServer.js';
@@ -10,7 +11,8 @@ import { openStore } from './store/open.js';
 
 async function main(): Promise<void> {
   const config = loadConfig();
-  const th = openTreehouse(config, openStore(config));
+  const th = openTreehouse(config, await openStore(config));
+  await th.checkSecret();
   const firstKey = await th.accounts.bootstrap();
   const app = buildApp(th, { logLevel: process.env.TREEHOUSE_LOG_LEVEL ?? 'info' });
   await app.listen({ port: config.port, host: config.host });

@@ -149,6 +149,8 @@ const MODE_KINDS: ReadonlyArray<readonly [Buffer, number]> = [
  */
 export class TreeCursor {
   kind = ENTRY_FILE;
+  /** Where the entry (its mode) starts in `body`. */
+  modeStart = 0;
   nameStart = 0;
   nameEnd = 0;
   /** Where the entry's 20-byte id starts in `body`. */
@@ -169,6 +171,7 @@ export class TreeCursor {
     const kind = entryKind(body, this.offset, space);
     if (kind < 0) throw new TreeFormatError(`unknown tree entry mode ${JSON.stringify(body.toString('latin1', this.offset, space))}`);
     this.kind = kind;
+    this.modeStart = this.offset;
     this.nameStart = space + 1;
     this.nameEnd = nul;
     this.oidStart = nul + 1;
@@ -185,7 +188,21 @@ export class TreeCursor {
   oid(): Oid {
     return Buffer.from(this.body.subarray(this.oidStart, this.oidStart + OID_BYTES));
   }
+
+  /** The current entry's mode, as the shared constant that spells it. */
+  mode(): TreeMode {
+    for (const mode of CURSOR_MODES) {
+      if (mode.bytes.length !== this.nameStart - 1 - this.modeStart) continue;
+      let same = true;
+      for (let i = 0; i < mode.bytes.length && same; i++) same = this.body[this.modeStart + i] === mode.bytes[i];
+      if (same) return mode.mode;
+    }
+    // next() accepted the mode, so it is one of them.
+    throw new TreeFormatError('unknown tree entry mode');
+  }
 }
+
+const CURSOR_MODES = ([MODE_FILE, MODE_TREE, MODE_EXECUTABLE, MODE_SYMLINK, MODE_GITLINK] as const).map((mode) => ({ mode, bytes: Buffer.from(mode, 'latin1') }));
 
 /** Raw entries with the name bytes untouched, for fsck-like checks of received trees. */
 export interface RawTreeEntry {

@@ -5,7 +5,8 @@
  * directory (a Unix "version made by" and the mode for symlinks and executables, the text flag from
  * git's binary test), zip64 records when sizes, offsets or the entry count pass the classic limits,
  * and the end record whose comment is the commit id. Entries are written as they come; only the
- * central directory (some 60 bytes plus the name per entry) is kept until the end.
+ * central directory (some 60 bytes plus the name per entry, copied into chunks of its own) is kept
+ * until the end.
  */
 import { crc32, deflateRawSync } from 'node:zlib';
 
@@ -32,6 +33,8 @@ const DOS_DIRECTORY = 16;
 /** git's FIRST_FEW_BYTES: a NUL within them makes content binary. */
 const BINARY_PROBE_BYTES = 8000;
 const ZIP64_END_RECORD_BYTES = 44;
+/** The central directory is written in chunks of this size. */
+const DIRECTORY_CHUNK_BYTES = 64 * 1024;
 
 const S_IFMT = 0o170000;
 const S_IFDIR = 0o040000;
@@ -61,7 +64,10 @@ export class ZipWriter {
   private offset = 0;
   private entries = 0;
   private maxCreatorVersion = 0;
+  /** The central directory's full chunks, then `chunk`, filled up to `chunkUsed`. */
   private readonly directory: Buffer[] = [];
+  private chunk = Buffer.alloc(0);
+  private chunkUsed = 0;
   private directoryBytes = 0;
   private readonly dos: { date: number; time: number };
 
@@ -138,7 +144,7 @@ export class ZipWriter {
 
   /** The central directory, zip64 records if needed, and the end record with the commit id. */
   finish(): Buffer {
-    const out: Buffer[] = [Buffer.concat(this.directory)];
+    const out: Buffer[] = [Buffer.concat([...this.directory, this.chunk.subarray(0, this.chunkUsed)])];
     const directoryStart = this.offset;
     const clamped = this.entries > U16_MAX || directoryStart > U32_MAX;
     if (clamped) {
@@ -172,6 +178,22 @@ export class ZipWriter {
     return Buffer.concat(out);
   }
 
+  /**
+   * `bytes` of the central directory to write, in a chunk of its own: the records are copied, not
+   * kept as the caller's buffers (a path kept alive would keep the 8 KB pool slab it was cut from,
+   * with whatever else was cut from it: hundreds of MB over 100,000 entries).
+   */
+  private directorySpace(bytes: number): Buffer {
+    if (this.chunkUsed + bytes > this.chunk.length) {
+      if (this.chunkUsed > 0) this.directory.push(this.chunk.subarray(0, this.chunkUsed));
+      this.chunk = Buffer.allocUnsafeSlow(Math.max(DIRECTORY_CHUNK_BYTES, bytes));
+      this.chunkUsed = 0;
+    }
+    const space = this.chunk.subarray(this.chunkUsed, this.chunkUsed + bytes);
+    this.chunkUsed += bytes;
+    return space;
+  }
+
   private mtimeExtra(): Buffer {
     const extra = Buffer.alloc(MTIME_EXTRA_BYTES);
     extra.writeUInt16LE(EXTRA_MTIME_TAG, 0);
@@ -202,7 +224,8 @@ export class ZipWriter {
       if (e.compressedSize >= U32_MAX) wide.push(BigInt(e.compressedSize));
       if (e.entryOffset >= U32_MAX) wide.push(BigInt(e.entryOffset));
     }
-    const header = Buffer.alloc(46);
+    const extraLength = MTIME_EXTRA_BYTES + (wide.length > 0 ? 4 + 8 * wide.length : 0);
+    const header = this.directorySpace(46 + e.path.length + extraLength);
     header.writeUInt32LE(CENTRAL_HEADER_MAGIC, 0);
     header.writeUInt16LE(e.creatorVersion, 4);
     header.writeUInt16LE(e.versionNeeded, 6);
@@ -214,24 +237,20 @@ export class ZipWriter {
     header.writeUInt32LE(Math.min(e.compressedSize, U32_MAX), 20);
     header.writeUInt32LE(Math.min(e.size, U32_MAX), 24);
     header.writeUInt16LE(e.path.length, 28);
-    header.writeUInt16LE(MTIME_EXTRA_BYTES + (wide.length > 0 ? 4 + 8 * wide.length : 0), 30);
+    header.writeUInt16LE(extraLength, 30);
     header.writeUInt16LE(0, 32);
     header.writeUInt16LE(0, 34);
     header.writeUInt16LE(e.text, 36);
     header.writeUInt32LE(e.externalAttributes, 38);
     header.writeUInt32LE(Math.min(e.entryOffset, U32_MAX), 42);
-    const parts = [header, e.path, e.extra];
+    let at = 46 + e.path.copy(header, 46);
+    at += e.extra.copy(header, at);
     if (wide.length > 0) {
-      const extra64 = Buffer.alloc(4 + 8 * wide.length);
-      extra64.writeUInt16LE(EXTRA_ZIP64_TAG, 0);
-      extra64.writeUInt16LE(8 * wide.length, 2);
-      wide.forEach((value, i) => extra64.writeBigUInt64LE(value, 4 + 8 * i));
-      parts.push(extra64);
+      header.writeUInt16LE(EXTRA_ZIP64_TAG, at);
+      header.writeUInt16LE(8 * wide.length, at + 2);
+      wide.forEach((value, i) => header.writeBigUInt64LE(value, at + 4 + 8 * i));
     }
-    for (const part of parts) {
-      this.directory.push(part);
-      this.directoryBytes += part.length;
-    }
+    this.directoryBytes += header.length;
     this.entries++;
   }
 }

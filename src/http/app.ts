@@ -169,7 +169,7 @@ async function authenticateKey(th: Treehouse, authorization: string | undefined,
     reply.header('WWW-Authenticate', 'Bearer');
     throw new TreehouseError('unauthorized', 'A valid API key is required (Authorization: Bearer <key>).');
   }
-  const retryAfterSeconds = th.rateLimiter.take(principal.keyId);
+  const retryAfterSeconds = await th.rateLimiter.take(principal.keyId);
   if (retryAfterSeconds > 0) {
     reply.header('Retry-After', String(retryAfterSeconds));
     throw new TreehouseError('rate_limited', `Too many requests; retry in ${retryAfterSeconds} s.`);

@@ -80,7 +80,7 @@ function gitRoutes(app: FastifyInstance, th: Treehouse): void {
     }
     // The key's one token bucket, shared with the JSON API. git prints a text/plain body of a failed
     // info/refs after "remote:"; Retry-After is whole seconds, as on the API.
-    const retryAfterSeconds = th.rateLimiter.take(principal.keyId);
+    const retryAfterSeconds = await th.rateLimiter.take(principal.keyId);
     if (retryAfterSeconds > 0) {
       reply.header('Retry-After', String(retryAfterSeconds));
       return refuse(429, `Too many requests for this API key (rate limit); retry in ${retryAfterSeconds} s.\n`);

@@ -8,12 +8,12 @@
  * the request and there is no commit id in the archive.
  *
  * The archive is produced as it is read: trees a batch of siblings per directory level and files a
- * batch at a time (diff/batchedReads.ts) are held, never the tree whole (a zip keeps its central
+ * batch at a time (diff/batchedReads.ts; their sizes from the trees' annexes where recorded) are
+ * held, never the tree whole (a zip keeps its central
  * directory, some 60 bytes per entry, for the end), with a turn of the event loop between slices
  * of work.
  */
-import { pipeline, Readable } from 'node:stream';
-import { createGzip } from 'node:zlib';
+import { Readable } from 'node:stream';
 import { TreehouseError } from '../errors.js';
 import { oidToHex, type Oid } from '../git/oid.js';
 import { pathProblem } from '../git/path.js';
@@ -21,7 +21,8 @@ import { tarEntry, tarGlobalHeader, tarTrailer } from '../git/tar.js';
 import { MODE_GITLINK, MODE_TREE } from '../git/tree.js';
 import { ZipWriter } from '../git/zip.js';
 import type { StoredObject } from '../store/types.js';
-import { BLOB_BATCH_MAX, batchEnds, nextWalked, walkTree, type WalkedEntry } from './diff/batchedReads.js';
+import { BLOB_BATCH_MAX, batchEnds, nextWalked, walkTreeChunks, type WalkedEntry } from './diff/batchedReads.js';
+import { parallelGzip } from './parallelGzip.js';
 import { commitInfo, inReadTx, resolveRef, type Repo } from './repo.js';
 import { projectReads, Slicer } from './slices.js';
 
@@ -62,12 +63,10 @@ export async function openArchive(repo: Repo, input: { ref: string; format: Arch
   const commitHex = commit ? oidToHex(commit) : null;
   const entries = archiveEntries(repo, tree, Buffer.from(prefix, 'utf8'));
   const chunks = input.format === 'zip' ? zipChunks(entries, mtime, commitHex) : tarChunks(entries, mtime, commitHex);
-  const source = Readable.from(coalesce(chunks), { objectMode: false });
-  if (input.format !== 'tar.gz') return { commit: commitHex, stream: source };
-  // git archive's internal gzip: zlib level 6, no file name, time 0, "Unix".
-  const gzip = createGzip({ level: 6 });
-  pipeline(source, gzip, () => undefined);
-  return { commit: commitHex, stream: gzip };
+  // git archive's internal gzip: zlib level 6, no file name, time 0, "Unix"; compressed on the
+  // threadpool a block at a time, several at once (parallelGzip.ts).
+  const bytes = coalesce(chunks);
+  return { commit: commitHex, stream: Readable.from(input.format === 'tar.gz' ? parallelGzip(bytes) : bytes, { objectMode: false }) };
 }
 
 /** Output is handed on in pieces of at least this size: a header-sized piece each costs a stream turn. */
@@ -113,14 +112,16 @@ async function* zipChunks(entries: AsyncIterable<ArchiveEntry>, mtime: number, c
 /**
  * write_archive_entries(): the prefix's own directory when it ends in "/", then the tree depth
  * first in stored (git) order; a directory is queued and written only once a file below it is.
- * Files are read a batch at a time: the entries up to the next BLOB_BATCH_MAX files, their sizes
- * in one read, then their blobs in reads bounded by count and bytes.
+ * Files are read a batch at a time: the entries up to the next BLOB_BATCH_MAX files, the sizes
+ * their trees do not record in one read, then their blobs in reads bounded by count and bytes.
  */
 async function* archiveEntries(repo: Repo, root: Oid, prefix: Buffer): AsyncGenerator<ArchiveEntry> {
   const slicer = new Slicer();
   if (prefix.length > 0 && prefix[prefix.length - 1] === 0x2f) yield { path: prefix, mode: PREFIX_DIRECTORY_MODE, oid: root, content: Buffer.alloc(0) };
   const reads = projectReads(repo);
-  const walk = walkTree(reads, root, () => true);
+  const walk = walkTreeChunks(reads, root, () => true);
+  let chunk: WalkedEntry[] = [];
+  let inChunk = 0;
   // The directories above the walk's position, outermost first, and whether each was written.
   const directories: Array<{ path: Buffer; oid: Oid; written: boolean }> = [];
   // What the walk failed on (a tree the store lacks), reported once the entries before it are written.
@@ -129,19 +130,34 @@ async function* archiveEntries(repo: Repo, root: Oid, prefix: Buffer): AsyncGene
     // The next entries, up to BLOB_BATCH_MAX files among them.
     const entries: WalkedEntry[] = [];
     const oids: Oid[] = [];
+    const sizes: Array<number | undefined> = [];
     while (oids.length < BLOB_BATCH_MAX) {
-      if (slicer.due) await slicer.pause();
-      const next = await nextWalked(walk);
-      if ('end' in next) {
-        if (next.error) failure = { error: next.error.cause };
-        break;
+      if (inChunk === chunk.length) {
+        if (slicer.due) await slicer.pause();
+        const next = await nextWalked(walk);
+        if ('end' in next) {
+          if (next.error) failure = { error: next.error.cause };
+          break;
+        }
+        chunk = next.entry;
+        inChunk = 0;
       }
-      if (next.entry.entry.mode === MODE_GITLINK) continue;
-      entries.push(next.entry);
-      if (next.entry.entry.mode !== MODE_TREE) oids.push(next.entry.entry.oid);
+      const walked = chunk[inChunk++];
+      if (walked.entry.mode === MODE_GITLINK) continue;
+      entries.push(walked);
+      if (walked.entry.mode !== MODE_TREE) {
+        oids.push(walked.entry.oid);
+        sizes.push(walked.size);
+      }
     }
     if (entries.length === 0) break;
-    const ends = batchEnds(oids.length > 0 ? await reads.objectSizes(oids) : []);
+    // The sizes the trees do not record, in one read; they only bound how much one read holds.
+    const unsized = sizes.flatMap((size, i) => (size === undefined ? [i] : []));
+    if (unsized.length > 0) {
+      const read = await reads.objectSizes(unsized.map((i) => oids[i]));
+      unsized.forEach((i, k) => (sizes[i] = read[k]));
+    }
+    const ends = batchEnds(sizes);
     let objects: Array<StoredObject | undefined> = [];
     let file = 0;
     let batchStart = 0;

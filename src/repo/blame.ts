@@ -25,10 +25,11 @@ import { MODE_GITLINK, MODE_TREE, type TreeMode } from '../git/tree.js';
 import type { ProjectReads } from '../store/asyncTypes.js';
 import type { StoredObject } from '../store/types.js';
 import { BLOB_BATCH_MAX, blobReads } from './diff/batchedReads.js';
-import { BLAME_DIFF, trimCommonTail } from './diff/patch.js';
+import { trimCommonTail } from './diff/patch.js';
 import { detectRenames } from './diff/renames.js';
 import { treeChanges, type FileVersion } from './diff/treeChanges.js';
-import { diffLines, splitLines } from './merge/lineDiff.js';
+import { LineTable } from './diff/lineTable.js';
+import { diffLineIds, LineClasses } from './merge/lineDiff.js';
 import { PathFilter } from './pathFilter.js';
 import { inReadTx, resolveRef, type Repo } from './repo.js';
 import { projectReads, Slicer } from './slices.js';
@@ -69,14 +70,24 @@ interface BlameCommitNode {
   time: number;
 }
 
+/**
+ * Lines still suspected on an origin, as git's blame_entry: `count` lines from index `final` of the
+ * final file, from line `line` (0-based) of the origin's file.
+ */
+interface Suspect {
+  final: number;
+  line: number;
+  count: number;
+}
+
 /** A file in a commit that lines are suspected to come from (git's blame_origin). */
 interface Origin {
   commit: BlameCommitNode;
   path: string;
   blob: Oid;
   mode: TreeMode;
-  /** Lines still suspected here: index into the final file, and the line (0-based) in this file. */
-  suspects: Array<{ final: number; line: number }>;
+  /** Lines still suspected here. */
+  suspects: Suspect[];
   queued: boolean;
 }
 
@@ -130,9 +141,9 @@ class BlameWalk {
       throw new TreehouseError('not_found', `File ${JSON.stringify(this.path)} not found at ${JSON.stringify(ref)}.`);
     }
     const origin = this.origin(node, this.path, entry.oid, entry.mode);
-    const [content] = await this.blobContents([entry.oid]);
-    const lines = splitLines(content).length;
-    origin.suspects = Array.from({ length: lines }, (_, i) => ({ final: i, line: i }));
+    const [table] = await this.lineTables([entry.oid]);
+    const lines = table.lineCount;
+    origin.suspects = lines > 0 ? [{ final: 0, line: 0, count: lines }] : [];
     this.blamed = new Array(lines);
     this.enqueue(origin);
     return lines;
@@ -143,7 +154,9 @@ class BlameWalk {
     const origin = this.dequeue();
     if (!origin) return false;
     await this.passBlame(origin);
-    for (const suspect of origin.suspects) this.blamed[suspect.final] = { origin, line: suspect.line };
+    for (const suspect of origin.suspects) {
+      for (let k = 0; k < suspect.count; k++) this.blamed[suspect.final + k] = { origin, line: suspect.line + k };
+    }
     origin.suspects = [];
     return true;
   }
@@ -225,15 +238,23 @@ class BlameWalk {
     return this.origins.get(`${parent.key}\0${source.path}`) ?? this.origin(parent, source.path, source.version.oid, source.version.mode);
   }
 
-  /** Blobs of the last few origins: a walk meets each blob as a parent, then as the next target. */
-  private readonly recentBlobs = new Map<string, Buffer>();
+  /**
+   * Line tables of the last few origins' blobs: a walk meets each blob as a parent, then as the
+   * next target. Their lines are numbered by one LineClasses for the walk, so two versions of a
+   * file are diffed without numbering their lines again.
+   */
+  private readonly recentTables = new Map<string, LineTable>();
+  private classes = new LineClasses();
 
-  /** Blobs' contents, those not kept read in one read. */
-  private async blobContents(oids: readonly Oid[]): Promise<Buffer[]> {
+  /**
+   * Line tables of blobs, those not kept read in one read. A blob is split and numbered from the
+   * table of `similar` (its lines in common with it taken as they are) when given.
+   */
+  private async lineTables(oids: readonly Oid[], similar?: LineTable): Promise<LineTable[]> {
     const keys = oids.map(oidToHex);
     const unread = new Map<string, Oid>();
     keys.forEach((key, i) => {
-      if (!this.recentBlobs.has(key)) unread.set(key, oids[i]);
+      if (!this.recentTables.has(key)) unread.set(key, oids[i]);
     });
     const read = new Map<string, Buffer>();
     if (unread.size > 0) {
@@ -241,40 +262,61 @@ class BlameWalk {
       [...unread.keys()].forEach((key, i) => read.set(key, bodies[i]));
     }
     return keys.map((key) => {
-      let content = this.recentBlobs.get(key);
-      if (!content) {
-        content = read.get(key)!;
-        if (this.recentBlobs.size >= RECENT_BLOBS_MAX) this.recentBlobs.delete(this.recentBlobs.keys().next().value!);
-        this.recentBlobs.set(key, content);
+      let table = this.recentTables.get(key);
+      if (!table) {
+        const content = read.get(key)!;
+        table = similar ? LineTable.from(content, similar, this.classes) : LineTable.of(content, this.classes);
+        if (this.recentTables.size >= RECENT_BLOBS_MAX) this.recentTables.delete(this.recentTables.keys().next().value!);
+        this.recentTables.set(key, table);
       }
-      return content;
+      return table;
     });
   }
 
   /** pass_blame_to_parent(): the parent takes the suspects the diff leaves unchanged. */
   private async passToParent(target: Origin, parent: Origin): Promise<void> {
-    const [parentBlob, targetBlob] = await this.blobContents([parent.blob, target.blob]);
-    const [parentContent, targetContent] = trimCommonTail(parentBlob, targetBlob);
-    const hunks = diffLines(splitLines(parentContent), splitLines(targetContent), BLAME_DIFF);
-    const moved: Array<{ final: number; line: number }> = [];
-    const kept: Array<{ final: number; line: number }> = [];
-    // Suspects are in line order; walk them and the hunks together.
+    if (this.classes.full) {
+      // Start over rather than keep every line a long walk has seen.
+      this.classes = new LineClasses();
+      this.recentTables.clear();
+    }
+    const [targetTable] = await this.lineTables([target.blob]);
+    const [parentTable] = await this.lineTables([parent.blob], targetTable);
+    // xdi_diff() drops a common tail (blame diffs without context); what is left is whole lines.
+    const [parentContent, targetContent] = trimCommonTail(parentTable.content, targetTable.content);
+    const parentIds = parentTable.idsUpTo(parentContent.length);
+    const targetIds = targetTable.idsUpTo(targetContent.length);
+    const hunks = diffLineIds(parentIds, targetIds, { old: parentTable.indents(parentIds.length), new: targetTable.indents(targetIds.length) }, 'myers', this.classes.count);
+    const moved: Suspect[] = [];
+    const kept: Suspect[] = [];
+    // Walk the suspects in line order and the hunks together: the lines a hunk holds stay (the
+    // commit changed them), the others move to the parent at their line there.
+    const suspects = target.suspects;
+    if (!inLineOrder(suspects)) suspects.sort((a, b) => a.line - b.line);
     let h = 0;
     let offset = 0;
-    for (const suspect of [...target.suspects].sort((a, b) => a.line - b.line)) {
-      while (h < hunks.length && hunks[h].newStart + hunks[h].newCount <= suspect.line) {
-        offset = hunks[h].oldStart + hunks[h].oldCount - (hunks[h].newStart + hunks[h].newCount);
-        h++;
+    for (const suspect of suspects) {
+      let { final, line, count } = suspect;
+      while (count > 0) {
+        while (h < hunks.length && hunks[h].newStart + hunks[h].newCount <= line) {
+          offset = hunks[h].oldStart + hunks[h].oldCount - (hunks[h].newStart + hunks[h].newCount);
+          h++;
+        }
+        const hunk = hunks[h];
+        const inside = hunk !== undefined && line >= hunk.newStart;
+        const run = Math.min(count, inside ? hunk.newStart + hunk.newCount - line : hunk ? hunk.newStart - line : count);
+        if (inside) kept.push({ final, line, count: run });
+        else addRange(moved, final, line + offset, run);
+        final += run;
+        line += run;
+        count -= run;
       }
-      const hunk = hunks[h];
-      if (hunk && suspect.line >= hunk.newStart) kept.push(suspect);
-      else moved.push({ final: suspect.final, line: suspect.line + offset });
     }
     target.suspects = kept;
     this.moveSuspects(parent, moved);
   }
 
-  private moveSuspects(origin: Origin, suspects: Array<{ final: number; line: number }>): void {
+  private moveSuspects(origin: Origin, suspects: Suspect[]): void {
     if (suspects.length === 0) return;
     origin.suspects.push(...suspects);
     this.enqueue(origin);
@@ -349,6 +391,18 @@ class BlameWalk {
     if (a.commit.time !== b.commit.time) return a.commit.time > b.commit.time;
     return this.order.get(a)! < this.order.get(b)!;
   }
+}
+
+/** Appends a range of suspects, joined to the last one when they are consecutive in both files. */
+function addRange(suspects: Suspect[], final: number, line: number, count: number): void {
+  const last = suspects[suspects.length - 1];
+  if (last && last.final + last.count === final && last.line + last.count === line) last.count += count;
+  else suspects.push({ final, line, count });
+}
+
+function inLineOrder(suspects: readonly Suspect[]): boolean {
+  for (let i = 1; i < suspects.length; i++) if (suspects[i - 1].line > suspects[i].line) return false;
+  return true;
 }
 
 function describeCommit(oid: Oid, object: StoredObject | undefined): BlameCommit {

@@ -7,6 +7,7 @@ import { isOidHex, isOidHexPrefix, oidFromHex, oidToHex, type Oid } from '../git
 import { branchRef } from '../git/refname.js';
 import type { AsyncStore, PackFormReads, PackFormWrites, ProjectReads, ProjectWrites } from '../store/asyncTypes.js';
 import type { CommitInfo } from '../store/types.js';
+import type { SearchThreads } from './search/threads.js';
 
 export interface RepoLimits {
   /** One file's content, decoded. */
@@ -30,6 +31,8 @@ export interface Repo {
   store: AsyncStore;
   project: number;
   limits: RepoLimits;
+  /** Threads a search may read and scan blobs on (src/repo/search/threads.ts); without them it runs on this one. */
+  searchThreads?: SearchThreads;
 }
 
 /** A read of one project, pack-ready forms included when the store offers them. */

@@ -93,5 +93,13 @@ export function projectReads(repo: Repo): ReadTx {
     getVersion: () => read((tx) => tx.getVersion()),
   };
   if (repo.store.packForms) reads.getDeflated = (oids) => read((tx) => tx.getDeflated!(oids));
+  // A backend without views is read with copies (the same visits).
+  reads.visitObjects = (oids, visit) =>
+    read(async (tx) => {
+      if (tx.visitObjects) return tx.visitObjects(oids, visit);
+      const objects = await tx.getObjects(oids);
+      for (let i = 0; i < objects.length; i++) if (!visit(objects[i], i)) return i + 1;
+      return objects.length;
+    });
   return reads;
 }

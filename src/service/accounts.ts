@@ -42,7 +42,24 @@ function digest(key: string): string {
   return createHash('sha256').update(key, 'utf8').digest('hex');
 }
 
+/** Signals "a key was revoked" between the nodes of a shared store (its id). */
+const KEYS_CHANNEL = 'treehouse_keys';
+/** Live keys a node keeps the principals of. */
+const PRINCIPALS_CACHED_MAX = 10_000;
+
 export class Accounts {
+  /**
+   * On a store several nodes share (signals), the principals of live keys this node authenticated
+   * lately, by key digest, so a request costs no reads for its key: a revocation signals every node
+   * in its transaction and each forgets them all, and nothing is served from here unless this node
+   * hears that channel now (after a lost connection: once it is back and has forgotten). One process
+   * alone (LMDB) keeps nothing: the command-line tool revokes keys from another process.
+   */
+  private readonly principals = new Map<string, Principal>();
+  /** +1 whenever the principals are forgotten: a read begun before is not kept. */
+  private forgotten = 0;
+  private listening = false;
+
   constructor(private readonly store: AsyncStore) {}
 
   async createTeam(name: string): Promise<Team> {
@@ -104,31 +121,83 @@ export class Accounts {
   }
 
   async revokeKey(keyId: string): Promise<ApiKeyRecord> {
-    return this.store.write(async (tx) => {
+    const revoked = await this.store.write(async (tx) => {
       const record = await tx.getRecord<ApiKeyRecord>(apiKeyKey(keyId));
       if (!record) throw new TreehouseError('not_found', `Key ${keyId} not found.`);
       const revoked = { ...record, revoked_at: record.revoked_at ?? new Date().toISOString() };
       tx.putRecord(apiKeyKey(keyId), revoked);
+      tx.signal?.(KEYS_CHANNEL, keyId);
       return revoked;
     });
+    this.forget();
+    return revoked;
   }
 
   /** The principal of a live key, or null for anything else (malformed, unknown, revoked). */
   async authenticate(key: string): Promise<Principal | null> {
     if (!API_KEY_PATTERN.test(key)) return null;
-    return this.store.read(async (tx) => {
-      const id = await tx.getRecord<string>(apiKeyHashKey(digest(key)));
+    const hash = digest(key);
+    const cached = this.cachedPrincipal(hash);
+    if (cached) return cached;
+    const forgotten = this.forgotten;
+    const principal = await this.store.read(async (tx) => {
+      const id = await tx.getRecord<string>(apiKeyHashKey(hash));
       const record = id ? await tx.getRecord<ApiKeyRecord>(apiKeyKey(id)) : undefined;
       if (!record || record.revoked_at) return null;
       return { keyId: record.id, keyName: record.name, teamId: record.team_id };
     });
+    if (principal && forgotten === this.forgotten && this.hearsRevocations()) {
+      this.principals.set(hash, principal);
+      if (this.principals.size > PRINCIPALS_CACHED_MAX) this.principals.delete(this.principals.keys().next().value!);
+    }
+    return principal && { ...principal };
   }
 
-  /** On an empty data directory: team "default" and one key, returned so the server can print it. */
+  private cachedPrincipal(hash: string): Principal | undefined {
+    if (!this.hearsRevocations()) return undefined;
+    const principal = this.principals.get(hash);
+    if (!principal) return undefined;
+    // Most recently used last: the first key of the map is the one to evict.
+    this.principals.delete(hash);
+    this.principals.set(hash, principal);
+    return { ...principal };
+  }
+
+  /** Whether revocations reach this node now (listening from the first call on). */
+  private hearsRevocations(): boolean {
+    const signals = this.store.signals;
+    if (!signals) return false;
+    if (!this.listening) {
+      this.listening = true;
+      // Any revocation, or a gap in hearing them: forget every key.
+      signals.listen(KEYS_CHANNEL, () => this.forget());
+    }
+    return signals.hears(KEYS_CHANNEL);
+  }
+
+  private forget(): void {
+    this.principals.clear();
+    this.forgotten++;
+  }
+
+  /**
+   * On an empty store: team "default" and one key, returned so the server can print it. One
+   * transaction that looks for any team and creates both, so of several nodes starting together on
+   * one empty database exactly one makes (and prints) a key.
+   */
   async bootstrap(): Promise<string | null> {
     if (await this.hasAnyTeam()) return null;
-    await this.createTeam(DEFAULT_TEAM);
-    const { key } = await this.createKey(DEFAULT_TEAM, 'first key');
-    return key;
+    const key = newApiKey();
+    const made = await this.store.write(async (tx) => {
+      if ((await tx.listRecords('team/', { limit: 1 })).length > 0) return false;
+      const team: Team = { id: newId('team'), name: DEFAULT_TEAM, created_at: new Date().toISOString() };
+      const record: ApiKeyRecord = { id: newId('key'), team_id: team.id, name: 'first key', hash: digest(key), created_at: team.created_at, revoked_at: null };
+      tx.putRecord(teamKey(team.id), team);
+      tx.putRecord(teamNameKey(team.name), team.id);
+      tx.putRecord(apiKeyKey(record.id), record);
+      tx.putRecord(apiKeyHashKey(record.hash), record.id);
+      return true;
+    });
+    return made ? key : null;
   }
 }

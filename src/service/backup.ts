@@ -24,6 +24,10 @@ interface Manifest {
   secret: boolean;
 }
 
+/** Why backup and restore refuse a configuration whose store is PostgreSQL. */
+export const POSTGRES_BACKUP_MESSAGE =
+  'The store is the PostgreSQL database of TREEHOUSE_DATABASE_URL: back it up and restore it with its own tools (pg_dump and pg_restore, or base backups with WAL archiving; README "Backup and restore"); nothing was written.';
+
 export class BackupError extends Error {
   override name = 'BackupError';
 }
@@ -40,7 +44,7 @@ function requireEmptyDirectory(dir: string, what: string): void {
 
 /** Backs up the open store and the data directory's secret into `dir` (new or empty). */
 export async function backupDataDir(store: AsyncStore, dataDir: string, dir: string): Promise<Manifest> {
-  if (!store.backup) throw new BackupError("This store is backed up with its database's own tools (README \"Backup and restore\"); nothing was written.");
+  if (!store.backup) throw new BackupError(POSTGRES_BACKUP_MESSAGE);
   requireEmptyDirectory(dir, 'The backup directory');
   try {
     await store.backup(dir);
@@ -67,7 +71,7 @@ export async function restoreDataDir(backupDir: string, dataDir: string): Promis
     for (const file of STORE_FILES) copyFileSync(join(backupDir, file), join(dataDir, file));
     if (manifest.secret) copySecret(join(backupDir, SECRET_FILE), join(dataDir, SECRET_FILE));
     // Opening checks the store's format; a backup this build cannot read fails here.
-    await openStore({ dataDir }).close();
+    await (await openStore({ dataDir })).close();
     return manifest;
   } catch (error) {
     rmSync(dataDir, { recursive: true, force: true });

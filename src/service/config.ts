@@ -77,11 +77,17 @@ export interface Config {
   port: number;
   host: string;
   dataDir: string;
+  /** postgres://… (TREEHOUSE_DATABASE_URL): the PostgreSQL backend; null: LMDB in dataDir. */
+  databaseUrl: string | null;
+  /** Connections of each of the PostgreSQL store's two pools (reads, write transactions). */
+  databaseConnections: { reads: number; writes: number };
   publicBaseUrl: string;
   secret: string | undefined;
   allowPrivateGitHosts: boolean;
   /** Port of the Prometheus /metrics listener (on HOST); null: no metrics. */
   metricsPort: number | null;
+  /** A linked-repository push's claim on its queue entry lapses this long after its node last renewed it. */
+  syncClaimTtlMs: number;
   limits: Limits;
   connections: ConnectionLimits;
   events: EventsConfig;
@@ -101,6 +107,28 @@ function integer(env: NodeJS.ProcessEnv, name: string, fallback: number): number
   return value;
 }
 
+/** TREEHOUSE_DATABASE_URL: a postgres:// or postgresql:// URL, or unset for LMDB. */
+function databaseUrl(env: NodeJS.ProcessEnv): string | null {
+  const raw = env.TREEHOUSE_DATABASE_URL;
+  if (raw === undefined || raw === '') return null;
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    throw new Error('TREEHOUSE_DATABASE_URL must be a URL such as postgres://user:password@host:5432/treehouse');
+  }
+  if (url.protocol !== 'postgres:' && url.protocol !== 'postgresql:') {
+    throw new Error(`TREEHOUSE_DATABASE_URL must start with postgres:// or postgresql://, not ${url.protocol}//`);
+  }
+  // Several nodes share the database, and what one seals (linked-repository tokens, commerce
+  // credentials, webhook secrets) another must open: a secret generated into one node's data
+  // directory would make them unreadable elsewhere, so it must be configured, the same everywhere.
+  if (!env.TREEHOUSE_SECRET) {
+    throw new Error('TREEHOUSE_DATABASE_URL needs TREEHOUSE_SECRET: every node of one database must seal credentials with the same secret (README "PostgreSQL").');
+  }
+  return raw;
+}
+
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const port = integer(env, 'PORT', 8080);
   const host = env.HOST || '127.0.0.1';
@@ -108,10 +136,16 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     port,
     host,
     dataDir: resolve(env.TREEHOUSE_DATA_DIR || join(process.cwd(), 'data')),
+    databaseUrl: databaseUrl(env),
+    databaseConnections: {
+      reads: Math.max(1, integer(env, 'TREEHOUSE_DATABASE_READ_CONNECTIONS', 8)),
+      writes: Math.max(1, integer(env, 'TREEHOUSE_DATABASE_WRITE_CONNECTIONS', 8)),
+    },
     publicBaseUrl: (env.PUBLIC_BASE_URL || `http://${host.includes(':') ? `[${host}]` : host}:${port}`).replace(/\/+$/, ''),
     secret: env.TREEHOUSE_SECRET || undefined,
     allowPrivateGitHosts: env.TREEHOUSE_ALLOW_PRIVATE_GIT_HOSTS === '1',
     metricsPort: env.TREEHOUSE_METRICS_PORT ? integer(env, 'TREEHOUSE_METRICS_PORT', 0) : null,
+    syncClaimTtlMs: Math.max(1_000, integer(env, 'TREEHOUSE_SYNC_CLAIM_TTL_MS', 60_000)),
     limits: {
       requestBodyBytesMax: integer(env, 'TREEHOUSE_REQUEST_BODY_BYTES_MAX', 100 * MIB),
       fileBytesMax: integer(env, 'TREEHOUSE_FILE_BYTES_MAX', 25 * MIB),

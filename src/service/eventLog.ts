@@ -19,6 +19,7 @@ import { oidFromHex } from '../git/oid.js';
 import type { WriteTx } from '../repo/repo.js';
 import type { AsyncStore, AsyncStoreWriteTx, ProjectReads, RecordReads } from '../store/asyncTypes.js';
 import type { ChangeData, ChangeEvent, ChangeType, CommitSource, EventBus } from './events.js';
+import { PeriodicJob } from './periodicJob.js';
 import type { ProjectRecord } from './projects.js';
 
 /** An event as the feed, the stream and webhooks show it. */
@@ -98,8 +99,7 @@ const PRUNE_EVERY_MS = 60 * 60_000;
 
 export class EventLog {
   private readonly hooks: ChangeHook[] = [];
-  private pruneTimer: NodeJS.Timeout | null = null;
-  private pruning: Promise<unknown> | null = null;
+  private pruning: PeriodicJob | null = null;
 
   constructor(
     private readonly store: AsyncStore,
@@ -177,22 +177,12 @@ export class EventLog {
 
   /** Prunes events older than `retentionMs` now, then every hour. */
   startPruning(retentionMs: number): void {
-    if (this.pruneTimer) return;
-    const run = () => {
-      if (this.pruning) return;
-      this.pruning = this.prune(new Date(Date.now() - retentionMs))
-        .catch((error: Error) => process.stderr.write(`pruning the event log failed: ${error.stack ?? error.message}\n`))
-        .finally(() => (this.pruning = null));
-    };
-    run();
-    this.pruneTimer = setInterval(run, PRUNE_EVERY_MS);
-    this.pruneTimer.unref();
+    this.pruning ??= new PeriodicJob('pruning the event log', PRUNE_EVERY_MS, () => this.prune(new Date(Date.now() - retentionMs)));
+    this.pruning.start();
   }
 
   async stopPruning(): Promise<void> {
-    if (this.pruneTimer) clearInterval(this.pruneTimer);
-    this.pruneTimer = null;
-    await this.pruning;
+    await this.pruning?.stop();
   }
 
   /** Removes events older than `cutoff` from every team's log, a batch per transaction. */

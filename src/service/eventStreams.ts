@@ -6,8 +6,8 @@
  * - An event the bus hands over that is the very next of the team (cursor + 1) is sent at once; any
  *   other wakes the stream, which reads the log from its cursor. A wake with no event at all
  *   (`wakeTeam`) does the same: on a backend of several nodes, a change made through another node
- *   reaches this node's streams by whatever calls `wakeTeam` (LISTEN/NOTIFY or polling; README
- *   "Change events").
+ *   reaches this node's streams through the store's signals (src/service/nodeSignals.ts, LISTEN/NOTIFY
+ *   on PostgreSQL; README "Change events").
  * - Backpressure: catching up, the stream reads a page of the log only once the client took the last
  *   one; live, a client that lets more than `bufferBytesMax` pile up unsent is closed, and resumes
  *   with Last-Event-ID.
@@ -96,6 +96,11 @@ export class EventStreams {
   /** Makes the team's streams read the log (a change made elsewhere). */
   wakeTeam(team: string): void {
     for (const subscription of this.byTeam.get(team) ?? []) subscription.wake();
+  }
+
+  /** Makes every stream read its log (changes elsewhere may have gone unheard). */
+  wakeAll(): void {
+    for (const team of [...this.byTeam.keys()]) this.wakeTeam(team);
   }
 
   closeAll(): void {

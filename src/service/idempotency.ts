@@ -27,6 +27,7 @@ import { setImmediate as nextTurn } from 'node:timers/promises';
 import { TreehouseError } from '../errors.js';
 import type { AsyncStore, AsyncStoreWriteTx, ProjectReads, RecordReads } from '../store/asyncTypes.js';
 import type { AfterCommit, ChangeJoin } from './eventLog.js';
+import { PeriodicJob } from './periodicJob.js';
 import type { Sealer } from './secrets.js';
 
 /** The header's value: 1 to 255 printable ASCII characters (spaces included). */
@@ -203,8 +204,7 @@ class Claim<R> implements ChangeJoin {
 export class Idempotency {
   /** Record key → fingerprint of the request running with it on this node. */
   private readonly running = new Map<string, string>();
-  private pruneTimer: NodeJS.Timeout | null = null;
-  private pruning: Promise<unknown> | null = null;
+  private readonly pruning = new PeriodicJob('pruning idempotency keys', PRUNE_EVERY_MS, () => this.prune(this.now()));
   /** The clock records expire by (Date.now; a test may move it). */
   now: () => number = Date.now;
 
@@ -314,22 +314,11 @@ export class Idempotency {
 
   /** Prunes expired records now, then every hour. */
   startPruning(): void {
-    if (this.pruneTimer) return;
-    const run = () => {
-      if (this.pruning) return;
-      this.pruning = this.prune(this.now())
-        .catch((error: Error) => process.stderr.write(`pruning idempotency keys failed: ${error.stack ?? error.message}\n`))
-        .finally(() => (this.pruning = null));
-    };
-    run();
-    this.pruneTimer = setInterval(run, PRUNE_EVERY_MS);
-    this.pruneTimer.unref();
+    this.pruning.start();
   }
 
   async stopPruning(): Promise<void> {
-    if (this.pruneTimer) clearInterval(this.pruneTimer);
-    this.pruneTimer = null;
-    await this.pruning;
+    await this.pruning.stop();
   }
 
   /** Removes the records expired at `now`, a batch per transaction, oldest first; returns how many expiry entries it removed. */

@@ -14,7 +14,8 @@ const WRITE_BUCKETS_SECONDS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 
 
 export interface MetricSources {
   store: AsyncStore;
-  dataDir: string;
+  /** The data directory whose file system's free space is reported; null on a database server (not ours to watch). */
+  dataDir: string | null;
   packCacheBacklog(): number;
   syncQueueDepth(): Promise<number>;
   syncAttempts(): { completed: number; failed: number };
@@ -78,15 +79,18 @@ export class Metrics {
         this.set(await sources.store.storageUsedBytes());
       },
     });
-    new Gauge({
-      name: 'treehouse_storage_free_bytes',
-      help: 'Bytes free on the file system of the data directory',
-      registers,
-      collect() {
-        const stats = statfsSync(sources.dataDir);
-        this.set(stats.bavail * stats.bsize);
-      },
-    });
+    const dataDir = sources.dataDir;
+    if (dataDir !== null) {
+      new Gauge({
+        name: 'treehouse_storage_free_bytes',
+        help: 'Bytes free on the file system of the data directory',
+        registers,
+        collect() {
+          const stats = statfsSync(dataDir);
+          this.set(stats.bavail * stats.bsize);
+        },
+      });
+    }
   }
 
   observeRequest(method: string, route: string, status: number, seconds: number): void {

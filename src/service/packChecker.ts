@@ -30,7 +30,7 @@ const CHECK_NICE = 5;
 
 /** The worker's code (src/service/moduleWorker.ts runs it; `load()` imports src/git/packCheck.ts). */
 const WORKER_SOURCE = `
-parentPort.on('message', async ({ warm, id, pack, limits, clientShallow, port, signal }) => {
+parentPort.on('message', async ({ warm, id, pack, limits, clientShallow, port, signal, wholeBlobs }) => {
   if (warm) return load().catch(() => {});
   try {
     const { checkReceivedPack } = await load();
@@ -58,14 +58,15 @@ parentPort.on('message', async ({ warm, id, pack, limits, clientShallow, port, s
     // Every body in one buffer, moved to the other thread rather than copied.
     const objects = result.objects;
     // A blob that carries its pack entry goes without its body: the receiver stores the entry and
-    // rebuilds the body from the pack only if it needs it (omitted[i], sizes[i]).
+    // rebuilds the body from the pack only if it needs it (omitted[i], sizes[i]). A receiver whose
+    // store keeps no entries (wholeBlobs) needs every body: they are rebuilt here, off its loop.
     const omitted = new Uint8Array(objects.length);
     const sizes = new Float64Array(objects.length);
     let total = 0;
     objects.forEach((object, i) => {
       // A body the parse dropped (bodyBytes set) is not read here: reading it would rebuild it.
       sizes[i] = object.bodyBytes ?? object.body.length;
-      if (object.type === 'blob' && object.packed) omitted[i] = 1;
+      if (object.type === 'blob' && object.packed && !wholeBlobs) omitted[i] = 1;
       else total += object.body.length;
     });
     const bodies = new Uint8Array(total);
@@ -169,9 +170,16 @@ export class PackChecker {
   private nextId = 1;
   private closed = false;
   private readonly inlineBytesMax: number;
+  private readonly wholeBlobs: boolean;
 
-  constructor(options: { inlineBytesMax?: number } = {}) {
+  /**
+   * `wholeBlobs`: hand back every blob's body, rebuilt on the worker, for a store that keeps no
+   * pack-ready forms (src/store/asyncTypes.ts packForms) and so stores every body whole: rebuilding
+   * them on the request thread instead held it for most of a second per 2,000 objects.
+   */
+  constructor(options: { inlineBytesMax?: number; wholeBlobs?: boolean } = {}) {
     this.inlineBytesMax = options.inlineBytesMax ?? PACK_INLINE_BYTES_MAX;
+    this.wholeBlobs = options.wholeBlobs ?? false;
   }
 
   /**
@@ -217,7 +225,7 @@ export class PackChecker {
     return await new Promise<PackCheckResult>((resolve, reject) => {
       if (this.jobs.size === 0) worker.ref();
       this.jobs.set(id, { pack, lookups, lists, settleLists, resolve, reject, done: () => port1.close() });
-      worker.postMessage({ id, pack: copy, limits, clientShallow: [...clientShallow], port: port2, signal }, [copy.buffer, port2]);
+      worker.postMessage({ id, pack: copy, limits, clientShallow: [...clientShallow], port: port2, signal, wholeBlobs: this.wholeBlobs }, [copy.buffer, port2]);
     });
   }
 

@@ -5,6 +5,7 @@
 import { TreehouseError } from '../errors.js';
 import { initProjectInTx, type SeedFile } from '../repo/initProject.js';
 import { DEFAULT_REPO_LIMITS, MAIN_BRANCH, type Repo } from '../repo/repo.js';
+import type { SearchThreads } from '../repo/search/threads.js';
 import type { AsyncStore, AsyncStoreWriteTx, ProjectReads, RecordReads } from '../store/asyncTypes.js';
 import type { CommitAuthors } from '../repo/writeCommit.js';
 import type { Principal } from './accounts.js';
@@ -57,11 +58,18 @@ const teamIndexKey = (record: ProjectRecord) => `${teamIndexPrefix(record.team_i
 const PROJECT_SEQ_KEY = 'counter/project-seq';
 /**
  * A project number whose stored data belongs to no project: reserved for a seed that stores its
- * history before the project exists, or left by a deleted project whose data is being dropped.
- * Whatever such a number still holds at start is dropped (Projects.start).
+ * history before the project exists (an UnownedReservation), or left by a deleted project whose
+ * data is being dropped (the time, a string). Whatever such a number still holds at start is dropped
+ * (Projects.start), but a reservation only once it is older than RESERVATION_KEPT_MS: on a store
+ * several nodes share, a node starting must not drop the history another node is seeding.
  */
 const UNOWNED_PREFIX = 'project-unowned/';
 const unownedKey = (seq: number) => `${UNOWNED_PREFIX}${seq}`;
+interface UnownedReservation {
+  reserved_at: string;
+}
+/** Longer than any seed takes from its reservation to its project's creation (storing ~100 MB takes about a minute). */
+const RESERVATION_KEPT_MS = 60 * 60_000;
 /** Stored entries removed per write while a project's data is dropped: a few milliseconds each. */
 const DROP_KEYS_PER_WRITE = 2_000;
 
@@ -95,6 +103,8 @@ export class Projects {
     readonly store: AsyncStore,
     private readonly config: Config,
     private readonly sealer: Sealer,
+    /** Where searches read and scan blobs besides the request thread (src/service/searchThreads.ts). */
+    private readonly searchThreads?: SearchThreads,
   ) {
     this.outbox = new EventLog(store, this.events);
   }
@@ -114,6 +124,7 @@ export class Projects {
         editsPerFileMax: this.config.limits.editsPerFileMax,
         editScanBytesMax: this.config.limits.editScanBytesMax,
       },
+      ...(this.searchThreads ? { searchThreads: this.searchThreads } : {}),
     };
   }
 
@@ -271,7 +282,7 @@ export class Projects {
   async reserveSeq(): Promise<number> {
     return this.store.write(async (tx) => {
       const seq = await nextSeq(tx);
-      tx.putRecord(unownedKey(seq), new Date().toISOString());
+      tx.putRecord<UnownedReservation>(unownedKey(seq), { reserved_at: new Date().toISOString() });
       return seq;
     });
   }
@@ -281,10 +292,17 @@ export class Projects {
     await this.dropUnowned(seq);
   }
 
-  /** Finishes the drops a crash or a failed seed left (numbers still marked unowned). */
+  /**
+   * Finishes the drops a crash or a failed seed left (numbers still marked unowned): those of
+   * deleted projects, and reservations too old to belong to a seed still under way.
+   */
   async start(): Promise<void> {
-    const unowned = await this.store.read((tx) => tx.listRecords<string>(UNOWNED_PREFIX));
-    for (const { key } of unowned) await this.dropUnowned(Number(key.slice(UNOWNED_PREFIX.length)));
+    const unowned = await this.store.read((tx) => tx.listRecords<string | UnownedReservation>(UNOWNED_PREFIX));
+    const staleBefore = new Date(Date.now() - RESERVATION_KEPT_MS).toISOString();
+    for (const { key, value } of unowned) {
+      if (typeof value === 'object' && value.reserved_at > staleBefore) continue;
+      await this.dropUnowned(Number(key.slice(UNOWNED_PREFIX.length)));
+    }
   }
 
   private async dropUnowned(seq: number): Promise<void> {

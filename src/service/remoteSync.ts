@@ -10,6 +10,15 @@
  * under us) is retried with exponential backoff; the server drains the whole queue when it starts.
  * A push is never forced: a remote branch holding commits the project does not have is `diverged`.
  *
+ * Several nodes of one store drain the one queue: a node claims an entry in a write transaction
+ * (the claim names it and holds until a time it renews while the push runs) before pushing, and no
+ * node takes an entry under another's live claim, so one push per branch runs in the cluster at a
+ * time, and the claim of a node that died expires (claimTtlMs). A change queued while a push runs
+ * keeps that push's claim, which the push releases when it ends, so the next push of the branch
+ * waits for it. Records with a claim in a serialisable write rather than FOR UPDATE SKIP LOCKED:
+ * a row lock lives as long as its transaction, and a push holds its claim for minutes, across
+ * network calls no transaction should span (README "PostgreSQL").
+ *
  * Records: `remote-sync/queue/<project id>/<branch>` (QueueEntry) and
  * `remote-sync/state/<project id>` (SyncState, what the API shows as `sync`).
  */
@@ -56,6 +65,14 @@ interface QueueEntry {
   /** Milliseconds since the epoch. */
   next_attempt_at: number;
   enqueued_at: string;
+  /** The push under way: the node running it holds the entry until `until` (epoch ms), renewed as it runs. */
+  claim?: QueueClaim | null;
+}
+
+interface QueueClaim {
+  token: string;
+  node: string;
+  until: number;
 }
 
 export interface RemoteSyncOptions {
@@ -68,6 +85,12 @@ export interface RemoteSyncOptions {
   idleTimeoutMs: number;
   /** One push attempt, whole, may take this long. */
   pushTimeMsMax: number;
+  /**
+   * A claim holds this long unless renewed (a push renews its claim every third of it): the time
+   * after which another node takes over the push of a node that died. Every node also looks at the
+   * queue this often, for entries another node queued and did not push.
+   */
+  claimTtlMs: number;
 }
 
 export const DEFAULT_REMOTE_SYNC_OPTIONS: RemoteSyncOptions = {
@@ -76,6 +99,7 @@ export const DEFAULT_REMOTE_SYNC_OPTIONS: RemoteSyncOptions = {
   attemptsMax: 12,
   idleTimeoutMs: 30_000,
   pushTimeMsMax: 10 * 60_000,
+  claimTtlMs: 60_000,
 };
 
 const QUEUE_PREFIX = 'remote-sync/queue/';
@@ -108,8 +132,12 @@ export function remoteRequestError(error: unknown, path: string): unknown {
 
 export class RemoteSync {
   private readonly options: RemoteSyncOptions;
+  /** This process, as its claims name it. */
+  private readonly node = randomUUID();
   private running = false;
   private timer: NodeJS.Timeout | null = null;
+  /** A look at the queue every claimTtlMs, for entries other nodes left. */
+  private sweepTimer: NodeJS.Timeout | null = null;
   /** The drain under way, if any; stop() waits for it. */
   private drain: Promise<void> | null = null;
   private wokenWhileDraining = false;
@@ -258,9 +286,11 @@ export class RemoteSync {
     if (!record?.git_remote) return false;
     return this.projects.outbox.change(async (tx, announce) => {
       const head = await tx.project(record.seq).getRef(`${BRANCH_REF_PREFIX}${branch}`);
-      const queued = head ? this.enqueueInTx(tx, record, [{ branch, oid: head }]) : null;
-      if (queued) announceState(announce, record, queued.branch, queued.state);
-      return queued !== null;
+      if (!head) return false;
+      const queued = await tx.getRecord<QueueEntry>(queueKey(record.id, branch));
+      const state = this.enqueueInTx(tx, record, [{ branch, oid: head }], new Map(queued ? [[branch, queued]] : []));
+      if (state) announceState(announce, record, state.branch, state.state);
+      return state !== null;
     });
   }
 
@@ -273,11 +303,16 @@ export class RemoteSync {
     const branches = (await tx.project(record.seq).listRefs(BRANCH_REF_PREFIX)).map((ref) => ({ branch: ref.name.slice(BRANCH_REF_PREFIX.length), oid: ref.oid }));
     // Main first, so the state names main's head when several branches are queued.
     branches.sort((a, b) => Number(b.branch === MAIN_BRANCH) - Number(a.branch === MAIN_BRANCH));
-    return this.enqueueInTx(tx, record, branches);
+    const prefix = queuePrefix(record.id);
+    const queued = new Map((await tx.listRecords<QueueEntry>(prefix)).map(({ key, value }) => [key.slice(prefix.length), value]));
+    return this.enqueueInTx(tx, record, branches, queued);
   }
 
-  /** Queues pushes of `branches`; the state written (named after the first branch), or null when there were none. */
-  private enqueueInTx(tx: AsyncStoreWriteTx, record: ProjectRecord, branches: Array<{ branch: string; oid: Oid }>): { branch: string; state: SyncState } | null {
+  /**
+   * Queues pushes of `branches` (`queued`: their entries now, by branch, whose claims a new entry
+   * keeps); the state written (named after the first branch), or null when there were none.
+   */
+  private enqueueInTx(tx: AsyncStoreWriteTx, record: ProjectRecord, branches: Array<{ branch: string; oid: Oid }>, queued: ReadonlyMap<string, QueueEntry>): { branch: string; state: SyncState } | null {
     if (branches.length === 0) return null;
     const now = new Date();
     for (const { branch, oid } of branches) {
@@ -290,6 +325,8 @@ export class RemoteSync {
         attempts: 0,
         next_attempt_at: now.getTime(),
         enqueued_at: now.toISOString(),
+        // A push of this branch under way keeps it: the next one waits until that one ends.
+        claim: queued.get(branch)?.claim ?? null,
       };
       tx.putRecord(queueKey(record.id, branch), entry);
     }
@@ -308,13 +345,16 @@ export class RemoteSync {
     this.abort = new AbortController();
     this.listDueAtStart = true;
     this.wake();
+    this.sweepTimer = setInterval(() => this.wake(), this.options.claimTtlMs);
+    this.sweepTimer.unref();
   }
 
   /** Stops pushing and waits for the push under way (cut short) and queued writes; the queue stays. */
   async stop(): Promise<void> {
     this.running = false;
     if (this.timer) clearTimeout(this.timer);
-    this.timer = null;
+    if (this.sweepTimer) clearInterval(this.sweepTimer);
+    this.timer = this.sweepTimer = null;
     this.abort.abort();
     await this.drain;
     await Promise.allSettled([...this.writes]);
@@ -364,11 +404,58 @@ export class RemoteSync {
       }
       const now = Date.now();
       const due = entries
-        .filter(({ key, value }) => value.next_attempt_at <= now || this.dueAtStart.has(key))
+        .filter(({ key, value }) => !claimHeld(value, now) && (value.next_attempt_at <= now || this.dueAtStart.has(key)))
         .sort((a, b) => a.value.next_attempt_at - b.value.next_attempt_at)[0];
       if (!due) return;
-      this.dueAtStart.delete(due.key);
-      await this.runEntry(due.key, due.value);
+      const dueAtStart = this.dueAtStart.delete(due.key);
+      const claimed = await this.claim(due.key, dueAtStart);
+      // Another node took it, or it is no longer due: look at the queue again.
+      if (!claimed) continue;
+      await this.runClaimed(due.key, claimed);
+    }
+  }
+
+  /** Claims the entry for this node if it is still due and no live claim holds it; the entry as claimed, or null. */
+  private async claim(key: string, dueAtStart: boolean): Promise<QueueEntry | null> {
+    const now = Date.now();
+    return this.store.write(async (tx) => {
+      const current = await tx.getRecord<QueueEntry>(key);
+      if (!current || claimHeld(current, now) || (current.next_attempt_at > now && !dueAtStart)) return null;
+      const claimed: QueueEntry = { ...current, claim: { token: randomUUID(), node: this.node, until: now + this.options.claimTtlMs } };
+      tx.putRecord(key, claimed);
+      return claimed;
+    });
+  }
+
+  /**
+   * Runs a claimed entry's push, renewing the claim every third of its time to live; a renewal that
+   * finds the claim gone (this node was cut off long enough for another to take over) stops the push.
+   */
+  private async runClaimed(key: string, entry: QueueEntry): Promise<void> {
+    const token = entry.claim!.token;
+    const lost = new AbortController();
+    const renew = setInterval(() => {
+      void this.store
+        .write(async (tx) => {
+          const current = await tx.getRecord<QueueEntry>(key);
+          if (current?.claim?.token !== token) return false;
+          tx.putRecord<QueueEntry>(key, { ...current, claim: { ...current.claim, until: Date.now() + this.options.claimTtlMs } });
+          return true;
+        })
+        .then(
+          (held) => {
+            if (!held) lost.abort(new RemoteError('another node took this push over', 'aborted', true));
+          },
+          () => {
+            // The store is unavailable: the claim lapses unless a later renewal gets through.
+          },
+        );
+    }, Math.max(1, Math.floor(this.options.claimTtlMs / 3)));
+    renew.unref();
+    try {
+      await this.runEntry(key, entry, lost.signal);
+    } finally {
+      clearInterval(renew);
     }
   }
 
@@ -377,7 +464,8 @@ export class RemoteSync {
     try {
       const entries = await this.store.read((tx) => tx.listRecords<QueueEntry>(QUEUE_PREFIX));
       if (entries.length === 0) return;
-      const earliest = Math.min(...entries.map(({ value }) => value.next_attempt_at));
+      // An entry under another node's claim is looked at again when the claim would lapse.
+      const earliest = Math.min(...entries.map(({ value }) => Math.max(value.next_attempt_at, value.claim?.until ?? 0)));
       delay = Math.min(TIMER_DELAY_MS_MAX, Math.max(delayMsMin, earliest - Date.now()));
     } catch {
       // The store is closing or failing: look again after a pause rather than never.
@@ -393,8 +481,8 @@ export class RemoteSync {
     this.timer.unref();
   }
 
-  /** One push attempt of one queue entry, and its outcome recorded in one transaction. */
-  private async runEntry(key: string, entry: QueueEntry): Promise<void> {
+  /** One push attempt of one claimed queue entry, and its outcome recorded in one transaction. */
+  private async runEntry(key: string, entry: QueueEntry, claimLost: AbortSignal): Promise<void> {
     const record = await this.projectOf(entry);
     if (!record?.git_remote) {
       await this.store.write(async (tx) => {
@@ -413,7 +501,7 @@ export class RemoteSync {
       };
       const outcome = await pushBranch(endpoint, this.projects.repo(record), entry.branch, {
         allowPrivateHosts: this.config.allowPrivateGitHosts,
-        signal: AbortSignal.any([this.abort.signal, AbortSignal.timeout(this.options.pushTimeMsMax)]),
+        signal: AbortSignal.any([this.abort.signal, claimLost, AbortSignal.timeout(this.options.pushTimeMsMax)]),
         idleTimeoutMs: this.options.idleTimeoutMs,
       });
       this.attempts.completed++;
@@ -437,7 +525,13 @@ export class RemoteSync {
         announceState(announce, record, entry.branch, state);
       });
     } catch (error) {
-      if (!this.running && error instanceof RemoteError && error.kind === 'aborted') return;
+      // Another node holds the entry now: its push records the outcome.
+      if (claimLost.aborted) return;
+      if (!this.running && error instanceof RemoteError && error.kind === 'aborted') {
+        // Stopping: the claim is let go, so another node (or the next start) pushes at once.
+        await this.store.write((tx) => releaseClaim(tx, key, entry)).catch(() => undefined);
+        return;
+      }
       await this.recordFailure(key, entry, error);
     }
   }
@@ -453,9 +547,11 @@ export class RemoteSync {
       const current = await tx.getRecord<QueueEntry>(key);
       const unchanged = current?.ticket === entry.ticket;
       if (unchanged && retry) {
-        tx.putRecord<QueueEntry>(key, { ...entry, attempts, next_attempt_at: now.getTime() + this.backoffMs(attempts) });
+        tx.putRecord<QueueEntry>(key, { ...entry, attempts, next_attempt_at: now.getTime() + this.backoffMs(attempts), claim: null });
       } else if (unchanged) {
         tx.deleteRecord(key);
+      } else {
+        await releaseClaim(tx, key, entry);
       }
       const status: SyncStatus = retry || !unchanged ? 'pending' : 'error';
       const error = retry || !unchanged ? message : attempts >= this.options.attemptsMax && transient ? `${message} (gave up after ${attempts} attempts)` : message;
@@ -493,10 +589,27 @@ function notLinked(): TreehouseError {
   return new TreehouseError('not_found', 'The project has no linked repository.');
 }
 
-/** Deletes the entry unless a newer change replaced it; returns whether it was still the same. */
+/**
+ * Deletes the entry unless a newer change replaced it; returns whether it was still the same. A
+ * newer entry that kept this push's claim is released, so its push may run.
+ */
 async function removeIfUnchanged(tx: AsyncStoreWriteTx, key: string, entry: QueueEntry): Promise<boolean> {
   const current = await tx.getRecord<QueueEntry>(key);
-  if (current?.ticket !== entry.ticket) return false;
+  if (current?.ticket !== entry.ticket) {
+    await releaseClaim(tx, key, entry);
+    return false;
+  }
   tx.deleteRecord(key);
   return true;
+}
+
+/** Lets go of the claim `entry`'s push holds on its key's entry (whichever change it now is), if it still does. */
+async function releaseClaim(tx: AsyncStoreWriteTx, key: string, entry: QueueEntry): Promise<void> {
+  const current = await tx.getRecord<QueueEntry>(key);
+  if (current && entry.claim && current.claim?.token === entry.claim.token) tx.putRecord<QueueEntry>(key, { ...current, claim: null });
+}
+
+/** Whether a live claim (of any node) holds the entry. */
+function claimHeld(entry: QueueEntry, now: number): boolean {
+  return entry.claim != null && entry.claim.until > now;
 }

@@ -5,6 +5,7 @@
 import { createCipheriv, createDecipheriv, createHash, randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import type { AsyncStore } from '../store/asyncTypes.js';
 
 /** The generated secret's file in the data directory (backups carry it too). */
 export const SECRET_FILE = 'secret';
@@ -32,6 +33,43 @@ export class Sealer {
     const decipher = createDecipheriv('aes-256-gcm', this.key, bytes.subarray(0, IV_BYTES));
     decipher.setAuthTag(bytes.subarray(IV_BYTES, IV_BYTES + TAG_BYTES));
     return Buffer.concat([decipher.update(bytes.subarray(IV_BYTES + TAG_BYTES)), decipher.final()]).toString('utf8');
+  }
+}
+
+/** A value sealed under the secret the store's credentials are sealed with, to recognise it again. */
+const SECRET_CHECK_KEY = 'secret/check';
+const SECRET_CHECK_PLAIN = 'treehouse credentials';
+
+export class SecretMismatchError extends Error {
+  override name = 'SecretMismatchError';
+}
+
+/**
+ * Refuses a secret other than the one the store's credentials were sealed with: on a database
+ * shared by several nodes, a node started with another TREEHOUSE_SECRET would seal what the others
+ * cannot open, and fail to open what they sealed. The first start records a value sealed under
+ * its secret (nodes starting together: one writes it, the others check against it).
+ */
+export async function checkSecret(store: AsyncStore, sealer: Sealer): Promise<void> {
+  const opens = (sealed: string) => {
+    try {
+      return sealer.open(sealed) === SECRET_CHECK_PLAIN;
+    } catch {
+      return false;
+    }
+  };
+  let sealed = await store.read((tx) => tx.getRecord<string>(SECRET_CHECK_KEY));
+  sealed ??= await store.write(async (tx) => {
+    const stored = await tx.getRecord<string>(SECRET_CHECK_KEY);
+    if (stored !== undefined) return stored;
+    const made = sealer.seal(SECRET_CHECK_PLAIN);
+    tx.putRecord(SECRET_CHECK_KEY, made);
+    return made;
+  });
+  if (!opens(sealed)) {
+    throw new SecretMismatchError(
+      "The store's credentials were sealed with another secret: start every node with the TREEHOUSE_SECRET (or the data directory's generated secret) the store was first used with.",
+    );
   }
 }
 

@@ -8,8 +8,10 @@ import { Accounts } from './accounts.js';
 import type { EventBus } from './events.js';
 import type { EventLog } from './eventLog.js';
 import { EventStreams } from './eventStreams.js';
+import { NodeSignals } from './nodeSignals.js';
 import { Webhooks } from './webhooks.js';
 import { DeflateCache } from './deflateCache.js';
+import { SearchThreadPool } from './searchThreads.js';
 import { EventLoopMonitor } from './eventLoopMonitor.js';
 import { GarbageCollector } from './gc.js';
 import { GitExport } from './gitExport.js';
@@ -23,7 +25,7 @@ import { PublicSite } from './publicSite.js';
 import { ProjectCreation } from './projectCreation.js';
 import { RateLimiter } from './rateLimiter.js';
 import { RemoteSync } from './remoteSync.js';
-import { Sealer, loadSecret } from './secrets.js';
+import { Sealer, checkSecret, loadSecret } from './secrets.js';
 import { Workspace } from './workspace.js';
 
 export interface Treehouse {
@@ -62,6 +64,11 @@ export interface Treehouse {
   creation: ProjectCreation;
   /** Idempotency-Key: answers kept with their effects (src/service/idempotency.ts). */
   idempotency: Idempotency;
+  /**
+   * Refuses to serve with a secret other than the one the store's credentials were sealed with
+   * (SecretMismatchError); the server calls it before it listens.
+   */
+  checkSecret(): Promise<void>;
   /** Starts background work (the sync queue); the server calls it once it listens. */
   start(): void;
   /** Stops background work, leaving queued work for the next start; call before close(). */
@@ -71,14 +78,16 @@ export interface Treehouse {
 
 /** The service over `store` (src/store/open.ts opens the one a configuration names). */
 export function openTreehouse(config: Config, store: AsyncStore): Treehouse {
-  mkdirSync(config.dataDir, { recursive: true });
+  // A node of a database keeps nothing on disk (its secret is configured): no data directory.
+  if (!config.databaseUrl) mkdirSync(config.dataDir, { recursive: true });
   const sealer = new Sealer(loadSecret(config.dataDir, config.secret));
   const accounts = new Accounts(store);
-  const projects = new Projects(store, config, sealer);
+  const searchThreads = new SearchThreadPool();
+  const projects = new Projects(store, config, sealer, searchThreads);
   const workspace = new Workspace(projects);
   const linter = new Linter();
-  const rateLimiter = new RateLimiter(config.limits.requestsPerSecondPerKey, config.limits.requestBurstPerKey);
-  const remoteSync = new RemoteSync(store, projects, config);
+  const rateLimiter = new RateLimiter(config.limits.requestsPerSecondPerKey, config.limits.requestBurstPerKey, store.rateLimits);
+  const remoteSync = new RemoteSync(store, projects, config, { claimTtlMs: config.syncClaimTtlMs });
   const deflateCache = new DeflateCache(store);
   const gc = new GarbageCollector(store, projects, remoteSync, config, (body, base) => deflateCache.formOffLoop(body, base));
   const eventLoop = new EventLoopMonitor();
@@ -87,16 +96,18 @@ export function openTreehouse(config: Config, store: AsyncStore): Treehouse {
       ? null
       : new Metrics({
           store: store,
-          dataDir: config.dataDir,
+          dataDir: config.databaseUrl ? null : config.dataDir,
           packCacheBacklog: () => deflateCache.backlog,
           syncQueueDepth: () => remoteSync.queueDepth(),
           syncAttempts: () => remoteSync.attempts,
         });
-  const packChecker = new PackChecker();
+  const packChecker = new PackChecker({ wholeBlobs: !store.packForms });
   const eventStreams = new EventStreams(projects.outbox, projects.events, { bufferBytesMax: config.events.streamBufferBytesMax });
   const webhooks = new Webhooks(store, projects.outbox, projects.events, sealer, config);
   const idempotency = new Idempotency(store, sealer, config.idempotency);
   const git = new GitExport(projects, workspace, packChecker, config, deflateCache);
+  // Other nodes' changes (a store several nodes share): their streams and fan-outs run here too.
+  const nodeSignals = new NodeSignals(store, projects.outbox);
   // A branch that moved or appeared is pushed to the linked repository (a seed's is queued by its link).
   projects.events.on((event) => {
     if (event.type === 'branch.created' || (event.type === 'commit.created' && event.data.source !== 'seed')) remoteSync.branchChanged(event.project, event.data.branch);
@@ -123,6 +134,7 @@ export function openTreehouse(config: Config, store: AsyncStore): Treehouse {
     site: new PublicSite(projects),
     creation: new ProjectCreation(projects, remoteSync, packChecker, config),
     idempotency,
+    checkSecret: () => checkSecret(store, sealer),
     start: () => {
       projects.start().catch((error: Error) => process.stderr.write(`finishing project drops failed: ${error.stack ?? error.message}\n`));
       remoteSync.start();
@@ -132,8 +144,19 @@ export function openTreehouse(config: Config, store: AsyncStore): Treehouse {
       deflateCache.start();
       gc.start();
       eventLoop.start();
+      nodeSignals.start({
+        teamChanged: (team) => {
+          eventStreams.wakeTeam(team);
+          webhooks.teamChanged(team);
+        },
+        everythingChanged: () => {
+          eventStreams.wakeAll();
+          webhooks.everythingChanged();
+        },
+      });
     },
     stop: async () => {
+      nodeSignals.stop();
       eventLoop.stop();
       eventStreams.closeAll();
       await webhooks.stop();
@@ -144,6 +167,7 @@ export function openTreehouse(config: Config, store: AsyncStore): Treehouse {
       await deflateCache.stop();
     },
     close: async () => {
+      nodeSignals.stop();
       eventLoop.stop();
       eventStreams.closeAll();
       await webhooks.stop();
@@ -154,6 +178,7 @@ export function openTreehouse(config: Config, store: AsyncStore): Treehouse {
       await deflateCache.stop();
       await linter.close();
       await packChecker.close();
+      await searchThreads.close();
       await store.close();
     },
   };

@@ -96,7 +96,7 @@ const FAN_OUT_PAGE = 100;
 const DELETE_BATCH = 1_000;
 /** A claim outlives its attempt's timeout by this much. */
 const CLAIM_MARGIN_MS = 30_000;
-/** The fan-out of every team with webhooks runs this often too, for changes made through another node. */
+/** The fan-out of every team with webhooks runs this often too (webhooks made through another node). */
 const SWEEP_MS = 10_000;
 const BACKOFF_JITTER = 0.2;
 const USER_AGENT = 'Treehouse-Webhooks/1';
@@ -356,7 +356,20 @@ export class Webhooks {
     }
   }
 
-  /** Fans out every team with webhooks (at start, and now and then for changes made elsewhere). */
+  /** Another node appended events to `team`'s log (src/service/nodeSignals.ts): fan them out here too. */
+  teamChanged(team: string): void {
+    if (this.teamsWithHooks.has(team)) this.fanOut(team);
+  }
+
+  /** Changes elsewhere may have gone unheard: fan out every team with webhooks now. */
+  everythingChanged(): void {
+    if (this.running) void this.sweep();
+  }
+
+  /**
+   * Fans out every team with webhooks (at start, and every SWEEP_MS: a webhook made through another
+   * node is learnt of here, and a change no signal told of is found).
+   */
   private async sweep(): Promise<void> {
     try {
       const hooks = await this.store.read((tx) => tx.listRecords<WebhookRecord>(HOOK_PREFIX));

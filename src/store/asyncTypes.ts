@@ -41,6 +41,14 @@ export interface ObjectReads {
   hasObjects(oids: readonly Oid[]): Promise<boolean[]>;
   /** Body sizes, without reading the bodies. */
   objectSizes(oids: readonly Oid[]): Promise<Array<number | undefined>>;
+  /**
+   * Optional: objects read one after the other in one read, each handed to `visit` (undefined
+   * where not stored) with a body it may look at only during that call: a view of the store's
+   * memory, not a copy. Stops after the first `visit` that returns false; resolves with how many
+   * were visited. For walks that look at many bodies once and keep little of them (search); where a
+   * backend lacks it, the walk reads copies (getObjects).
+   */
+  visitObjects?(oids: readonly Oid[], visit: (object: StoredObject | undefined, index: number) => boolean): Promise<number>;
   /** Every stored object whose id starts with the given hex digits, at most `limit` of them. */
   findObjectsByPrefix(hexPrefix: string, limit: number): Promise<Oid[]>;
 }
@@ -194,6 +202,55 @@ export interface AsyncStoreWriteTx extends RecordReads {
   project(project: number): ProjectWrites & Partial<PackFormWrites> & Partial<CollectionWrites>;
   putRecord<T>(key: string, value: T): void;
   deleteRecord(key: string): void;
+  /**
+   * Sends `message` on `channel` to the listeners of every node (StoreSignals) when the
+   * transaction commits, and nothing when it does not; present exactly when the store has `signals`.
+   */
+  signal?(channel: string, message: string): void;
+}
+
+/**
+ * Messages between the nodes that share a store, a capability of a store several nodes use at once
+ * (one process alone hears its own changes on its event bus): what one node's committed change
+ * means for work another follows (event streams, the webhook fan-out).
+ */
+export interface StoreSignals {
+  /**
+   * Calls `listener` with each message a committed write sent on `channel` (`signal`), from any node,
+   * this one included; and with null each time listening starts (the first time, and when the
+   * connection it listens on was lost and is back): messages before it may have been missed, so the
+   * caller looks again at what it follows. Returns a
+   * function that stops listening. A channel is lowercase letters, digits and "_"; a message at most
+   * 7,000 bytes.
+   */
+  listen(channel: string, listener: (message: string | null) => void): () => void;
+  /**
+   * Whether this node hears every signal sent on `channel` now: it listens and its connection is up
+   * (a listener has been told null since). What a node caches on the word of signals it serves only
+   * while this holds.
+   */
+  hears(channel: string): boolean;
+}
+
+/**
+ * Token buckets that hold across the nodes of a store (a capability of a store several nodes use at
+ * once; one process alone keeps its buckets in memory). Not durable: a bucket lost to a crash is full.
+ */
+export interface SharedRateLimits {
+  /**
+   * Takes a token from `key`'s bucket (`ratePerSecond` tokens a second, up to `burst`), by the
+   * store's clock: 0 when one was taken, else the seconds (fractional) until one is free.
+   */
+  takeToken(key: string, ratePerSecond: number, burst: number): Promise<number>;
+}
+
+/**
+ * What another thread of this process opens the same store from (src/store/open.ts
+ * openStoreInThread), to read it there: a search reads blobs on worker threads.
+ */
+export interface StoreThreadAccess {
+  backend: 'lmdb';
+  path: string;
 }
 
 /** `listUndeflated` (PackFormBacklog) is there exactly when `packForms` is true. */
@@ -209,6 +266,12 @@ export interface AsyncStore extends Partial<PackFormBacklog> {
    * less than three quarters alive are rewritten; pages left sparse are packed again), in short writes.
    */
   compactAfterCollection?(project: number, collected: { removedIds: number; keptIds: number; rawRemoved?: number; rawKept?: number }): Promise<{ rewrittenBytes: number; freedBytes: number }>;
+  /** Messages between nodes (write transactions then offer `signal`): a store several nodes share. */
+  readonly signals?: StoreSignals;
+  /** Rate limits across nodes: a store several nodes share. */
+  readonly rateLimits?: SharedRateLimits;
+  /** Optional: how other threads of this process open this store to read it (a backend that cannot is read on one thread). */
+  readonly threadAccess?: StoreThreadAccess;
   read<T>(action: (tx: AsyncStoreReadTx) => Promise<T>): Promise<T>;
   /** Runs `action` as one write transaction and resolves once its commit is durable. */
   write<T>(action: (tx: AsyncStoreWriteTx) => Promise<T>): Promise<T>;

@@ -203,6 +203,11 @@ export interface LmdbStoreOptions {
   path: string;
   /** Initial map size; lmdb-js grows it as the data grows. */
   mapSizeBytes?: number;
+  /**
+   * Reads only (a worker thread's view of a store another thread of the process writes): no write
+   * transaction, no format upgrade (a store of another format is refused).
+   */
+  readOnly?: boolean;
 }
 
 function projectPrefix(project: number): Buffer {
@@ -324,9 +329,14 @@ export class LmdbStore implements Store {
   private readonly valueScratch = Buffer.allocUnsafeSlow(VALUE_SCRATCH_BYTES);
   private closed = false;
 
+  /** Where the environment is (StoreThreadAccess: another thread opens it there). */
+  readonly path: string;
+
   constructor(options: LmdbStoreOptions) {
+    this.path = options.path;
     this.env = open({
       path: options.path,
+      readOnly: options.readOnly ?? false,
       // lmdb-js takes a path with an extension ("treehouse.d") for a single file unless told otherwise.
       noSubdir: false,
       maxDbs: 16,
@@ -360,7 +370,7 @@ export class LmdbStore implements Store {
       introduced: this.introduced,
       journal: this.journal,
     };
-    this.checkFormat(options.path);
+    this.checkFormat(options.path, options.readOnly ?? false);
   }
 
   /**
@@ -369,11 +379,11 @@ export class LmdbStore implements Store {
    * and locks); format 1 kept a node per directory. A format-1 store has working-tree keys and no format record; it is refused with a
    * clear message rather than read wrongly (no released build wrote it).
    */
-  private checkFormat(path: string): void {
+  private checkFormat(path: string, readOnly: boolean): void {
     const format = this.records.get(STORE_FORMAT_RECORD);
     if (format === STORE_FORMAT) return;
     const empty = format === undefined && this.worktrees.getKeysCount({ limit: 1 }) === 0;
-    if (!empty && !STORE_FORMATS_UPGRADED.has(format as number)) {
+    if (readOnly || (!empty && !STORE_FORMATS_UPGRADED.has(format as number))) {
       void this.env.close();
       throw new Error(`${path} holds a Treehouse store of format ${String(format ?? 1)}; this build reads format ${STORE_FORMAT}. Start with an empty data directory.`);
     }

@@ -35,6 +35,7 @@ import type {
   PackFormWrites,
   ProjectReads,
   ProjectWrites,
+  StoreThreadAccess,
   UndeflatedPage,
 } from './asyncTypes.js';
 import { commitInfoFromBody } from './commitIndex.js';
@@ -171,6 +172,14 @@ class ReadOnlyProject implements ProjectReads, PackFormReads, CollectionReads {
 
   async getObjectsWithAnnex(oids: readonly Oid[]): Promise<Array<AnnexedObject | undefined>> {
     return this.base((tx) => oids.map((oid) => tx.getObjectWithAnnex(oid)));
+  }
+
+  async visitObjects(oids: readonly Oid[], visit: (object: StoredObject | undefined, index: number) => boolean): Promise<number> {
+    // peekObject's body is lmdb-js's buffer, valid until the next read: visit looks before it.
+    return this.base((tx) => {
+      for (let i = 0; i < oids.length; i++) if (!visit(tx.peekObject(oids[i]), i)) return i + 1;
+      return oids.length;
+    });
   }
 
   async hasObjects(oids: readonly Oid[]): Promise<boolean[]> {
@@ -368,6 +377,13 @@ class WriteProject extends ReadOnlyProject implements ProjectWrites, PackFormWri
 
   override async getObjects(oids: readonly Oid[]): Promise<Array<StoredObject | undefined>> {
     return (await this.getObjectsWithAnnex(oids)).map((object) => object && { type: object.type, body: object.body });
+  }
+
+  /** Through the overlays, as getObjects: the store's views would miss what this write holds. */
+  override async visitObjects(oids: readonly Oid[], visit: (object: StoredObject | undefined, index: number) => boolean): Promise<number> {
+    const objects = await this.getObjects(oids);
+    for (let i = 0; i < objects.length; i++) if (!visit(objects[i], i)) return i + 1;
+    return objects.length;
   }
 
   /** An object a queued write (this one or one before) stored as its form alone, rebuilt as the store will. */
@@ -795,6 +811,10 @@ export class LmdbAsyncStore implements AsyncStore {
   private closed = false;
 
   constructor(readonly sync: LmdbStore) {}
+
+  get threadAccess(): StoreThreadAccess {
+    return { backend: 'lmdb', path: this.sync.path };
+  }
 
   async read<T>(action: (tx: AsyncStoreReadTx) => Promise<T>): Promise<T> {
     this.assertOpen();

@@ -2,7 +2,8 @@
  * Values by key, least recently used first, bounded in bytes. The stores cache what never goes stale
  * under its key: LMDB's bodies rebuilt from pack-ready forms and its shelves (named by an object id
  * or a random shelf id never reused), PostgreSQL's objects and commit index entries (immutable). What
- * a cache may still have to forget is a dropped project's entries (deleteWhere).
+ * a cache may still have to forget is a dropped project's entries (deleteWhere), and, in PostgreSQL's,
+ * objects a garbage collection removed (delete).
  */
 export class LruCache<K, V> {
   private readonly entries = new Map<K, V>();
@@ -43,6 +44,13 @@ export class LruCache<K, V> {
       this.entries.delete(oldest);
       this.bytes -= this.sizeOf(evicted);
     }
+  }
+
+  delete(key: K): void {
+    const value = this.entries.get(key);
+    if (value === undefined) return;
+    this.entries.delete(key);
+    this.bytes -= this.sizeOf(value);
   }
 
   /** Forgets every entry whose key `doomed` accepts (a walk over all of them: for rare events). */

@@ -8,7 +8,7 @@
  */
 import { afterAll, describe, expect, it } from 'vitest';
 import { scratchDir } from '../support/git.js';
-import { startServerProcess, type ServerProcess } from '../support/process.js';
+import { killDuringRequests, startServerProcess, type ServerProcess } from '../support/process.js';
 import { openEventStream } from '../support/sse.js';
 
 const dataDir = scratchDir('treehouse-events-crash-');
@@ -49,30 +49,16 @@ describe('the event log after kill -9', () => {
     const key = (await first.waitFor(/API key for team default: (th_\S+)/))[1];
     const project = (await call(first.url, key, 'POST', '/api/v1/projects', { title: 'Crashed' })).body.project.id;
 
-    const acknowledged: Change[] = [];
-    let stop = false;
-    const loop = (async () => {
-      for (let index = 0; !stop; index++) {
-        const change = changeAt(index);
-        try {
-          const answer =
-            change.kind === 'write'
-              ? await call(first.url, key, 'POST', `/api/v1/projects/${project}/files/batch`, { branch: 'main', files: [{ path: change.path, content: `${index}\n` }] })
-              : await call(first.url, key, 'POST', `/api/v1/projects/${project}/git/commit`, { branch: 'main', message: `commit ${index}` });
-          if (answer.status >= 300) throw new Error(`answered ${answer.status}: ${JSON.stringify(answer.body)}`);
-          acknowledged.push(change);
-        } catch (error) {
-          if (stop) return;
-          throw error;
-        }
-      }
-    })();
-    while (acknowledged.length < ACKNOWLEDGED_BEFORE_KILL) await new Promise((resolve) => setTimeout(resolve, 5));
     // Killed while the loop's next request is under way.
-    stop = true;
-    first.child.kill('SIGKILL');
-    expect(await first.exited).toEqual({ code: null, signal: 'SIGKILL' });
-    await loop;
+    const acknowledged = await killDuringRequests(first, ACKNOWLEDGED_BEFORE_KILL, async (index) => {
+      const change = changeAt(index);
+      const answer =
+        change.kind === 'write'
+          ? await call(first.url, key, 'POST', `/api/v1/projects/${project}/files/batch`, { branch: 'main', files: [{ path: change.path, content: `${index}\n` }] })
+          : await call(first.url, key, 'POST', `/api/v1/projects/${project}/git/commit`, { branch: 'main', message: `commit ${index}` });
+      if (answer.status >= 300) throw new Error(`answered ${answer.status}: ${JSON.stringify(answer.body)}`);
+      return change;
+    });
 
     const second = await startServerProcess(ENV);
     running.push(second);

@@ -8,7 +8,7 @@
  */
 import { afterAll, describe, expect, it } from 'vitest';
 import { scratchDir } from '../support/git.js';
-import { startServerProcess, type ServerProcess } from '../support/process.js';
+import { killDuringRequests, startServerProcess, type ServerProcess } from '../support/process.js';
 
 const dataDir = scratchDir('treehouse-idempotency-crash-');
 const running: ServerProcess[] = [];
@@ -54,27 +54,13 @@ describe('Idempotency-Key after kill -9', () => {
     const key = (await first.waitFor(/API key for team default: (th_\S+)/))[1];
     const project = (await call(first.url, key, 'POST', '/api/v1/projects', { title: 'Crashed with keys' })).body.project.id;
 
-    const acknowledged: Answer[] = [];
-    let stop = false;
-    const loop = (async () => {
-      for (let index = 0; !stop; index++) {
-        const request = requestAt(project, index);
-        try {
-          const answer = await call(first.url, key, 'POST', request.path, request.body, request.key);
-          if (answer.status >= 300 || answer.replayed !== null) throw new Error(`answered ${answer.status}: ${JSON.stringify(answer.body)}`);
-          acknowledged.push(answer);
-        } catch (error) {
-          if (stop) return;
-          throw error;
-        }
-      }
-    })();
-    while (acknowledged.length < ACKNOWLEDGED_BEFORE_KILL) await new Promise((resolve) => setTimeout(resolve, 5));
     // Killed while the loop's next request is under way.
-    stop = true;
-    first.child.kill('SIGKILL');
-    expect(await first.exited).toEqual({ code: null, signal: 'SIGKILL' });
-    await loop;
+    const acknowledged = await killDuringRequests(first, ACKNOWLEDGED_BEFORE_KILL, async (index) => {
+      const request = requestAt(project, index);
+      const answer = await call(first.url, key, 'POST', request.path, request.body, request.key);
+      if (answer.status >= 300 || answer.replayed !== null) throw new Error(`answered ${answer.status}: ${JSON.stringify(answer.body)}`);
+      return answer;
+    });
 
     const second = await startServerProcess(ENV);
     running.push(second);

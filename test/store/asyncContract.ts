@@ -10,7 +10,8 @@
  *
  * `options.packForms` says whether the backend offers pack-ready forms: the tests of forms are
  * registered only then (never skipped at run time, which would pass whatever the store does), and
- * one test checks that the store says the same.
+ * one test checks that the store says the same. `options.visitObjects`, likewise, whether its reads
+ * offer visitObjects (views of its memory instead of copies).
  */
 import { randomBytes } from 'node:crypto';
 import { deflateSync, inflateSync } from 'node:zlib';
@@ -75,7 +76,7 @@ function collectionWrites(p: ProjectWrites & Partial<CollectionWrites>): Project
 /** What a read or write transaction can read, so one helper can look at the same data from inside a write and from a reader beside it. */
 type Reader = RecordReads & { project(project: number): ProjectReads };
 
-export function asyncStoreContract(backendName: string, openStore: () => AsyncStore, options: { packForms: boolean; collection: boolean }): void {
+export function asyncStoreContract(backendName: string, openStore: () => AsyncStore, options: { packForms: boolean; collection: boolean; visitObjects: boolean }): void {
   describe(`AsyncStore contract: ${backendName}`, () => {
     let store: AsyncStore;
     beforeAll(() => {
@@ -1210,6 +1211,75 @@ export function asyncStoreContract(backendName: string, openStore: () => AsyncSt
       });
     });
 
+    describe('visitObjects', () => {
+      it(`is offered ${options.visitObjects ? '' : 'neither '}in read ${options.visitObjects ? 'and' : 'nor'} write transactions`, async () => {
+        const project = freshProject();
+        expect(await store.read(async (tx) => typeof tx.project(project).visitObjects === 'function')).toBe(options.visitObjects);
+        expect(await store.write(async (tx) => typeof tx.project(project).visitObjects === 'function')).toBe(options.visitObjects);
+      });
+
+      if (options.visitObjects) {
+        /** What each visit saw (copied while it could look), and how many the call said it visited. */
+        async function visits(p: ProjectReads, oids: Oid[], stopAfter = Number.POSITIVE_INFINITY) {
+          const seen: Array<{ index: number; type?: string; body?: Buffer }> = [];
+          const count = await p.visitObjects!(oids, (object, index) => {
+            seen.push({ index, ...(object ? { type: object.type, body: Buffer.from(object.body) } : {}) });
+            return seen.length < stopAfter;
+          });
+          return { count, seen };
+        }
+
+        it('hands each object in the order asked (undefined where missing) and stops after a visit that says so', async () => {
+          const project = freshProject();
+          const xBody = Buffer.from('x visited');
+          const yBody = Buffer.from('y visited, with an annex');
+          const [x, y] = await store.write(async (tx) => {
+            const p = tx.project(project);
+            return [p.putObject('blob', xBody), p.putObject('blob', yBody, Buffer.from('annex'))];
+          });
+          const absent = hashObject('blob', Buffer.from('never stored'));
+          await store.read(async (tx) => {
+            const p = tx.project(project);
+            expect(await visits(p, [y, absent, x, y])).toEqual({
+              count: 4,
+              seen: [
+                { index: 0, type: 'blob', body: yBody },
+                { index: 1 },
+                { index: 2, type: 'blob', body: xBody },
+                { index: 3, type: 'blob', body: yBody },
+              ],
+            });
+            expect(await visits(p, [x, y, x], 2)).toEqual({ count: 2, seen: [{ index: 0, type: 'blob', body: xBody }, { index: 1, type: 'blob', body: yBody }] });
+            expect(await visits(p, [])).toEqual({ count: 0, seen: [] });
+            // Another project's objects are not this one's.
+            expect(await visits(tx.project(freshProject()), [x])).toEqual({ count: 1, seen: [{ index: 0 }] });
+          });
+          // Inside a write, what the write put is visited too.
+          const zBody = Buffer.from('z, only buffered');
+          const inside = await store.write(async (tx) => {
+            const p = tx.project(project);
+            const z = p.putObject('blob', zBody);
+            return visits(p, [z, x, absent]);
+          });
+          expect(inside).toEqual({ count: 3, seen: [{ index: 0, type: 'blob', body: zBody }, { index: 1, type: 'blob', body: xBody }, { index: 2 }] });
+        });
+
+        it('lets an error thrown by a visit out, and reads normally after it', async () => {
+          const project = freshProject();
+          const body = Buffer.from('visited before a throw');
+          const [oid] = await store.write(async (tx) => [tx.project(project).putObject('blob', body)]);
+          await expectBoom(
+            store.read((tx) =>
+              tx.project(project).visitObjects!([oid], () => {
+                throw new Boom('visit failed');
+              }),
+            ),
+          );
+          expect(await store.read((tx) => tx.project(project).getObjects([oid]))).toEqual([{ type: 'blob', body }]);
+        });
+      }
+    });
+
     describe('listeners', () => {
       it('tell onObjectsStored, after each committed write, the objects it stored per project and their similar objects', async () => {
         const [project, other] = [freshProject(), freshProject()];
@@ -1360,7 +1430,7 @@ export function asyncStoreContract(backendName: string, openStore: () => AsyncSt
           const [oid, commitOid] = await store.write(async (tx) => {
             const p = collectionWrites(tx.project(project));
             const ids = [p.putObject('blob', body), p.putObject('commit', commit)];
-            p.putDeflated(ids[0], deflateSync(body));
+            if (options.packForms) p.putDeflated(ids[0], deflateSync(body));
             p.putCommitObjects(ids[1], Buffer.alloc(0));
             return ids;
           });
@@ -1369,9 +1439,10 @@ export function asyncStoreContract(backendName: string, openStore: () => AsyncSt
             (p) => p.getObjects([oid]),
             (p) => p.getObjectsWithAnnex([oid]),
             (p) => p.objectSizes([oid]),
+            (p) => p.hasObjects([oid]),
             (p) => p.getCommitInfos([commitOid]),
             (p) => p.getCommitObjects(commitOid),
-            (p) => p.getDeflated([oid]),
+            ...(options.packForms ? [(p: ProjectWrites & PackFormWrites) => p.getDeflated([oid])] : []),
             (p) => p.findObjectsByPrefix(oidToHex(commitOid).slice(0, 8), 4),
           ];
           const other = openStore();
@@ -1392,7 +1463,7 @@ export function asyncStoreContract(backendName: string, openStore: () => AsyncSt
               expect({ read: String(read), runs }).toEqual({ read: String(read), runs: 2 });
               await store.write(async (tx) => {
                 const p = collectionWrites(tx.project(project));
-                p.putDeflated(oid, deflateSync(body));
+                if (options.packForms) p.putDeflated(oid, deflateSync(body));
                 p.putCommitObjects(commitOid, Buffer.alloc(0));
               });
             }
@@ -1407,7 +1478,7 @@ export function asyncStoreContract(backendName: string, openStore: () => AsyncSt
           const [before, v1] = await store.write(async (tx) => {
             const p = collectionWrites(tx.project(project));
             const ids = [p.putObject('blob', blob('stored before')), p.putObject('blob', blob('version one, long enough to be a base'))];
-            p.putDeflated(ids[1], deflateSync(blob('version one, long enough to be a base')));
+            if (options.packForms) p.putDeflated(ids[1], deflateSync(blob('version one, long enough to be a base')));
             await p.casRef('refs/heads/main', null, ids[0]);
             p.putWorkingTree('main', { tree: EMPTY_TREE_OID, locks: [] });
             return ids;
@@ -1427,10 +1498,12 @@ export function asyncStoreContract(backendName: string, openStore: () => AsyncSt
             tx.project(neighbour).putObject('blob', blob('another project'));
             return [...ids, tree];
           });
-          await store.write(async (tx) => {
-            const p = collectionWrites(tx.project(project));
-            expect(await p.putDeflatedDelta(v2, { base: v1, bytes: 3, depth: 1 }, deflateSync(blob('abc')))).toBe(true);
-          });
+          if (options.packForms) {
+            await store.write(async (tx) => {
+              const p = collectionWrites(tx.project(project));
+              expect(await p.putDeflatedDelta(v2, { base: v1, bytes: 3, depth: 1 }, deflateSync(blob('abc')))).toBe(true);
+            });
+          }
           expect(hexes(await journal(project)).sort()).toEqual(hexes([before, v1, fresh, v2, tree, EMPTY_TREE_OID]).sort());
           expect(await journal(neighbour)).toEqual([]);
           // Paged by id.
@@ -1483,15 +1556,17 @@ export function asyncStoreContract(backendName: string, openStore: () => AsyncSt
           const next = blob('a next version with enough text in it');
           const formOnly = blob('kept as its form alone');
           const commit = commitBody(EMPTY_TREE_OID, [], 1_700_000_000);
+          const formOid = hashObject('tree', formOnly);
+          const forms = options.packForms;
           const ids = await store.write(async (tx) => {
             const p = collectionWrites(tx.project(project));
             const baseOid = p.putObject('blob', base);
             const nextOid = p.putObject('blob', next, Buffer.from('an annex'));
             const commitOid = p.putObject('commit', commit);
             p.putCommitObjects(commitOid, Buffer.alloc(0));
+            if (!forms) return { baseOid, nextOid, commitOid };
             p.putDeflated(baseOid, deflateSync(base));
             await p.putDeflatedDelta(nextOid, { base: baseOid, bytes: 4, depth: 1 }, deflateSync(blob('xxxx')));
-            const formOid = hashObject('tree', formOnly);
             await p.putObjectAsForm(formOid, 'tree', formOnly.length, { deflated: deflateSync(formOnly) });
             return { baseOid, nextOid, commitOid, formOid };
           });
@@ -1500,11 +1575,11 @@ export function asyncStoreContract(backendName: string, openStore: () => AsyncSt
           const byHex = new Map(listed.map((entry) => [oidToHex(entry.oid), entry]));
           // Whether a form is kept compactly is the backend's layout; the keepCompact test looks at it.
           const where = (entry: ListedEntry | undefined) => entry && { oid: entry.oid, raw: entry.raw, form: entry.form, formBase: entry.formBase, commit: entry.commit };
-          expect(where(byHex.get(oidToHex(ids.baseOid)))).toEqual({ oid: ids.baseOid, raw: true, form: true, formBase: null, commit: false });
-          expect(where(byHex.get(oidToHex(ids.nextOid)))).toEqual({ oid: ids.nextOid, raw: true, form: true, formBase: ids.baseOid, commit: false });
+          expect(where(byHex.get(oidToHex(ids.baseOid)))).toEqual({ oid: ids.baseOid, raw: true, form: forms, formBase: null, commit: false });
+          expect(where(byHex.get(oidToHex(ids.nextOid)))).toEqual({ oid: ids.nextOid, raw: true, form: forms, formBase: forms ? ids.baseOid : null, commit: false });
           expect(where(byHex.get(oidToHex(ids.commitOid)))).toEqual({ oid: ids.commitOid, raw: true, form: false, formBase: null, commit: true });
-          expect(where(byHex.get(oidToHex(ids.formOid)))).toEqual({ oid: ids.formOid, raw: false, form: true, formBase: null, commit: false });
           expect(byHex.get(oidToHex(ids.commitOid))!.formCompact).toBe(false);
+          if (forms) expect(where(byHex.get(oidToHex(formOid)))).toEqual({ oid: formOid, raw: false, form: true, formBase: null, commit: false });
           // Pages of two.
           const paged: Oid[] = [];
           for (let after: Oid | null = null; ; ) {
@@ -1516,172 +1591,204 @@ export function asyncStoreContract(backendName: string, openStore: () => AsyncSt
           expect(hexes(paged)).toEqual(hexes(listed.map((entry) => entry.oid)));
           expect(await store.read((tx) => collectionReads(tx.project(freshProject())).listStored(null, 100))).toEqual([]);
 
-          const described = await store.read((tx) => collectionReads(tx.project(project)).describeStored([ids.baseOid, ids.nextOid, hashObject('blob', blob('absent')), ids.commitOid, ids.formOid]));
+          const described = await store.read((tx) => collectionReads(tx.project(project)).describeStored([ids.baseOid, ids.nextOid, hashObject('blob', blob('absent')), ids.commitOid, formOid]));
           expect(described[2]).toBeUndefined();
-          const [baseEntry, nextEntry, , commitEntry, formEntry] = described.map((entry) => entry!);
+          const [baseEntry, nextEntry, , commitEntry, formEntry] = described;
           expect(baseEntry).toMatchObject({ oid: ids.baseOid, type: 'blob', formBase: null, formDepth: 0, indexBytes: 0 });
-          expect(baseEntry.rawBytes).toBeGreaterThanOrEqual(base.length);
-          expect(baseEntry.formBytes).toBeGreaterThan(0);
-          expect(nextEntry).toMatchObject({ type: 'blob', formDepth: 1, formBase: ids.baseOid });
-          expect(nextEntry.rawBytes).toBeGreaterThanOrEqual(next.length + 'an annex'.length);
+          expect(baseEntry!.rawBytes).toBeGreaterThanOrEqual(base.length);
+          expect(nextEntry).toMatchObject({ type: 'blob', formDepth: forms ? 1 : 0, formBase: forms ? ids.baseOid : null });
+          expect(nextEntry!.rawBytes).toBeGreaterThanOrEqual(next.length + 'an annex'.length);
           expect(commitEntry).toMatchObject({ type: 'commit', formBytes: 0, formBase: null });
-          expect(commitEntry.indexBytes).toBeGreaterThan(0);
+          expect(commitEntry!.indexBytes).toBeGreaterThan(0);
+          if (!forms) {
+            // Without forms: none is kept, and an id stored as nothing else is not stored at all.
+            expect([baseEntry!.formBytes, nextEntry!.formBytes, formEntry]).toEqual([0, 0, undefined]);
+            return;
+          }
+          expect(baseEntry!.formBytes).toBeGreaterThan(0);
           expect(formEntry).toMatchObject({ type: 'tree', rawBytes: 0, formBase: null, formDepth: 0 });
-          expect(formEntry.formBytes).toBeGreaterThan(0);
+          expect(formEntry!.formBytes).toBeGreaterThan(0);
         });
 
-        it('removes everything under an id, and rewrites a delta form whole only while it is still on the given base', async () => {
+        it('removes everything under an id: raw copy with its annex, commit index entry and object list; nothing of another id', async () => {
           const project = freshProject();
-          const base = blob('the base of a delta, with some length');
-          const next = blob('the next of a delta, with some length');
-          const { baseOid, nextOid, commitOid } = await store.write(async (tx) => {
+          const { kept, gone, commitOid } = await store.write(async (tx) => {
             const p = collectionWrites(tx.project(project));
-            const baseOid = p.putObject('blob', base);
-            const nextOid = p.putObject('blob', next);
-            p.putDeflated(baseOid, deflateSync(base));
-            await p.putDeflatedDelta(nextOid, { base: baseOid, bytes: 4, depth: 1 }, deflateSync(blob('xxxx')));
-            const commitOid = p.putObject('commit', commitBody(EMPTY_TREE_OID, [], 1_700_000_001));
+            const kept = p.putObject('blob', blob('kept'), Buffer.from('its annex'));
+            const gone = p.putObject('blob', blob('removed'), Buffer.from('an annex that goes'));
+            const commitOid = p.putObject('commit', commitBody(EMPTY_TREE_OID, [], 1_700_000_002));
             p.putCommitObjects(commitOid, Buffer.alloc(0));
-            return { baseOid, nextOid, commitOid };
+            return { kept, gone, commitOid };
           });
-          await store.write(async (tx) => {
-            const p = collectionWrites(tx.project(project));
-            // Not on this base: nothing changes.
-            p.replaceFormWhole(nextOid, commitOid, deflateSync(next));
-          });
-          expect((await store.read((tx) => formReads(tx.project(project)).getDeflated([nextOid])))[0]!.delta?.base).toEqual(baseOid);
-          await store.write(async (tx) => collectionWrites(tx.project(project)).replaceFormWhole(nextOid, baseOid, deflateSync(next)));
-          await store.write(async (tx) => collectionWrites(tx.project(project)).removeStored([baseOid, commitOid]));
+          await store.write(async (tx) => collectionWrites(tx.project(project)).removeStored([gone, commitOid]));
           await store.read(async (tx) => {
-            const p = collectionReads(formReads(tx.project(project)) as ProjectReads);
-            const [form] = await formReads(tx.project(project)).getDeflated([nextOid]);
-            expect(form?.delta).toBeUndefined();
-            expect(form && inflateSync(form.deflated)).toEqual(next);
-            expect(await p.hasObjects([baseOid, commitOid, nextOid])).toEqual([false, false, true]);
+            const p = collectionReads(tx.project(project));
+            expect(await p.hasObjects([gone, commitOid, kept])).toEqual([false, false, true]);
+            expect(await p.getObjectsWithAnnex([kept, gone])).toEqual([{ type: 'blob', body: blob('kept'), annex: Buffer.from('its annex') }, undefined]);
             expect(await p.getCommitInfos([commitOid])).toEqual([undefined]);
             expect(await p.getCommitObjects(commitOid)).toBeUndefined();
-            expect(await formReads(tx.project(project)).getDeflated([baseOid])).toEqual([undefined]);
-            expect(await p.describeStored([baseOid, commitOid])).toEqual([undefined, undefined]);
+            expect(await p.describeStored([gone, commitOid])).toEqual([undefined, undefined]);
+            expect(hexes((await p.listStored(null, 10)).map((entry) => entry.oid))).toEqual([oidToHex(kept)]);
           });
+          // Removing what is not stored, or is gone already, changes nothing.
+          await store.write(async (tx) => collectionWrites(tx.project(project)).removeStored([gone, hashObject('blob', blob('never stored'))]));
+          expect(await store.read((tx) => tx.project(project).hasObjects([kept]))).toEqual([true]);
         });
 
-        it('keeps objects compactly: raw copies go where a form rebuilds them (never a commit\'s), forms and every read stay the same, nothing is journalled', async () => {
-          const project = freshProject();
-          // Enough forms for the backend's compact layout to take them (LMDB shelves 16 or more per write).
-          const versions = Array.from({ length: 24 }, (_, round) => Buffer.from(Array.from({ length: 120 }, (_, line) => `line ${line}${line === round * 5 ? ' edited' : ''}`).join('\n')));
-          const fileName = (index: number) => `f${index}`;
-          const ids = await store.write(async (tx) => {
-            const p = collectionWrites(tx.project(project));
-            const blobs = versions.map((body) => p.putObject('blob', body));
-            p.putDeflated(blobs[0], deflateSync(versions[0]));
-            for (let index = 1; index < versions.length; index++) {
-              const delta = createDelta(versions[index - 1], versions[index]);
-              expect(await p.putDeflatedDelta(blobs[index], { base: blobs[index - 1], bytes: delta.length, depth: index }, deflateSync(delta))).toBe(true);
-            }
-            const treeBody = encodeTree(blobs.map((oid, index) => ({ name: fileName(index), mode: '100644', oid })));
-            const tree = p.putObject('tree', treeBody, Buffer.from('the sizes of its blobs'));
-            p.putDeflated(tree, deflateSync(treeBody));
-            const commitOid = p.putObject('commit', commitBody(tree, [], 1_700_000_002));
-            p.putDeflated(commitOid, deflateSync(commitBody(tree, [], 1_700_000_002)));
-            const formless = p.putObject('blob', blob('a blob with no form yet'));
-            return { blobs, tree, treeBody, commitOid, formless };
-          });
-          const all = [...ids.blobs, ids.tree, ids.commitOid, ids.formless];
-          const snapshot = () =>
-            store.read(async (tx) => {
-              const p = formReads(tx.project(project));
-              return { objects: await p.getObjects(all), sizes: await p.objectSizes(all), present: await p.hasObjects(all), forms: await p.getDeflated(all) };
-            });
-          const before = await snapshot();
-          await begin(project);
-          // A reader that found the tree, as the raw copies go between its reads.
-          const [treeFound] = await store.read((tx) => tx.project(project).hasObjects([ids.tree]));
-          // Every id asked to drop its raw copy but the last blob.
-          const asked = all.map((oid) => ({ oid, dropRaw: !oid.equals(ids.blobs[23]) }));
-          await store.write(async (tx) => collectionWrites(tx.project(project)).keepCompact(asked));
-          expect(treeFound).toBe(true);
-          expect((await store.read((tx) => tx.project(project).getObjects([ids.tree])))[0]?.body).toEqual(ids.treeBody);
-          expect(await snapshot()).toEqual(before);
-          expect(await journal(project)).toEqual([]);
-          const described = await store.read((tx) => collectionReads(tx.project(project)).describeStored(all));
-          const rawBytes = described.map((entry) => entry!.rawBytes);
-          // Gone: every blob's but the last, the tree's (its annex too). Kept: the last blob's (not asked), the commit's, the formless blob's.
-          expect(rawBytes.slice(0, 23)).toEqual(ids.blobs.slice(0, 23).map(() => 0));
-          expect(rawBytes[23]).toBeGreaterThan(0);
-          expect(rawBytes[24]).toBe(0);
-          expect(rawBytes[25]).toBeGreaterThan(0);
-          expect(rawBytes[26]).toBeGreaterThan(0);
-          expect((await store.read((tx) => tx.project(project).getObjectsWithAnnex([ids.tree])))[0]).toEqual({ type: 'tree', body: ids.treeBody, annex: null });
-          const listed = new Map((await store.read((tx) => collectionReads(tx.project(project)).listStored(null, 100))).map((entry) => [oidToHex(entry.oid), entry]));
-          expect(all.map((oid) => listed.get(oidToHex(oid))!.formCompact)).toEqual([...ids.blobs.map(() => true), true, true, false]);
-          expect(all.map((oid) => listed.get(oidToHex(oid))!.raw)).toEqual(rawBytes.map((bytes) => bytes > 0));
-          // Again: nothing more to do, and nothing changes.
-          await store.write(async (tx) => collectionWrites(tx.project(project)).keepCompact(asked));
-          expect(await snapshot()).toEqual(before);
-          // A write that read the tree before its raw copy went commits over it (it stays readable).
-          let runs = 0;
-          const other = openStore();
-          try {
-            const parent = await store.write(async (tx) => {
-              runs++;
+        if (options.packForms) {
+          it('removes a form with its id, and rewrites a delta form whole only while it is still on the given base', async () => {
+            const project = freshProject();
+            const base = blob('the base of a delta, with some length');
+            const next = blob('the next of a delta, with some length');
+            const { baseOid, nextOid, commitOid } = await store.write(async (tx) => {
               const p = collectionWrites(tx.project(project));
-              const [read] = await p.getObjectsWithAnnex([ids.blobs[23]]);
-              if (runs === 1) await other.write(async (otx) => collectionWrites(otx.project(project)).keepCompact([{ oid: ids.blobs[23], dropRaw: true }]));
-              return p.putObject('tree', encodeTree([{ name: 'kept', mode: '100644', oid: hashObject('blob', read!.body) }]));
+              const baseOid = p.putObject('blob', base);
+              const nextOid = p.putObject('blob', next);
+              p.putDeflated(baseOid, deflateSync(base));
+              await p.putDeflatedDelta(nextOid, { base: baseOid, bytes: 4, depth: 1 }, deflateSync(blob('xxxx')));
+              const commitOid = p.putObject('commit', commitBody(EMPTY_TREE_OID, [], 1_700_000_001));
+              p.putCommitObjects(commitOid, Buffer.alloc(0));
+              return { baseOid, nextOid, commitOid };
             });
-            expect(runs).toBe(1);
-            expect(await store.read((tx) => tx.project(project).hasObjects([parent]))).toEqual([true]);
-          } finally {
-            await other.close();
-          }
-          expect((await store.read((tx) => collectionReads(tx.project(project)).describeStored([ids.blobs[23]])))[0]!.rawBytes).toBe(0);
-          expect(await snapshot()).toEqual(before);
-          // A stored again object gets its raw copy back.
-          await store.write(async (tx) => void tx.project(project).putObject('tree', ids.treeBody, Buffer.from('sizes again')));
-          expect((await store.read((tx) => tx.project(project).getObjectsWithAnnex([ids.tree])))[0]!.annex).toEqual(Buffer.from('sizes again'));
-          await store.write(async (tx) => collectionWrites(tx.project(project)).endCollection());
-        });
+            await store.write(async (tx) => {
+              const p = collectionWrites(tx.project(project));
+              // Not on this base: nothing changes.
+              p.replaceFormWhole(nextOid, commitOid, deflateSync(next));
+            });
+            expect((await store.read((tx) => formReads(tx.project(project)).getDeflated([nextOid])))[0]!.delta?.base).toEqual(baseOid);
+            await store.write(async (tx) => collectionWrites(tx.project(project)).replaceFormWhole(nextOid, baseOid, deflateSync(next)));
+            await store.write(async (tx) => collectionWrites(tx.project(project)).removeStored([baseOid, commitOid]));
+            await store.read(async (tx) => {
+              const p = collectionReads(formReads(tx.project(project)) as ProjectReads);
+              const [form] = await formReads(tx.project(project)).getDeflated([nextOid]);
+              expect(form?.delta).toBeUndefined();
+              expect(form && inflateSync(form.deflated)).toEqual(next);
+              expect(await p.hasObjects([baseOid, commitOid, nextOid])).toEqual([false, false, true]);
+              expect(await p.getCommitInfos([commitOid])).toEqual([undefined]);
+              expect(await p.getCommitObjects(commitOid)).toBeUndefined();
+              expect(await formReads(tx.project(project)).getDeflated([baseOid])).toEqual([undefined]);
+              expect(await p.describeStored([baseOid, commitOid])).toEqual([undefined, undefined]);
+            });
+          });
 
-        it('replaces several forms together only when each is still what the caller read, turning a chain around', async () => {
-          const project = freshProject();
-          const versions = Array.from({ length: 4 }, (_, round) => Buffer.from(Array.from({ length: 40 + round * 10 }, (_, line) => `line ${line} of a file that grows`).join('\n')));
-          const oids = await store.write(async (tx) => {
-            const p = collectionWrites(tx.project(project));
-            const ids = versions.map((body) => p.putObject('blob', body));
-            p.putDeflated(ids[0], deflateSync(versions[0]));
-            for (let i = 1; i < versions.length; i++) {
-              const delta = createDelta(versions[i - 1], versions[i]);
-              expect(await p.putDeflatedDelta(ids[i], { base: ids[i - 1], bytes: delta.length, depth: i }, deflateSync(delta))).toBe(true);
+          it('keeps objects compactly: raw copies go where a form rebuilds them (never a commit\'s), forms and every read stay the same, nothing is journalled', async () => {
+            const project = freshProject();
+            // Enough forms for the backend's compact layout to take them (LMDB shelves 16 or more per write).
+            const versions = Array.from({ length: 24 }, (_, round) => Buffer.from(Array.from({ length: 120 }, (_, line) => `line ${line}${line === round * 5 ? ' edited' : ''}`).join('\n')));
+            const fileName = (index: number) => `f${index}`;
+            const ids = await store.write(async (tx) => {
+              const p = collectionWrites(tx.project(project));
+              const blobs = versions.map((body) => p.putObject('blob', body));
+              p.putDeflated(blobs[0], deflateSync(versions[0]));
+              for (let index = 1; index < versions.length; index++) {
+                const delta = createDelta(versions[index - 1], versions[index]);
+                expect(await p.putDeflatedDelta(blobs[index], { base: blobs[index - 1], bytes: delta.length, depth: index }, deflateSync(delta))).toBe(true);
+              }
+              const treeBody = encodeTree(blobs.map((oid, index) => ({ name: fileName(index), mode: '100644', oid })));
+              const tree = p.putObject('tree', treeBody, Buffer.from('the sizes of its blobs'));
+              p.putDeflated(tree, deflateSync(treeBody));
+              const commitOid = p.putObject('commit', commitBody(tree, [], 1_700_000_002));
+              p.putDeflated(commitOid, deflateSync(commitBody(tree, [], 1_700_000_002)));
+              const formless = p.putObject('blob', blob('a blob with no form yet'));
+              return { blobs, tree, treeBody, commitOid, formless };
+            });
+            const all = [...ids.blobs, ids.tree, ids.commitOid, ids.formless];
+            const snapshot = () =>
+              store.read(async (tx) => {
+                const p = formReads(tx.project(project));
+                return { objects: await p.getObjects(all), sizes: await p.objectSizes(all), present: await p.hasObjects(all), forms: await p.getDeflated(all) };
+              });
+            const before = await snapshot();
+            await begin(project);
+            // A reader that found the tree, as the raw copies go between its reads.
+            const [treeFound] = await store.read((tx) => tx.project(project).hasObjects([ids.tree]));
+            // Every id asked to drop its raw copy but the last blob.
+            const asked = all.map((oid) => ({ oid, dropRaw: !oid.equals(ids.blobs[23]) }));
+            await store.write(async (tx) => collectionWrites(tx.project(project)).keepCompact(asked));
+            expect(treeFound).toBe(true);
+            expect((await store.read((tx) => tx.project(project).getObjects([ids.tree])))[0]?.body).toEqual(ids.treeBody);
+            expect(await snapshot()).toEqual(before);
+            expect(await journal(project)).toEqual([]);
+            const described = await store.read((tx) => collectionReads(tx.project(project)).describeStored(all));
+            const rawBytes = described.map((entry) => entry!.rawBytes);
+            // Gone: every blob's but the last, the tree's (its annex too). Kept: the last blob's (not asked), the commit's, the formless blob's.
+            expect(rawBytes.slice(0, 23)).toEqual(ids.blobs.slice(0, 23).map(() => 0));
+            expect(rawBytes[23]).toBeGreaterThan(0);
+            expect(rawBytes[24]).toBe(0);
+            expect(rawBytes[25]).toBeGreaterThan(0);
+            expect(rawBytes[26]).toBeGreaterThan(0);
+            expect((await store.read((tx) => tx.project(project).getObjectsWithAnnex([ids.tree])))[0]).toEqual({ type: 'tree', body: ids.treeBody, annex: null });
+            const listed = new Map((await store.read((tx) => collectionReads(tx.project(project)).listStored(null, 100))).map((entry) => [oidToHex(entry.oid), entry]));
+            expect(all.map((oid) => listed.get(oidToHex(oid))!.formCompact)).toEqual([...ids.blobs.map(() => true), true, true, false]);
+            expect(all.map((oid) => listed.get(oidToHex(oid))!.raw)).toEqual(rawBytes.map((bytes) => bytes > 0));
+            // Again: nothing more to do, and nothing changes.
+            await store.write(async (tx) => collectionWrites(tx.project(project)).keepCompact(asked));
+            expect(await snapshot()).toEqual(before);
+            // A write that read the tree before its raw copy went commits over it (it stays readable).
+            let runs = 0;
+            const other = openStore();
+            try {
+              const parent = await store.write(async (tx) => {
+                runs++;
+                const p = collectionWrites(tx.project(project));
+                const [read] = await p.getObjectsWithAnnex([ids.blobs[23]]);
+                if (runs === 1) await other.write(async (otx) => collectionWrites(otx.project(project)).keepCompact([{ oid: ids.blobs[23], dropRaw: true }]));
+                return p.putObject('tree', encodeTree([{ name: 'kept', mode: '100644', oid: hashObject('blob', read!.body) }]));
+              });
+              expect(runs).toBe(1);
+              expect(await store.read((tx) => tx.project(project).hasObjects([parent]))).toEqual([true]);
+            } finally {
+              await other.close();
             }
-            return ids;
+            expect((await store.read((tx) => collectionReads(tx.project(project)).describeStored([ids.blobs[23]])))[0]!.rawBytes).toBe(0);
+            expect(await snapshot()).toEqual(before);
+            // A stored again object gets its raw copy back.
+            await store.write(async (tx) => void tx.project(project).putObject('tree', ids.treeBody, Buffer.from('sizes again')));
+            expect((await store.read((tx) => tx.project(project).getObjectsWithAnnex([ids.tree])))[0]!.annex).toEqual(Buffer.from('sizes again'));
+            await store.write(async (tx) => collectionWrites(tx.project(project)).endCollection());
           });
-          const formsOf = () => store.read((tx) => formReads(tx.project(project)).getDeflated(oids));
-          const before = await formsOf();
-          // Newest whole, each older version a delta on the one after it.
-          const turned = versions.map((body, i) => {
-            if (i === 3) return { oid: oids[3], was: { base: oids[2], depth: 3 }, form: { deflated: deflateSync(body) } };
-            const delta = createDelta(versions[i + 1], body);
-            return { oid: oids[i], was: { base: i === 0 ? null : oids[i - 1], depth: i }, form: { deflated: deflateSync(delta), delta: { base: oids[i + 1], bytes: delta.length, depth: 3 - i } } };
+
+          it('replaces several forms together only when each is still what the caller read, turning a chain around', async () => {
+            const project = freshProject();
+            const versions = Array.from({ length: 4 }, (_, round) => Buffer.from(Array.from({ length: 40 + round * 10 }, (_, line) => `line ${line} of a file that grows`).join('\n')));
+            const oids = await store.write(async (tx) => {
+              const p = collectionWrites(tx.project(project));
+              const ids = versions.map((body) => p.putObject('blob', body));
+              p.putDeflated(ids[0], deflateSync(versions[0]));
+              for (let i = 1; i < versions.length; i++) {
+                const delta = createDelta(versions[i - 1], versions[i]);
+                expect(await p.putDeflatedDelta(ids[i], { base: ids[i - 1], bytes: delta.length, depth: i }, deflateSync(delta))).toBe(true);
+              }
+              return ids;
+            });
+            const formsOf = () => store.read((tx) => formReads(tx.project(project)).getDeflated(oids));
+            const before = await formsOf();
+            // Newest whole, each older version a delta on the one after it.
+            const turned = versions.map((body, i) => {
+              if (i === 3) return { oid: oids[3], was: { base: oids[2], depth: 3 }, form: { deflated: deflateSync(body) } };
+              const delta = createDelta(versions[i + 1], body);
+              return { oid: oids[i], was: { base: i === 0 ? null : oids[i - 1], depth: i }, form: { deflated: deflateSync(delta), delta: { base: oids[i + 1], bytes: delta.length, depth: 3 - i } } };
+            });
+            // One expectation wrong (the second version's depth): nothing changes.
+            const stale = turned.map((change, i) => (i === 1 ? { ...change, was: { ...change.was, depth: 5 } } : change));
+            await store.write(async (tx) => collectionWrites(tx.project(project)).replaceForms(stale));
+            expect(await formsOf()).toEqual(before);
+            await store.write(async (tx) => collectionWrites(tx.project(project)).replaceForms(turned));
+            const after = await formsOf();
+            expect(after.map((form) => form!.delta?.depth ?? 0)).toEqual([3, 2, 1, 0]);
+            expect(after.map((form) => form?.delta && oidToHex(form.delta.base))).toEqual([oidToHex(oids[1]), oidToHex(oids[2]), oidToHex(oids[3]), undefined]);
+            await store.read(async (tx) => {
+              const p = collectionReads(formReads(tx.project(project)) as ProjectReads);
+              expect(await p.getObjects(oids)).toEqual(versions.map((body) => ({ type: 'blob', body })));
+              expect(await p.objectSizes(oids)).toEqual(versions.map((body) => body.length));
+              const listed = new Map((await p.listStored(null, 10)).map((entry) => [oidToHex(entry.oid), entry]));
+              expect(oids.map((oid) => listed.get(oidToHex(oid))!.formDepth)).toEqual([3, 2, 1, 0]);
+            });
+            // Read back as forms alone too: each rebuilt through its new chain.
+            await store.write(async (tx) => collectionWrites(tx.project(project)).keepCompact(oids.map((oid) => ({ oid, dropRaw: true }))));
+            expect(await store.read((tx) => tx.project(project).getObjects(oids))).toEqual(versions.map((body) => ({ type: 'blob', body })));
           });
-          // One expectation wrong (the second version's depth): nothing changes.
-          const stale = turned.map((change, i) => (i === 1 ? { ...change, was: { ...change.was, depth: 5 } } : change));
-          await store.write(async (tx) => collectionWrites(tx.project(project)).replaceForms(stale));
-          expect(await formsOf()).toEqual(before);
-          await store.write(async (tx) => collectionWrites(tx.project(project)).replaceForms(turned));
-          const after = await formsOf();
-          expect(after.map((form) => form!.delta?.depth ?? 0)).toEqual([3, 2, 1, 0]);
-          expect(after.map((form) => form?.delta && oidToHex(form.delta.base))).toEqual([oidToHex(oids[1]), oidToHex(oids[2]), oidToHex(oids[3]), undefined]);
-          await store.read(async (tx) => {
-            const p = collectionReads(formReads(tx.project(project)) as ProjectReads);
-            expect(await p.getObjects(oids)).toEqual(versions.map((body) => ({ type: 'blob', body })));
-            expect(await p.objectSizes(oids)).toEqual(versions.map((body) => body.length));
-            const listed = new Map((await p.listStored(null, 10)).map((entry) => [oidToHex(entry.oid), entry]));
-            expect(oids.map((oid) => listed.get(oidToHex(oid))!.formDepth)).toEqual([3, 2, 1, 0]);
-          });
-          // Read back as forms alone too: each rebuilt through its new chain.
-          await store.write(async (tx) => collectionWrites(tx.project(project)).keepCompact(oids.map((oid) => ({ oid, dropRaw: true }))));
-          expect(await store.read((tx) => tx.project(project).getObjects(oids))).toEqual(versions.map((body) => ({ type: 'blob', body })));
-        });
+        }
 
         it('lists every working tree record of a project', async () => {
           const project = freshProject();

@@ -5,6 +5,7 @@ import { open } from 'lmdb';
 import { afterAll, describe, expect, it } from 'vitest';
 import { hashObject } from '../../src/git/oid.js';
 import { LmdbStore } from '../../src/store/lmdb.js';
+import { openStoreInThread } from '../../src/store/open.js';
 import { scratchDir } from '../support/git.js';
 import { storeContract } from './contract.js';
 
@@ -28,6 +29,31 @@ describe('LmdbStore', () => {
         expect(reopened.read((tx) => tx.getRecord('k'))).toBe(name);
         await reopened.close();
       }
+    } finally {
+      parent.remove();
+    }
+  });
+
+  it('opens a read-only view of a store another opener writes (a worker thread\'s, openStoreInThread), which sees each commit and writes nothing', async () => {
+    const parent = scratchDir('treehouse-readonly-');
+    try {
+      // An empty directory holds no store to read.
+      expect(() => new LmdbStore({ path: join(parent.path, 'none'), readOnly: true })).toThrow();
+      const path = join(parent.path, 'store');
+      const writer = new LmdbStore({ path });
+      const body = Buffer.from('seen by the reader');
+      const oid = await writer.async.write(async (tx) => tx.project(7).putObject('blob', body));
+      const reader = openStoreInThread(writer.async.threadAccess);
+      expect(writer.async.threadAccess).toEqual({ backend: 'lmdb', path });
+      expect(await reader.read((tx) => tx.project(7).getObjects([oid]))).toEqual([{ type: 'blob', body }]);
+      // A later commit is seen too.
+      const later = Buffer.from('written after the reader opened');
+      const laterOid = await writer.async.write(async (tx) => tx.project(7).putObject('blob', later));
+      expect(await reader.read((tx) => tx.project(7).getObjects([laterOid]))).toEqual([{ type: 'blob', body: later }]);
+      await expect(reader.write(async (tx) => tx.project(7).putObject('blob', Buffer.from('refused')))).rejects.toThrow();
+      expect(await writer.async.read((tx) => tx.project(7).hasObjects([hashObject('blob', Buffer.from('refused'))]))).toEqual([false]);
+      await reader.close();
+      await writer.close();
     } finally {
       parent.remove();
     }

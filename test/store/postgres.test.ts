@@ -2,7 +2,9 @@
  * The asynchronous interface's contract on PostgreSQL (src/store/postgres/), on a real embedded
  * server (test/support/postgres.ts), plus what only this backend does: writers on two nodes (two
  * stores on one database) that stay serialisable, listings that writers on another node cannot slip
- * a record into, deadlocks that run a callback again, generations of commits put in any order,
+ * a record into, deadlocks that run a callback again, garbage collection's locks between a removal
+ * and a writer that relies on what it removes (and a node's cache that still holds a removed
+ * object), generations of commits put in any order,
  * durable commits whatever the database's default, the node's object cache, and a database that
  * cannot be reached or drops the connection mid-transaction (an error the service answers 503, not a hang).
  */
@@ -10,6 +12,8 @@ import postgres from 'postgres';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { encodeCommit } from '../../src/git/commit.js';
 import { EMPTY_TREE_OID, hashObject, type Oid } from '../../src/git/oid.js';
+import { encodeTree } from '../../src/git/tree.js';
+import type { AsyncStoreWriteTx, CollectionWrites, ProjectWrites } from '../../src/store/asyncTypes.js';
 import { contractError } from '../../src/service/domainErrors.js';
 import { connectionOptions, PostgresStore } from '../../src/store/postgres/store.js';
 import { StoreUnavailableError } from '../../src/store/types.js';
@@ -29,7 +33,7 @@ afterAll(async () => {
   await database?.drop();
 });
 
-asyncStoreContract('PostgresStore', () => new PostgresStore({ url: database.url }), { packForms: false, collection: false });
+asyncStoreContract('PostgresStore', () => new PostgresStore({ url: database.url }), { packForms: false, collection: true, visitObjects: false });
 
 /** Projects of these tests (the contract's start at 5000). */
 const freshProject = projectNumbers(90_000);
@@ -166,6 +170,160 @@ describe('PostgresStore deadlocks at the commit', () => {
   });
 });
 
+describe('PostgresStore garbage collection', () => {
+  type Collecting = ProjectWrites & CollectionWrites;
+  const collecting = (tx: AsyncStoreWriteTx, project: number) => tx.project(project) as Collecting;
+  const begin = (store: PostgresStore, project: number) =>
+    store.write(async (tx) => collecting(tx, project).beginCollection({ id: `pg-${project}`, startedAt: '2026-01-01T00:00:00.000Z' }));
+
+  /** Waits until `count` sessions of the test's database wait for a lock (bounded: 2,000 looks, 10 ms apart). */
+  async function lockWaiters(count: number): Promise<void> {
+    for (let look = 0; look < 2_000; look++) {
+      const [{ waiting }] = await admin<Array<{ waiting: number }>>`
+        SELECT count(*)::int AS waiting FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`;
+      if (waiting >= count) return;
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+    throw new Error(`fewer than ${count} sessions came to wait for a lock`);
+  }
+
+  /** A transaction of the test's own on the database, held open until `end` says commit or roll back. */
+  function heldTransaction(statements: (sql: postgres.TransactionSql) => Promise<unknown>): { ready: Promise<void>; end: (commit: boolean) => Promise<void> } {
+    const connection = postgres(database.url, { max: 1, onnotice: () => undefined });
+    const ready = signal();
+    const decided = signal();
+    let commit = false;
+    const finished = connection
+      .begin(async (sql) => {
+        await statements(sql);
+        ready.resolve();
+        await decided.promise;
+        if (!commit) throw new Error('rolled back on purpose');
+      })
+      .catch(() => undefined);
+    return {
+      ready: ready.promise,
+      end: async (decision) => {
+        commit = decision;
+        decided.resolve();
+        await finished;
+        await connection.end();
+      },
+    };
+  }
+
+  it('makes a removal wait for a writer that relies on the object, and run again when that writer journalled what it made reachable', async () => {
+    await withNodes(async ([writerNode, collectorNode]) => {
+      const project = freshProject();
+      const relied = await writerNode.write(async (tx) => tx.project(project).putObject('blob', Buffer.from('relied on by a new tree')));
+      await begin(collectorNode, project);
+      // Another session's uncommitted insert of an object the writer also puts: the writer's commit
+      // waits for it after locking what it read as present.
+      const held = Buffer.from('held by another session');
+      const other = heldTransaction((sql) => sql`INSERT INTO treehouse_objects (project_id, oid, type, body) VALUES (${project}, ${hashObject('blob', held)}, 3, ${held})`);
+      await other.ready;
+      let writerRuns = 0;
+      const written = writerNode.write(async (tx) => {
+        writerRuns++;
+        const p = tx.project(project);
+        const [present] = await p.hasObjects([relied]);
+        if (!present) p.putObject('blob', Buffer.from('relied on by a new tree'));
+        p.putObject('blob', held);
+        return p.putObject('tree', encodeTree([{ name: 'f', mode: '100644', oid: relied }]));
+      });
+      await lockWaiters(1);
+      let removerRuns = 0;
+      const journalSeen: string[][] = [];
+      const removal = collectorNode.write(async (tx) => {
+        removerRuns++;
+        const p = collecting(tx, project);
+        const journalled = await p.listJournal(null, 100);
+        journalSeen.push(journalled.map((oid) => oid.toString('hex')));
+        // As the sweep does: a journal entry is walked first, and what it reaches is not removed.
+        if (journalled.length === 0) p.removeStored([relied]);
+      });
+      // The removal's DELETE waits for the writer's lock on the object it read as present.
+      await lockWaiters(2);
+      await other.end(false);
+      const tree = await written;
+      await removal;
+      expect(writerRuns).toBe(1);
+      // The removal read the journal again after its DELETE, found the writer's entries, and ran again.
+      expect(removerRuns).toBe(2);
+      expect(journalSeen[0]).toEqual([]);
+      expect(journalSeen[1]).toEqual([tree, hashObject('blob', held)].map((oid) => oid.toString('hex')).sort());
+      expect(await collectorNode.read((tx) => tx.project(project).hasObjects([relied, tree]))).toEqual([true, true]);
+    });
+  });
+
+  it('runs a writer again when an object it read as present was removed while it waited to commit, and it then stores the object', async () => {
+    await withNodes(async ([writerNode, collectorNode]) => {
+      const project = freshProject();
+      const body = Buffer.from('removed while the writer commits');
+      const doomed = await writerNode.write(async (tx) => tx.project(project).putObject('blob', body));
+      await begin(collectorNode, project);
+      const journalled = await writerNode.write(async (tx) => tx.project(project).putObject('blob', Buffer.from('journalled')));
+      // Another session locks the journal entry the removal forgets: the removal waits there, after its DELETE.
+      const other = heldTransaction((sql) => sql`SELECT 1 FROM treehouse_collection_journal WHERE project_id = ${project} AND oid = ${journalled} FOR UPDATE`);
+      await other.ready;
+      let removerRuns = 0;
+      const removal = collectorNode.write(async (tx) => {
+        removerRuns++;
+        const p = collecting(tx, project);
+        expect(await p.listJournal(null, 100)).toEqual([journalled]);
+        p.removeStored([doomed]);
+        p.forgetJournal([journalled]);
+      });
+      await lockWaiters(1);
+      let writerRuns = 0;
+      const written = writerNode.write(async (tx) => {
+        writerRuns++;
+        const p = tx.project(project);
+        const [present] = await p.hasObjects([doomed]);
+        if (!present) p.putObject('blob', body);
+        return p.putObject('tree', encodeTree([{ name: 'f', mode: '100644', oid: doomed }]));
+      });
+      // The writer's check of what it read as present waits for the removal's DELETE.
+      await lockWaiters(2);
+      await other.end(true);
+      await removal;
+      const tree = await written;
+      expect(removerRuns).toBe(1);
+      expect(writerRuns).toBe(2);
+      await writerNode.read(async (tx) => {
+        expect(await tx.project(project).getObjects([doomed])).toEqual([{ type: 'blob', body }]);
+        expect(await tx.project(project).hasObjects([tree])).toEqual([true]);
+      });
+    });
+  });
+
+  it("runs a writer again when its node's cache answered an object a collection on another node removed, after the collection ended", async () => {
+    await withNodes(async ([cachingNode, collectorNode]) => {
+      const project = freshProject();
+      const body = Buffer.from('cached on one node, collected by the other');
+      const oid = await cachingNode.write(async (tx) => tx.project(project).putObject('blob', body));
+      expect(await cachingNode.read((tx) => tx.project(project).getObjects([oid]))).toEqual([{ type: 'blob', body }]);
+      await begin(collectorNode, project);
+      await collectorNode.write(async (tx) => collecting(tx, project).removeStored([oid]));
+      await collectorNode.write(async (tx) => collecting(tx, project).endCollection());
+      // The collecting node forgets what it removed; the other node's cache still answers it to readers.
+      expect(await collectorNode.read((tx) => tx.project(project).hasObjects([oid]))).toEqual([false]);
+      expect(await cachingNode.read((tx) => tx.project(project).hasObjects([oid]))).toEqual([true]);
+      let runs = 0;
+      const tree = await cachingNode.write(async (tx) => {
+        runs++;
+        const p = tx.project(project);
+        const [present] = await p.hasObjects([oid]);
+        if (!present) p.putObject('blob', body);
+        return p.putObject('tree', encodeTree([{ name: 'f', mode: '100644', oid }]));
+      });
+      // The commit found it gone: the node forgot it, and the callback ran again and stored it.
+      expect(runs).toBe(2);
+      expect(await collectorNode.read((tx) => tx.project(project).getObjects([oid, tree]).then((objects) => objects.map((object) => object?.type)))).toEqual(['blob', 'tree']);
+    });
+  });
+});
+
 describe('PostgresStore commit index', () => {
   it('gives generations from the commits put in one transaction in any order, children first too (2,000 merges, no recursion)', async () => {
     const store = await PostgresStore.open({ url: database.url });
@@ -188,6 +346,36 @@ describe('PostgresStore commit index', () => {
       expect(inside).toEqual(expected);
       const stored = await store.read(async (tx) => tx.project(project).getCommitInfos(commits.map((commit) => commit.oid)));
       expect(stored.map((info) => info?.generation)).toEqual(expected);
+    } finally {
+      await store.close();
+    }
+  });
+});
+
+describe('PostgresStore commit object lists', () => {
+  it('indexes the lists of more commits than one statement takes (10,001), put with their commits in one transaction', async () => {
+    const store = await PostgresStore.open({ url: database.url });
+    try {
+      const project = freshProject();
+      const signature = { name: 'L', email: 'l@example.com', timestamp: 1_700_000_000, timezone: '+0000' };
+      const commits: Array<{ oid: Oid; body: Buffer }> = [];
+      for (let index = 0; index < 10_001; index++) {
+        const parents = commits.slice(-1).map((commit) => commit.oid);
+        const body = encodeCommit({ tree: EMPTY_TREE_OID, parents, author: signature, committer: signature, extraHeaders: [], message: `l${index}\n` });
+        commits.push({ oid: hashObject('commit', body), body });
+      }
+      // One record each (a kind byte and an id; src/git/introducedObjects.ts).
+      const list = (index: number) => Buffer.concat([Buffer.from([index % 2]), commits[index].oid]);
+      await store.write(async (tx) => {
+        const p = tx.project(project);
+        for (const commit of commits) p.putObjectWithId(commit.oid, 'commit', commit.body);
+        // Newest first: the first statement of lists names the commit in the second of commits.
+        for (let index = commits.length - 1; index >= 0; index--) p.putCommitObjects(commits[index].oid, list(index));
+      });
+      await store.read(async (tx) => {
+        const p = tx.project(project);
+        for (const index of [0, 9_999, 10_000]) expect(await p.getCommitObjects(commits[index].oid)).toEqual(list(index));
+      });
     } finally {
       await store.close();
     }
@@ -373,5 +561,131 @@ describe('PostgresStore hostile input', () => {
     } finally {
       await store.close();
     }
+  });
+});
+
+/** Messages a listener heard, and a way to wait for the next one that passes `test`. */
+function heard(): { messages: Array<string | null>; listener: (message: string | null) => void; next(test: (message: string | null) => boolean): Promise<void> } {
+  const messages: Array<string | null> = [];
+  const waiting: Array<{ test: (message: string | null) => boolean; resolve: () => void }> = [];
+  return {
+    messages,
+    listener: (message) => {
+      messages.push(message);
+      for (const wait of [...waiting]) {
+        if (!wait.test(message)) continue;
+        waiting.splice(waiting.indexOf(wait), 1);
+        wait.resolve();
+      }
+    },
+    next: (test) => new Promise((resolve) => waiting.push({ test, resolve })),
+  };
+}
+
+describe('PostgresStore signals between nodes', () => {
+  it('deliver a committed write’s signals to every node, this one too, in commit order, and nothing of a write that failed', async () => {
+    await withNodes(async ([a, b]) => {
+      const onA = heard();
+      const onB = heard();
+      a.signals.listen('treehouse_test', onA.listener);
+      b.signals.listen('treehouse_test', onB.listener);
+      await Promise.all([a.signalsReady(), b.signalsReady()]);
+      const key = `pg/${freshProject()}/signalled`;
+      const failure = await a
+        .write(async (tx) => {
+          tx.putRecord(key, 'rolled back');
+          tx.signal!('treehouse_test', 'never');
+          throw new Error('the callback fails');
+        })
+        .catch((error: Error) => error);
+      expect(failure).toBeInstanceOf(Error);
+      const last = onB.next((message) => message === 'third');
+      const lastOnA = onA.next((message) => message === 'third');
+      await a.write(async (tx) => {
+        tx.putRecord(key, 1);
+        tx.signal!('treehouse_test', 'first');
+        tx.signal!('treehouse_test', 'second');
+      });
+      // A signal alone is a write too.
+      await a.write(async (tx) => tx.signal!('treehouse_test', 'third'));
+      await last;
+      // null first: listening started, and what came before it was not heard.
+      expect(onB.messages).toEqual([null, 'first', 'second', 'third']);
+      await lastOnA;
+      expect(onA.messages).toEqual([null, 'first', 'second', 'third']);
+      expect(a.signals.hears('treehouse_test')).toBe(true);
+      expect(a.signals.hears('treehouse_other')).toBe(false);
+      expect(await b.read((tx) => tx.getRecord(key))).toBe(1);
+    });
+  });
+
+  it('refuse a channel that is not an identifier and a message over its size, when signalled, and write nothing', async () => {
+    await withNodes(async ([a]) => {
+      const key = `pg/${freshProject()}/refused`;
+      for (const [channel, message] of [
+        ['Treehouse', 'x'],
+        ['tree-house', 'x'],
+        ['a'.repeat(64), 'x'],
+        ['treehouse_test', 'x'.repeat(7_001)],
+        ['treehouse_test', 'nul\0inside'],
+      ]) {
+        await expect(
+          a.write(async (tx) => {
+            tx.putRecord(key, channel);
+            tx.signal!(channel, message);
+          }),
+        ).rejects.toThrow(RangeError);
+      }
+      expect(() => a.signals.listen('no spaces', () => undefined)).toThrow(RangeError);
+      expect(await a.read((tx) => tx.getRecord(key))).toBeUndefined();
+    });
+  });
+
+  it('tell a listener that messages may have been missed when its connection is lost, and deliver again once it is back', async () => {
+    await withNodes(async ([a, b]) => {
+      const onB = heard();
+      b.signals.listen('treehouse_test', onB.listener);
+      await b.signalsReady();
+      expect(b.signals.hears('treehouse_test')).toBe(true);
+      const missed = onB.next((message) => message === null);
+      const ended = await admin`
+        SELECT pg_terminate_backend(pid) AS ended FROM pg_stat_activity
+        WHERE datname = current_database() AND query = 'LISTEN "treehouse_test"'`;
+      expect(ended.map((row) => row.ended)).toEqual([true]);
+      await missed;
+      const after = onB.next((message) => message === 'after');
+      await a.write(async (tx) => tx.signal!('treehouse_test', 'after'));
+      await after;
+      expect(onB.messages).toEqual([null, null, 'after']);
+      expect(b.signals.hears('treehouse_test')).toBe(true);
+    });
+  });
+});
+
+describe('PostgresStore rate limits', () => {
+  it('share one bucket between nodes: of 40 requests at once, exactly the burst is let in, and the rest are told how long to wait', async () => {
+    await withNodes(async (nodes) => {
+      const key = `key_${freshProject()}`;
+      // 0.001 tokens a second: nothing refills while the test runs.
+      const waits = await Promise.all(Array.from({ length: 40 }, (_, index) => nodes[index % 2].rateLimits.takeToken(key, 0.001, 5)));
+      expect(waits.filter((wait) => wait === 0)).toHaveLength(5);
+      for (const wait of waits.filter((wait) => wait > 0)) {
+        expect(wait).toBeGreaterThan(900);
+        expect(wait).toBeLessThanOrEqual(1000);
+      }
+      // Another key has a bucket of its own.
+      expect(await nodes[1].rateLimits.takeToken(`${key}_other`, 0.001, 5)).toBe(0);
+    });
+  });
+
+  it('refill at the rate, up to the burst, and let nothing in with a burst below one', async () => {
+    await withNodes(async ([a]) => {
+      const key = `key_${freshProject()}`;
+      // A million tokens a second: the bucket is full again by the next statement.
+      for (let round = 0; round < 20; round++) expect(await a.rateLimits.takeToken(key, 1_000_000, 1)).toBe(0);
+      const empty = `key_${freshProject()}`;
+      expect(await a.rateLimits.takeToken(empty, 0.001, 0)).toBeGreaterThan(0);
+      expect(await a.rateLimits.takeToken(empty, 0.001, 0)).toBeGreaterThan(0);
+    });
   });
 });

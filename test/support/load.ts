@@ -1,6 +1,7 @@
 /**
  * An HTTP load driver on loopback: `clients` concurrent loops, each writing a file of its own and
- * committing, until `durationMs` has passed. Bounded in time and sent only to the given base URL.
+ * committing, until `durationMs` has passed. Bounded in time and sent only to the given base URLs
+ * (the nodes of one service, clients spread over them).
  */
 export interface LoadResult {
   requests: number;
@@ -13,6 +14,8 @@ export interface LoadResult {
 
 export async function runWriteCommitLoad(options: {
   baseUrl: string;
+  /** Nodes of one service: client i sends to otherBaseUrls[i % n] (baseUrl counted first). */
+  otherBaseUrls?: string[];
   projectId: string;
   keys: string[];
   clients: number;
@@ -21,9 +24,10 @@ export async function runWriteCommitLoad(options: {
   const result: LoadResult = { requests: 0, errors: 0, acknowledgedFiles: [], commits: 0, durationMs: 0, latenciesMs: [] };
   const started = performance.now();
   const deadline = started + options.durationMs;
-  const call = async (key: string, path: string, body: unknown) => {
+  const bases = [options.baseUrl, ...(options.otherBaseUrls ?? [])];
+  const call = async (base: string, key: string, path: string, body: unknown) => {
     const t0 = performance.now();
-    const response = await fetch(`${options.baseUrl}/api/v1/projects/${options.projectId}${path}`, {
+    const response = await fetch(`${base}/api/v1/projects/${options.projectId}${path}`, {
       method: 'POST',
       headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
       body: JSON.stringify(body),
@@ -36,11 +40,12 @@ export async function runWriteCommitLoad(options: {
   };
   const client = async (index: number) => {
     const key = options.keys[index % options.keys.length];
+    const base = bases[index % bases.length];
     for (let n = 0; performance.now() < deadline; n++) {
       const path = `load/client-${index}/file-${n}.txt`;
-      const status = await call(key, '/files/batch', { files: [{ path, content: `client ${index} write ${n}\n` }] });
+      const status = await call(base, key, '/files/batch', { files: [{ path, content: `client ${index} write ${n}\n` }] });
       if (status === 200) result.acknowledgedFiles.push(path);
-      const committed = await call(key, '/git/commit', { message: `client ${index} commit ${n}` });
+      const committed = await call(base, key, '/git/commit', { message: `client ${index} commit ${n}` });
       if (committed === 201) result.commits++;
     }
   };

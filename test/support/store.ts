@@ -1,3 +1,4 @@
+import type { AsyncStore } from '../../src/store/asyncTypes.js';
 import { LmdbStore } from '../../src/store/lmdb.js';
 import { DEFAULT_REPO_LIMITS, type Repo } from '../../src/repo/repo.js';
 import { initProject, type SeedFile } from '../../src/repo/initProject.js';
@@ -27,7 +28,12 @@ let nextProject = 1;
 
 /** A project with its initial commit on main. */
 export async function newTestRepo(store: LmdbStore, files: SeedFile[] = []): Promise<Repo> {
-  const repo: Repo = { store: store.async, project: nextProject++, limits: { ...DEFAULT_REPO_LIMITS } };
+  return newTestRepoIn(store.async, files);
+}
+
+/** A project with its initial commit on main, in a store of any backend. */
+export async function newTestRepoIn(store: AsyncStore, files: SeedFile[] = []): Promise<Repo> {
+  const repo: Repo = { store, project: nextProject++, limits: { ...DEFAULT_REPO_LIMITS } };
   await initProject(repo, { files, people: testPeople });
   return repo;
 }

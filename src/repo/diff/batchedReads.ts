@@ -10,6 +10,7 @@ import { oidToHex, type Oid } from '../../git/oid.js';
 import { decodeTree, MODE_TREE, type TreeEntry } from '../../git/tree.js';
 import type { ProjectReads } from '../../store/asyncTypes.js';
 import { inReadTx, type Repo } from '../repo.js';
+import { annexedSize, SIZE_UNKNOWN } from '../worktree/workingDir.js';
 import type { BlobAccess } from './renames.js';
 
 /** Blobs in one read at most. */
@@ -104,12 +105,41 @@ export async function* blobBatches(
   }
 }
 
+/**
+ * Hands each blob of `oids` to `visit` in turn, read in one read, with a body `visit` may look at
+ * only during its call (where the store offers ProjectReads.visitObjects, a view of its memory;
+ * else a copy), until `visit` returns false; resolves with how many it visited. A blob the store
+ * lacks is an error where the walk reaches it.
+ */
+export async function visitBlobs(reads: ProjectReads, oids: readonly Oid[], visit: (body: Buffer, index: number) => boolean): Promise<number> {
+  if (oids.length === 0) return 0;
+  const each = (object: { type: string; body: Buffer } | undefined, index: number) => visit(blobBody(object, oids[index]), index);
+  if (reads.visitObjects) return reads.visitObjects(oids, each);
+  const objects = await reads.getObjects(oids);
+  for (let i = 0; i < objects.length; i++) if (!each(objects[i], i)) return i + 1;
+  return objects.length;
+}
+
 export interface WalkedEntry {
   /** Path from the root, "/"-separated. */
   path: string;
   entry: TreeEntry;
   /** Directories above the entry (0 at the root). */
   depth: number;
+  /** A file's size when its tree records it (trees written through the API do), else undefined. */
+  size: number | undefined;
+}
+
+/** A tree as walkTree holds it: its entries and the sizes its annex records. */
+interface WalkedTree {
+  entries: TreeEntry[];
+  annex: Buffer | null;
+}
+
+/** Trees with their annexes, in the order asked; undefined where the store has no such tree. */
+async function readWalkedTrees(reads: ProjectReads, oids: readonly Oid[]): Promise<Array<WalkedTree | undefined>> {
+  const objects = oids.length > 0 ? await reads.getObjectsWithAnnex(oids) : [];
+  return objects.map((object) => (object && object.type === 'tree' ? { entries: decodeTree(object.body, true), annex: object.annex } : undefined));
 }
 
 /**
@@ -122,7 +152,7 @@ export interface WalkedEntry {
  * The walk's next entry, or its end; a walk that failed (a tree the store lacks) ends with its
  * error, which the caller reports once it has handled the entries before it.
  */
-export async function nextWalked(walk: AsyncGenerator<WalkedEntry, void, void>): Promise<{ entry: WalkedEntry } | { end: true; error?: { cause: unknown } }> {
+export async function nextWalked<T = WalkedEntry>(walk: AsyncGenerator<T, void, void>): Promise<{ entry: T } | { end: true; error?: { cause: unknown } }> {
   try {
     const step = await walk.next();
     return step.done ? { end: true } : { entry: step.value };
@@ -132,33 +162,63 @@ export async function nextWalked(walk: AsyncGenerator<WalkedEntry, void, void>):
 }
 
 export async function* walkTree(reads: ProjectReads, root: Oid, descend: (path: string) => boolean): AsyncGenerator<WalkedEntry, void, void> {
-  type Frame = { dir: string; entries: TreeEntry[]; next: number; subtrees: Map<number, TreeEntry[] | undefined> };
+  for await (const chunk of walkTreeChunks(reads, root, descend)) yield* chunk;
+}
+
+/** Entries walkTreeChunks gives at most at once. */
+const WALK_CHUNK_ENTRIES = 1024;
+
+/**
+ * walkTree's entries, a chunk at a time: all those it reaches before it must read more trees (at
+ * most WALK_CHUNK_ENTRIES), so a caller that takes many entries pays a turn of the generator per
+ * chunk, not per entry. A walk that fails gives the entries before the failure first.
+ */
+export async function* walkTreeChunks(reads: ProjectReads, root: Oid, descend: (path: string) => boolean): AsyncGenerator<WalkedEntry[], void, void> {
+  type Frame = { dir: string; tree: WalkedTree; next: number; subtrees: Map<number, WalkedTree | undefined> };
   const pathOf = (frame: Frame, entry: TreeEntry) => (frame.dir === '' ? entry.name : `${frame.dir}/${entry.name}`);
-  const [rootEntries] = await readTrees(reads, [root]);
-  const frames: Frame[] = [{ dir: '', entries: requireTree(rootEntries, root), next: 0, subtrees: new Map() }];
+  const [rootTree] = await readWalkedTrees(reads, [root]);
+  if (!rootTree) throw new Error(`tree ${oidToHex(root)} is missing`);
+  const frames: Frame[] = [{ dir: '', tree: rootTree, next: 0, subtrees: new Map() }];
+  let chunk: WalkedEntry[] = [];
   while (frames.length > 0) {
     const frame = frames[frames.length - 1];
-    if (frame.next >= frame.entries.length) {
+    const { entries, annex } = frame.tree;
+    if (frame.next >= entries.length) {
       frames.pop();
       continue;
     }
     const index = frame.next++;
-    const entry = frame.entries[index];
+    const entry = entries[index];
     const path = pathOf(frame, entry);
-    yield { path, entry, depth: frames.length - 1 };
+    const known = entry.mode === MODE_TREE || annex === null ? SIZE_UNKNOWN : annexedSize(annex, entries.length, index);
+    chunk.push({ path, entry, depth: frames.length - 1, size: known === SIZE_UNKNOWN ? undefined : known });
+    if (chunk.length >= WALK_CHUNK_ENTRIES) {
+      yield chunk;
+      chunk = [];
+    }
     if (entry.mode !== MODE_TREE || !descend(path)) continue;
     if (!frame.subtrees.has(index)) {
+      // The entries so far go first: the read may fail, and they are the caller's before it.
+      if (chunk.length > 0) {
+        yield chunk;
+        chunk = [];
+      }
       // This subtree and the next siblings the walk will enter, in one read.
       const batch: number[] = [];
-      for (let i = index; i < frame.entries.length && batch.length < TREE_BATCH_MAX; i++) {
-        const sibling = frame.entries[i];
+      for (let i = index; i < entries.length && batch.length < TREE_BATCH_MAX; i++) {
+        const sibling = entries[i];
         if (sibling.mode === MODE_TREE && (i === index || descend(pathOf(frame, sibling)))) batch.push(i);
       }
-      const trees = await readTrees(reads, batch.map((i) => frame.entries[i].oid));
+      const trees = await readWalkedTrees(reads, batch.map((i) => entries[i].oid));
       batch.forEach((i, k) => frame.subtrees.set(i, trees[k]));
     }
-    const entries = requireTree(frame.subtrees.get(index), entry.oid);
+    const tree = frame.subtrees.get(index);
+    if (!tree) {
+      if (chunk.length > 0) yield chunk;
+      throw new Error(`tree ${oidToHex(entry.oid)} is missing`);
+    }
     frame.subtrees.delete(index);
-    frames.push({ dir: path, entries, next: 0, subtrees: new Map() });
+    frames.push({ dir: path, tree, next: 0, subtrees: new Map() });
   }
+  if (chunk.length > 0) yield chunk;
 }

@@ -8,7 +8,8 @@
  * (xdiff-interface.c trim_common_tail()), which can change where the diff puts ambiguous changes;
  * we do the same, so -U0 hunks are git's too.
  */
-import { DiffLimitError, diffLines, splitLines, type LineDiffOptions, type LineHunk } from '../merge/lineDiff.js';
+import { DiffLimitError, diffLineIds, LineClasses, type LineDiffOptions, type LineHunk } from '../merge/lineDiff.js';
+import { LineTable } from './lineTable.js';
 
 /** `git diff --histogram` with git's default indent heuristic. */
 export const HISTOGRAM_DIFF: LineDiffOptions = Object.freeze({ algorithm: 'histogram', indentHeuristic: true });
@@ -70,22 +71,27 @@ export function trimCommonTail(a: Buffer, b: Buffer): [Buffer, Buffer] {
 /** The hunks of `oldContent` → `newContent` with `context` lines of context, as git diff prints them. */
 export function buildPatch(oldContent: Buffer, newContent: Buffer, context: number, options: LineDiffOptions = HISTOGRAM_DIFF): FilePatch {
   const [oldTrimmed, newTrimmed] = context === 0 ? trimCommonTail(oldContent, newContent) : [oldContent, newContent];
-  const oldLines = splitLines(oldTrimmed);
-  const newLines = splitLines(newTrimmed);
+  // Numbered old side first, in order of first appearance, as the histogram diff needs; the new
+  // side takes the runs of lines it shares with the old as they are (the same numbers LineTable.of
+  // would give them, without hashing them again).
+  const classes = new LineClasses(Math.ceil((oldTrimmed.length + newTrimmed.length) / 32));
+  const oldLines = LineTable.of(oldTrimmed, classes);
+  const newLines = LineTable.from(newTrimmed, oldLines, classes);
+  const indents = options.indentHeuristic ? { old: oldLines.indents(), new: newLines.indents() } : null;
   let script: LineHunk[];
   try {
-    script = diffLines(oldLines, newLines, options);
+    script = diffLineIds(oldLines.ids, newLines.ids, indents, options.algorithm);
   } catch (error) {
     // Where git's histogram index overflows, git cannot diff the file at all ("unable to generate
     // diff"); an answer is more use than a failure, so the classic algorithm diffs it instead.
     if (!(error instanceof DiffLimitError)) throw error;
-    script = diffLines(oldLines, newLines, { ...options, algorithm: 'myers' });
+    script = diffLineIds(oldLines.ids, newLines.ids, indents, 'myers');
   }
   return emitPatch(oldLines, newLines, script, context);
 }
 
 /** xdl_emit_diff() without function context, with git's default funcname rule. */
-export function emitPatch(oldLines: readonly Buffer[], newLines: readonly Buffer[], script: readonly LineHunk[], context: number): FilePatch {
+function emitPatch(oldLines: LineTable, newLines: LineTable, script: readonly LineHunk[], context: number): FilePatch {
   const patch: FilePatch = { hunks: [], additions: 0, deletions: 0, oldMissingNewline: false, newMissingNewline: false, bytes: 0 };
   let funcLine = '';
   let funcSearchedTo = -1;
@@ -98,14 +104,14 @@ export function emitPatch(oldLines: readonly Buffer[], newLines: readonly Buffer
     const tail = script[last];
     const s1 = Math.max(head.oldStart - context, 0);
     let s2 = Math.max(head.newStart - context, 0);
-    const trailing = Math.min(context, oldLines.length - (tail.oldStart + tail.oldCount), newLines.length - (tail.newStart + tail.newCount));
+    const trailing = Math.min(context, oldLines.lineCount - (tail.oldStart + tail.oldCount), newLines.lineCount - (tail.newStart + tail.newCount));
     const e1 = tail.oldStart + tail.oldCount + trailing;
     const e2 = tail.newStart + tail.newCount + trailing;
 
     // get_func_line(): the nearest function line above the hunk; the previous hunk's stays when
     // none lies between the two.
-    for (let l = s1 - 1; l !== funcSearchedTo && l >= 0 && l < oldLines.length; l--) {
-      const found = functionLine(oldLines[l]);
+    for (let l = s1 - 1; l !== funcSearchedTo && l >= 0 && l < oldLines.lineCount; l--) {
+      const found = functionLine(oldLines, l);
       if (found !== null) {
         funcLine = found;
         break;
@@ -126,30 +132,31 @@ export function emitPatch(oldLines: readonly Buffer[], newLines: readonly Buffer
     hunk.header = `@@ -${hunk.old_start}${oldCount === 1 ? '' : `,${oldCount}`} +${hunk.new_start}${newCount === 1 ? '' : `,${newCount}`} @@${funcLine === '' ? '' : ` ${funcLine}`}`;
     patch.bytes += Buffer.byteLength(hunk.header) + 1;
 
-    const emit = (prefix: string, line: Buffer, side: 'old' | 'new' | 'both') => {
-      const terminated = line.length > 0 && line[line.length - 1] === NEWLINE;
-      hunk.lines.push(prefix + line.toString('utf8', 0, terminated ? line.length - 1 : line.length));
-      patch.bytes += line.length + (terminated ? 1 : 2);
+    const emit = (prefix: string, lines: LineTable, line: number, side: 'old' | 'new' | 'both') => {
+      const terminated = lines.terminated(line);
+      hunk.lines.push(prefix + lines.text(line, true));
+      const length = lines.startOf(line + 1) - lines.startOf(line);
+      patch.bytes += length + (terminated ? 1 : 2);
       if (!terminated) {
         patch.bytes += '\\ No newline at end of file\n'.length;
         if (side !== 'new') patch.oldMissingNewline = true;
         if (side !== 'old') patch.newMissingNewline = true;
       }
     };
-    for (; s2 < head.newStart; s2++) emit(' ', newLines[s2], 'both');
+    for (; s2 < head.newStart; s2++) emit(' ', newLines, s2, 'both');
     let o = head.oldStart;
     let n = head.newStart;
     for (let k = first; k <= last; k++) {
       const change = script[k];
-      for (; o < change.oldStart && n < change.newStart; o++, n++) emit(' ', newLines[n], 'both');
-      for (o = change.oldStart; o < change.oldStart + change.oldCount; o++) emit('-', oldLines[o], 'old');
-      for (n = change.newStart; n < change.newStart + change.newCount; n++) emit('+', newLines[n], 'new');
+      for (; o < change.oldStart && n < change.newStart; o++, n++) emit(' ', newLines, n, 'both');
+      for (o = change.oldStart; o < change.oldStart + change.oldCount; o++) emit('-', oldLines, o, 'old');
+      for (n = change.newStart; n < change.newStart + change.newCount; n++) emit('+', newLines, n, 'new');
       patch.deletions += change.oldCount;
       patch.additions += change.newCount;
       o = change.oldStart + change.oldCount;
       n = change.newStart + change.newCount;
     }
-    for (n = tail.newStart + tail.newCount; n < e2; n++) emit(' ', newLines[n], 'both');
+    for (n = tail.newStart + tail.newCount; n < e2; n++) emit(' ', newLines, n, 'both');
     patch.hunks.push(hunk);
     first = last + 1;
   }
@@ -157,14 +164,17 @@ export function emitPatch(oldLines: readonly Buffer[], newLines: readonly Buffer
 }
 
 /** def_ff(): a line starting with an ASCII letter, "_" or "$", cut to 80 bytes, trailing blanks dropped. */
-function functionLine(line: Buffer): string | null {
-  if (line.length === 0) return null;
-  const c = line[0];
+function functionLine(lines: LineTable, line: number): string | null {
+  const start = lines.startOf(line);
+  const length = lines.startOf(line + 1) - start;
+  if (length === 0) return null;
+  const content = lines.content;
+  const c = content[start];
   const isAlpha = (c >= 0x41 && c <= 0x5a) || (c >= 0x61 && c <= 0x7a);
   if (!isAlpha && c !== 0x5f && c !== 0x24) return null;
-  let end = Math.min(line.length, FUNC_LINE_BYTES_MAX);
-  while (end > 0 && isCSpace(line[end - 1])) end--;
-  return line.toString('utf8', 0, end);
+  let end = start + Math.min(length, FUNC_LINE_BYTES_MAX);
+  while (end > start && isCSpace(content[end - 1])) end--;
+  return content.toString('utf8', start, end);
 }
 
 function isCSpace(byte: number): boolean {

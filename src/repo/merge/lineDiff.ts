@@ -14,6 +14,8 @@
  * one. Two lines are equal when their bytes are equal (so "a" and "a\n" differ).
  */
 
+import { randomInt } from 'node:crypto';
+
 /** A changed region: `oldCount` lines at `oldStart` became `newCount` lines at `newStart` (0-based). */
 export interface LineHunk {
   oldStart: number;
@@ -66,19 +68,10 @@ export class DiffLimitError extends Error {
  * buckets, so they must be git's to fail exactly where git fails.
  */
 function classify(oldLines: readonly Buffer[], newLines: readonly Buffer[]): { oldIds: Int32Array; newIds: Int32Array } {
-  const ids = new Map<string, number>();
+  const classes = new LineClasses(oldLines.length + newLines.length);
   const number = (lines: readonly Buffer[]): Int32Array => {
     const out = new Int32Array(lines.length);
-    const keyOf = lineKeys(lines);
-    for (let i = 0; i < lines.length; i++) {
-      const key = keyOf(i);
-      let id = ids.get(key);
-      if (id === undefined) {
-        id = ids.size;
-        ids.set(key, id);
-      }
-      out[i] = id;
-    }
+    for (let i = 0; i < lines.length; i++) out[i] = classes.intern(lines[i], 0, lines[i].length);
     return out;
   };
   const oldIds = number(oldLines);
@@ -86,26 +79,152 @@ function classify(oldLines: readonly Buffer[], newLines: readonly Buffer[]): { o
   return { oldIds, newIds };
 }
 
+/** Lines up to this long are compared and copied byte by byte in JS rather than natively. */
+const SHORT_LINE_BYTES = 64;
+/** Bytes of distinct lines a LineClasses keeps before it starts over (LineClasses.full). */
+const LINE_CLASS_BYTES_MAX = 64 * 1024 * 1024;
+
+/** Slots one lookup may probe before the table gives way to a Map (see LineClasses). */
+const PROBES_MAX = 48;
+/** Mixed into every line's hash: the slots a line lands in cannot be worked out from outside. */
+const HASH_SEED = randomInt(2 ** 31);
+
 /**
- * Map keys for lines (their bytes as latin1 text). Lines cut from one buffer one after another (what
- * splitLines() gives) are keyed as slices of one string of the whole run, which is much cheaper than
- * a string per line; other lines get a string each.
+ * Numbers lines by their bytes: equal lines get the same number, numbers in order of first
+ * appearance from 0. A hash table of its own (a line hashed once, its bytes compared only on equal
+ * hashes) rather than a Map of strings, which cost a string and its hash per line per diff. A copy
+ * of each distinct line is kept, so the buffers it saw may go; a walk that shares one instance
+ * over many diffs (blame) checks `full` and starts a new one past LINE_CLASS_BYTES_MAX.
+ *
+ * The lines are the client's: lines made to share slots would make each lookup walk all of them.
+ * The hash is seeded at random per process, and a lookup that probes more than PROBES_MAX slots
+ * moves the table into a Map of strings (V8's string hash is seeded too) for the rest of its life,
+ * with the same numbers: never worse than before the table.
  */
-function lineKeys(lines: readonly Buffer[]): (i: number) => string {
-  if (lines.length === 0) return () => '';
-  const first = lines[0];
-  let contiguous = true;
-  for (let i = 1; i < lines.length && contiguous; i++) {
-    const previous = lines[i - 1];
-    contiguous = lines[i].buffer === first.buffer && lines[i].byteOffset === previous.byteOffset + previous.length;
+export class LineClasses {
+  /** Once probing went too far: every class by its line as a latin1 string. */
+  private byText: Map<string, number> | null = null;
+  /** Open addressing: class + 1 per slot, 0 for an empty slot. */
+  private slots: Int32Array;
+  private hashes: Int32Array;
+  /** Where each class's copy of its line starts in `arena` (its end is the next class's start). */
+  private offsets: Int32Array;
+  private arena: Buffer;
+  private arenaUsed = 0;
+  count = 0;
+
+  /** `probesMax`: PROBES_MAX unless a test wants the Map sooner. */
+  constructor(
+    expectedLines = 64,
+    private readonly probesMax = PROBES_MAX,
+  ) {
+    let capacity = 16;
+    while (capacity < expectedLines * 2) capacity *= 2;
+    this.slots = new Int32Array(capacity);
+    this.hashes = new Int32Array(capacity >> 1);
+    this.offsets = new Int32Array((capacity >> 1) + 1);
+    this.arena = Buffer.allocUnsafe(Math.max(1024, expectedLines * 48));
   }
-  if (!contiguous) return (i) => lines[i].toString('latin1');
-  const last = lines[lines.length - 1];
-  const whole = Buffer.from(first.buffer, first.byteOffset, last.byteOffset + last.length - first.byteOffset).toString('latin1');
-  return (i) => {
-    const start = lines[i].byteOffset - first.byteOffset;
-    return whole.slice(start, start + lines[i].length);
-  };
+
+  /** True once the copies of its lines hold LINE_CLASS_BYTES_MAX bytes. */
+  get full(): boolean {
+    return this.arenaUsed >= LINE_CLASS_BYTES_MAX;
+  }
+
+  /** The class of the line `bytes[start, end)`. */
+  intern(bytes: Buffer, start: number, end: number): number {
+    if (this.byText) return this.internText(bytes, start, end);
+    // FNV-1a over the bytes from a seeded basis, then a final mix so that the low bits (the slot)
+    // depend on all of them.
+    let hash = (0x811c9dc5 ^ HASH_SEED) | 0;
+    for (let i = start; i < end; i++) hash = Math.imul(hash ^ bytes[i], 0x01000193);
+    hash ^= hash >>> 15;
+    hash = Math.imul(hash, 0x2c1b3c6d);
+    hash ^= hash >>> 12;
+    const mask = this.slots.length - 1;
+    const length = end - start;
+    let probes = 0;
+    for (let slot = hash & mask; ; slot = (slot + 1) & mask) {
+      const found = this.slots[slot];
+      if (found === 0) break;
+      const id = found - 1;
+      const from = this.offsets[id];
+      if (this.hashes[id] === hash && this.offsets[id + 1] - from === length && this.sameBytes(bytes, start, from, length)) return id;
+      if (++probes > this.probesMax) {
+        this.toMap();
+        return this.internText(bytes, start, end);
+      }
+    }
+    return this.add(bytes, start, end, hash);
+  }
+
+  /** The table's classes moved into a Map of strings, for every lookup from now on. */
+  private toMap(): void {
+    const byText = new Map<string, number>();
+    for (let id = 0; id < this.count; id++) byText.set(this.arena.toString('latin1', this.offsets[id], this.offsets[id + 1]), id);
+    this.byText = byText;
+  }
+
+  private internText(bytes: Buffer, start: number, end: number): number {
+    const text = bytes.toString('latin1', start, end);
+    const known = this.byText!.get(text);
+    if (known !== undefined) return known;
+    const id = this.count++;
+    this.byText!.set(text, id);
+    // Counted as copies are, so `full` still bounds what one instance keeps.
+    this.arenaUsed += end - start;
+    return id;
+  }
+
+  /** Whether bytes[start, start + length) equals the arena's copy at `from`; short lines in JS (a native call costs more). */
+  private sameBytes(bytes: Buffer, start: number, from: number, length: number): boolean {
+    if (length > SHORT_LINE_BYTES) return bytes.compare(this.arena, from, from + length, start, start + length) === 0;
+    const arena = this.arena;
+    for (let i = 0; i < length; i++) if (arena[from + i] !== bytes[start + i]) return false;
+    return true;
+  }
+
+  private add(bytes: Buffer, start: number, end: number, hash: number): number {
+    const id = this.count++;
+    if (this.count * 2 > this.slots.length) this.grow();
+    const length = end - start;
+    if (this.arenaUsed + length > this.arena.length) {
+      const arena = Buffer.allocUnsafe(Math.max(this.arena.length * 2, this.arenaUsed + length));
+      this.arena.copy(arena, 0, 0, this.arenaUsed);
+      this.arena = arena;
+    }
+    if (length > SHORT_LINE_BYTES) {
+      bytes.copy(this.arena, this.arenaUsed, start, end);
+    } else {
+      const arena = this.arena;
+      for (let i = 0, at = this.arenaUsed; i < length; i++) arena[at + i] = bytes[start + i];
+    }
+    this.arenaUsed += length;
+    this.hashes[id] = hash;
+    this.offsets[id + 1] = this.arenaUsed;
+    const mask = this.slots.length - 1;
+    let slot = hash & mask;
+    while (this.slots[slot] !== 0) slot = (slot + 1) & mask;
+    this.slots[slot] = id + 1;
+    return id;
+  }
+
+  private grow(): void {
+    const slots = new Int32Array(this.slots.length * 2);
+    const mask = slots.length - 1;
+    for (let id = 0; id < this.count - 1; id++) {
+      let slot = this.hashes[id] & mask;
+      while (slots[slot] !== 0) slot = (slot + 1) & mask;
+      slots[slot] = id + 1;
+    }
+    this.slots = slots;
+    const hashes = new Int32Array(slots.length >> 1);
+    hashes.set(this.hashes);
+    this.hashes = hashes;
+    const offsets = new Int32Array((slots.length >> 1) + 1);
+    offsets.set(this.offsets);
+    this.offsets = offsets;
+  }
 }
 
 /**
@@ -117,8 +236,17 @@ interface DiffFile {
   changed: Uint8Array;
 }
 
-function newDiffFile(ids: Int32Array): DiffFile {
-  return { ids, changed: new Uint8Array(ids.length + 2) };
+/**
+ * The changed flags of a diff's two files, kept between diffs: a diff runs to its end without a
+ * pause, and its result (hunks) keeps none of them.
+ */
+const changedScratch = [new Uint8Array(1024), new Uint8Array(1024)];
+
+function newDiffFile(ids: Int32Array, side: 0 | 1): DiffFile {
+  if (changedScratch[side].length < ids.length + 2) changedScratch[side] = new Uint8Array(Math.max(ids.length + 2, changedScratch[side].length * 2));
+  const changed = changedScratch[side].subarray(0, ids.length + 2);
+  changed.fill(0);
+  return { ids, changed };
 }
 
 /** Which of xdiff's choices a diff makes (xpparam_t flags). */
@@ -144,25 +272,48 @@ export const MERGE_DIFF_OPTIONS: LineDiffOptions = Object.freeze({ algorithm: 'h
  * The default options are a merge's.
  */
 export function diffLines(oldLines: readonly Buffer[], newLines: readonly Buffer[], options: LineDiffOptions = MERGE_DIFF_OPTIONS): LineHunk[] {
-  let oldFile: DiffFile;
-  let newFile: DiffFile;
-  if (options.algorithm === 'histogram') {
-    const { oldIds, newIds } = classify(oldLines, newLines);
-    oldFile = newDiffFile(oldIds);
-    newFile = newDiffFile(newIds);
-    histogramDiff(oldLines, newLines, oldFile, newFile);
+  const indents = options.indentHeuristic ? { old: indentsOfLines(oldLines), new: indentsOfLines(newLines) } : null;
+  const { oldIds, newIds } = classify(oldLines, newLines);
+  return diffLineIds(oldIds, newIds, indents, options.algorithm);
+}
+
+/** A line's indentation as the indent heuristic measures it (get_indent()): columns, -1 for a blank line. */
+export interface LineIndents {
+  length: number;
+  measure(line: number): number;
+}
+
+function indentsOfLines(lines: readonly Buffer[]): LineIndents {
+  return { length: lines.length, measure: (line) => measureIndent(lines[line], 0, lines[line].length) };
+}
+
+/**
+ * diffLines on lines already numbered by content: equal lines have equal ids. The classic
+ * algorithm (xdl_do_diff() without XDF_*_DIFF flags: git's default and git blame's) looks at
+ * nothing else, so any numbering does (one LineClasses shared by many diffs, say); the histogram's
+ * buckets hash the ids, so for it they must be numbered as xdl_classify_record() numbers them (in
+ * order of first appearance, old side first: a fresh LineClasses given the old lines, then the new).
+ * `indents`: apply the indent heuristic with these.
+ */
+export function diffLineIds(
+  oldIds: Int32Array,
+  newIds: Int32Array,
+  indents: { old: LineIndents; new: LineIndents } | null,
+  algorithm: LineDiffOptions['algorithm'] = 'myers',
+  /** More than any id (LineClasses.count), when known. */
+  classCount = -1,
+): LineHunk[] {
+  const oldFile = newDiffFile(oldIds, 0);
+  const newFile = newDiffFile(newIds, 1);
+  if (algorithm === 'histogram') {
+    histogramDiff(oldFile, newFile);
   } else {
     // xdl_do_diff() with the classic algorithm over the whole files: the same steps the histogram
     // diff's fall-back runs on a region.
-    const { changed1, changed2, ids1: oldIds, ids2: newIds } = myersDiff(oldLines, newLines);
-    oldFile = newDiffFile(oldIds);
-    newFile = newDiffFile(newIds);
-    oldFile.changed.set(changed1, 1);
-    newFile.changed.set(changed2, 1);
+    myersDiff(oldIds, newIds, oldFile.changed.subarray(1, oldIds.length + 1), newFile.changed.subarray(1, newIds.length + 1), classCount);
   }
-  const indents = options.indentHeuristic;
-  compactChanges(oldFile, newFile, indents ? oldLines : null);
-  compactChanges(newFile, oldFile, indents ? newLines : null);
+  compactChanges(oldFile, newFile, indents && new IndentCache(indents.old));
+  compactChanges(newFile, oldFile, indents && new IndentCache(indents.new));
   return buildHunks(oldFile, newFile);
 }
 
@@ -176,7 +327,7 @@ interface Region {
   count2: number;
 }
 
-function histogramDiff(oldLines: readonly Buffer[], newLines: readonly Buffer[], oldFile: DiffFile, newFile: DiffFile): void {
+function histogramDiff(oldFile: DiffFile, newFile: DiffFile): void {
   // git recurses on the part before the common run and loops on the part after it; the parts
   // are disjoint, so an explicit stack in any order marks the same lines.
   const pending: Region[] = [{ line1: 1, count1: oldFile.ids.length, line2: 1, count2: newFile.ids.length }];
@@ -196,7 +347,7 @@ function histogramDiff(oldLines: readonly Buffer[], newLines: readonly Buffer[],
       throw new DiffLimitError('a region has more than 64 distinct lines in one histogram bucket; git cannot diff it either');
     }
     if (found === 'fall-back') {
-      myersFallback(oldLines, newLines, oldFile, newFile, line1, count1, line2, count2);
+      myersFallback(oldFile, newFile, line1, count1, line2, count2);
       continue;
     }
     if (found.begin1 === 0 && found.begin2 === 0) {
@@ -351,21 +502,16 @@ function findLongestCommonRun(
 // Classic Myers diff (xdiff/xdiffi.c, xdiff/xprepare.c) for histogram fall-back regions. git
 // diffs the region as two fresh files, so classification, trimming and discarding are per region.
 
-function myersFallback(
-  oldLines: readonly Buffer[],
-  newLines: readonly Buffer[],
-  oldFile: DiffFile,
-  newFile: DiffFile,
-  line1: number,
-  count1: number,
-  line2: number,
-  count2: number,
-): void {
-  const subOld = oldLines.slice(line1 - 1, line1 - 1 + count1);
-  const subNew = newLines.slice(line2 - 1, line2 - 1 + count2);
-  const { changed1, changed2 } = myersDiff(subOld, subNew);
-  for (let i = 0; i < count1; i++) oldFile.changed[line1 + i] = changed1[i];
-  for (let i = 0; i < count2; i++) newFile.changed[line2 + i] = changed2[i];
+function myersFallback(oldFile: DiffFile, newFile: DiffFile, line1: number, count1: number, line2: number, count2: number): void {
+  // A fresh classification of the region would number its lines differently, but Myers looks at
+  // equality and counts within the region only, which the region's ids already give.
+  // The region's flags are all clear: regions do not overlap.
+  myersDiff(
+    oldFile.ids.subarray(line1 - 1, line1 - 1 + count1),
+    newFile.ids.subarray(line2 - 1, line2 - 1 + count2),
+    oldFile.changed.subarray(line1, line1 + count1),
+    newFile.changed.subarray(line2, line2 + count2),
+  );
 }
 
 /** xdl_bogosqrt(): a power of two near the square root. */
@@ -375,23 +521,42 @@ function roughSquareRoot(n: number): number {
   return i;
 }
 
-/** Myers diff of two whole sequences; returns per-line changed flags (0/1) for each side. */
-function myersDiff(lines1: readonly Buffer[], lines2: readonly Buffer[]): { changed1: Uint8Array; changed2: Uint8Array; ids1: Int32Array; ids2: Int32Array } {
-  const { oldIds: ids1, newIds: ids2 } = classify(lines1, lines2);
+/** Per-class occurrence counts of myersDiff, kept between calls (zeroed again after each). */
+let classCounts = { in1: new Int32Array(1024), in2: new Int32Array(1024) };
+
+/**
+ * Myers diff of two whole sequences of line ids (equal lines, equal ids): sets the changed flag
+ * (1) of each changed line in `changed1` and `changed2`, which come clear. `knownClassCount`: a
+ * bound on the ids when the caller knows one (saves a pass over both files).
+ */
+function myersDiff(ids1: Int32Array, ids2: Int32Array, changed1: Uint8Array, changed2: Uint8Array, knownClassCount = -1): void {
   const n1 = ids1.length;
   const n2 = ids2.length;
-  const changed1 = new Uint8Array(n1);
-  const changed2 = new Uint8Array(n2);
 
   // Occurrences of each class in each file (len1/len2 of xdlclass_t), over the whole files.
-  let classCount = 0;
-  for (const id of ids1) classCount = Math.max(classCount, id + 1);
-  for (const id of ids2) classCount = Math.max(classCount, id + 1);
-  const in1 = new Int32Array(classCount);
-  const in2 = new Int32Array(classCount);
-  for (const id of ids1) in1[id]++;
-  for (const id of ids2) in2[id]++;
+  let classCount = knownClassCount;
+  if (classCount < 0) {
+    for (let i = 0; i < n1; i++) if (ids1[i] >= classCount) classCount = ids1[i] + 1;
+    for (let i = 0; i < n2; i++) if (ids2[i] >= classCount) classCount = ids2[i] + 1;
+  }
+  if (classCount > classCounts.in1.length) {
+    const size = Math.max(classCount, classCounts.in1.length * 2);
+    classCounts = { in1: new Int32Array(size), in2: new Int32Array(size) };
+  }
+  const { in1, in2 } = classCounts;
+  for (let i = 0; i < n1; i++) in1[ids1[i]]++;
+  for (let i = 0; i < n2; i++) in2[ids2[i]]++;
+  try {
+    myersDiffCounted(ids1, ids2, in1, in2, changed1, changed2);
+  } finally {
+    for (let i = 0; i < n1; i++) in1[ids1[i]] = 0;
+    for (let i = 0; i < n2; i++) in2[ids2[i]] = 0;
+  }
+}
 
+function myersDiffCounted(ids1: Int32Array, ids2: Int32Array, in1: Int32Array, in2: Int32Array, changed1: Uint8Array, changed2: Uint8Array): void {
+  const n1 = ids1.length;
+  const n2 = ids2.length;
   // xdl_trim_ends(): equal prefix and suffix lines take no part.
   const limit = Math.min(n1, n2);
   let start = 0;
@@ -403,13 +568,12 @@ function myersDiff(lines1: readonly Buffer[], lines2: readonly Buffer[]): { chan
 
   // xdl_cleanup_records(): lines without a match on the other side are changed for sure, and
   // lines with very many matches are dropped when they sit among such lines.
-  const kept1 = keepRecords(ids1, in2, start, end1, n1, changed1);
-  const kept2 = keepRecords(ids2, in1, start, end2, n2, changed2);
+  const kept1 = keepRecords(ids1, in2, start, end1, n1, changed1, 0);
+  const kept2 = keepRecords(ids2, in1, start, end2, n2, changed2, 1);
 
   const ndiags = kept1.ids.length + kept2.ids.length + 3;
   const costMax = Math.max(roughSquareRoot(ndiags), MYERS_COST_MIN);
   compareRecords(kept1, kept2, changed1, changed2, costMax);
-  return { changed1, changed2, ids1, ids2 };
 }
 
 interface KeptRecords {
@@ -418,27 +582,45 @@ interface KeptRecords {
   lineOf: Int32Array;
 }
 
-function keepRecords(ids: Int32Array, otherCounts: Int32Array, start: number, end: number, total: number, changed: Uint8Array): KeptRecords {
+let discardScratch = new Uint8Array(1024);
+
+/** keepRecords' per-line kinds, kept between calls (each call writes the span it reads). */
+function scratchDiscard(span: number): Uint8Array {
+  if (discardScratch.length < span) discardScratch = new Uint8Array(Math.max(span, discardScratch.length * 2));
+  return discardScratch;
+}
+
+/** keepRecords' results for each side, kept between diffs (a diff uses them to its end, then no more). */
+const keptScratch = [
+  { ids: new Int32Array(1024), lineOf: new Int32Array(1024) },
+  { ids: new Int32Array(1024), lineOf: new Int32Array(1024) },
+];
+
+function keepRecords(ids: Int32Array, otherCounts: Int32Array, start: number, end: number, total: number, changed: Uint8Array, side: 0 | 1): KeptRecords {
   const matchLimit = Math.min(roughSquareRoot(total), EQUAL_LINES_LIMIT);
   const span = Math.max(0, end - start + 1);
   // 0: no match on the other side, 1: some, 2: many.
-  const discard = new Uint8Array(span);
+  const discard = scratchDiscard(span);
   for (let i = start; i <= end; i++) {
     const matches = otherCounts[ids[i]];
     discard[i - start] = matches === 0 ? 0 : matches >= matchLimit ? 2 : 1;
   }
-  const keptIds: number[] = [];
-  const keptLines: number[] = [];
+  if (keptScratch[side].ids.length < span) {
+    const size = Math.max(span, keptScratch[side].ids.length * 2);
+    keptScratch[side] = { ids: new Int32Array(size), lineOf: new Int32Array(size) };
+  }
+  const { ids: keptIds, lineOf: keptLines } = keptScratch[side];
+  let kept = 0;
   for (let i = start; i <= end; i++) {
     const kind = discard[i - start];
     if (kind === 1 || (kind === 2 && !isDiscardableMultimatch(discard, i - start, 0, span - 1))) {
-      keptIds.push(ids[i]);
-      keptLines.push(i);
+      keptIds[kept] = ids[i];
+      keptLines[kept++] = i;
     } else {
       changed[i] = 1;
     }
   }
-  return { ids: Int32Array.from(keptIds), lineOf: Int32Array.from(keptLines) };
+  return { ids: keptIds.subarray(0, kept), lineOf: keptLines.subarray(0, kept) };
 }
 
 /** xdl_clean_mmatch(): is a many-match line surrounded by enough no-match lines to drop it? */
@@ -476,14 +658,20 @@ interface Box {
   needMinimal: boolean;
 }
 
+let diagonals = { forward: new Int32Array(4096), backward: new Int32Array(4096) };
+
 /** xdl_recs_cmp(): divide and conquer over boxes; an explicit stack instead of recursion. */
 function compareRecords(kept1: KeptRecords, kept2: KeptRecords, changed1: Uint8Array, changed2: Uint8Array, costMax: number): void {
   const ha1 = kept1.ids;
   const ha2 = kept2.ids;
   const ndiags = ha1.length + ha2.length + 3;
   const diagonalOffset = ha2.length + 1;
-  const forward = new Int32Array(ndiags);
-  const backward = new Int32Array(ndiags);
+  // xdiff's kvdf and kvdb: every cell is written before it is read, so they are reused between diffs.
+  if (diagonals.forward.length < ndiags) {
+    const size = Math.max(ndiags, diagonals.forward.length * 2);
+    diagonals = { forward: new Int32Array(size), backward: new Int32Array(size) };
+  }
+  const { forward, backward } = diagonals;
   const boxes: Box[] = [{ off1: 0, lim1: ha1.length, off2: 0, lim2: ha2.length, needMinimal: false }];
   while (boxes.length > 0) {
     const box = boxes.pop()!;
@@ -758,10 +946,9 @@ class CompactionError extends Error {
   override name = 'CompactionError';
 }
 
-function compactChanges(file: DiffFile, other: DiffFile, lines: readonly Buffer[] | null): void {
+function compactChanges(file: DiffFile, other: DiffFile, indents: IndentCache | null): void {
   const group = firstGroup(file);
   const otherGroup = firstGroup(other);
-  const indents = lines ? new IndentCache(lines) : null;
   for (;;) {
     if (group.end !== group.start) {
       let groupSize: number;
@@ -797,6 +984,20 @@ function compactChanges(file: DiffFile, other: DiffFile, lines: readonly Buffer[
           if (!previousGroup(other, otherGroup)) throw new CompactionError('group sync broken sliding to blank line');
         }
       }
+    }
+    if (group.end === group.start && group.end < file.ids.length) {
+      // An unchanged line, and the ones after it up to the next change: each an empty group that
+      // nothing above touches, stepped over in both files at once (the other file one group per
+      // line, whatever its groups hold).
+      const changedAt = file.changed.indexOf(1, group.end + 2);
+      const next = changedAt < 0 ? file.ids.length : changedAt - 1;
+      for (let step = group.end; step < next; step++) {
+        if (!nextGroup(other, otherGroup)) throw new CompactionError('group sync broken moving to next group');
+      }
+      group.start = next;
+      group.end = next;
+      while (isChanged(file, group.end)) group.end++;
+      continue;
     }
     if (!nextGroup(file, group)) break;
     if (!nextGroup(other, otherGroup)) throw new CompactionError('group sync broken moving to next group');
@@ -835,30 +1036,31 @@ function isCSpace(byte: number): boolean {
 
 /** get_indent() per line, computed once: columns of leading blanks (tab stops of 8), -1 for a blank line. */
 class IndentCache {
-  private readonly values: Int16Array;
+  /** Allocated when first asked: most groups cannot slide, and then no indent is measured. */
+  private values: Int16Array | null = null;
 
-  constructor(private readonly lines: readonly Buffer[]) {
-    this.values = new Int16Array(lines.length).fill(-2);
-  }
+  constructor(private readonly lines: LineIndents) {}
 
   get length(): number {
     return this.lines.length;
   }
 
   of(line: number): number {
+    this.values ??= new Int16Array(this.lines.length).fill(-2);
     let value = this.values[line];
     if (value === -2) {
-      value = measureIndent(this.lines[line]);
+      value = this.lines.measure(line);
       this.values[line] = value;
     }
     return value;
   }
 }
 
-function measureIndent(line: Buffer): number {
+/** get_indent() of the line `bytes[start, end)`. */
+export function measureIndent(bytes: Buffer, start: number, end: number): number {
   let indent = 0;
-  for (let i = 0; i < line.length; i++) {
-    const byte = line[i];
+  for (let i = start; i < end; i++) {
+    const byte = bytes[i];
     if (!isCSpace(byte)) return indent;
     if (byte === SPACE) indent += 1;
     else if (byte === TAB) indent += 8 - (indent % 8);
@@ -958,6 +1160,15 @@ function buildHunks(oldFile: DiffFile, newFile: DiffFile): LineHunk[] {
   let i1 = oldFile.ids.length;
   let i2 = newFile.ids.length;
   while (i1 >= 0 || i2 >= 0) {
+    if (i1 > 0 && i2 > 0 && !isChanged(oldFile, i1 - 1) && !isChanged(newFile, i2 - 1)) {
+      // Unchanged lines on both sides, up to the nearest change above on either: stepped over.
+      const above1 = oldFile.changed.lastIndexOf(1, i1) - 1;
+      const above2 = newFile.changed.lastIndexOf(1, i2) - 1;
+      const run = Math.min(i1 - 1 - Math.max(above1, -1), i2 - 1 - Math.max(above2, -1));
+      i1 -= run;
+      i2 -= run;
+      continue;
+    }
     if (isChanged(oldFile, i1 - 1) || isChanged(newFile, i2 - 1)) {
       const last1 = i1;
       const last2 = i2;

@@ -334,6 +334,17 @@ function entryOffsets(body: Buffer): { starts: number[]; spaces: number[]; nuls:
   return { starts, spaces, nuls };
 }
 
+/**
+ * The size a stored tree's annex records for the blob of entry `index` (of `entries`), or
+ * SIZE_UNKNOWN when it records none (no annex, one of another length, or not known then).
+ */
+export function annexedSize(annex: Buffer | null, entries: number, index: number): number {
+  const sizes = usableAnnex(annex, entries);
+  if (!sizes) return SIZE_UNKNOWN;
+  const known = sizes.readUInt32BE(index * ANNEX_BYTES_PER_ENTRY);
+  return known === ANNEX_UNKNOWN ? SIZE_UNKNOWN : known;
+}
+
 /** The annex when it has one size per entry; an annex of another length is ignored. */
 function usableAnnex(annex: Buffer | null, entries: number): Buffer | null {
   return annex && annex.length === entries * ANNEX_BYTES_PER_ENTRY ? annex : null;

@@ -1,9 +1,12 @@
 /**
  * The per-node caches of the PostgreSQL backend: objects (bodies with their annexes) and commit
  * index entries, by project and id, each bounded in bytes. Both are immutable once stored, so an
- * entry is never invalidated by a write on this node or another; only a dropped project's entries
- * are forgotten (on this node; project numbers are not given out again, so another node's stale
- * entries of a dropped project are never asked for).
+ * entry is never invalidated by a write on this node or another; a dropped project's entries are
+ * forgotten (on this node; project numbers are not given out again, so another node's stale
+ * entries of a dropped project are never asked for), and so are the ids a garbage collection on
+ * this node removed. Another node may still hold an id a collection removed: its content is right,
+ * and a write transaction checks every id it was answered as present against the database at its
+ * commit (writeTx.ts), forgetting those that are gone.
  *
  * Entries are this cache's own: what goes in is a copy or a buffer no caller holds, and what comes
  * out is copied (bodies) or rebuilt (commit entries), so callers may change what they get.
@@ -60,6 +63,10 @@ export class ObjectCache {
   forgetProject(project: number): void {
     this.cache.deleteWhere(keyOfProject(project));
   }
+
+  forget(project: number, oids: readonly Oid[]): void {
+    for (const oid of oids) this.cache.delete(cacheKey(project, oid));
+  }
 }
 
 export class CommitCache {
@@ -81,5 +88,9 @@ export class CommitCache {
 
   forgetProject(project: number): void {
     this.cache.deleteWhere(keyOfProject(project));
+  }
+
+  forget(project: number, oids: readonly Oid[]): void {
+    for (const oid of oids) this.cache.delete(cacheKey(project, oid));
   }
 }

@@ -20,6 +20,12 @@
  * - versions: one row per project; a write transaction locks it (SELECT … FOR UPDATE) before it
  *   reads or writes the project's refs, working trees or version (src/store/postgres/writeTx.ts).
  * - records: service records, msgpack-encoded, in key order (COLLATE "C": byte order).
+ * - rate_buckets (migration 2): the token buckets of the rate limits, one per API key, shared by
+ *   the nodes (src/store/asyncTypes.ts SharedRateLimits); unlogged.
+ *
+ * - collections, collection_journal (migration 2): a project's garbage collection under way, one
+ *   row while it runs (src/store/asyncTypes.ts CollectionWrites), and the ids its writers journal
+ *   meanwhile (src/store/postgres/writeTx.ts).
  *
  * Migration 1 was edited before any release (the groundwork's version had no table for commit
  * object lists, parents and locked paths as bytea[], and an unused pack-form table); no database outside the tests
@@ -84,6 +90,38 @@ export const MIGRATIONS: readonly Migration[] = [
       CREATE TABLE treehouse_records (
         key text COLLATE "C" PRIMARY KEY,
         value bytea NOT NULL
+      );
+    `,
+  },
+  {
+    version: 2,
+    name: 'garbage collection: the collection under way per project and its journal',
+    // The collection's fields are kept as given (text), so a collector reads back exactly the
+    // state it wrote and tells its own run from one that took over.
+    sql: `
+      CREATE TABLE treehouse_collections (
+        project_id bigint PRIMARY KEY,
+        id text NOT NULL,
+        started_at text NOT NULL
+      );
+      CREATE TABLE treehouse_collection_journal (
+        project_id bigint NOT NULL,
+        oid bytea NOT NULL,
+        PRIMARY KEY (project_id, oid)
+      );
+    `,
+  },
+  {
+    version: 3,
+    name: 'rate limit buckets shared by the nodes',
+    // UNLOGGED: a bucket is not worth a WAL record per request; one lost to a crash (or absent on a
+    // promoted standby) starts full again, which only lets a key burst once more.
+    sql: `
+      CREATE UNLOGGED TABLE treehouse_rate_buckets (
+        key text COLLATE "C" PRIMARY KEY,
+        tokens double precision NOT NULL,
+        taken boolean NOT NULL,
+        updated_at timestamptz NOT NULL
       );
     `,
   },

@@ -6,13 +6,14 @@
  */
 import type postgres from 'postgres';
 import type { Oid } from '../../git/oid.js';
-import type { AsyncStoreReadTx, ProjectReads } from '../asyncTypes.js';
-import type { AnnexedObject, CommitInfo, StoredObject, WorkingTreeState } from '../types.js';
+import type { AsyncStoreReadTx, CollectionReads, ProjectReads } from '../asyncTypes.js';
+import type { AnnexedObject, CollectionState, CommitInfo, ListedEntry, StoredEntry, StoredObject, WorkingTreeState } from '../types.js';
 import type { CommitCache, ObjectCache } from './caches.js';
-import { decodeRecord, isIdPrefix, oidPrefixRange } from './codec.js';
+import { decodeRecord, isIdPrefix, oidPrefixRange, typeFromCode } from './codec.js';
 import { isStale, storeError } from './errors.js';
 import {
   idKey,
+  selectCollection,
   selectCommitInfos,
   selectCommitObjects,
   selectObjectIdsInRange,
@@ -22,8 +23,12 @@ import {
   selectRecords,
   selectRef,
   selectRefs,
+  selectJournal,
+  selectStored,
+  selectStoredEntries,
   selectVersion,
   selectWorkingTree,
+  selectWorkingTrees,
   type RecordRange,
 } from './statements.js';
 
@@ -55,7 +60,12 @@ export async function mapped<T>(read: () => Promise<T>): Promise<T> {
 
 const copyObject = (object: AnnexedObject): AnnexedObject => ({ type: object.type, body: Buffer.from(object.body), annex: object.annex && Buffer.from(object.annex) });
 
-export class ProjectReader implements ProjectReads {
+/** A listing's `limit` as a row count: whole, and none for anything below one. */
+function listLimit(limit: number): number {
+  return limit >= 1 ? Math.floor(Math.min(limit, Number.MAX_SAFE_INTEGER)) : 0;
+}
+
+export class ProjectReader implements ProjectReads, CollectionReads {
   constructor(
     protected readonly context: StoreContext,
     readonly project: number,
@@ -136,6 +146,44 @@ export class ProjectReader implements ProjectReads {
 
   async getVersion(): Promise<number> {
     return mapped(() => selectVersion(this.context.reads, this.project));
+  }
+
+  // ---- garbage collection (a capability: src/store/asyncTypes.ts CollectionReads)
+
+  async getCollection(): Promise<CollectionState | undefined> {
+    return mapped(() => selectCollection(this.context.reads, this.project));
+  }
+
+  async listWorkingTrees(): Promise<Array<{ branch: string; state: WorkingTreeState }>> {
+    return mapped(() => selectWorkingTrees(this.context.reads, this.project));
+  }
+
+  /** This backend keeps no pack-ready forms: an id is kept raw, or as index entries alone. */
+  async listStored(after: Oid | null, limit: number): Promise<ListedEntry[]> {
+    const rows = listLimit(limit) === 0 ? [] : await mapped(() => selectStored(this.context.reads, this.project, after, listLimit(limit)));
+    return rows.map((row) => ({ oid: row.oid, raw: row.raw, form: false, formBase: null, formDepth: 0, commit: row.indexed, formCompact: false }));
+  }
+
+  async describeStored(oids: readonly Oid[]): Promise<Array<StoredEntry | undefined>> {
+    const found = await mapped(() => selectStoredEntries(this.context.reads, this.project, oids));
+    return oids.map((oid) => {
+      const row = found.get(idKey(oid));
+      if (!row) return undefined;
+      return {
+        oid: Buffer.from(oid),
+        type: row.type === null ? undefined : typeFromCode(row.type),
+        rawBytes: row.raw_bytes,
+        formBytes: 0,
+        formBase: null,
+        formDepth: 0,
+        indexBytes: row.index_bytes,
+      };
+    });
+  }
+
+  async listJournal(after: Oid | null, limit: number): Promise<Oid[]> {
+    if (listLimit(limit) === 0) return [];
+    return mapped(() => selectJournal(this.context.reads, this.project, after, listLimit(limit)));
   }
 }
 

@@ -9,15 +9,20 @@
  */
 import type postgres from 'postgres';
 import type { Oid } from '../../git/oid.js';
-import type { AnnexedObject, CommitInfo, WorkingTreeState } from '../types.js';
+import type { AnnexedObject, CollectionState, CommitInfo, WorkingTreeState } from '../types.js';
 import { byteaArray, decodeLocks, decodeParents, encodeLocks, encodeParents, nameBytes, nameFromBytes, numberArray, prefixEnd, recordPrefixEnd, textArray, typeFromCode } from './codec.js';
 
 export type Db = postgres.ISql;
 
 /** Ids in one `= ANY(…)` statement; a larger batch is cut into statements that run side by side. */
 export const IDS_PER_STATEMENT_MAX = 10_000;
-/** Bytes of object bodies (and annexes) in one insert statement. */
-export const OBJECT_BATCH_BYTES_MAX = 16 * 1024 * 1024;
+/**
+ * Bytes of object bodies (and annexes) in one insert statement. The driver turns a statement's
+ * bytea into hex text and copies it into its buffer on the event loop (about 35 ms a MiB on this
+ * machine, measured in a push of 8 MB); statements of 1 MiB, each awaited, give the loop a turn
+ * between them where one of 16 MiB held it for a third of a second.
+ */
+export const OBJECT_BATCH_BYTES_MAX = 1024 * 1024;
 /** Objects in one insert statement. */
 export const OBJECT_BATCH_ROWS_MAX = 10_000;
 
@@ -282,6 +287,24 @@ export async function lockProject(db: Db, project: number): Promise<number> {
   return Number(rows[0].version);
 }
 
+/** The advisory lock class (the first key of pg_advisory_xact_lock(int, int)) of projects' collections. */
+const COLLECTION_LOCK = 0x7ee_4012;
+
+/**
+ * A project's collection lock, held until the transaction ends (README "Garbage collection"):
+ * `shared` by every write of the project at its commit, before it reads whether a collection runs;
+ * `exclusive` by a write that begins or ends a collection (and by a collector's write run again
+ * after its read of the journal changed). So a writer sees the collection's row, or its absence,
+ * from its lock to its commit. An advisory lock, as records' are: it needs no row (a project whose
+ * writes only stored objects has none in treehouse_versions). Project numbers are taken modulo
+ * 2^32 for the lock's key: two projects that share one only wait for each other.
+ */
+export async function lockCollection(db: Db, project: number, exclusive: boolean): Promise<void> {
+  const key = project | 0;
+  if (exclusive) await db`SELECT pg_advisory_xact_lock(${COLLECTION_LOCK}::int, ${key}::int)`.execute();
+  else await db`SELECT pg_advisory_xact_lock_shared(${COLLECTION_LOCK}::int, ${key}::int)`.execute();
+}
+
 /** The version's compare-and-swap, under the project's lock. */
 export async function swapVersion(db: Db, project: number, from: number, to: number): Promise<boolean> {
   const rows = await db`UPDATE treehouse_versions SET version = ${to} WHERE project_id = ${project} AND version = ${from} RETURNING 1`.execute();
@@ -289,13 +312,24 @@ export async function swapVersion(db: Db, project: number, from: number, to: num
 }
 
 /** Tables of project data, in the order a drop empties them (the version row, the project's lock, last). */
-const PROJECT_TABLES = ['treehouse_objects', 'treehouse_commit_objects', 'treehouse_commits', 'treehouse_refs', 'treehouse_worktrees', 'treehouse_versions'] as const;
+const PROJECT_TABLES = [
+  'treehouse_objects',
+  'treehouse_commit_objects',
+  'treehouse_commits',
+  'treehouse_refs',
+  'treehouse_worktrees',
+  'treehouse_collection_journal',
+  'treehouse_collections',
+  'treehouse_versions',
+] as const;
 const PROJECT_TABLE_KEYS: Record<(typeof PROJECT_TABLES)[number], string> = {
   treehouse_objects: 'oid',
   treehouse_commit_objects: 'oid',
   treehouse_commits: 'oid',
   treehouse_refs: 'name',
   treehouse_worktrees: 'branch',
+  treehouse_collection_journal: 'oid',
+  treehouse_collections: 'project_id',
   treehouse_versions: 'project_id',
 };
 
@@ -312,6 +346,138 @@ export async function deleteProjectRows(db: Db, project: number, rowsMax: number
     removed += rows.length;
   }
   return removed;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Garbage collection (README "Garbage collection", src/store/postgres/writeTx.ts).
+
+/** Below every id: a listing "after nothing" starts here. */
+const BEFORE_EVERY_ID = Buffer.alloc(0);
+
+/**
+ * The ids of `oids` the project stores (a raw copy). `lock`: each found row is locked FOR KEY SHARE
+ * (in id order, so two lockers take them in one order) until the transaction ends, so a
+ * collection's removal of it waits for this transaction's commit.
+ */
+export async function selectPresentIds(db: Db, project: number, oids: readonly Oid[], lock: boolean): Promise<Set<string>> {
+  const found = await byId(
+    oids,
+    (batch) =>
+      lock
+        ? db<Array<{ oid: Buffer }>>`SELECT oid FROM treehouse_objects WHERE project_id = ${project} AND oid = ANY(${byteaArray(batch)}::bytea[]) ORDER BY oid FOR KEY SHARE`.execute()
+        : db<Array<{ oid: Buffer }>>`SELECT oid FROM treehouse_objects WHERE project_id = ${project} AND oid = ANY(${byteaArray(batch)}::bytea[])`.execute(),
+    () => true,
+  );
+  return new Set(found.keys());
+}
+
+export async function selectCollection(db: Db, project: number): Promise<CollectionState | undefined> {
+  const [row] = await db<Array<{ id: string; started_at: string }>>`SELECT id, started_at FROM treehouse_collections WHERE project_id = ${project}`.execute();
+  return row && { id: row.id, startedAt: row.started_at };
+}
+
+/** Records the project's collection, replacing any. */
+export async function upsertCollection(db: Db, project: number, state: CollectionState): Promise<void> {
+  await db`
+    INSERT INTO treehouse_collections (project_id, id, started_at) VALUES (${project}, ${state.id}, ${state.startedAt})
+    ON CONFLICT (project_id) DO UPDATE SET id = EXCLUDED.id, started_at = EXCLUDED.started_at`.execute();
+}
+
+/** Ends the project's collection and empties its journal. */
+export async function deleteCollection(db: Db, project: number): Promise<void> {
+  await Promise.all([
+    db`DELETE FROM treehouse_collections WHERE project_id = ${project}`.execute(),
+    db`DELETE FROM treehouse_collection_journal WHERE project_id = ${project}`.execute(),
+  ]);
+}
+
+export async function selectJournal(db: Db, project: number, after: Oid | null, limit: number): Promise<Oid[]> {
+  const rows = await db<Array<{ oid: Buffer }>>`
+    SELECT oid FROM treehouse_collection_journal WHERE project_id = ${project} AND oid > ${after ?? BEFORE_EVERY_ID} ORDER BY oid LIMIT ${limit}`.execute();
+  return rows.map((row) => row.oid);
+}
+
+/** Journals ids (an id journalled already stays once). */
+export async function insertJournal(db: Db, project: number, oids: readonly Oid[]): Promise<void> {
+  for (const batch of idBatches(oids)) {
+    batch.sort(Buffer.compare);
+    await db`
+      INSERT INTO treehouse_collection_journal (project_id, oid)
+      SELECT ${project}::bigint, oid FROM unnest(${byteaArray(batch)}::bytea[]) AS j(oid)
+      ON CONFLICT DO NOTHING`.execute();
+  }
+}
+
+export async function deleteJournal(db: Db, project: number, oids: readonly Oid[]): Promise<void> {
+  for (const batch of idBatches(oids)) {
+    await db`DELETE FROM treehouse_collection_journal WHERE project_id = ${project} AND oid = ANY(${byteaArray(batch)}::bytea[])`.execute();
+  }
+}
+
+export async function selectWorkingTrees(db: Db, project: number): Promise<Array<{ branch: string; state: WorkingTreeState }>> {
+  const rows = await db<Array<WorkingTreeRow & { branch: Buffer }>>`SELECT branch, tree, locks FROM treehouse_worktrees WHERE project_id = ${project} ORDER BY branch`.execute();
+  return rows.map((row) => ({ branch: nameFromBytes(row.branch), state: { tree: row.tree, locks: decodeLocks(row.locks) } }));
+}
+
+/**
+ * The ids the project keeps anything under after `after`, in id order, at most `limit`: the union
+ * of the object, commit index and object list tables' keys, each read from its primary key's index
+ * (the first `limit` of the union are among the first `limit` of each table). No body is read.
+ */
+export async function selectStored(db: Db, project: number, after: Oid | null, limit: number): Promise<Array<{ oid: Oid; raw: boolean; indexed: boolean }>> {
+  const from = after ?? BEFORE_EVERY_ID;
+  return db<Array<{ oid: Buffer; raw: boolean; indexed: boolean }>>`
+    SELECT oid, bool_or(raw) AS raw, bool_or(indexed) AS indexed FROM (
+      (SELECT oid, true AS raw, false AS indexed FROM treehouse_objects WHERE project_id = ${project} AND oid > ${from} ORDER BY oid LIMIT ${limit})
+      UNION ALL
+      (SELECT oid, false AS raw, true AS indexed FROM treehouse_commits WHERE project_id = ${project} AND oid > ${from} ORDER BY oid LIMIT ${limit})
+      UNION ALL
+      (SELECT oid, false AS raw, false AS indexed FROM treehouse_commit_objects WHERE project_id = ${project} AND oid > ${from} ORDER BY oid LIMIT ${limit})
+    ) AS kept
+    GROUP BY oid ORDER BY oid LIMIT ${limit}`.execute();
+}
+
+export interface StoredRow {
+  oid: Buffer;
+  /** Null when only index entries are kept. */
+  type: number | null;
+  raw_bytes: number;
+  index_bytes: number;
+}
+
+/**
+ * What the project keeps under each id: its type, the bytes of its body and annex (octet_length
+ * reads a TOASTed value's size from its pointer, without fetching it), and of its commit index
+ * entry (tree, parents, time and generation) and object list. Ids under which nothing is kept are
+ * left out.
+ */
+export function selectStoredEntries(db: Db, project: number, oids: readonly Oid[]): Promise<Map<string, StoredRow>> {
+  return byId(
+    oids,
+    (batch) => db<StoredRow[]>`
+      SELECT i.oid, o.type,
+             coalesce(octet_length(o.body) + coalesce(octet_length(o.annex), 0), 0)::float8 AS raw_bytes,
+             (coalesce(octet_length(c.tree) + octet_length(c.parents) + 12, 0) + coalesce(octet_length(l.records), 0))::float8 AS index_bytes
+      FROM unnest(${byteaArray(batch)}::bytea[]) AS i(oid)
+      LEFT JOIN treehouse_objects o ON o.project_id = ${project} AND o.oid = i.oid
+      LEFT JOIN treehouse_commits c ON c.project_id = ${project} AND c.oid = i.oid
+      LEFT JOIN treehouse_commit_objects l ON l.project_id = ${project} AND l.oid = i.oid
+      WHERE o.oid IS NOT NULL OR c.oid IS NOT NULL OR l.oid IS NOT NULL`.execute(),
+    (row) => row,
+  );
+}
+
+/** Removes everything the project keeps under each id: object, commit index entry, object list. */
+export async function deleteStored(db: Db, project: number, oids: readonly Oid[]): Promise<void> {
+  for (const batch of idBatches(oids)) {
+    batch.sort(Buffer.compare);
+    const ids = byteaArray(batch);
+    await Promise.all([
+      db`DELETE FROM treehouse_objects WHERE project_id = ${project} AND oid = ANY(${ids}::bytea[])`.execute(),
+      db`DELETE FROM treehouse_commit_objects WHERE project_id = ${project} AND oid = ANY(${ids}::bytea[])`.execute(),
+      db`DELETE FROM treehouse_commits WHERE project_id = ${project} AND oid = ANY(${ids}::bytea[])`.execute(),
+    ]);
+  }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -365,3 +531,32 @@ export async function selectStorageBytes(db: Db): Promise<number> {
   return row.bytes;
 }
 
+
+// ---------------------------------------------------------------------------------------------
+// Rate limits.
+
+/**
+ * Takes a token from `key`'s bucket, refilled at `ratePerSecond` up to `burst` by the server's clock
+ * (the nodes' clocks never meet), in one statement: 0 when taken, else the seconds until one is free.
+ */
+export async function takeRateToken(db: Db, key: string, ratePerSecond: number, burst: number): Promise<number> {
+  const [row] = await db<Array<{ tokens: number; taken: boolean }>>`
+    WITH asked AS (SELECT ${ratePerSecond}::float8 AS rate, ${burst}::float8 AS burst)
+    INSERT INTO treehouse_rate_buckets AS b (key, tokens, taken, updated_at)
+    SELECT ${key}, greatest(asked.burst - 1, 0), asked.burst >= 1, now() FROM asked
+    ON CONFLICT (key) DO UPDATE SET
+      taken = least((SELECT burst FROM asked), b.tokens + greatest(0, extract(epoch FROM now() - b.updated_at)::float8) * (SELECT rate FROM asked)) >= 1,
+      tokens = least((SELECT burst FROM asked), b.tokens + greatest(0, extract(epoch FROM now() - b.updated_at)::float8) * (SELECT rate FROM asked))
+               - CASE WHEN least((SELECT burst FROM asked), b.tokens + greatest(0, extract(epoch FROM now() - b.updated_at)::float8) * (SELECT rate FROM asked)) >= 1 THEN 1 ELSE 0 END,
+      updated_at = now()
+    RETURNING tokens, taken`.execute();
+  return row.taken ? 0 : Math.max(0, 1 - row.tokens) / ratePerSecond;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Signals between nodes.
+
+export async function sendSignals(db: Db, signals: ReadonlyArray<{ channel: string; message: string }>): Promise<void> {
+  if (signals.length === 0) return;
+  await db`SELECT pg_notify(channel, message) FROM unnest(${textArray(signals.map((signal) => signal.channel))}::text[], ${textArray(signals.map((signal) => signal.message))}::text[]) AS s(channel, message)`.execute();
+}

@@ -10,15 +10,17 @@
  * writer that holds a lock from the reads it needs to finish.
  *
  * Pack-ready forms are not offered (packForms false): the layers above deflate what they send.
+ * Garbage collection is (collection true; README "Garbage collection").
  */
 import postgres from 'postgres';
-import type { AsyncStore, AsyncStoreReadTx, AsyncStoreWriteTx } from '../asyncTypes.js';
+import type { AsyncStore, AsyncStoreReadTx, AsyncStoreWriteTx, SharedRateLimits, StoreSignals } from '../asyncTypes.js';
 import { StoreUnavailableError, type NewObject } from '../types.js';
 import { CommitCache, ObjectCache } from './caches.js';
 import { isRetryable, isStale, storeError } from './errors.js';
 import { migrate } from './migrations.js';
 import { mapped, ReadTx, type StoreContext } from './reader.js';
-import { deleteProjectRows, selectStorageBytes } from './statements.js';
+import { SignalListener } from './signals.js';
+import { deleteProjectRows, selectStorageBytes, takeRateToken } from './statements.js';
 import { WriteConflict, WriteTx, type CommittedWrites } from './writeTx.js';
 
 export interface PostgresStoreOptions {
@@ -70,9 +72,19 @@ export function connectionOptions(options: Pick<PostgresStoreOptions, 'connectTi
 
 export class PostgresStore implements AsyncStore {
   readonly packForms = false;
-  /** Garbage collection is LMDB's alone so far (README "Garbage collection" says what this backend needs). */
-  readonly collection = false;
+  /** Garbage collection (README "Garbage collection"): the capability's reads and writes are in reader.ts and writeTx.ts; no compaction step. */
+  readonly collection = true;
+  readonly signals: StoreSignals;
+  readonly rateLimits: SharedRateLimits;
   private readonly context: StoreContext;
+  /** The node's LISTEN connection (signals.ts), opened when something first listens. */
+  private listener: SignalListener | null = null;
+  /**
+   * Rate-limit buckets are updated on connections of their own that do not wait for the WAL's
+   * flush (synchronous_commit off): a bucket need not survive a crash, and a request should not
+   * wait for a disk sync to be let in.
+   */
+  private readonly counters: postgres.Sql;
   private readonly objectListeners: Array<(project: number, stored: NewObject[]) => void> = [];
   private readonly writeListeners: Array<(durationMs: number, committed: boolean) => void> = [];
   private migrated: Promise<void> | null = null;
@@ -86,7 +98,29 @@ export class PostgresStore implements AsyncStore {
       objects: new ObjectCache(options.objectCacheBytes ?? OBJECT_CACHE_BYTES_DEFAULT, OBJECT_CACHE_ENTRY_BYTES_MAX),
       commits: new CommitCache(options.commitCacheBytes ?? COMMIT_CACHE_BYTES_DEFAULT),
     };
+    const counterOptions = connectionOptions(options, 2);
+    this.counters = postgres(options.url, { ...counterOptions, connection: { ...counterOptions.connection, synchronous_commit: 'off' } });
+    this.signals = {
+      listen: (channel, listener) => {
+        this.assertOpen();
+        this.listener ??= new SignalListener(options.url, connectionOptions(options, 1));
+        return this.listener.listen(channel, listener);
+      },
+      hears: (channel) => this.listener?.hears(channel) ?? false,
+    };
+    this.rateLimits = {
+      takeToken: async (key, ratePerSecond, burst) => {
+        this.assertOpen();
+        await this.ready();
+        return mapped(() => takeRateToken(this.counters, key, ratePerSecond, burst));
+      },
+    };
     void this.ready().catch(() => undefined);
+  }
+
+  /** Resolves once every channel listened to is listened on the server (tests). */
+  async signalsReady(): Promise<void> {
+    await this.listener?.ready();
   }
 
   /** A store whose schema is up to date, or the reason it cannot be (unreachable, a schema newer than this build). */
@@ -137,7 +171,7 @@ export class PostgresStore implements AsyncStore {
 
   private async runWrite<T>(action: (tx: AsyncStoreWriteTx) => Promise<T>): Promise<T> {
     for (let attempt = 1; ; attempt++) {
-      const tx = new WriteTx(this.context);
+      const tx = new WriteTx(this.context, attempt);
       let result: T;
       let written: CommittedWrites;
       try {
@@ -158,6 +192,10 @@ export class PostgresStore implements AsyncStore {
   }
 
   private afterCommit(written: CommittedWrites): void {
+    for (const { project, oids } of written.removed) {
+      this.context.objects.forget(project, oids);
+      this.context.commits.forget(project, oids);
+    }
     for (const { project, oid, object } of written.objects) this.context.objects.adopt(project, oid, object);
     for (const { project, oid, info } of written.commits) this.context.commits.adopt(project, oid, info);
     for (const [project, stored] of written.stored) for (const listener of this.objectListeners) listener(project, stored);
@@ -190,7 +228,7 @@ export class PostgresStore implements AsyncStore {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
-    await Promise.all([this.context.reads.end({ timeout: 5 }), this.context.writes.end({ timeout: 5 })]);
+    await Promise.all([this.context.reads.end({ timeout: 5 }), this.context.writes.end({ timeout: 5 }), this.counters.end({ timeout: 5 }), this.listener?.close()]);
   }
 
   private assertOpen(): void {

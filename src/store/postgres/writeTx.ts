@@ -24,31 +24,58 @@
  *
  * Objects and commit index entries are immutable: they need no lock, are read on the read pool
  * (through the node's caches) and inserted with ON CONFLICT DO NOTHING.
+ *
+ * Garbage collection (README "Garbage collection"): every id the store answered as present to the
+ * callback's reads is checked at the commit to be stored still (a collection may have removed it
+ * since, and another node's cache may answer an id a collection removed long ago); one that is
+ * gone is forgotten by this node's caches and the callback runs again, so no write names an
+ * object that is not stored. At its commit every write of a project takes the project's collection
+ * lock, shared, which a collection's beginning and end take exclusive (statements.ts
+ * lockCollection), then reads whether a collection runs. While one does, the ids read as present
+ * and those put that were stored already are locked FOR KEY SHARE (a sweep's DELETE of one waits
+ * for this commit), and the ids the write makes reachable are journalled: objects it stored that were absent, and the values
+ * its refs and working trees had and take. A write that read the collection or the journal is
+ * checked at its commit to read the same again; the journal after the write's removals, which
+ * waited for every writer that had locked a removed row: a sweep whose removal such a writer
+ * relied on finds that writer's journal entries and runs again.
  */
+import { isDeepStrictEqual } from 'node:util';
 import type postgres from 'postgres';
 import { OBJECT_RECORD_BYTES } from '../../git/introducedObjects.js';
 import { hashObject, type ObjectType, type Oid } from '../../git/oid.js';
-import type { AsyncStoreWriteTx, ProjectWrites } from '../asyncTypes.js';
+import type { AsyncStoreWriteTx, CollectionWrites, ProjectWrites } from '../asyncTypes.js';
 import { commitInfoFromBody } from '../commitIndex.js';
-import { RefChangedError, type AnnexedObject, type CommitInfo, type NewObject, type WorkingTreeState } from '../types.js';
+import { RefChangedError, type AnnexedObject, type CollectionState, type CommitInfo, type NewObject, type WorkingTreeState } from '../types.js';
 import { decodeRecord, encodeRecord, isIdPrefix, nameBytes, numberArray, oidPrefixRange, TYPE_CODES } from './codec.js';
 import { isUnavailable, storeError } from './errors.js';
 import { copyInfo, ProjectReader, type StoreContext } from './reader.js';
+import { SIGNAL_CHANNEL_PATTERN, SIGNAL_MESSAGE_BYTES_MAX } from './signals.js';
 import {
+  deleteCollection,
+  deleteJournal,
   deleteRecords,
+  deleteStored,
+  IDS_PER_STATEMENT_MAX,
   idKey,
   insertCommits,
+  insertJournal,
   insertObjects,
+  lockCollection,
   lockProject,
   objectInsertBatches,
+  selectCollection,
+  selectJournal,
+  selectPresentIds,
   selectRecord,
   selectRecords,
   selectRef,
   selectRefs,
   selectWorkingTree,
+  sendSignals,
   swapRef,
   swapVersion,
   swapWorkingTree,
+  upsertCollection,
   upsertCommitObjects,
   upsertRecords,
   type ObjectToInsert,
@@ -70,7 +97,12 @@ export interface CommittedWrites {
   /** Objects worth caching (trees, commits, tags), as copies, and the commits' index entries. */
   objects: Array<{ project: number; oid: Oid; object: AnnexedObject }>;
   commits: Array<{ project: number; oid: Oid; info: CommitInfo }>;
+  /** Ids a collection removed, which the caches forget. */
+  removed: Array<{ project: number; oids: Oid[] }>;
 }
+
+/** Object insert statements (OBJECT_BATCH_BYTES_MAX each) a write sends before the first of them is answered. */
+const OBJECT_BATCHES_IN_FLIGHT = 4;
 
 /** Objects larger than this are not copied into the cache after a write. */
 const CACHED_AFTER_WRITE_BYTES_MAX = 256 * 1024;
@@ -209,14 +241,24 @@ export class WriteTx implements AsyncStoreWriteTx {
   private readonly records = new Map<string, Buffer | null>();
   private readonly lockedKeys = new Set<number>();
   private readonly lockedNamespaces = new Set<number>();
+  /** Signals to send with the commit (pg_notify, delivered once it commits). */
+  private readonly signals: Array<{ channel: string; message: string }> = [];
 
-  constructor(private readonly context: StoreContext) {
+  /**
+   * `attempt`: the run of the callback, from 1. A run after the first reads the collection and the
+   * journal under the project's collection lock, exclusive: a collector's write whose read of the
+   * journal changed (writers journal all the time) is not run again and again.
+   */
+  constructor(
+    private readonly context: StoreContext,
+    private readonly attempt = 1,
+  ) {
     this.transaction = new Transaction(context.writes);
   }
 
   project(project: number): WriteProject {
     let tx = this.projects.get(project);
-    if (!tx) this.projects.set(project, (tx = new WriteProject(this.context, project, this.transaction)));
+    if (!tx) this.projects.set(project, (tx = new WriteProject(this.context, project, this.transaction, this.attempt > 1)));
     return tx;
   }
 
@@ -260,6 +302,12 @@ export class WriteTx implements AsyncStoreWriteTx {
     this.records.set(checkedKey(key), null);
   }
 
+  signal(channel: string, message: string): void {
+    if (!SIGNAL_CHANNEL_PATTERN.test(channel)) throw new RangeError(`signal channel ${JSON.stringify(channel)} is not lowercase letters, digits and "_"`);
+    if (Buffer.byteLength(message) > SIGNAL_MESSAGE_BYTES_MAX || message.includes('\0')) throw new RangeError(`a signal's message is at most ${SIGNAL_MESSAGE_BYTES_MAX} bytes, without NUL`);
+    this.signals.push({ channel, message });
+  }
+
   /** Exclusive locks on records' keys (sorted, so two writers take them in one order). */
   private lockKeys(tx: postgres.TransactionSql, keys: readonly string[]): Promise<unknown> | undefined {
     const hashes = [...new Set(keys.map(lockHash))].filter((hash) => !this.lockedKeys.has(hash)).sort((a, b) => a - b);
@@ -276,9 +324,9 @@ export class WriteTx implements AsyncStoreWriteTx {
     const projects = [...this.projects.values()];
     // Generations need the parents' entries: read on the read pool, before the transaction sends its writes.
     for (const project of projects) await project.resolveGenerations();
-    const writing = projects.filter((project) => project.hasWrites());
-    const committed: CommittedWrites = { stored: new Map(), objects: [], commits: [] };
-    if (writing.length > 0 || this.records.size > 0) {
+    const writing = projects.filter((project) => project.hasWork());
+    const committed: CommittedWrites = { stored: new Map(), objects: [], commits: [], removed: [] };
+    if (writing.length > 0 || this.records.size > 0 || this.signals.length > 0) {
       await this.transaction.run(async (tx) => {
         const sent: Array<Promise<unknown>> = [];
         // After one statement fails, those behind it fail as "transaction aborted": the first says why.
@@ -292,6 +340,8 @@ export class WriteTx implements AsyncStoreWriteTx {
         };
         try {
           this.sendRecords(tx, send);
+          // Delivered at the commit whatever their place: sent first, they wait for nothing.
+          send(sendSignals(tx, this.signals));
           for (const project of writing) {
             const stored = await project.send(tx, send, committed);
             if (stored.length > 0) committed.stored.set(project.project, stored);
@@ -348,7 +398,18 @@ interface WorkingTreeChange {
 const copy = (buffer: Buffer) => Buffer.from(buffer);
 const copyState = (state: WorkingTreeState): WorkingTreeState => ({ tree: copy(state.tree), locks: [...state.locks] });
 
-export class WriteProject extends ProjectReader implements ProjectWrites {
+/** A read of the journal, to be read again at the commit. */
+interface JournalRead {
+  after: Oid | null;
+  limit: number;
+  listed: Oid[];
+}
+
+type CollectionChange = { begin: CollectionState } | { end: true };
+
+const hexList = (oids: readonly Oid[]) => oids.map((oid) => oid.toString('hex')).join(',');
+
+export class WriteProject extends ProjectReader implements ProjectWrites, CollectionWrites {
   private readonly objects = new Map<string, PendingObject>();
   private readonly commits = new Map<string, PendingCommit>();
   private readonly commitLists = new Map<string, { oid: Oid; records: Buffer }>();
@@ -363,13 +424,25 @@ export class WriteProject extends ProjectReader implements ProjectWrites {
   private readonly workingTreesRead = new Map<string, WorkingTreeState | null>();
   /** The project's lock, once asked for: resolves to the stored version. */
   private lock: Promise<number> | null = null;
+  /** The project's collection lock, once asked for (statements.ts lockCollection). */
+  private collectionLock: { exclusive: boolean; taken: Promise<void> } | null = null;
   /** The version as this transaction sees it, once it bumped it. */
   private version: number | undefined;
+  /** Ids the store answered as present (not this transaction's own puts): checked at the commit. */
+  private readonly relied = new Map<string, Oid>();
+  /** What each read of the collection answered, and the reads of the journal: read again at the commit. */
+  private readonly collectionReads: Array<CollectionState | undefined> = [];
+  private readonly journalReads: JournalRead[] = [];
+  private readonly collectionChanges: CollectionChange[] = [];
+  private readonly forgotten = new Map<string, Oid>();
+  private readonly removed = new Map<string, Oid>();
 
+  /** `lockedCollectionReads`: reads of the collection and the journal take the project's exclusive lock first (WriteTx's `attempt`). */
   constructor(
     context: StoreContext,
     project: number,
     private readonly transaction: Transaction,
+    private readonly lockedCollectionReads = false,
   ) {
     super(context, project);
   }
@@ -383,22 +456,55 @@ export class WriteProject extends ProjectReader implements ProjectWrites {
     });
   }
 
-  hasWrites(): boolean {
-    return this.objects.size > 0 || this.commitLists.size > 0 || this.refs.size > 0 || this.workingTrees.size > 0 || this.version !== undefined;
+  /** The collection lock, exclusive or at least shared, asked for on the transaction's connection. */
+  private lockCollection(tx: postgres.TransactionSql, exclusive: boolean): Promise<void> {
+    if (this.collectionLock && (this.collectionLock.exclusive || !exclusive)) return this.collectionLock.taken;
+    this.collectionLock = { exclusive, taken: lockCollection(tx, this.project, exclusive) };
+    return this.collectionLock.taken;
+  }
+
+  /** Whether the commit has anything to send or check for this project. */
+  hasWork(): boolean {
+    return (
+      this.objects.size > 0 ||
+      this.commitLists.size > 0 ||
+      this.refs.size > 0 ||
+      this.workingTrees.size > 0 ||
+      this.version !== undefined ||
+      this.relied.size > 0 ||
+      this.collectionReads.length > 0 ||
+      this.journalReads.length > 0 ||
+      this.collectionChanges.length > 0 ||
+      this.forgotten.size > 0 ||
+      this.removed.size > 0
+    );
+  }
+
+  /** Notes the ids of `oids` the store answered as present (`found`), for the commit's check. */
+  private rely(oids: readonly Oid[], found: (index: number) => boolean): void {
+    oids.forEach((oid, index) => {
+      if (!found(index)) return;
+      const key = idKey(oid);
+      if (!this.relied.has(key)) this.relied.set(key, copy(oid));
+    });
   }
 
   // ---- reads: this transaction's writes first
 
   override async getObjectsWithAnnex(oids: readonly Oid[]): Promise<Array<AnnexedObject | undefined>> {
     const mine = oids.map((oid) => this.objects.get(idKey(oid)));
-    const stored = await super.getObjectsWithAnnex(oids.filter((_, index) => !mine[index]));
+    const asked = oids.filter((_, index) => !mine[index]);
+    const stored = await super.getObjectsWithAnnex(asked);
+    this.rely(asked, (index) => stored[index] !== undefined);
     let next = 0;
     return mine.map((object) => (object ? { type: object.type, body: copy(object.body), annex: object.annex && copy(object.annex) } : stored[next++]));
   }
 
   override async objectSizes(oids: readonly Oid[]): Promise<Array<number | undefined>> {
     const mine = oids.map((oid) => this.objects.get(idKey(oid)));
-    const stored = await super.objectSizes(oids.filter((_, index) => !mine[index]));
+    const asked = oids.filter((_, index) => !mine[index]);
+    const stored = await super.objectSizes(asked);
+    this.rely(asked, (index) => stored[index] !== undefined);
     let next = 0;
     return mine.map((object) => (object ? object.body.length : stored[next++]));
   }
@@ -406,6 +512,7 @@ export class WriteProject extends ProjectReader implements ProjectWrites {
   override async findObjectsByPrefix(hexPrefix: string, limit: number): Promise<Oid[]> {
     if (!isIdPrefix(hexPrefix) || !(limit >= 1)) return [];
     const found = await super.findObjectsByPrefix(hexPrefix, limit);
+    this.rely(found, () => true);
     const { start, end } = oidPrefixRange(hexPrefix);
     const seen = new Set(found.map(idKey));
     for (const { oid } of this.objects.values()) {
@@ -420,14 +527,19 @@ export class WriteProject extends ProjectReader implements ProjectWrites {
   override async getCommitInfos(oids: readonly Oid[]): Promise<Array<CommitInfo | undefined>> {
     if (oids.some((oid) => this.commits.has(idKey(oid)))) await this.resolveGenerations();
     const mine = oids.map((oid) => this.commits.get(idKey(oid)));
-    const stored = await super.getCommitInfos(oids.filter((_, index) => !mine[index]));
+    const asked = oids.filter((_, index) => !mine[index]);
+    const stored = await super.getCommitInfos(asked);
+    this.rely(asked, (index) => stored[index] !== undefined);
     let next = 0;
     return mine.map((commit) => (commit ? copyInfo({ ...commit.info, generation: commit.generation! }) : stored[next++]));
   }
 
   override async getCommitObjects(commit: Oid): Promise<Buffer | undefined> {
     const mine = this.commitLists.get(idKey(commit));
-    return mine ? copy(mine.records) : super.getCommitObjects(commit);
+    if (mine) return copy(mine.records);
+    const stored = await super.getCommitObjects(commit);
+    this.rely([commit], () => stored !== undefined);
+    return stored;
   }
 
   override async getRef(name: string): Promise<Oid | undefined> {
@@ -465,6 +577,34 @@ export class WriteProject extends ProjectReader implements ProjectWrites {
     if (this.version !== undefined) return this.version;
     await this.locked(async () => undefined);
     return this.lock!;
+  }
+
+  /**
+   * Reads of the collection and the journal: on the transaction's connection, and read again at the
+   * commit (one that changed runs the callback again). The first run takes no lock for them (a
+   * callback may wait for a collector's write that waits for such a lock); a run after it takes
+   * the exclusive collection lock first, so what it reads cannot change before it commits.
+   */
+  private collectionRead<T>(read: (tx: postgres.TransactionSql) => Promise<T>): Promise<T> {
+    if (!this.lockedCollectionReads) return this.transaction.run(read);
+    return this.transaction.run(async (tx) => {
+      const [, value] = await Promise.all([this.lockCollection(tx, true), read(tx)]);
+      return value;
+    });
+  }
+
+  override async getCollection(): Promise<CollectionState | undefined> {
+    const state = await this.collectionRead((tx) => selectCollection(tx, this.project));
+    this.collectionReads.push(state && { ...state });
+    return state;
+  }
+
+  override async listJournal(after: Oid | null, limit: number): Promise<Oid[]> {
+    const rows = limit >= 1 ? Math.floor(Math.min(limit, Number.MAX_SAFE_INTEGER)) : 0;
+    if (rows === 0) return [];
+    const listed = await this.collectionRead((tx) => selectJournal(tx, this.project, after, rows));
+    this.journalReads.push({ after: after && copy(after), limit: rows, listed: listed.map(copy) });
+    return listed;
   }
 
   // ---- writes, buffered
@@ -521,6 +661,33 @@ export class WriteProject extends ProjectReader implements ProjectWrites {
     return this.version;
   }
 
+  // ---- garbage collection's writes (src/store/asyncTypes.ts CollectionWrites), sent at the commit
+
+  beginCollection(state: CollectionState): void {
+    this.collectionChanges.push({ begin: { id: state.id, startedAt: state.startedAt } });
+  }
+
+  endCollection(): void {
+    this.collectionChanges.push({ end: true });
+  }
+
+  forgetJournal(oids: readonly Oid[]): void {
+    for (const oid of oids) this.forgotten.set(idKey(oid), copy(oid));
+  }
+
+  removeStored(oids: readonly Oid[]): void {
+    for (const oid of oids) this.removed.set(idKey(oid), copy(oid));
+  }
+
+  /** This backend keeps no pack-ready forms, so no object's form is a delta on anything: nothing to replace. */
+  replaceFormWhole(): void {}
+
+  /** No object has a form here, so none loses its raw copy: every object is already kept as compactly as this backend keeps it. */
+  keepCompact(): void {}
+
+  /** No form is stored, so none is what a change says it was: nothing is replaced. */
+  replaceForms(): void {}
+
   /**
    * Generations of the commits put in this transaction: 1 + the largest of their parents', from
    * commits put here (in whatever order they were put) or stored; a parent in neither (a shallow
@@ -533,6 +700,8 @@ export class WriteProject extends ProjectReader implements ProjectWrites {
     const outside = pending.flatMap((commit) => commit.info.parents.filter((parent) => !this.commits.has(idKey(parent))));
     const known = new Map<string, number>();
     const infos = await super.getCommitInfos(outside);
+    // A stored parent is relied on as any object read as present is.
+    this.rely(outside, (index) => infos[index] !== undefined);
     outside.forEach((oid, index) => infos[index] && known.set(idKey(oid), infos[index].generation));
     for (const start of pending) {
       if (start.generation !== undefined) continue;
@@ -560,14 +729,37 @@ export class WriteProject extends ProjectReader implements ProjectWrites {
   }
 
   /**
-   * Sends this project's writes on the transaction: the lock and the compare-and-swaps first, then
-   * object batches one after the other (a batch's bodies are in memory twice while it is sent),
-   * the commit index, and the commits' object lists after the commits they need. Answers the
-   * objects the database did not have; notes what the caches take after the commit.
+   * Sends this project's writes and checks on the transaction, in this order: the project's lock
+   * when refs, working trees or the version move, and its collection lock (exclusive when the
+   * collection begins or ends here), then whether a collection runs (a statement of its own, so it
+   * reads what was committed once the lock was held); the check of the ids read as present
+   * (locking them while a collection runs); the compare-and-swaps; removals, then the journal read
+   * again, then forgotten journal entries and the collection's beginning or end; object batches one
+   * after the other (a batch's bodies are in memory twice while it is sent), the commit index and
+   * the commits' object lists after the commits they need; then the journal entries of this write.
+   * Answers the objects the database did not have; notes what the caches take after the commit.
    */
   async send(tx: postgres.TransactionSql, send: <T>(statement: Promise<T> | undefined) => Promise<T> | undefined, committed: CommittedWrites): Promise<NewObject[]> {
     const keyed = this.refs.size > 0 || this.workingTrees.size > 0 || this.version !== undefined;
     if (keyed) send((this.lock ??= lockProject(tx, this.project)));
+    send(this.lockCollection(tx, this.collectionChanges.length > 0));
+    const running = await send(selectCollection(tx, this.project))!;
+    const conflicts: Array<Promise<string | null>> = [];
+    if (this.collectionReads.some((read) => !isDeepStrictEqual(read, running))) conflicts.push(Promise.resolve('the collection began or ended'));
+    const last = this.collectionChanges[this.collectionChanges.length - 1];
+    // Whether this write journals: a collection runs once it commits (LMDB's journals from a beginning in the same write on, too).
+    const collecting = last ? 'begin' in last : running !== undefined;
+    const locking = running !== undefined || collecting;
+
+    const relied = [...this.relied].filter(([key]) => !this.objects.has(key)).map(([, oid]) => oid);
+    if (relied.length > 0) {
+      const present = send(selectPresentIds(tx, this.project, relied, locking))!;
+      conflicts.push(present.then((found) => this.gone(relied, found)));
+    }
+
+    // Values working trees written blind had, journalled while a collection runs (read under the project's lock).
+    const blindTrees: Array<Promise<WorkingTreeState | undefined>> = [];
+    if (collecting) for (const [branch, { from }] of this.workingTrees) if (from === 'unread') blindTrees.push(send(selectWorkingTree(tx, this.project, branch))!);
     const swaps: Array<Promise<boolean>> = [];
     for (const [name, { from, to }] of this.refs) swaps.push(send(swapRef(tx, this.project, name, from, to))!);
     for (const [branch, { from, to }] of this.workingTrees) swaps.push(send(swapWorkingTree(tx, this.project, branch, from, to))!);
@@ -576,22 +768,66 @@ export class WriteProject extends ProjectReader implements ProjectWrites {
       swaps.push(send(this.lock!.then((from) => swapVersion(tx, this.project, from, to)))!);
     }
 
+    const removed = [...this.removed.values()];
+    if (removed.length > 0) send(deleteStored(tx, this.project, removed));
+    // After the removals, which waited for the writers that had locked a removed row: their journal entries are read here.
+    for (const read of this.journalReads) {
+      const again = send(selectJournal(tx, this.project, read.after, read.limit))!;
+      conflicts.push(again.then((listed) => (hexList(listed) === hexList(read.listed) ? null : 'the journal changed')));
+    }
+    if (this.forgotten.size > 0) send(deleteJournal(tx, this.project, [...this.forgotten.values()]));
+    for (const change of this.collectionChanges) send('begin' in change ? upsertCollection(tx, this.project, change.begin) : deleteCollection(tx, this.project));
+
     const objects: ObjectToInsert[] = [...this.objects.values()]
       .sort((a, b) => Buffer.compare(a.oid, b.oid))
       .map((object) => ({ oid: object.oid, type: TYPE_CODES[object.type], body: object.body, annex: object.annex }));
-    const inserted: Oid[] = [];
-    for (const batch of objectInsertBatches(objects)) inserted.push(...(await send(insertObjects(tx, this.project, batch))!));
+    // The statements of one connection run in the order sent, so none waits for the one before
+    // (the commit index before the object lists that need it). The driver encodes each object batch
+    // on the event loop, which gets a turn between batches; while the server inserts one batch the
+    // next is encoded, up to OBJECT_BATCHES_IN_FLIGHT sent and not yet answered.
+    const batches = objectInsertBatches(objects);
+    const insertedBatches: Array<Promise<Oid[]>> = [];
+    for (const [index, batch] of batches.entries()) {
+      insertedBatches.push(send(insertObjects(tx, this.project, batch))!);
+      if (index === batches.length - 1) break;
+      if (insertedBatches.length >= OBJECT_BATCHES_IN_FLIGHT) await insertedBatches[insertedBatches.length - OBJECT_BATCHES_IN_FLIGHT];
+      await new Promise((resolve) => setImmediate(resolve));
+    }
     const commits = [...this.commits.values()].map((commit) => ({ oid: commit.oid, info: { ...commit.info, generation: commit.generation! } }));
-    if (commits.length > 0) await send(insertCommits(tx, this.project, commits));
-    if (this.commitLists.size > 0) {
-      const lists = [...this.commitLists.values()];
-      const indexed = await send(upsertCommitObjects(tx, this.project, lists))!;
+    const commitsSent = commits.length > 0 ? send(insertCommits(tx, this.project, commits)) : undefined;
+    // Commits of more than one statement: the later ones go out once the first is answered, so the
+    // lists wait for all of them.
+    if (commits.length > IDS_PER_STATEMENT_MAX) await commitsSent;
+    const lists = [...this.commitLists.values()];
+    const listsSent = lists.length > 0 ? send(upsertCommitObjects(tx, this.project, lists)) : undefined;
+    const inserted = (await Promise.all(insertedBatches)).flat();
+    const news = new Set(inserted.map(idKey));
+    if (locking) {
+      // Put, but stored already: relied on as a read's "present" is, and locked so a sweep waits.
+      const kept = objects.filter((object) => !news.has(idKey(object.oid))).map((object) => object.oid);
+      if (kept.length > 0) conflicts.push(send(selectPresentIds(tx, this.project, kept, true))!.then((found) => this.gone(kept, found)));
+    }
+    await commitsSent;
+    if (listsSent) {
+      const indexed = await listsSent;
       const unstored = lists.find((list) => !indexed.has(idKey(list.oid)));
       if (unstored) throw new Error(`commit ${unstored.oid.toString('hex')} is not stored: its object list cannot be indexed`);
     }
+    if (collecting) {
+      const journalled = [...inserted];
+      for (const { from, to } of this.refs.values()) journalled.push(...[from, to].filter((oid): oid is Oid => oid !== null));
+      for (const { from, to } of this.workingTrees.values()) {
+        if (from && from !== 'unread') journalled.push(from.tree);
+        if (to) journalled.push(to.tree);
+      }
+      for (const state of await Promise.all(blindTrees)) if (state) journalled.push(state.tree);
+      if (journalled.length > 0) await send(insertJournal(tx, this.project, journalled));
+    }
+    const conflict = (await Promise.all(conflicts)).find((reason) => reason !== null);
+    if (conflict) throw new WriteConflict(`${conflict} in project ${this.project} since this write read it`);
     if ((await Promise.all(swaps)).some((swapped) => !swapped)) throw new WriteConflict(`a ref, working tree or the version of project ${this.project} moved outside its lock`);
 
-    const news = new Set(inserted.map(idKey));
+    if (removed.length > 0) committed.removed.push({ project: this.project, oids: removed });
     const stored: NewObject[] = [];
     for (const object of this.objects.values()) {
       const key = idKey(object.oid);
@@ -603,5 +839,17 @@ export class WriteProject extends ProjectReader implements ProjectWrites {
     }
     for (const commit of commits) committed.commits.push({ project: this.project, oid: commit.oid, info: copyInfo(commit.info) });
     return stored;
+  }
+
+  /**
+   * Null when every id of `oids` is in `found`; else the reason to run the callback again, once
+   * this node's caches have forgotten the ids that are gone (a run again must not find them there).
+   */
+  private gone(oids: readonly Oid[], found: Set<string>): string | null {
+    const missing = oids.filter((oid) => !found.has(idKey(oid)));
+    if (missing.length === 0) return null;
+    this.context.objects.forget(this.project, missing);
+    this.context.commits.forget(this.project, missing);
+    return `${missing.length} object(s) read as present were removed`;
   }
 }

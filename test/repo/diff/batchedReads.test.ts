@@ -4,16 +4,20 @@
  * missing trees and blobs reported where the walk meets them, not where it read ahead.
  */
 import { afterAll, describe, expect, it } from 'vitest';
-import { hashObject, oidToHex, type Oid } from '../../../src/git/oid.js';
+import { hashObject, oidFromHex, oidToHex, type Oid } from '../../../src/git/oid.js';
 import { encodeTree, MODE_TREE, type TreeEntry } from '../../../src/git/tree.js';
 import { BLOB_BATCH_BYTES, BLOB_BATCH_MAX, batchEnds, blobReads, TREE_BATCH_MAX, walkTree, type WalkedEntry } from '../../../src/repo/diff/batchedReads.js';
 import { DEFAULT_REPO_LIMITS, type ReadTx, type Repo, type WriteTx } from '../../../src/repo/repo.js';
+import { commit } from '../../../src/repo/commit.js';
+import { initProject } from '../../../src/repo/initProject.js';
 import { projectReads } from '../../../src/repo/slices.js';
+import { writeFiles } from '../../../src/repo/writeFiles.js';
 import { openTestStore } from '../../support/store.js';
 
 const opened = openTestStore();
 afterAll(() => opened.close());
 let nextProject = 1;
+const PEOPLE = { author: { name: 'A', email: 'a@example.com' }, committer: { name: 'A', email: 'a@example.com' } };
 const newRepo = (): Repo => ({ store: opened.store.async, project: nextProject++, limits: { ...DEFAULT_REPO_LIMITS } });
 
 /** A directory: names to contents, subdirectories, or ids of objects that are not stored. */
@@ -49,7 +53,7 @@ function specPaths(spec: Spec): string[] {
   return keys.sort((a, b) => Buffer.compare(Buffer.from(a), Buffer.from(b))).map((key) => (key.endsWith('/') ? key.slice(0, -1) : key));
 }
 
-/** The project's reads, counting the calls of getObjects. */
+/** The project's reads, counting the calls that read objects (getObjects, getObjectsWithAnnex). */
 function countingReads(repo: Repo): { reads: ReadTx; calls: () => number } {
   const reads = projectReads(repo);
   let calls = 0;
@@ -57,6 +61,11 @@ function countingReads(repo: Repo): { reads: ReadTx; calls: () => number } {
   reads.getObjects = (oids) => {
     calls++;
     return getObjects(oids);
+  };
+  const getObjectsWithAnnex = reads.getObjectsWithAnnex;
+  reads.getObjectsWithAnnex = (oids) => {
+    calls++;
+    return getObjectsWithAnnex(oids);
   };
   return { reads, calls: () => calls };
 }
@@ -93,6 +102,56 @@ describe('walkTree', () => {
     for (const { path, depth } of walked) expect(depth).toBe(path.split('/').length - 1);
     // 312 directories: the root, its subtrees together, three levels below nested, and wide's 306 in three batches.
     expect(calls()).toBe(1 + 1 + 3 + 3);
+  });
+
+  it("gives each file the size its tree's annex records, and none where the annex is absent, unknown or of another length", async () => {
+    const repo = newRepo();
+    const annex = (sizes: number[]) => Buffer.concat(sizes.map((size) => Buffer.from([size >>> 24, (size >>> 16) & 0xff, (size >>> 8) & 0xff, size & 0xff])));
+    const root = await repo.store.write(async (store) => {
+      const tx = store.project(repo.project);
+      const blob = (text: string) => tx.putObject('blob', Buffer.from(text));
+      const inner = encodeTree([
+        { name: 'c.txt', mode: '100644', oid: blob('ccc') },
+        { name: 'd.txt', mode: '100644', oid: blob('dddd') },
+      ]);
+      // An annex with one entry too few is not used.
+      const innerOid = tx.putObject('tree', inner, annex([3]));
+      const plain = tx.putObject('tree', encodeTree([{ name: 'e.txt', mode: '100644', oid: blob('eeeee') }]));
+      const top = encodeTree([
+        { name: 'a.txt', mode: '100644', oid: blob('a') },
+        { name: 'b.txt', mode: '100755', oid: blob('bb') },
+        { name: 'inner', mode: MODE_TREE, oid: innerOid },
+        { name: 'plain', mode: MODE_TREE, oid: plain },
+      ]);
+      // b.txt's size not known (0xffffffff); a directory's slot is not a size.
+      return tx.putObject('tree', top, annex([1, 0xffffffff, 0, 0]));
+    });
+    const walked = await collect(walkTree(projectReads(repo), root, () => true));
+    expect(walked.map(({ path, size }) => [path, size])).toEqual([
+      ['a.txt', 1],
+      ['b.txt', undefined],
+      ['inner', undefined],
+      ['inner/c.txt', undefined],
+      ['inner/d.txt', undefined],
+      ['plain', undefined],
+      ['plain/e.txt', undefined],
+    ]);
+  });
+
+  it('gives the sizes of files written through the API, as their trees record them', async () => {
+    const repo = newRepo();
+    await initProject(repo, { files: [], people: PEOPLE });
+    const files = [
+      { path: 'src/a.ts', content: 'export const a = 1;\n' },
+      { path: 'src/deep/b.ts', content: 'b'.repeat(5000) },
+      { path: 'README.md', content: '' },
+    ];
+    await writeFiles(repo, { branch: 'main', files });
+    const { oid } = await commit(repo, { branch: 'main', message: 'files', people: PEOPLE });
+    const root = await repo.store.read(async (store) => (await store.project(repo.project).getCommitInfos([oidFromHex(oid)]))[0]!.tree);
+    const walked = await collect(walkTree(projectReads(repo), root, () => true));
+    const sizes = Object.fromEntries(walked.filter((entry) => entry.entry.mode !== MODE_TREE).map(({ path, size }) => [path, size]));
+    expect(sizes).toEqual({ 'README.md': 0, 'src/a.ts': 20, 'src/deep/b.ts': 5000 });
   });
 
   it('does not enter or read a directory descend refuses', async () => {
