@@ -745,6 +745,12 @@ export class WriteProject extends ProjectReader implements ProjectWrites, Collec
     send(this.lockCollection(tx, this.collectionChanges.length > 0));
     const running = await send(selectCollection(tx, this.project))!;
     const conflicts: Array<Promise<string | null>> = [];
+    // A check's answer is awaited at the end; a statement that fails before then (a lost
+    // connection) fails the write there, so the check's own rejection must not count as unhandled.
+    const check = (answer: Promise<string | null>): void => {
+      answer.catch(() => undefined);
+      conflicts.push(answer);
+    };
     if (this.collectionReads.some((read) => !isDeepStrictEqual(read, running))) conflicts.push(Promise.resolve('the collection began or ended'));
     const last = this.collectionChanges[this.collectionChanges.length - 1];
     // Whether this write journals: a collection runs once it commits (LMDB's journals from a beginning in the same write on, too).
@@ -754,7 +760,7 @@ export class WriteProject extends ProjectReader implements ProjectWrites, Collec
     const relied = [...this.relied].filter(([key]) => !this.objects.has(key)).map(([, oid]) => oid);
     if (relied.length > 0) {
       const present = send(selectPresentIds(tx, this.project, relied, locking))!;
-      conflicts.push(present.then((found) => this.gone(relied, found)));
+      check(present.then((found) => this.gone(relied, found)));
     }
 
     // Values working trees written blind had, journalled while a collection runs (read under the project's lock).
@@ -773,7 +779,7 @@ export class WriteProject extends ProjectReader implements ProjectWrites, Collec
     // After the removals, which waited for the writers that had locked a removed row: their journal entries are read here.
     for (const read of this.journalReads) {
       const again = send(selectJournal(tx, this.project, read.after, read.limit))!;
-      conflicts.push(again.then((listed) => (hexList(listed) === hexList(read.listed) ? null : 'the journal changed')));
+      check(again.then((listed) => (hexList(listed) === hexList(read.listed) ? null : 'the journal changed')));
     }
     if (this.forgotten.size > 0) send(deleteJournal(tx, this.project, [...this.forgotten.values()]));
     for (const change of this.collectionChanges) send('begin' in change ? upsertCollection(tx, this.project, change.begin) : deleteCollection(tx, this.project));
@@ -805,7 +811,7 @@ export class WriteProject extends ProjectReader implements ProjectWrites, Collec
     if (locking) {
       // Put, but stored already: relied on as a read's "present" is, and locked so a sweep waits.
       const kept = objects.filter((object) => !news.has(idKey(object.oid))).map((object) => object.oid);
-      if (kept.length > 0) conflicts.push(send(selectPresentIds(tx, this.project, kept, true))!.then((found) => this.gone(kept, found)));
+      if (kept.length > 0) check(send(selectPresentIds(tx, this.project, kept, true))!.then((found) => this.gone(kept, found)));
     }
     await commitsSent;
     if (listsSent) {
