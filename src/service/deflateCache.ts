@@ -69,9 +69,18 @@ interface Read extends WindowObject {
   item: Pending;
 }
 
+/**
+ * An idle worker is let go after this long: its heap (the window of a large backlog, hundreds of
+ * MB after 100,000 new objects) goes with it, and the next batch starts a new one (~0.2 s).
+ */
+const WORKER_IDLE_MS = 10_000;
+
 export class DeflateCache {
   private readonly queue: Pending[] = [];
   private worker: Worker | null = null;
+  /** Batches posted to the worker and not yet answered. */
+  private posted = 0;
+  private idleTimer: NodeJS.Timeout | null = null;
   private running = false;
   /** Objects of the batch being read, searched or stored. */
   private inFlight = 0;
@@ -84,7 +93,10 @@ export class DeflateCache {
   private refused: Array<{ project: number; oid: Oid }> = [];
   private readonly windowOptions: DeltaWindowOptions = { depthMax: DELTA_DEPTH_MAX, level: DEFLATE_LEVEL };
 
-  constructor(private readonly store: AsyncStore) {
+  constructor(
+    private readonly store: AsyncStore,
+    private readonly options: { workerIdleMs?: number } = {},
+  ) {
     // A backend without pack-ready forms has nothing for this cache to fill.
     if (!store.packForms) return;
     store.onObjectsStored((project, stored) => {
@@ -115,6 +127,8 @@ export class DeflateCache {
 
   async stop(): Promise<void> {
     this.stopped = true;
+    if (this.idleTimer) clearTimeout(this.idleTimer);
+    this.idleTimer = null;
     this.queue.length = 0;
     this.backlogAfter = undefined;
     while (this.running) await new Promise((resolve) => setTimeout(resolve, 10));
@@ -244,11 +258,32 @@ export class DeflateCache {
     return this.post({ objects, forget, options: this.windowOptions });
   }
 
+  /** Whether a worker thread is running (it is let go when idle). */
+  get workerRunning(): boolean {
+    return this.worker !== null;
+  }
+
+  /** Lets the worker go once nothing has been posted to it for WORKER_IDLE_MS. */
+  private releaseWhenIdle(): void {
+    if (this.idleTimer) clearTimeout(this.idleTimer);
+    this.idleTimer = setTimeout(() => {
+      this.idleTimer = null;
+      if (this.posted > 0 || !this.worker) return;
+      const worker = this.worker;
+      this.worker = null;
+      void worker.terminate();
+    }, this.options.workerIdleMs ?? WORKER_IDLE_MS);
+    this.idleTimer.unref();
+  }
+
   private post(message: object): Promise<WindowForm[]> {
     const worker = (this.worker ??= startModuleWorker('../git/deltaWindow', WORKER_SOURCE, { nice: BACKGROUND_NICE }));
     const id = ++this.batchId;
-    return new Promise((resolve, reject) => {
+    this.posted++;
+    return new Promise<WindowForm[]>((resolve, reject) => {
       const done = () => {
+        this.posted--;
+        this.releaseWhenIdle();
         worker.off('message', onMessage);
         worker.off('error', onError);
         worker.off('exit', onExit);

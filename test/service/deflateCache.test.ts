@@ -23,8 +23,8 @@ function openStore(): LmdbStore {
   return store;
 }
 
-function startCache(store: LmdbStore): DeflateCache {
-  const cache = new DeflateCache(store.async);
+function startCache(store: LmdbStore, options: { workerIdleMs?: number } = {}): DeflateCache {
+  const cache = new DeflateCache(store.async, options);
   cache.start();
   cleanups.push(() => cache.stop());
   return cache;
@@ -73,5 +73,19 @@ describe('DeflateCache', () => {
     await cache.idle();
     const [next] = await forms(store, 7, [again]);
     expect(next!.delta?.base).toEqual(copy);
+  });
+
+  it('lets its worker go once idle (its heap with it), and starts a new one for the next objects', async () => {
+    const store = openStore();
+    const cache = startCache(store, { workerIdleMs: 50 });
+    const write = (seed: string) => store.async.write(async (tx) => Array.from({ length: 20 }, (_, index) => tx.project(3).putObject('blob', Buffer.from(moduleText(100, `${seed}${index}`)), undefined, null, packNameHash(`src/${seed}${index}.ts`))));
+    const first = await write('first');
+    await cache.idle();
+    expect((await forms(store, 3, first)).every((form) => form !== undefined)).toBe(true);
+    for (const deadline = Date.now() + 10_000; cache.workerRunning && Date.now() < deadline; ) await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(cache.workerRunning).toBe(false);
+    const second = await write('second');
+    await cache.idle();
+    expect((await forms(store, 3, second)).every((form) => form !== undefined)).toBe(true);
   });
 });
