@@ -131,7 +131,9 @@ describe('PostgresStore deadlocks', () => {
           await tx.project(second).bumpVersion();
         });
       await Promise.all([writer(0, one, two), writer(1, two, one)]);
-      expect(runs).toBe(3);
+      // At least one run again; on a loaded machine a run again can meet the other writer's lock
+      // once more. Each bump counts once whatever the runs (the versions below).
+      expect(runs).toBeGreaterThanOrEqual(3);
       await store.read(async (tx) => {
         expect(await tx.project(one).getVersion()).toBe(2);
         expect(await tx.project(two).getVersion()).toBe(2);
