@@ -133,7 +133,7 @@ export const MIGRATIONS: readonly Migration[] = [
     // (toast_tuple_target 8160, the most PostgreSQL takes), out of line beyond: no compression and
     // no TOAST rows for a typical source file. 10,000 objects of 3.4 KB by COPY in one durable
     // transaction: 230-560 ms of database CPU compressed, 200-310 uncompressed out of line, 110-230
-    // in the row (README "PostgreSQL", Measured). The raw copies take what LMDB's raw copies take.
+    // in the row (README "PostgreSQL", "Large writes by COPY"). The raw copies take what LMDB's raw copies take.
     // Rows stored before keep their layout.
     sql: `
       ALTER TABLE treehouse_objects ALTER COLUMN body SET STORAGE EXTERNAL;
