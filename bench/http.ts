@@ -5,6 +5,8 @@
  *   npx tsx bench/http.ts [--size=1000] [--quick]                  # the scenarios of one size
  *   npx tsx bench/http.ts --load [--duration-ms=20000] [--clients=32] [--seed-files=10000] [--nodes=1]
  *   options: --work=DIR (scratch, default bench/.work/http-<pid>), --result=FILE (JSON instead of stdout),
+ *     --import-only (the import scenario alone), --import-reps=N (imports timed); BENCH_PROF_DIR=DIR in
+ *     the environment: the server process writes a CPU profile there (node --cpu-prof),
  *     --backend=lmdb|postgres (postgres: an embedded PostgreSQL of the run's own, durable as LMDB is:
  *     fsync and full page writes on, each server process a node of a fresh database)
  *
@@ -103,7 +105,7 @@ async function prepareDataDir(dataDir: string, count: number, env: Record<string
 }
 
 async function startServer(dataDir: string, env: Record<string, string>): Promise<ServerProcess> {
-  return startServerProcess({ TREEHOUSE_DATA_DIR: dataDir, TREEHOUSE_LOG_LEVEL: 'warn', ...env });
+  return startServerProcess({ TREEHOUSE_DATA_DIR: dataDir, TREEHOUSE_LOG_LEVEL: 'warn', ...env }, process.env.BENCH_PROF_DIR ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROF_DIR}`] : []);
 }
 
 async function stopServer(server: ServerProcess): Promise<void> {
@@ -157,6 +159,10 @@ export interface HttpOptions {
   quick: boolean;
   progress: (text: string) => void;
   backend?: BenchBackend;
+  /** The import scenario alone (--import-only). */
+  importOnly?: boolean;
+  /** Imports (fresh projects) timed; default by size (importReps). */
+  importReps?: number;
 }
 
 function importReps(size: number, quick: boolean): number {
@@ -194,7 +200,7 @@ export async function runHttpScenarios(options: HttpOptions): Promise<Measuremen
     const importSamples: number[] = [];
     const importPeaks: MemoryPeaks = { hwmBytes: 0, anonBytes: 0, fileBytes: 0 };
     let project = '';
-    const reps = importReps(size, quick);
+    const reps = options.importReps ?? importReps(size, quick);
     for (let rep = 0; rep < reps; rep++) {
       if (project !== '') {
         await expect(api, 'DELETE', `/projects/${project}`, undefined, 200);
@@ -214,6 +220,7 @@ export async function runHttpScenarios(options: HttpOptions): Promise<Measuremen
     }
     bodies.length = 0;
     note(measurement(size, 'import', importSamples, importPeaks, `POST projects (empty), ${batches} POST files/batch of at most ${BATCH_FILES_MAX} files, POST git/commit`));
+    if (options.importOnly) return out;
     const projectPath = `/projects/${project}`;
 
     for (const count of [1, 100] as const) {
@@ -393,7 +400,15 @@ async function main(argv: string[]): Promise<void> {
           backend,
           nodes: Number(option(argv, 'nodes') ?? 1),
         })
-      : await runHttpScenarios({ size: Number(option(argv, 'size') ?? 1000), workDir, quick: argv.includes('--quick'), progress, backend });
+      : await runHttpScenarios({
+          size: Number(option(argv, 'size') ?? 1000),
+          workDir,
+          quick: argv.includes('--quick'),
+          progress,
+          backend,
+          importOnly: argv.includes('--import-only'),
+          importReps: option(argv, 'import-reps') === undefined ? undefined : Number(option(argv, 'import-reps')),
+        });
   } finally {
     await backend.close();
   }

@@ -384,6 +384,121 @@ describe('PostgresStore commit object lists', () => {
   });
 });
 
+describe('PostgresStore large writes (COPY through a session table)', () => {
+  /** `count` distinct blob bodies of about `bytes` each, every byte value among them. */
+  function bodies(count: number, bytes: number, seed: string): Buffer[] {
+    return Array.from({ length: count }, (_, index) => {
+      const body = Buffer.alloc(bytes + (index % 7));
+      for (let at = 0; at < body.length; at++) body[at] = (at * 31 + index * 17 + seed.length) & 0xff;
+      return Buffer.concat([Buffer.from(`${seed} ${index}\n`), body]);
+    });
+  }
+
+  it('stores a large write of two projects byte for byte, annexes and an empty blob too, and reports only the objects that were not stored yet', async () => {
+    // One write connection: both projects' objects pass through the one session table.
+    const store = await PostgresStore.open({ url: database.url, writeConnectionsMax: 1 });
+    const reader = await PostgresStore.open({ url: database.url, objectCacheBytes: 0, commitCacheBytes: 0 });
+    try {
+      const [a, b] = [freshProject(), freshProject()];
+      const early = bodies(10, 100, 'early');
+      await store.write(async (tx) => {
+        for (const body of early) tx.project(a).putObject('blob', body);
+      });
+      const reported = new Map<number, Set<string>>();
+      store.onObjectsStored((project, stored) => reported.set(project, new Set(stored.map((object) => object.oid.toString('hex')))));
+      const inA = [...early, ...bodies(2_489, 1_000, 'a'), Buffer.alloc(0), bodies(1, 300_000, 'large')[0]];
+      const inB = [...early, ...bodies(2_100, 900, 'b')];
+      const annex = (index: number) => (index % 5 === 0 ? Buffer.from(`annex ${index}`) : undefined);
+      const [oidsA, oidsB] = await store.write(async (tx) => [
+        inA.map((body, index) => tx.project(a).putObject('blob', body, annex(index))),
+        inB.map((body) => tx.project(b).putObject('blob', body)),
+      ]);
+      expect(reported.get(a)).toEqual(new Set(oidsA.slice(early.length).map((oid) => oid.toString('hex'))));
+      expect(reported.get(b)).toEqual(new Set(oidsB.map((oid) => oid.toString('hex'))));
+      // The early objects keep their first copy, without the annex the large write gave some of them.
+      const expectedA = inA.map((body, index) => ({ type: 'blob', body, annex: index < early.length ? null : (annex(index) ?? null) }));
+      expect(await reader.read((tx) => tx.project(a).getObjectsWithAnnex(oidsA))).toEqual(expectedA);
+      expect(await reader.read((tx) => tx.project(b).getObjectsWithAnnex(oidsB))).toEqual(inB.map((body) => ({ type: 'blob', body, annex: null })));
+      const counts = await admin<Array<{ project_id: string; count: string }>>`
+        SELECT project_id, count(*) FROM treehouse_objects WHERE project_id IN (${a}, ${b}) GROUP BY project_id ORDER BY project_id`;
+      expect(counts.map((row) => [Number(row.project_id), Number(row.count)])).toEqual([
+        [a, inA.length],
+        [b, inB.length],
+      ]);
+    } finally {
+      await Promise.all([store.close(), reader.close()]);
+    }
+  });
+
+  it('runs a large write again when another transaction stores one of its objects during its COPY, and stores each object once', async () => {
+    const store = await PostgresStore.open({ url: database.url });
+    const other = postgres(database.url, { max: 1, onnotice: () => undefined });
+    try {
+      const project = freshProject();
+      const all = bodies(2_500, 500, 'raced');
+      const oids = all.map((body) => hashObject('blob', body));
+      const raced = 1_234;
+      const reported: string[] = [];
+      store.onObjectsStored((_, stored) => reported.push(...stored.map((object) => object.oid.toString('hex'))));
+      let runs = 0;
+      // Another writer's row of one of the objects, not committed: the write looks, does not see it,
+      // copies it, and its COPY waits at that row until the other commits.
+      let writing: Promise<void> | undefined;
+      await other.begin(async (tx) => {
+        await tx`INSERT INTO treehouse_objects (project_id, oid, type, body) VALUES (${project}, ${oids[raced]}, 3, ${all[raced]})`;
+        writing = store.write(async (wtx) => {
+          runs++;
+          for (const body of all) wtx.project(project).putObject('blob', body);
+        });
+        writing.catch(() => undefined);
+        for (;;) {
+          const waiting = await admin`SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND application_name = 'treehouse' AND wait_event_type = 'Lock'`;
+          if (waiting.length > 0) break;
+          await new Promise((done) => setTimeout(done, 20));
+        }
+      });
+      await writing;
+      expect(runs).toBe(2);
+      expect(new Set(reported)).toEqual(new Set(oids.filter((_, index) => index !== raced).map((oid) => oid.toString('hex'))));
+      expect(reported.length).toBe(all.length - 1);
+      const [{ count }] = await admin<Array<{ count: string }>>`SELECT count(*) FROM treehouse_objects WHERE project_id = ${project}`;
+      expect(Number(count)).toBe(all.length);
+      expect(await store.read((tx) => tx.project(project).getObjects(oids))).toEqual(all.map((body) => ({ type: 'blob', body })));
+    } finally {
+      await Promise.all([store.close(), other.end()]);
+    }
+  });
+
+  it('leaves nothing of a large write that fails after its objects were sent, and the next one on the same connection stores only its own', async () => {
+    const store = await PostgresStore.open({ url: database.url, writeConnectionsMax: 1 });
+    try {
+      const project = freshProject();
+      const doomed = bodies(2_000, 600, 'doomed');
+      const unstoredCommit = hashObject('commit', Buffer.from('never stored'));
+      const failed = await store
+        .write(async (tx) => {
+          const p = tx.project(project);
+          for (const body of doomed) p.putObject('blob', body);
+          // Indexed after the objects are sent, and refused: the commit is not stored.
+          p.putCommitObjects(unstoredCommit, Buffer.alloc(21));
+        })
+        .catch((error: unknown) => error);
+      expect(String(failed)).toMatch(/is not stored/);
+      const kept = bodies(2_000, 600, 'kept');
+      const reported: string[] = [];
+      store.onObjectsStored((_, stored) => reported.push(...stored.map((object) => object.oid.toString('hex'))));
+      const oids = await store.write(async (tx) => kept.map((body) => tx.project(project).putObject('blob', body)));
+      expect(new Set(reported)).toEqual(new Set(oids.map((oid) => oid.toString('hex'))));
+      const [{ count }] = await admin<Array<{ count: string }>>`SELECT count(*) FROM treehouse_objects WHERE project_id = ${project}`;
+      expect(Number(count)).toBe(kept.length);
+      const doomedOids = doomed.map((body) => hashObject('blob', body));
+      expect((await store.read((tx) => tx.project(project).hasObjects(doomedOids))).some(Boolean)).toBe(false);
+    } finally {
+      await store.close();
+    }
+  });
+});
+
 describe('PostgresStore records', () => {
   it('keeps keys with quotes, backslashes, commas, braces and non-ASCII text, written and deleted in one statement', async () => {
     const store = await PostgresStore.open({ url: database.url });

@@ -5,8 +5,10 @@
  * callers put them in the order asked. Batched writes are multi-row statements: object bodies go
  * to the server as one bytea of concatenated bodies, cut apart there (OBJECT_BATCH_BYTES_MAX each):
  * 80-103 ms against 93-160 ms for an array of 1,000 bodies of 3.4 KB (postgres.js sends every
- * parameter as text, a bytea array escaped element by element).
+ * parameter as text, a bytea array escaped element by element). A large write's objects go by
+ * binary COPY instead (copyObjects).
  */
+import type { Writable } from 'node:stream';
 import type postgres from 'postgres';
 import type { Oid } from '../../git/oid.js';
 import type { AnnexedObject, CollectionState, CommitInfo, WorkingTreeState } from '../types.js';
@@ -170,6 +172,150 @@ export async function insertObjects(db: Db, project: number, batch: readonly Obj
     ON CONFLICT DO NOTHING
     RETURNING oid`.execute();
   return rows.map((row) => row.oid);
+}
+
+/**
+ * Objects at least this many bytes (bodies and annexes) or rows go through COPY (copyObjects); smaller
+ * writes through insertObjects, whose one statement costs fewer round trips.
+ */
+export const COPY_BYTES_MIN = 1024 * 1024;
+export const COPY_ROWS_MIN = 2_000;
+
+/** Bytes of one COPY data message: the event loop gets a turn between them. */
+const COPY_CHUNK_BYTES = 256 * 1024;
+
+/** The binary COPY format's header: its signature, no flags, no header extension (PostgreSQL "COPY", File Formats). */
+const COPY_HEADER = Buffer.concat([Buffer.from('PGCOPY\n\xff\r\n\0', 'latin1'), Buffer.alloc(8)]);
+const COPY_TRAILER = Buffer.from([0xff, 0xff]);
+
+/**
+ * The rows of `objects` in the binary COPY format, in chunks of about COPY_CHUNK_BYTES: (project_id,
+ * oid, type, body, annex), or without project_id when `project` is null.
+ */
+export function* copyChunks(project: number | null, objects: readonly ObjectToInsert[]): Generator<Buffer> {
+  let parts: Buffer[] = [COPY_HEADER];
+  let bytes = COPY_HEADER.length;
+  const projectBytes = project === null ? 0 : 4 + 8;
+  for (const object of objects) {
+    const head = Buffer.allocUnsafe(2 + projectBytes + 4 + object.oid.length + 4 + 2 + 4);
+    let at = head.writeInt16BE(project === null ? 4 : 5, 0);
+    if (project !== null) {
+      at = head.writeInt32BE(8, at);
+      at = head.writeBigInt64BE(BigInt(project), at);
+    }
+    at = head.writeInt32BE(object.oid.length, at);
+    at += object.oid.copy(head, at);
+    at = head.writeInt32BE(2, at);
+    at = head.writeInt16BE(object.type, at);
+    head.writeInt32BE(object.body.length, at);
+    const annexLength = Buffer.allocUnsafe(4);
+    annexLength.writeInt32BE(object.annex ? object.annex.length : -1, 0);
+    parts.push(head, object.body, annexLength);
+    bytes += head.length + object.body.length + 4;
+    if (object.annex) {
+      parts.push(object.annex);
+      bytes += object.annex.length;
+    }
+    if (bytes >= COPY_CHUNK_BYTES) {
+      yield Buffer.concat(parts, bytes);
+      parts = [];
+      bytes = 0;
+    }
+  }
+  parts.push(COPY_TRAILER);
+  yield Buffer.concat(parts, bytes + COPY_TRAILER.length);
+}
+
+/** A direct COPY of objects failed: one of them was stored by another write meanwhile, or the reason was lost (copyObjectsDirect). */
+export class CopyFailedError extends Error {
+  override name = 'CopyFailedError';
+}
+
+const UNIQUE_VIOLATION = '23505';
+const IN_FAILED_TRANSACTION = '25P02';
+
+/**
+ * Sends `chunks` on a COPY … FROM STDIN that `start` opened. Nothing else may go out on the
+ * connection while a COPY is under way (the server would end it; postgres.js refuses statements
+ * while its stream is open): this resolves once the COPY's end is sent, and what the caller sends
+ * next follows it. An error the server reports while the rows are being sent is thrown here; one it
+ * reports after their end postgres.js drops, but the transaction is then aborted, so the next
+ * statement fails ("current transaction is aborted").
+ */
+async function sendCopy(start: Promise<Writable>, chunks: Iterable<Buffer>): Promise<void> {
+  const copy = await start;
+  let failure: unknown = null;
+  copy.on('error', (error: unknown) => (failure ??= error));
+  const closed = new Promise<void>((resolve) => copy.once('close', () => resolve()));
+  try {
+    for (const chunk of chunks) {
+      // Each chunk once the connection's socket took the one before: the loop is free meanwhile.
+      await Promise.race([new Promise<void>((resolve) => copy.write(chunk, () => resolve())), closed]);
+      if (failure) throw failure;
+    }
+  } catch (error) {
+    // The server ends the COPY (CopyFail), so the connection takes statements again (a rollback).
+    if (!failure) copy.destroy(error as Error);
+    throw error;
+  }
+  // Every write is done, so the stream sends the COPY's end now and lets the connection go on.
+  copy.end();
+  if (failure) throw failure;
+}
+
+/**
+ * Inserts objects none of which the project stored when the transaction looked (the caller read
+ * that on this connection after the project's collection lock): their rows go straight into
+ * treehouse_objects by binary COPY, bodies as they are (a statement's parameters travel as hex
+ * text the driver builds on the event loop and the server parses). Answers their ids.
+ *
+ * COPY cannot skip a stored id: when another write stored one of them since the transaction
+ * looked, the COPY fails (PostgreSQL reports a unique violation, or postgres.js dropped the error
+ * and the statement sent after it finds the transaction aborted) and this throws
+ * CopyFailedError; the write runs again, and copies through copyObjects, which skips stored ids.
+ */
+export async function copyObjectsDirect(db: postgres.TransactionSql, project: number, objects: readonly ObjectToInsert[]): Promise<Oid[]> {
+  if (objects.length === 0) return [];
+  try {
+    await sendCopy(db`COPY treehouse_objects (project_id, oid, type, body, annex) FROM STDIN (FORMAT binary)`.writable(), copyChunks(project, objects));
+    await db`SELECT 1`.execute();
+  } catch (error) {
+    const code = (error as { code?: unknown }).code;
+    if (code === UNIQUE_VIOLATION || code === IN_FAILED_TRANSACTION) throw new CopyFailedError(`the COPY of ${objects.length} objects into project ${project} failed: ${String((error as Error).message)}`, { cause: error });
+    throw error;
+  }
+  return objects.map((object) => object.oid);
+}
+
+/**
+ * Inserts the objects that are not stored yet, as insertObjects does, for a large write run again
+ * after its direct COPY failed: the rows go by binary COPY into a temporary table of the
+ * connection's session, then into treehouse_objects in one `INSERT … SELECT … ON CONFLICT DO
+ * NOTHING RETURNING oid` that empties the temporary table. Resolves once the COPY is sent and the
+ * insert after it (sendCopy); `inserted` is the insert's answer.
+ */
+export async function copyObjects(db: postgres.TransactionSql, project: number, objects: readonly ObjectToInsert[]): Promise<{ inserted: Promise<Oid[]> }> {
+  // The session's table, made by the first such write on the connection (rolled back with it if
+  // that write is); rows left by a write that rolled back are gone at the next one's commit.
+  const created = db`CREATE TEMP TABLE IF NOT EXISTS treehouse_objects_in (oid bytea NOT NULL, type int2 NOT NULL, body bytea NOT NULL, annex bytea) ON COMMIT DELETE ROWS`.execute();
+  created.catch(() => undefined);
+  try {
+    await sendCopy(db`COPY treehouse_objects_in (oid, type, body, annex) FROM STDIN (FORMAT binary)`.writable(), copyChunks(null, objects));
+  } catch (error) {
+    // The table's creation failing is the reason the COPY failed.
+    await created;
+    throw error;
+  }
+  const inserted = db<Array<{ oid: Buffer }>>`
+    WITH staged AS (DELETE FROM treehouse_objects_in RETURNING oid, type, body, annex)
+    INSERT INTO treehouse_objects (project_id, oid, type, body, annex)
+    SELECT ${project}::bigint, oid, type, body, annex FROM staged
+    ORDER BY 2
+    ON CONFLICT DO NOTHING
+    RETURNING oid`
+    .execute()
+    .then((rows) => rows.map((row) => row.oid));
+  return { inserted };
 }
 
 export async function insertCommits(db: Db, project: number, commits: ReadonlyArray<{ oid: Oid; info: CommitInfo }>): Promise<void> {

@@ -20,7 +20,7 @@ import { isRetryable, isStale, storeError } from './errors.js';
 import { migrate } from './migrations.js';
 import { mapped, ReadTx, type StoreContext } from './reader.js';
 import { SignalListener } from './signals.js';
-import { deleteProjectRows, selectStorageBytes, takeRateToken } from './statements.js';
+import { CopyFailedError, deleteProjectRows, selectStorageBytes, takeRateToken } from './statements.js';
 import { WriteConflict, WriteTx, type CommittedWrites } from './writeTx.js';
 
 export interface PostgresStoreOptions {
@@ -183,7 +183,7 @@ export class PostgresStore implements AsyncStore {
         // A connection error on a connection that is still alive is postgres.js's stale error of one
         // that closed before (errors.ts isStale): the write was rolled back whole, and runs again.
         const stale = failure instanceof StoreUnavailableError && !failure.commitUnknown && rolledBack && isStale(error);
-        if ((error instanceof WriteConflict || isRetryable(error) || stale) && attempt < WRITE_ATTEMPTS_MAX) continue;
+        if ((error instanceof WriteConflict || error instanceof CopyFailedError || isRetryable(error) || stale) && attempt < WRITE_ATTEMPTS_MAX) continue;
         throw failure;
       }
       this.afterCommit(written);

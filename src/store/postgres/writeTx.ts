@@ -51,6 +51,10 @@ import { isUnavailable, storeError } from './errors.js';
 import { copyInfo, ProjectReader, type StoreContext } from './reader.js';
 import { SIGNAL_CHANNEL_PATTERN, SIGNAL_MESSAGE_BYTES_MAX } from './signals.js';
 import {
+  copyObjects,
+  copyObjectsDirect,
+  COPY_BYTES_MIN,
+  COPY_ROWS_MIN,
   deleteCollection,
   deleteJournal,
   deleteRecords,
@@ -258,7 +262,7 @@ export class WriteTx implements AsyncStoreWriteTx {
 
   project(project: number): WriteProject {
     let tx = this.projects.get(project);
-    if (!tx) this.projects.set(project, (tx = new WriteProject(this.context, project, this.transaction, this.attempt > 1)));
+    if (!tx) this.projects.set(project, (tx = new WriteProject(this.context, project, this.transaction, this.attempt > 1, this.attempt > 1)));
     return tx;
   }
 
@@ -437,12 +441,18 @@ export class WriteProject extends ProjectReader implements ProjectWrites, Collec
   private readonly forgotten = new Map<string, Oid>();
   private readonly removed = new Map<string, Oid>();
 
-  /** `lockedCollectionReads`: reads of the collection and the journal take the project's exclusive lock first (WriteTx's `attempt`). */
+  /**
+   * `lockedCollectionReads`: reads of the collection and the journal take the project's exclusive
+   * lock first; `copyStaged`: a large write's objects are copied through the staging table, which
+   * skips stored ids (copyObjects), not straight into the table (both on a run after the first:
+   * WriteTx's `attempt`).
+   */
   constructor(
     context: StoreContext,
     project: number,
     private readonly transaction: Transaction,
     private readonly lockedCollectionReads = false,
+    private readonly copyStaged = false,
   ) {
     super(context, project);
   }
@@ -734,8 +744,9 @@ export class WriteProject extends ProjectReader implements ProjectWrites, Collec
    * collection begins or ends here), then whether a collection runs (a statement of its own, so it
    * reads what was committed once the lock was held); the check of the ids read as present
    * (locking them while a collection runs); the compare-and-swaps; removals, then the journal read
-   * again, then forgotten journal entries and the collection's beginning or end; object batches one
-   * after the other (a batch's bodies are in memory twice while it is sent), the commit index and
+   * again, then forgotten journal entries and the collection's beginning or end; the objects, by
+   * COPY for a large write, else in batches one after the other (a batch's bodies are in memory
+   * twice while it is sent), the commit index and
    * the commits' object lists after the commits they need; then the journal entries of this write.
    * Answers the objects the database did not have; notes what the caches take after the commit.
    */
@@ -791,8 +802,19 @@ export class WriteProject extends ProjectReader implements ProjectWrites, Collec
     // (the commit index before the object lists that need it). The driver encodes each object batch
     // on the event loop, which gets a turn between batches; while the server inserts one batch the
     // next is encoded, up to OBJECT_BATCHES_IN_FLIGHT sent and not yet answered.
-    const batches = objectInsertBatches(objects);
+    const objectBytes = objects.reduce((sum, object) => sum + object.body.length + (object.annex?.length ?? 0), 0);
+    const copying = objectBytes >= COPY_BYTES_MIN || objects.length >= COPY_ROWS_MIN;
+    const batches = copying ? [] : objectInsertBatches(objects);
     const insertedBatches: Array<Promise<Oid[]>> = [];
+    // A large write's objects go by COPY, which nothing may follow on the connection until it is sent.
+    if (copying && !this.copyStaged) {
+      // Straight into the table, the objects not stored when looked at under the collection lock
+      // (where the insert statements skip stored ids); one stored meanwhile fails the COPY, and the
+      // write runs again with the staged COPY.
+      const present = await send(selectPresentIds(tx, this.project, objects.map((object) => object.oid), false))!;
+      const absent = objects.filter((object) => !present.has(idKey(object.oid)));
+      insertedBatches.push(Promise.resolve(await send(copyObjectsDirect(tx, this.project, absent))!));
+    } else if (copying) insertedBatches.push(send((await send(copyObjects(tx, this.project, objects))!).inserted)!);
     for (const [index, batch] of batches.entries()) {
       insertedBatches.push(send(insertObjects(tx, this.project, batch))!);
       if (index === batches.length - 1) break;
