@@ -463,6 +463,11 @@ function specialFileProblems(entry: FsckTreeEntry): FsckProblem[] {
   return found;
 }
 
+function isNullOid(oid: Buffer): boolean {
+  for (let i = 0; i < oid.length; i++) if (oid[i] !== 0) return false;
+  return true;
+}
+
 function hasBackslashDotGit(name: Buffer): boolean {
   for (let slash = name.indexOf(BACKSLASH); slash >= 0; slash = name.indexOf(BACKSLASH, slash + 1)) {
     if (isNtfsDotGit(name.subarray(slash + 1))) return true;
@@ -483,15 +488,22 @@ export function fsckTree(body: Buffer): FsckProblem[] {
     }
     const { entry } = read;
     const name = entry.name;
-    if (entry.oid.every((byte) => byte === 0)) flags.add('nullSha1');
-    if (name.includes(SLASH)) flags.add('fullPathname');
+    if (isNullOid(entry.oid)) flags.add('nullSha1');
+    // One pass over the name's bytes for the separators (tree entries number in the hundreds of thousands in a history).
+    let slashes = false;
+    let backslashes = false;
+    for (let i = 0; i < name.length; i++) {
+      if (name[i] === SLASH) slashes = true;
+      else if (name[i] === BACKSLASH) backslashes = true;
+    }
+    if (slashes) flags.add('fullPathname');
     if (name.length === 1 && name[0] === DOT) flags.add('hasDot');
     if (name.length === 2 && name[0] === DOT && name[1] === DOT) flags.add('hasDotdot');
-    if (isDotGitName(name) || hasBackslashDotGit(name)) flags.add('hasDotgit');
+    if (isDotGitName(name) || (backslashes && hasBackslashDotGit(name))) flags.add('hasDotgit');
     if (entry.modeStartsWithZero) flags.add('zeroPaddedFilemode');
     if (name.length > TREE_ENTRY_NAME_BYTES_MAX) flags.add('largePathname');
     if (!STANDARD_MODES.has(entry.mode)) flags.add('badFilemode');
-    found.push(...specialFileProblems(entry));
+    if (isSymlinkMode(entry.mode)) found.push(...specialFileProblems(entry));
     if (previous) {
       const order = verifyOrdered(previous, entry, candidates);
       if (order === UNORDERED) flags.add('treeNotSorted');

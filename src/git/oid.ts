@@ -4,7 +4,7 @@
  * node:crypto is used instead of @noble/hashes: bench/hash.bench.ts measures it 5 to 7 times faster
  * per 3.4 KB object (bench/RESULTS.md, "Hashing and compression").
  */
-import { createHash } from 'node:crypto';
+import { createHash, hash } from 'node:crypto';
 
 export type Oid = Buffer;
 export type ObjectType = 'blob' | 'tree' | 'commit' | 'tag';
@@ -23,6 +23,31 @@ export function hashObject(type: ObjectType, body: Uint8Array): Oid {
   hash.update(objectHeader(type, body.length));
   hash.update(body);
   return hash.digest();
+}
+
+/** The length of "<type> <size>\0" for a body of `bodyBytes`. */
+export function objectHeaderLength(type: ObjectType, bodyBytes: number): number {
+  return type.length + 2 + decimalDigits(bodyBytes);
+}
+
+/** Writes "<type> <size>\0" at `at` in `out` (objectHeaderLength bytes). */
+export function writeObjectHeader(out: Buffer, at: number, type: ObjectType, bodyBytes: number): void {
+  out.write(`${type} ${bodyBytes}\0`, at, 'latin1');
+}
+
+/**
+ * The id of `body`, which its buffer holds right after its header (writeObjectHeader): one call
+ * of node's one-shot hash over both, where hashObject makes a hash object and feeds it twice (a
+ * received history hashes 40,000 objects).
+ */
+export function hashFramedObject(body: Uint8Array, headerBytes: number): Oid {
+  return hash('sha1', new Uint8Array(body.buffer, body.byteOffset - headerBytes, headerBytes + body.length), 'buffer');
+}
+
+function decimalDigits(value: number): number {
+  let digits = 1;
+  for (let rest = value; rest >= 10; rest = Math.floor(rest / 10)) digits++;
+  return digits;
 }
 
 export function oidToHex(oid: Oid): string {

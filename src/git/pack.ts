@@ -9,17 +9,18 @@
  * (7 bits a byte, most significant first, with 2^7 + 2^14 + ... added for each extra byte);
  * REF_DELTA entries give the base's 20-byte id. Then comes a zlib stream of the body (or of the
  * delta). The pack does not record where that stream ends: the parser learns it from zlib itself
- * (node's inflateSync with `info: true` reports how many input bytes the stream used).
+ * (src/git/inflater.ts reports how many input bytes the stream used).
  *
  * PackWriter produces a pack entry by entry so memory stays bounded by one object; parsePack
  * checks a whole received pack and resolves its deltas, with limits on every dimension.
  */
 import { createHash } from 'node:crypto';
-import { deflateSync, inflateSync, type ZlibOptions } from 'node:zlib';
+import { deflateSync } from 'node:zlib';
 import { applyDelta, DeltaError, readDeltaHeader } from './delta.js';
+import { InflateError, Inflater } from './inflater.js';
 import { OidTable } from './oidTable.js';
 import { SlabAllocator } from './slab.js';
-import { hashObject, OID_BYTES, oidToHex, type ObjectType, type Oid } from './oid.js';
+import { hashFramedObject, hashObject, objectHeaderLength, OID_BYTES, oidToHex, writeObjectHeader, type ObjectType, type Oid } from './oid.js';
 
 /** "PACK" */
 export const PACK_SIGNATURE = Buffer.from('PACK', 'latin1');
@@ -69,9 +70,6 @@ const PACK_ENTRY_BYTES_MIN = 1 + ZLIB_STREAM_BYTES_MIN;
 const ZLIB_METHOD_DEFLATE = 8;
 const ZLIB_METHOD_MASK = 0x0f;
 const ZLIB_HEADER_CHECK_DIVISOR = 31;
-/** node:zlib refuses chunk sizes below 64 bytes; larger objects inflate in chunks up to 1 MiB. */
-const INFLATE_CHUNK_BYTES_MIN = 64;
-const INFLATE_CHUNK_BYTES_MAX = 1024 * 1024;
 
 /** Default limits of parsePack; a caller passes its own from configuration. */
 export const PACK_OBJECTS_MAX_DEFAULT = 1_000_000;
@@ -386,6 +384,8 @@ interface RawEntry {
   typeCode: number;
   /** The body, or the delta for OFS_DELTA / REF_DELTA; dropped once resolved. */
   data: Buffer | null;
+  /** A whole object's body comes right after its header in its buffer (hashFramedObject): the header's length. */
+  headerBytes: number;
   /** For OFS_DELTA: index of the base entry. */
   baseIndex: number;
   /** For REF_DELTA: the base id as a map key. */
@@ -406,6 +406,7 @@ interface Resolved {
 }
 
 const DROPPED_BODY = Buffer.alloc(0);
+const NO_CHILDREN: readonly number[] = [];
 
 const oidKey = (oid: Buffer): string => oid.toString('latin1');
 
@@ -458,7 +459,17 @@ export function readPackHeader(pack: Buffer, limits: { objectsMax: number }): { 
 }
 
 function readEntries(pack: Buffer, count: number, bodyEnd: number, limits: Limits, budget: { inflatedBytes: number }): RawEntry[] {
+  const inflater = new Inflater();
+  try {
+    return readEntriesWith(inflater, pack, count, bodyEnd, limits, budget);
+  } finally {
+    inflater.close();
+  }
+}
+
+function readEntriesWith(inflater: Inflater, pack: Buffer, count: number, bodyEnd: number, limits: Limits, budget: { inflatedBytes: number }): RawEntry[] {
   const entries: RawEntry[] = [];
+  const slabs = new SlabAllocator();
   const indexByOffset = new Map<number, number>();
   let at = PACK_HEADER_BYTES;
   for (let index = 0; index < count; index++) {
@@ -469,7 +480,7 @@ function readEntries(pack: Buffer, count: number, bodyEnd: number, limits: Limit
     if (header.size > limits.objectBytesMax) {
       throw new PackFormatError(`object at ${offset} declares ${header.size} bytes, over the limit of ${limits.objectBytesMax}`);
     }
-    const entry: RawEntry = { offset, typeCode: header.typeCode, data: null, baseIndex: -1, baseKey: '', dataStart: 0, dataEnd: 0, dataBytes: header.size };
+    const entry: RawEntry = { offset, typeCode: header.typeCode, data: null, headerBytes: 0, baseIndex: -1, baseKey: '', dataStart: 0, dataEnd: 0, dataBytes: header.size };
     if (header.typeCode === OBJ_OFS_DELTA) {
       const distance = readOfsDistance(pack, at, bodyEnd);
       at = distance.next;
@@ -490,8 +501,10 @@ function readEntries(pack: Buffer, count: number, bodyEnd: number, limits: Limit
     if (budget.inflatedBytes > limits.totalBytesMax) {
       throw new PackFormatError(`pack inflates to more than the limit of ${limits.totalBytesMax} bytes`);
     }
-    const inflated = inflateEntry(pack, at, bodyEnd, header.size, offset);
+    const kept = header.typeCode === OBJ_COMMIT || header.typeCode === OBJ_TREE || header.typeCode === OBJ_TAG;
+    const inflated = inflateEntry(inflater, slabs, kept, TYPES_BY_CODE.get(header.typeCode) ?? null, pack, at, bodyEnd, header.size, offset);
     entry.data = inflated.data;
+    entry.headerBytes = inflated.headerBytes;
     entry.dataStart = at;
     entry.dataEnd = inflated.next;
     at = inflated.next;
@@ -532,31 +545,40 @@ function readOfsDistance(pack: Buffer, start: number, end: number): { value: num
   return { value, next: at };
 }
 
-interface InflateResult {
-  buffer: Buffer;
-  engine: { bytesWritten: number };
-}
-
-/** Inflates the zlib stream at `start`, which must produce exactly `size` bytes; finds its end. */
-function inflateEntry(pack: Buffer, start: number, end: number, size: number, offset: number): { data: Buffer; next: number } {
-  const options: ZlibOptions & { info: true } = {
-    info: true,
-    maxOutputLength: Math.max(1, size),
-    chunkSize: Math.min(INFLATE_CHUNK_BYTES_MAX, Math.max(INFLATE_CHUNK_BYTES_MIN, size)),
-  };
-  let result: InflateResult;
+/**
+ * Inflates the zlib stream at `start`, which must produce exactly `size` bytes; finds its end. The
+ * output has a byte to spare, so a stream that makes more than it declared shows. `kept`: the
+ * body lives as long as the parse's result (a tree, commit or tag), so it goes in a slab; a delta
+ * or a blob is dropped once resolved and gets an allocation of its own, which a slab of kept
+ * bodies would otherwise hold on to.
+ */
+function inflateEntry(
+  inflater: Inflater,
+  slabs: SlabAllocator,
+  kept: boolean,
+  whole: ObjectType | null,
+  pack: Buffer,
+  start: number,
+  end: number,
+  size: number,
+  offset: number,
+): { data: Buffer; next: number; headerBytes: number } {
+  // A whole object's header goes in front of its body, so the two are hashed in one call.
+  const headerBytes = whole ? objectHeaderLength(whole, size) : 0;
+  const framed = kept ? slabs.allocate(headerBytes + size + 1) : Buffer.allocUnsafe(headerBytes + size + 1);
+  if (whole) writeObjectHeader(framed, 0, whole, size);
+  const output = framed.subarray(headerBytes);
+  let made: { bytes: number; consumed: number };
   try {
-    result = inflateSync(pack.subarray(start, end), options) as unknown as InflateResult;
+    made = inflater.inflateInto(pack, start, end, output);
   } catch (error) {
-    const reason = (error as { code?: string }).code === 'ERR_BUFFER_TOO_LARGE' ? 'inflates past its declared size' : (error as Error).message;
-    throw new PackFormatError(`object at ${offset}: bad zlib stream (${reason})`);
+    if (error instanceof InflateError) throw new PackFormatError(`object at ${offset}: bad zlib stream (${error.message})`);
+    throw error;
   }
-  if (result.buffer.length !== size) {
-    throw new PackFormatError(`object at ${offset} inflates to ${result.buffer.length} bytes, declared ${size}`);
-  }
-  const consumed = result.engine.bytesWritten;
-  if (!(consumed > 0) || start + consumed > end) throw new PackFormatError(`object at ${offset}: zlib stream overruns the pack`);
-  return { data: result.buffer, next: start + consumed };
+  if (made.bytes > size) throw new PackFormatError(`object at ${offset}: bad zlib stream (inflates past its declared size)`);
+  if (made.bytes !== size) throw new PackFormatError(`object at ${offset} inflates to ${made.bytes} bytes, declared ${size}`);
+  if (!(made.consumed > 0) || start + made.consumed > end) throw new PackFormatError(`object at ${offset}: zlib stream overruns the pack`);
+  return { data: output.subarray(0, size), next: start + made.consumed, headerBytes };
 }
 
 /**
@@ -588,7 +610,7 @@ function resolveEntries(
     else {
       const type = TYPES_BY_CODE.get(entry.typeCode) as ObjectType;
       const body = entry.data as Buffer;
-      resolved[index] = { type, body, oid: hashObject(type, body), depth: 0, bodyBytes: -1 };
+      resolved[index] = { type, body, oid: hashFramedObject(body, entry.headerBytes), depth: 0, bodyBytes: -1 };
       entry.data = null;
       return;
     }
@@ -600,10 +622,15 @@ function resolveEntries(
   const visit = (rootIndex: number, root: Resolved) => {
     const stack: Array<{ index: number; object: Resolved }> = [{ index: rootIndex, object: root }];
     for (let item = stack.pop(); item; item = stack.pop()) {
-      const key = oidKey(item.object.oid);
-      const children = [...(childrenByIndex.get(item.index) ?? []), ...(childrenByKey.get(key) ?? [])];
+      let children = childrenByIndex.get(item.index) ?? NO_CHILDREN;
       childrenByIndex.delete(item.index);
-      childrenByKey.delete(key);
+      // A pack of OFS_DELTAs alone (what git sends when ofs-delta is offered) waits on no id.
+      if (childrenByKey.size > 0) {
+        const key = oidKey(item.object.oid);
+        const byKey = childrenByKey.get(key);
+        if (byKey) children = [...children, ...byKey];
+        childrenByKey.delete(key);
+      }
       for (const child of children) {
         if (resolved[child]) continue;
         const object = applyEntryDelta(entries[child], item.object, limits, budget, slabs);
@@ -653,6 +680,7 @@ function applyEntryDelta(entry: RawEntry, base: Resolved, limits: Limits, budget
   }
   const delta = entry.data as Buffer;
   let body: Buffer;
+  let headerBytes = 0;
   try {
     const { resultBytes } = readDeltaHeader(delta);
     if (resultBytes > limits.objectBytesMax) {
@@ -662,24 +690,32 @@ function applyEntryDelta(entry: RawEntry, base: Resolved, limits: Limits, budget
     if (budget.inflatedBytes > limits.totalBytesMax) {
       throw new PackFormatError(`pack inflates to more than the limit of ${limits.totalBytesMax} bytes`);
     }
-    body = applyDelta(base.body, delta, limits.objectBytesMax, slabs.allocate);
+    // The header in front of the body, so the two are hashed in one call.
+    body = applyDelta(base.body, delta, limits.objectBytesMax, (bytes) => {
+      headerBytes = objectHeaderLength(base.type, bytes);
+      const framed = slabs.allocate(headerBytes + bytes);
+      writeObjectHeader(framed, 0, base.type, bytes);
+      return framed.subarray(headerBytes);
+    });
   } catch (error) {
     if (error instanceof DeltaError) throw new PackFormatError(`delta at ${entry.offset}: ${error.message}`);
     throw error;
   }
   entry.data = null;
-  return { type: base.type, body, oid: hashObject(base.type, body), depth, bodyBytes: -1 };
+  return { type: base.type, body, oid: hashFramedObject(body, headerBytes), depth, bodyBytes: -1 };
 }
 
 /**
- * Gives each object whose body was left out (`omitted(index)`; its `bodyBytes` set) a body rebuilt
- * from its pack entry when first read: the base's body (another of `objects`, or `external`'s, for
+ * Replaces each object whose body was left out (`omitted(index)`; its `bodyBytes` set) with one
+ * whose body is rebuilt from its pack entry when first read (BodyOnRead): the base's body (another of `objects`, or `external`'s, for
  * a thin pack), then the chain's deltas. Every body rebuilt on the way is kept, so a walk over
  * many versions pays one delta each. Iterative: a chain in a received pack may be thousands deep.
  */
 export function rebuildBodiesOnRead(objects: PackObject[], omitted: (index: number) => boolean, external: (oid: Oid) => Buffer | undefined): void {
   const rebuilt = new Map<number, Buffer>();
   let indexOf: OidTable | null = null;
+  // One zlib stream for every entry rebuilt (a receiver that keeps no forms rebuilds every blob).
+  let inflater: Inflater | null = null;
   const rebuild = (index: number): Buffer => {
     if (!indexOf) {
       indexOf = new OidTable(objects.length);
@@ -704,13 +740,44 @@ export function rebuildBodiesOnRead(objects: PackObject[], omitted: (index: numb
     }
     for (let k = chain.length - 1; k >= 0; k--) {
       const packed = objects[chain[k]].packed!;
-      const data = inflateSync(packed.deflated, { maxOutputLength: Math.max(1, packed.dataBytes) });
-      base = packed.base ? applyDelta(base!, data) : data;
+      const data = Buffer.allocUnsafe(packed.dataBytes + 1);
+      const { bytes } = (inflater ??= new Inflater()).inflateInto(packed.deflated, 0, packed.deflated.length, data);
+      if (bytes !== packed.dataBytes) throw new Error(`internal: the entry of ${oidToHex(objects[chain[k]].oid)} inflates to ${bytes} bytes, not ${packed.dataBytes}`);
+      base = packed.base ? applyDelta(base!, data.subarray(0, bytes)) : data.subarray(0, bytes);
       rebuilt.set(chain[k], base);
     }
     return base!;
   };
-  objects.forEach((object, index) => {
-    if (omitted(index)) Object.defineProperty(object, 'body', { get: () => rebuild(index), enumerable: true, configurable: true });
-  });
+  for (let index = 0; index < objects.length; index++) if (omitted(index)) objects[index] = new BodyOnRead(objects[index], index, rebuild);
+}
+
+/**
+ * A received object whose body is rebuilt when first read: a class with the getter on its
+ * prototype, where a getter defined on each of 40,000 objects took milliseconds and left them
+ * slow to read.
+ */
+class BodyOnRead implements PackObject {
+  readonly type: ObjectType;
+  readonly oid: Oid;
+  readonly offset: number;
+  readonly deltaDepth: number;
+  readonly packed?: PackedEntry;
+  bodyBytes?: number;
+
+  constructor(
+    object: PackObject,
+    private readonly index: number,
+    private readonly rebuild: (index: number) => Buffer,
+  ) {
+    this.type = object.type;
+    this.oid = object.oid;
+    this.offset = object.offset;
+    this.deltaDepth = object.deltaDepth;
+    if (object.packed) this.packed = object.packed;
+    if (object.bodyBytes !== undefined) this.bodyBytes = object.bodyBytes;
+  }
+
+  get body(): Buffer {
+    return this.rebuild(this.index);
+  }
 }

@@ -20,6 +20,7 @@ import { MessageChannel, type Worker } from 'node:worker_threads';
 import { rebuildBodiesOnRead, type PackObject } from '../git/pack.js';
 import { checkReceivedPackWithAsyncLookups, type AsyncStoreLookups, type Gap, type PackCheckResult, type PackLimits } from '../git/packCheck.js';
 import { oidToHex, type ObjectType, type Oid } from '../git/oid.js';
+import { OidTable } from '../git/oidTable.js';
 import { startModuleWorker } from './moduleWorker.js';
 
 /** Packs up to this size are checked inline. */
@@ -305,16 +306,16 @@ export class PackChecker {
  */
 async function externalBasesOf(answer: WorkerAnswer, lookups: AsyncStoreLookups): Promise<Map<string, Buffer>> {
   const { oids, bases, deltas, omitted } = answer as Required<WorkerAnswer>;
-  const received = new Set<string>();
-  for (let i = 0; i < omitted.length; i++) received.add(Buffer.from(oids.buffer, oids.byteOffset + i * 20, 20).toString('hex'));
+  const found = new Map<string, Buffer>();
+  // Ids stay bytes: only a thin pack's outside bases are turned into hex.
+  const received = new OidTable(omitted.length);
+  for (let i = 0; i < omitted.length; i++) received.add(oids, i * 20);
   const wanted = new Map<string, Oid>();
   for (let i = 0; i < omitted.length; i++) {
-    if (!omitted[i] || !deltas[i]) continue;
+    if (!omitted[i] || !deltas[i] || received.has(bases, i * 20)) continue;
     const base = Buffer.from(bases.buffer, bases.byteOffset + i * 20, 20);
-    const hex = oidToHex(base);
-    if (!received.has(hex)) wanted.set(hex, base);
+    wanted.set(oidToHex(base), base);
   }
-  const found = new Map<string, Buffer>();
   if (wanted.size === 0) return found;
   const objects = await lookups.objects([...wanted.values()]);
   [...wanted.keys()].forEach((hex, i) => {

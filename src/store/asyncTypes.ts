@@ -116,6 +116,24 @@ export interface PackFormWrites extends PackFormReads {
   putDeflatedDelta(oid: Oid, delta: DeltaForm, deflated: Buffer): Promise<boolean>;
   /** Stores a tree or blob as its form alone (a received pack's entry); false, storing nothing, when the delta does not fit. */
   putObjectAsForm(oid: Oid, type: ObjectType, inflatedBytes: number, form: { deflated: Buffer; delta?: DeltaForm }): Promise<boolean>;
+  /**
+   * putObjectAsForm for each entry in turn, in one call (every delta after its base): a delta is
+   * kept on its base's form at 1 + the base's depth, when the base has a form and that depth is at
+   * most `depthMax`. One answer per entry, as putObjectAsForm's.
+   */
+  putObjectsAsForms(entries: readonly ReceivedForm[], depthMax: number): Promise<boolean[]>;
+}
+
+/** A received pack's tree or blob entry as putObjectsAsForms takes it. */
+export interface ReceivedForm {
+  oid: Oid;
+  type: ObjectType;
+  /** The body's length. */
+  inflatedBytes: number;
+  /** The entry's zlib stream: the body's, or the delta's. */
+  deflated: Buffer;
+  /** For a delta: its base and the bytes its stream inflates to. */
+  delta: { base: Oid; bytes: number } | null;
 }
 
 /** An object of a project: where a scan of the backlog stopped, or an object it found. */

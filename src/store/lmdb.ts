@@ -32,6 +32,7 @@ import { randomBytes } from 'node:crypto';
 import { inflateSync } from 'node:zlib';
 import { open, type Database, type RootDatabase } from 'lmdb';
 import { applyDelta } from '../git/delta.js';
+import { OidTable } from '../git/oidTable.js';
 import { OBJECT_RECORD_BYTES } from '../git/introducedObjects.js';
 import { hashObject, type ObjectType, type Oid, OID_BYTES } from '../git/oid.js';
 import { decodePath, encodePath, isUtf8Path } from '../git/pathBytes.js';
@@ -183,13 +184,19 @@ class ShelfBuilder {
   readonly byOffset = new Map<number, Buffer>();
   bytes = 0;
 
-  /** Adds a form; returns its pointer value. */
-  add(key: Buffer, value: Buffer): Buffer {
+  /** The pointer `value` gets when it is added next. */
+  pointerToNext(value: Buffer): Buffer {
     const pointer = Buffer.allocUnsafe(SHELF_POINTER_BYTES);
     pointer[0] = SHELF_POINTER;
     this.id.copy(pointer, 1);
     pointer.writeUInt32BE(this.bytes, 1 + SHELF_ID_BYTES);
     pointer.writeUInt32BE(value.length, 1 + SHELF_ID_BYTES + 4);
+    return pointer;
+  }
+
+  /** Adds a form; returns its pointer value. */
+  add(key: Buffer, value: Buffer): Buffer {
+    const pointer = this.pointerToNext(value);
     this.keys.push(key);
     this.values.push(value);
     this.byOffset.set(this.bytes, value);
@@ -695,6 +702,32 @@ class LmdbTx implements StoreWriteTx {
 
   /** Open shelves of this transaction, by project. */
   private readonly openShelves = new Map<number, ShelfBuilder>();
+  /** The depth of each form putObjectsAsForms put in this transaction, by project: a delta on one reads no form back. */
+  private readonly putDepths = new Map<number, OidTable>();
+
+  formDepthsPut(project: number): OidTable {
+    let depths = this.putDepths.get(project);
+    if (!depths) this.putDepths.set(project, (depths = new OidTable()));
+    return depths;
+  }
+
+  /**
+   * Puts a pack-ready form under `key` unless `packed` has one (one descent of the B-tree for the
+   * check and the put); false when it had.
+   */
+  putFormIfAbsent(project: number, key: Buffer, value: Buffer): boolean {
+    const { deflated } = this.store.dbs;
+    if (value.length > SHELF_VALUE_BYTES_MAX) return putIfAbsent(deflated, key, value);
+    let shelf = this.openShelves.get(project);
+    if (!shelf) this.openShelves.set(project, (shelf = new ShelfBuilder()));
+    if (!putIfAbsent(deflated, key, shelf.pointerToNext(value))) return false;
+    shelf.add(key, value);
+    if (shelf.bytes >= SHELF_BYTES_MAX) {
+      this.closeShelf(project, shelf);
+      this.openShelves.delete(project);
+    }
+    return true;
+  }
 
   /** Puts a pack-ready form under `key`, which the caller has found absent from `packed`. */
   putForm(project: number, key: Buffer, value: Buffer): void {
@@ -950,6 +983,32 @@ class LmdbProjectTx implements ProjectWriteTx {
     this.parent.putForm(this.project, key, packedValue(TYPE_CODES[type], inflatedBytes, form.deflated, form.delta ?? null));
     this.journalled(oid);
     return true;
+  }
+
+  putObjectsAsForms(forms: ReadonlyArray<{ oid: Oid; type: ObjectType; inflatedBytes: number; form: { deflated: Buffer; delta?: DeltaForm } }>): number {
+    this.parent.assertWritable();
+    if (forms.some(({ type }) => type === 'commit')) throw new Error('a commit is stored whole (putObjectWithId), so it is indexed');
+    const { objects } = this.store.dbs;
+    const depths = this.parent.formDepthsPut(this.project);
+    for (let i = 0; i < forms.length; i++) {
+      const { oid, type, inflatedBytes, form } = forms[i];
+      const key = this.objectKey(oid);
+      if (objects.doesExist(key)) continue;
+      if (form.delta) {
+        // A base this transaction put (most are) is not read back.
+        const baseDepth = depths.get(form.delta.base);
+        const fits = baseDepth >= 0 ? !form.delta.base.equals(oid) && form.delta.depth === baseDepth + 1 && form.delta.depth <= PACKED_DEPTH_MAX : this.deltaFits(oid, form.delta);
+        // One that has a form already is passed over whether its delta would fit or not.
+        if (!fits) {
+          if (this.store.dbs.deflated.doesExist(key)) continue;
+          return i;
+        }
+      }
+      if (!this.parent.putFormIfAbsent(this.project, key, packedValue(TYPE_CODES[type], inflatedBytes, form.deflated, form.delta ?? null))) continue;
+      this.journalled(oid);
+      depths.add(oid, 0, form.delta?.depth ?? 0);
+    }
+    return -1;
   }
 
   /** A delta form may name only another object with a form of its own, at 1 + that form's depth. */

@@ -203,6 +203,11 @@ export interface ProjectWriteTx extends ProjectReadTx {
    */
   putObjectAsForm(oid: Oid, type: ObjectType, inflatedBytes: number, form: { deflated: Buffer; delta?: DeltaForm }): boolean;
   /**
+   * putObjectAsForm for each of `forms` in turn, in one call; the index of the first that did not
+   * fit (nothing of it stored, nor of those after it), or -1 when all are stored.
+   */
+  putObjectsAsForms(forms: ReadonlyArray<{ oid: Oid; type: ObjectType; inflatedBytes: number; form: { deflated: Buffer; delta?: DeltaForm } }>): number;
+  /**
    * Records a garbage collection of the project, replacing any. From then on, until endCollection,
    * every write of the project journals ids to be kept: each object stored that was absent, each
    * object that gets a delta form, each value a ref or working tree takes, and the value each had

@@ -1,5 +1,6 @@
+import fc from 'fast-check';
 import { afterAll, describe, expect, it } from 'vitest';
-import { EMPTY_BLOB_OID, EMPTY_TREE_OID, hashObject, oidFromHex, oidToHex } from '../../src/git/oid.js';
+import { EMPTY_BLOB_OID, EMPTY_TREE_OID, hashFramedObject, hashObject, objectHeaderLength, oidFromHex, oidToHex, writeObjectHeader, type ObjectType } from '../../src/git/oid.js';
 import { git, initBareRepo, scratchDir } from '../support/git.js';
 
 const scratch = scratchDir();
@@ -20,6 +21,24 @@ describe('hashObject', () => {
   ])('equals git hash-object for %s', (_label, content) => {
     const expected = git(['hash-object', '-w', '--stdin'], { cwd: scratch.path, input: content }).trim();
     expect(oidToHex(hashObject('blob', content))).toBe(expected);
+  });
+
+  it('gives the same id when the header is written in front of the body and both hashed at once (hashFramedObject)', () => {
+    const types: ObjectType[] = ['blob', 'tree', 'commit', 'tag'];
+    fc.assert(
+      fc.property(fc.constantFrom(...types), fc.uint8Array({ maxLength: 20_000 }), fc.nat({ max: 64 }), (type, body, before) => {
+        // Anywhere in a larger buffer, as parsePack's slabs place bodies.
+        const headerBytes = objectHeaderLength(type, body.length);
+        expect(headerBytes).toBe(Buffer.from(`${type} ${body.length}\0`).length);
+        const buffer = Buffer.alloc(before + headerBytes + body.length + 7, 0xaa);
+        writeObjectHeader(buffer, before, type, body.length);
+        buffer.set(body, before + headerBytes);
+        const framed = buffer.subarray(before + headerBytes, before + headerBytes + body.length);
+        expect(hashFramedObject(framed, headerBytes).equals(hashObject(type, body))).toBe(true);
+      }),
+    );
+    // Sizes of every length of decimal digits.
+    for (const bytes of [0, 9, 10, 99, 100, 999_999, 1_000_000]) expect(objectHeaderLength('blob', bytes)).toBe(`blob ${bytes}\0`.length);
   });
 
   it('round-trips hex', () => {

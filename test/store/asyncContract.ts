@@ -21,7 +21,7 @@ import { createDelta } from '../../src/git/delta.js';
 import { EMPTY_BLOB_OID, EMPTY_TREE_OID, hashObject, oidFromHex, oidToHex, type Oid } from '../../src/git/oid.js';
 import { encodeTree } from '../../src/git/tree.js';
 import { RefChangedError, type ListedEntry, type NewObject, type WorkingTreeState } from '../../src/store/types.js';
-import type { AsyncStore, CollectionReads, CollectionWrites, PackFormReads, PackFormWrites, ProjectReads, ProjectWrites, RecordReads } from '../../src/store/asyncTypes.js';
+import type { AsyncStore, CollectionReads, CollectionWrites, PackFormReads, PackFormWrites, ProjectReads, ProjectWrites, ReceivedForm, RecordReads } from '../../src/store/asyncTypes.js';
 
 /** Every test takes project numbers from here, so tests never see each other's data (the sync suite starts at 1000). */
 const freshProject = projectNumbers(5000);
@@ -51,7 +51,7 @@ function formReads(p: ProjectReads & Partial<PackFormReads>): ProjectReads & Pac
 }
 
 function formWrites(p: ProjectWrites & Partial<PackFormWrites>): ProjectWrites & PackFormWrites {
-  for (const method of ['getDeflated', 'putDeflated', 'putDeflatedDelta', 'putObjectAsForm'] as const) {
+  for (const method of ['getDeflated', 'putDeflated', 'putDeflatedDelta', 'putObjectAsForm', 'putObjectsAsForms'] as const) {
     if (typeof p[method] !== 'function') throw new Error(`the store said it offers pack-ready forms, but a write transaction has no ${method}`);
   }
   return p as ProjectWrites & PackFormWrites;
@@ -95,9 +95,9 @@ export function asyncStoreContract(backendName: string, openStore: () => AsyncSt
         expect(offered).toBe(options.packForms);
         const methods = await store.write(async (tx) => {
           const p = tx.project(project);
-          return [p.getDeflated, p.putDeflated, p.putDeflatedDelta, p.putObjectAsForm].map((method) => typeof method === 'function');
+          return [p.getDeflated, p.putDeflated, p.putDeflatedDelta, p.putObjectAsForm, p.putObjectsAsForms].map((method) => typeof method === 'function');
         });
-        expect(methods).toEqual([options.packForms, options.packForms, options.packForms, options.packForms]);
+        expect(methods).toEqual([options.packForms, options.packForms, options.packForms, options.packForms, options.packForms]);
         expect(store.collection).toBe(options.collection);
         const collecting = await store.write(async (tx) => typeof tx.project(project).removeStored === 'function');
         expect(collecting).toBe(options.collection);
@@ -639,6 +639,60 @@ export function asyncStoreContract(backendName: string, openStore: () => AsyncSt
             expect(await p.hasObjects([hashObject('blob', orphan), hashObject('commit', orphan)])).toEqual([false, false]);
             // Another project holds none of them.
             expect(await tx.project(freshProject()).getObjects([oids[2]])).toEqual([undefined]);
+          });
+        });
+      });
+
+      describe('a received pack\'s entries in one call (putObjectsAsForms)', () => {
+        it('keeps each delta at 1 + its base\'s depth up to the limit, answers as putObjectAsForm would, and reads back', async () => {
+          const project = freshProject();
+          const versions = Array.from({ length: 8 }, (_, round) => Buffer.from(Array.from({ length: 150 }, (_, line) => `line ${line} ${line === round * 17 ? 'edited' : ''}`).join('\n')));
+          const oids = versions.map((body) => hashObject('blob', body));
+          const deltas = versions.map((body, index) => (index === 0 ? null : createDelta(versions[index - 1], body)));
+          const entry = (index: number): ReceivedForm => ({
+            oid: oids[index],
+            type: 'blob',
+            inflatedBytes: versions[index].length,
+            deflated: deflateSync(deltas[index] ?? versions[index]),
+            delta: deltas[index] ? { base: oids[index - 1], bytes: deltas[index]!.length } : null,
+          });
+          // The first three in one write, so the rest build on forms the store holds.
+          await store.write(async (tx) => formWrites(tx.project(project)).putObjectsAsForms([0, 1, 2].map(entry), 50));
+          const orphan = Buffer.from('orphan body, long enough');
+          const orphanOid = hashObject('blob', orphan);
+          const stranger = Buffer.from('a blob stored whole before');
+          const strangerOid = await store.write(async (tx) => tx.project(project).putObject('blob', stranger));
+          const { answers, seen } = await store.write(async (tx) => {
+            const p = formWrites(tx.project(project));
+            const answers = await p.putObjectsAsForms(
+              [
+                entry(3),
+                entry(4),
+                // Depth 5 is over a limit of 4: nothing stored, and so nothing for the next to build on.
+                entry(5),
+                entry(6),
+                // Stored already (a form, and a whole object): true, the first copy kept.
+                { ...entry(1), deflated: deflateSync(Buffer.from('other')), delta: null },
+                { oid: strangerOid, type: 'blob', inflatedBytes: stranger.length, deflated: deflateSync(Buffer.from('x')), delta: null },
+                // On a base that has no form, or on itself.
+                { oid: orphanOid, type: 'blob', inflatedBytes: orphan.length, deflated: deflateSync(Buffer.from('x')), delta: { base: hashObject('blob', Buffer.from('none')), bytes: 1 } },
+                { oid: orphanOid, type: 'blob', inflatedBytes: orphan.length, deflated: deflateSync(Buffer.from('x')), delta: { base: orphanOid, bytes: 1 } },
+              ],
+              4,
+            );
+            await expect(settled(() => p.putObjectsAsForms([{ oid: orphanOid, type: 'commit', inflatedBytes: orphan.length, deflated: deflateSync(orphan), delta: null }], 5))).rejects.toThrow();
+            const seen = (await p.getObjects([oids[4], oids[5], strangerOid])).map((object) => object?.body);
+            return { answers, seen };
+          });
+          expect(answers).toEqual([true, true, false, false, true, true, false, false]);
+          expect(seen).toEqual([versions[4], undefined, stranger]);
+          await store.read(async (tx) => {
+            const p = formReads(tx.project(project));
+            expect(await p.getObjects(oids.slice(0, 5))).toEqual(versions.slice(0, 5).map((body) => ({ type: 'blob', body })));
+            expect((await p.getDeflated(oids.slice(0, 5))).map((form) => form!.delta?.depth ?? 0)).toEqual([0, 1, 2, 3, 4]);
+            expect((await p.getDeflated([oids[1]]))[0]!.deflated).toEqual(deflateSync(deltas[1]!));
+            expect(await p.hasObjects([oids[5], oids[6], orphanOid])).toEqual([false, false, false]);
+            expect(await p.getObjects([strangerOid])).toEqual([{ type: 'blob', body: stranger }]);
           });
         });
       });

@@ -543,6 +543,40 @@ export function storeContract(backendName: string, openStore: () => Store): void
       });
     });
 
+    describe('many forms in one call (putObjectsAsForms)', () => {
+      it('stores them in turn, a delta on a form put in the same call or before, and stops at the first that does not fit', async () => {
+        const project = freshProject();
+        const versions = Array.from({ length: 6 }, (_, round) => Buffer.from(Array.from({ length: 120 }, (_, line) => `line ${line} ${line === round * 20 ? 'edited' : ''}`).join('\n')));
+        const oids = versions.map((body) => hashObject('blob', body));
+        const entry = (index: number, depth = index) => {
+          const delta = index === 0 ? null : createDelta(versions[index - 1], versions[index]);
+          return {
+            oid: oids[index],
+            type: 'blob' as const,
+            inflatedBytes: versions[index].length,
+            form: delta ? { deflated: deflateSync(delta), delta: { base: oids[index - 1], bytes: delta.length, depth } } : { deflated: deflateSync(versions[0]) },
+          };
+        };
+        // The base in an earlier write, its deltas in this one; one already stored is passed over.
+        await store.write((tx) => tx.project(project).putObjectsAsForms([entry(0)]));
+        expect(await store.write((tx) => tx.project(project).putObjectsAsForms([entry(0), entry(1), entry(2), entry(3)]))).toBe(-1);
+        // A wrong depth (on a base put in the same call, and on a stored one) stops the call there.
+        expect(await store.write((tx) => tx.project(project).putObjectsAsForms([entry(4), entry(5, 9)]))).toBe(1);
+        expect(await store.write((tx) => tx.project(project).putObjectsAsForms([entry(5, 2)]))).toBe(0);
+        // A self-reference does not fit either; a commit is refused whole.
+        expect(await store.write((tx) => tx.project(project).putObjectsAsForms([{ ...entry(5), form: { ...entry(5).form, delta: { base: oids[5], bytes: 1, depth: 1 } } }]))).toBe(0);
+        await expect(store.write((tx) => tx.project(project).putObjectsAsForms([{ ...entry(0), oid: hashObject('commit', versions[0]), type: 'commit' as const }]))).rejects.toThrow();
+        store.read((tx) => {
+          const p = tx.project(project);
+          versions.slice(0, 5).forEach((body, index) => {
+            expect(p.getObject(oids[index])).toEqual({ type: 'blob', body });
+            expect(p.peekDeflated(oids[index])!.delta?.depth ?? 0).toBe(index);
+          });
+          expect(p.hasObject(oids[5])).toBe(false);
+        });
+      });
+    });
+
     describe('many pack-ready forms in one write (a seed, a push)', () => {
       it('read back inside the write and after it, across several hundred KB, and an aborted write leaves none', async () => {
         const project = freshProject();

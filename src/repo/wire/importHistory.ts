@@ -69,37 +69,44 @@ export function prepareHistory(fetched: PackObject[], tip: Oid, options: { check
   }
   if (target.type !== 'commit') throw new HistoryImportError(`The ref points to a ${target.type}, not to a commit.`);
 
-  const commits = commitsParentsFirst(target.oid, need);
+  const { commits, trees: commitTrees } = commitsParentsFirst(target.oid, need, fetched.length, indexOf);
   const trees: PackObject[] = [];
-  const seen = new OidTable(fetched.length);
+  // Each fetched object is reached once: a flag per index, and a tree entry's id looked up in place.
+  const reached = new Uint8Array(fetched.length);
   const visitTree = (oid: Oid) => {
-    const stack = [oid];
+    const root = indexOf.get(oid);
+    if (root < 0) need(oid, 'tree');
+    if (reached[root]) return;
+    reached[root] = 1;
+    const stack = [root];
     while (stack.length > 0) {
-      const current = stack.pop()!;
-      if (!seen.add(current)) continue;
-      const tree = need(current, 'tree');
-      if (tree.type !== 'tree') throw new HistoryImportError(`Object ${oidToHex(current)} should be a tree but is a ${tree.type}.`);
+      const tree = fetched[stack.pop()!];
+      if (tree.type !== 'tree') throw new HistoryImportError(`Object ${oidToHex(tree.oid)} should be a tree but is a ${tree.type}.`);
       trees.push(tree);
       const cursor = new TreeCursor(tree.body);
       while (cursor.next()) {
         if (cursor.kind === ENTRY_GITLINK) continue;
+        const index = indexOf.get(tree.body, cursor.oidStart);
+        if (index < 0) {
+          const what = cursor.kind === ENTRY_TREE ? 'tree' : 'blob';
+          throw new HistoryImportError(`The remote sent an incomplete history: ${what} ${tree.body.toString('hex', cursor.oidStart, cursor.oidStart + OID_BYTES)} is missing.`);
+        }
+        if (reached[index]) continue;
+        reached[index] = 1;
         if (cursor.kind === ENTRY_TREE) {
-          stack.push(tree.body.subarray(cursor.oidStart, cursor.oidStart + OID_BYTES));
+          stack.push(index);
           continue;
         }
-        if (!seen.add(tree.body, cursor.oidStart)) continue;
-        const index = indexOf.get(tree.body, cursor.oidStart);
-        if (index < 0) throw new HistoryImportError(`The remote sent an incomplete history: blob ${tree.body.toString('hex', cursor.oidStart, cursor.oidStart + OID_BYTES)} is missing.`);
         const blob = fetched[index];
         if (blob.type !== 'blob') throw new HistoryImportError(`Object ${oidToHex(blob.oid)} should be a blob but is a ${blob.type}.`);
         trees.push(blob);
       }
     }
   };
-  for (const commit of commits) visitTree(decodeCommit(commit.body).tree);
+  for (const tree of commitTrees) visitTree(tree);
   if (!options.checked) {
     const tooDeep = commitTreesDepthProblem(
-      commits.map((commit) => ({ commit: commit.oid, tree: decodeCommit(commit.body).tree })),
+      commits.map((commit, index) => ({ commit: commit.oid, tree: commitTrees[index] })),
       (oid) => byId(oid)?.body,
     );
     if (tooDeep) throw new HistoryImportError(`The fetched history cannot be stored: ${tooDeep}.`);
@@ -132,32 +139,42 @@ function checkFetched(fetched: PackObject[], byId: (oid: Oid) => PackObject | un
   }
 }
 
-/** Every commit reachable from `tip`, each after all of its parents (an iterative post-order walk). */
-function commitsParentsFirst(tip: Oid, need: (oid: Oid, why: string) => PackObject): PackObject[] {
-  const ordered: PackObject[] = [];
-  const state = new Map<string, 'open' | 'done'>();
-  const stack: Array<{ object: PackObject; parents: Oid[]; next: number }> = [];
+/**
+ * Every commit reachable from `tip`, each after all of its parents (an iterative post-order walk),
+ * with each one's tree. States are kept by the commit's index among the fetched objects.
+ */
+function commitsParentsFirst(tip: Oid, need: (oid: Oid, why: string) => PackObject, count: number, indexOf: OidTable): { commits: PackObject[]; trees: Oid[] } {
+  const commits: PackObject[] = [];
+  const trees: Oid[] = [];
+  const OPEN = 1;
+  const DONE = 2;
+  const state = new Uint8Array(count);
+  const stack: Array<{ object: PackObject; index: number; tree: Oid; parents: Oid[]; next: number }> = [];
   const open = (oid: Oid) => {
     const object = need(oid, 'commit');
     if (object.type !== 'commit') throw new HistoryImportError(`Object ${oidToHex(oid)} should be a commit but is a ${object.type}.`);
-    state.set(oidToHex(oid), 'open');
-    stack.push({ object, parents: decodeCommit(object.body).parents, next: 0 });
+    const index = indexOf.get(oid);
+    state[index] = OPEN;
+    const { tree, parents } = decodeCommit(object.body);
+    stack.push({ object, index, tree, parents, next: 0 });
   };
   open(tip);
   while (stack.length > 0) {
     const top = stack[stack.length - 1];
     if (top.next < top.parents.length) {
       const parent = top.parents[top.next++];
-      const seen = state.get(oidToHex(parent));
-      if (seen === 'open') throw new HistoryImportError(`Commit ${oidToHex(parent)} is its own ancestor.`);
-      if (seen === undefined) open(parent);
+      const index = indexOf.get(parent);
+      const seen = index < 0 ? 0 : state[index];
+      if (seen === OPEN) throw new HistoryImportError(`Commit ${oidToHex(parent)} is its own ancestor.`);
+      if (seen === 0) open(parent);
       continue;
     }
     stack.pop();
-    state.set(oidToHex(top.object.oid), 'done');
-    ordered.push(top.object);
+    state[top.index] = DONE;
+    commits.push(top.object);
+    trees.push(top.tree);
   }
-  return ordered;
+  return { commits, trees };
 }
 
 /** Stores the prepared history and points main (which must not exist yet) and its working tree at it. */

@@ -9,30 +9,40 @@
  * keeps the received objects whole, and the layers above deflate what they send.
  */
 import type { Oid } from '../../git/oid.js';
-import { OidTable } from '../../git/oidTable.js';
 import type { PackObject } from '../../git/pack.js';
 import { parentsFirst } from '../../git/packOrder.js';
-import type { PackFormWrites } from '../../store/asyncTypes.js';
+import type { PackFormWrites, ReceivedForm } from '../../store/asyncTypes.js';
 import type { DeltaForm } from '../../store/types.js';
 import type { WriteTx } from '../repo.js';
+import { Slicer } from '../slices.js';
 
 /** Longest delta chain kept or sent: git's default pack.depth. */
 export const DELTA_DEPTH_MAX = 50;
+
+/** Received entries handed to the store in one call: about a millisecond of its work. */
+const FORMS_PER_CALL = 1_000;
 
 /**
  * The received objects that carry their pack entry, ordered so every delta comes after its base
  * (by depth in the pack; a thin pack's bases outside it count as depth 0).
  */
 export function formsInBaseOrder(objects: readonly PackObject[]): PackObject[] {
-  const carried = objects.filter((object) => object.packed !== undefined);
-  // Array.prototype.sort is stable: equal depths keep pack order.
-  return carried.sort((a, b) => a.deltaDepth - b.deltaDepth);
+  // A counting sort on the depth (a pack's chains are at most a few thousand deep): equal depths
+  // keep their order, and 40,000 objects cost two passes rather than a comparison sort.
+  let deepest = 0;
+  for (const object of objects) if (object.packed && object.deltaDepth > deepest) deepest = object.deltaDepth;
+  const starts = new Array<number>(deepest + 2).fill(0);
+  for (const object of objects) if (object.packed) starts[object.deltaDepth + 1]++;
+  for (let depth = 1; depth < starts.length; depth++) starts[depth] += starts[depth - 1];
+  const ordered = new Array<PackObject>(starts[starts.length - 1]);
+  for (const object of objects) if (object.packed) ordered[starts[object.deltaDepth]++] = object;
+  return ordered;
 }
 
 /** The transaction's pack-ready form writes, or null when its store keeps no forms. */
 function formWrites(tx: WriteTx): PackFormWrites | null {
-  const { getDeflated, putDeflated, putDeflatedDelta, putObjectAsForm } = tx;
-  return getDeflated && putDeflated && putDeflatedDelta && putObjectAsForm ? (tx as WriteTx & PackFormWrites) : null;
+  const { getDeflated, putDeflated, putDeflatedDelta, putObjectAsForm, putObjectsAsForms } = tx;
+  return getDeflated && putDeflated && putDeflatedDelta && putObjectAsForm && putObjectsAsForms ? (tx as WriteTx & PackFormWrites) : null;
 }
 
 /**
@@ -65,7 +75,7 @@ async function deltaFormOf(forms: PackFormWrites, base: Oid, bytes: number): Pro
 
 /**
  * Stores received objects (a checked pack's, or a seed's): trees and blobs first, bases before
- * their deltas, each as its pack entry alone when the store can keep it (putObjectAsForm: the
+ * their deltas, each as its pack entry alone when the store can keep it (putObjectsAsForms: the
  * history takes about the room git's pack does, and nothing is written twice), else whole with
  * the entry kept beside it when possible; then commits and tags, parents first, whole (the commit
  * index needs them) with their entries beside them. Returns the objects whose entry could not be
@@ -75,10 +85,21 @@ async function deltaFormOf(forms: PackFormWrites, base: Oid, bytes: number): Pro
 export async function storeReceivedObjects(tx: WriteTx, objects: readonly PackObject[]): Promise<PackObject[]> {
   const late: PackObject[] = [];
   const contents = objects.filter((object) => object.type === 'tree' || object.type === 'blob');
-  // The depth of each form stored here, so a delta on it needs no read of its base's form.
-  const depths = new OidTable(contents.length);
-  for (const object of [...formsInBaseOrder(contents), ...contents.filter((object) => !object.packed)]) {
-    if (await storeAsForm(tx, object, depths)) continue;
+  const forms = formWrites(tx);
+  const carried = formsInBaseOrder(contents);
+  // The store decides each delta's depth from its base's form (put here, or stored). In batches,
+  // the event loop given a turn between them when a slice's time is up (a history's 40,000 entries
+  // took most of a second).
+  const kept: boolean[] = [];
+  if (forms) {
+    const slicer = new Slicer();
+    for (let start = 0; start < carried.length; start += FORMS_PER_CALL) {
+      kept.push(...(await forms.putObjectsAsForms(carried.slice(start, start + FORMS_PER_CALL).map(receivedForm), DELTA_DEPTH_MAX)));
+      await slicer.pause();
+    }
+  }
+  for (const [index, object] of [...carried, ...contents.filter((object) => !object.packed)].entries()) {
+    if (kept[index]) continue;
     tx.putObjectWithId(object.oid, object.type, object.body);
     if (!(await keepPackedForm(tx, object))) late.push(object);
   }
@@ -88,25 +109,10 @@ export async function storeReceivedObjects(tx: WriteTx, objects: readonly PackOb
   return late;
 }
 
-/**
- * A tree or blob stored as its pack entry alone; false when the entry cannot be kept as its form
- * (or the store keeps no forms). `depths` has the forms stored so far (and gets this one's), so a
- * base stored in the same call is not read back.
- */
-async function storeAsForm(tx: WriteTx, object: PackObject, depths: OidTable): Promise<boolean> {
-  const packed = object.packed;
-  const forms = formWrites(tx);
-  if (!packed || !forms) return false;
+/** A received tree or blob with its pack entry, as the store takes it to keep as its form alone. */
+function receivedForm(object: PackObject): ReceivedForm {
+  const packed = object.packed!;
   // The length alone: a received blob's body may be rebuilt only when something reads it.
-  const bodyBytes = object.bodyBytes ?? object.body.length;
-  if (!packed.base) {
-    if (!(await forms.putObjectAsForm(object.oid, object.type, bodyBytes, { deflated: packed.deflated }))) return false;
-    depths.add(object.oid, 0, 0);
-    return true;
-  }
-  const baseDepth = depths.get(packed.base);
-  const delta = baseDepth < 0 ? await deltaFormOf(forms, packed.base, packed.dataBytes) : baseDepth < DELTA_DEPTH_MAX ? { base: packed.base, bytes: packed.dataBytes, depth: baseDepth + 1 } : null;
-  if (!delta || !(await forms.putObjectAsForm(object.oid, object.type, bodyBytes, { deflated: packed.deflated, delta }))) return false;
-  depths.add(object.oid, 0, delta.depth);
-  return true;
+  const inflatedBytes = object.bodyBytes ?? object.body.length;
+  return { oid: object.oid, type: object.type, inflatedBytes, deflated: packed.deflated, delta: packed.base ? { base: packed.base, bytes: packed.dataBytes } : null };
 }

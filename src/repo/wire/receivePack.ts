@@ -152,7 +152,7 @@ class ReliedObjectsGone extends Error {}
 export async function applyPushInTx(tx: WriteTx, push: CheckedPush): Promise<ReceivePackResult> {
   const { objects, gaps, commands, atomic } = push;
   // Parents before children, so every commit's generation number is computed from indexed parents.
-  await storeReceivedObjects(tx, objects.filter((object) => !gaps.has(oidToHex(object.oid))));
+  await storeReceivedObjects(tx, gaps.size === 0 ? objects : objects.filter((object) => !gaps.has(oidToHex(object.oid))));
   // After the pack's own objects are stored, so an id that is both is found.
   if (push.relied && push.relied.length > 0 && (await tx.hasObjects(push.relied)).includes(false)) throw new ReliedObjectsGone();
   const results: RefResult[] = [];
