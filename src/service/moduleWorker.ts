@@ -3,7 +3,7 @@
  * from a string (so it runs the same under tsx, vitest and the built service); it imports the
  * module through `load()`, with tsx's ESM API when the service itself runs from TypeScript sources.
  */
-import { Worker } from 'node:worker_threads';
+import { Worker, type ResourceLimits } from 'node:worker_threads';
 
 const LOADER_SOURCE = `
 const { parentPort, workerData, receiveMessageOnPort } = require('node:worker_threads');
@@ -29,11 +29,11 @@ const load = () => (loaded ??= workerData.tsxApi
  * cores the request thread leaves, instead of taking turns with it when every core is busy (the
  * event loop's delay counts the time the kernel gives to other threads).
  */
-export function startModuleWorker(modulePath: string, source: string, options: { nice?: number } = {}): Worker {
+export function startModuleWorker(modulePath: string, source: string, options: { nice?: number; resourceLimits?: ResourceLimits } = {}): Worker {
   const moduleUrl = new URL(modulePath + (import.meta.url.endsWith('.ts') ? '.ts' : '.js'), import.meta.url).href;
   // tsx's ESM API (its CommonJS build imports a file it does not ship).
   const tsxApi = moduleUrl.endsWith('.ts') ? import.meta.resolve('tsx/esm/api') : null;
-  const worker = new Worker(LOADER_SOURCE + source, { eval: true, workerData: { moduleUrl, tsxApi, nice: options.nice ?? 0 } });
+  const worker = new Worker(LOADER_SOURCE + source, { eval: true, workerData: { moduleUrl, tsxApi, nice: options.nice ?? 0 }, resourceLimits: options.resourceLimits });
   worker.unref();
   return worker;
 }
