@@ -4,7 +4,8 @@
  * megabytes, read in one call) whatever the repository's size. Objects go out in the pack-ready forms
  * the store keeps (whole or as deltas), copied; an object without one is deflated as it is sent.
  */
-import { deflateSync } from 'node:zlib';
+import { constants } from 'node:zlib';
+import { Deflater } from '../../git/deflater.js';
 import { createDelta } from '../../git/delta.js';
 import { OID_BYTES, oidToHex, type Oid } from '../../git/oid.js';
 import { OidTable } from '../../git/oidTable.js';
@@ -48,6 +49,15 @@ const THIN_DELTA_OFF_LOOP_BYTES_MAX = 64 * 1024 * 1024;
 const THIN_DELTA_PACK_BYTES_MAX = 64 * 1024 * 1024;
 /** Objects the deflate cache has not reached yet are compressed fast, while the client waits. */
 const INLINE_DEFLATE_LEVEL = 1;
+/**
+ * Bodies and thin deltas deflated while the client waits (objects without a stored form: every
+ * object on a backend without forms) go through one zlib stream each, reset between objects; each
+ * call is synchronous, so requests can share them.
+ */
+let inlineDeflater: Deflater | null = null;
+let deltaDeflater: Deflater | null = null;
+const deflateInline = (body: Buffer) => (inlineDeflater ??= new Deflater(INLINE_DEFLATE_LEVEL)).deflate(body);
+const deflateDelta = (delta: Buffer) => (deltaDeflater ??= new Deflater(constants.Z_DEFAULT_COMPRESSION)).deflate(delta);
 /** Objects the pack stream reads in one call at most. */
 const BATCH_OBJECTS_MAX = 1024;
 /** Bytes of files (by their sizes) the pack stream reads in one call, unless one file is larger. */
@@ -437,7 +447,7 @@ function entryFromBatch(entries: PackEntries, batch: Batch, index: number): Buff
   if (!chunk) {
     const object = batch.bodies.get(index);
     if (!object) return null;
-    chunk = writer.addDeflatedObject(object.type, object.body.length, deflateSync(object.body, { level: INLINE_DEFLATE_LEVEL }));
+    chunk = writer.addDeflatedObject(object.type, object.body.length, deflateInline(object.body));
   }
   offsets[index] = chunk.offset;
   return chunk.bytes;
@@ -452,13 +462,13 @@ async function entryFromStore(reads: ReadTx, entries: PackEntries, batch: Batch,
   const thinBase = capabilities.thin ? plan.thinBases.get(index) : undefined;
   if (thinBase) {
     const delta = await thinDelta(reads, entries, oid, thinBase);
-    if (delta) chunk = writer.addDeflatedRefDelta(thinBase, delta.length, deflateSync(delta));
+    if (delta) chunk = writer.addDeflatedRefDelta(thinBase, delta.length, deflateDelta(delta));
   }
   if (!chunk && form && !form.delta) chunk = writer.addDeflatedObject(form.type, form.inflatedBytes, form.deflated);
   if (!chunk) {
     const object = batch.bodies.get(index) ?? (await reads.getObject(oid));
     if (!object) throw new Error(`object ${oidToHex(oid)} vanished while packing`);
-    chunk = writer.addDeflatedObject(object.type, object.body.length, deflateSync(object.body, { level: INLINE_DEFLATE_LEVEL }));
+    chunk = writer.addDeflatedObject(object.type, object.body.length, deflateInline(object.body));
   }
   offsets[index] = chunk.offset;
   return chunk.bytes;
