@@ -11,13 +11,7 @@
  * to deflateSync otherwise.
  */
 import { constants, Deflate, deflateSync } from 'node:zlib';
-
-interface ZlibHandle {
-  writeSync(flush: number, input: Uint8Array, inputOffset: number, inputBytes: number, output: Uint8Array, outputOffset: number, outputBytes: number): void;
-  reset(): void;
-  close(): void;
-  onerror: (message: string, errno: number) => void;
-}
+import { openZlibHandle, type ZlibHandle } from './zlibHandle.js';
 
 const PROBE_BODY = Buffer.from('tree 0\0a pack entry, deflated twice the same way');
 
@@ -80,25 +74,20 @@ export class Deflater {
   }
 
   private open(): boolean {
+    let engine: Deflate;
     try {
-      const engine = new Deflate({ level: this.level });
-      const internals = engine as unknown as { _handle?: ZlibHandle; _writeState?: Uint32Array };
-      const handle = internals._handle;
-      const state = internals._writeState;
-      if (!handle || typeof handle.writeSync !== 'function' || typeof handle.reset !== 'function' || !(state instanceof Uint32Array) || state.length < 2) {
-        engine.close();
-        return false;
-      }
-      handle.onerror = (message) => {
-        this.failure = message;
-      };
-      engine.on('error', () => {});
-      this.engine = engine;
-      this.handle = handle;
-      this.state = state;
-      return true;
+      engine = new Deflate({ level: this.level });
     } catch {
       return false;
     }
+    const opened = openZlibHandle(engine, (message) => {
+      this.failure = message;
+    });
+    if (!opened) return false;
+    this.engine = engine;
+    this.handle = opened.handle;
+    this.state = opened.state;
+    return true;
   }
+
 }

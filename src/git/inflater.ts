@@ -11,14 +11,7 @@
  * inflate a known stream right, and falls back to inflateSync otherwise.
  */
 import { constants, Inflate, inflateSync, type ZlibOptions } from 'node:zlib';
-
-/** The native handle behind a zlib stream object (node's lib/zlib.js). */
-interface ZlibHandle {
-  writeSync(flush: number, input: Uint8Array, inputOffset: number, inputBytes: number, output: Uint8Array, outputOffset: number, outputBytes: number): void;
-  reset(): void;
-  close(): void;
-  onerror: (message: string, errno: number) => void;
-}
+import { openZlibHandle, type ZlibHandle } from './zlibHandle.js';
 
 /** "pack entry" and its zlib stream (zlib.deflateSync), to check a handle against. */
 const PROBE_BODY = Buffer.from('pack entry');
@@ -104,29 +97,22 @@ export class Inflater {
   }
 
   private open(): boolean {
+    let engine: Inflate;
     try {
-      const engine = new Inflate();
-      const internals = engine as unknown as { _handle?: ZlibHandle; _writeState?: Uint32Array };
-      const handle = internals._handle;
-      const state = internals._writeState;
-      if (!handle || typeof handle.writeSync !== 'function' || typeof handle.reset !== 'function' || !(state instanceof Uint32Array) || state.length < 2) {
-        engine.close();
-        return false;
-      }
-      // Errors come here instead of destroying the stream object; and should one reach the stream
-      // anyway, its 'error' event has a listener (an unheard one would end the process).
-      handle.onerror = (message) => {
-        this.failure = message;
-      };
-      engine.on('error', () => {});
-      this.engine = engine;
-      this.handle = handle;
-      this.state = state;
-      return true;
+      engine = new Inflate();
     } catch {
       return false;
     }
+    const opened = openZlibHandle(engine, (message) => {
+      this.failure = message;
+    });
+    if (!opened) return false;
+    this.engine = engine;
+    this.handle = opened.handle;
+    this.state = opened.state;
+    return true;
   }
+
 
   private inflateWithFallback(input: Buffer, start: number, end: number, output: Buffer): { bytes: number; consumed: number } {
     const options: ZlibOptions & { info: true } = {
