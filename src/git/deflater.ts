@@ -74,19 +74,11 @@ export class Deflater {
   }
 
   private open(): boolean {
-    let engine: Deflate;
-    try {
-      engine = new Deflate({ level: this.level });
-    } catch {
-      return false;
-    }
-    const opened = openZlibHandle(engine, (message) => {
+    const opened = openZlibHandle(() => new Deflate({ level: this.level }), (message) => {
       this.failure = message;
     });
     if (!opened) return false;
-    this.engine = engine;
-    this.handle = opened.handle;
-    this.state = opened.state;
+    ({ engine: this.engine, handle: this.handle, state: this.state } = opened);
     return true;
   }
 

@@ -97,19 +97,11 @@ export class Inflater {
   }
 
   private open(): boolean {
-    let engine: Inflate;
-    try {
-      engine = new Inflate();
-    } catch {
-      return false;
-    }
-    const opened = openZlibHandle(engine, (message) => {
+    const opened = openZlibHandle(() => new Inflate(), (message) => {
       this.failure = message;
     });
     if (!opened) return false;
-    this.engine = engine;
-    this.handle = opened.handle;
-    this.state = opened.state;
+    ({ engine: this.engine, handle: this.handle, state: this.state } = opened);
     return true;
   }
 

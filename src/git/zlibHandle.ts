@@ -13,18 +13,24 @@ export interface ZlibHandle {
 }
 
 /** A stream object, its handle, and the handle's write state: [output bytes left, input bytes left]. */
-export interface OpenedZlib {
-  engine: Inflate | Deflate;
+export interface OpenedZlib<Engine extends Inflate | Deflate> {
+  engine: Engine;
   handle: ZlibHandle;
   state: Uint32Array;
 }
 
 /**
- * The handle of `engine` with its errors sent to `onError` (node's handle gives up after one: open
- * another), or null, the engine closed, when node's internals are not as expected (the caller then
- * falls back to the public one-shot functions).
+ * A new stream object from `make` and its handle, with the handle's errors sent to `onError` (node's
+ * handle gives up after one: open another), or null, the engine closed, when node's internals are
+ * not as expected (the caller then falls back to the public one-shot functions).
  */
-export function openZlibHandle(engine: Inflate | Deflate, onError: (message: string) => void): OpenedZlib | null {
+export function openZlibHandle<Engine extends Inflate | Deflate>(make: () => Engine, onError: (message: string) => void): OpenedZlib<Engine> | null {
+  let engine: Engine;
+  try {
+    engine = make();
+  } catch {
+    return null;
+  }
   try {
     const internals = engine as unknown as { _handle?: ZlibHandle; _writeState?: Uint32Array };
     const handle = internals._handle;

@@ -9,7 +9,7 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { scratchDir } from '../support/git.js';
 import { startServerProcess, type ServerProcess } from '../support/process.js';
-import { rawRequestsAtOnce, type RawResponse } from '../support/rawHttp.js';
+import { idempotentCommitRequest, rawRequestsAtOnce, type RawResponse } from '../support/rawHttp.js';
 
 const dataDir = scratchDir('treehouse-idempotency-nodes-');
 const running: ServerProcess[] = [];
@@ -20,21 +20,6 @@ afterAll(async () => {
 
 const ENV = { TREEHOUSE_DATA_DIR: dataDir.path, TREEHOUSE_RATE_PER_SECOND: '100000', TREEHOUSE_RATE_BURST: '100000' };
 const ROUNDS = 5;
-
-function commitRequest(url: string, key: string, project: string, idempotencyKey: string, message: string): string {
-  const body = JSON.stringify({ message });
-  return [
-    `POST /api/v1/projects/${project}/git/commit HTTP/1.1`,
-    `Host: ${new URL(url).host}`,
-    `Authorization: Bearer ${key}`,
-    `Idempotency-Key: ${idempotencyKey}`,
-    'Content-Type: application/json',
-    `Content-Length: ${Buffer.byteLength(body)}`,
-    'Connection: close',
-    '',
-    body,
-  ].join('\r\n');
-}
 
 describe('Idempotency-Key on two nodes of one store', () => {
   it('makes one commit of 50 identical requests spread over both nodes, round after round', async () => {
@@ -57,7 +42,7 @@ describe('Idempotency-Key on two nodes of one store', () => {
           nodes.map((node) =>
             rawRequestsAtOnce(
               node.url,
-              Array.from({ length: 25 }, () => commitRequest(node.url, key, project, `round-${round}`, message)),
+              Array.from({ length: 25 }, () => idempotentCommitRequest(node.url, key, project, `round-${round}`, message)),
             ),
           ),
         )
@@ -71,7 +56,7 @@ describe('Idempotency-Key on two nodes of one store', () => {
       made.push(JSON.parse(fresh[0].body).commit.oid);
       // Both nodes replay it now.
       for (const node of nodes) {
-        const [again] = await rawRequestsAtOnce(node.url, [commitRequest(node.url, key, project, `round-${round}`, message)]);
+        const [again] = await rawRequestsAtOnce(node.url, [idempotentCommitRequest(node.url, key, project, `round-${round}`, message)]);
         expect([again.status, again.body, again.headers['idempotent-replayed']]).toEqual([201, fresh[0].body, 'true']);
       }
     }

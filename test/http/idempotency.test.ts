@@ -12,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { git, gitAsyncOk, initBareRepo, scratchDir } from '../support/git.js';
 import { startGitHttpBackend, type GitHttpBackend } from '../support/httpBackend.js';
 import { projectState } from '../support/projectState.js';
-import { rawRequest, rawRequestsAtOnce } from '../support/rawHttp.js';
+import { idempotentCommitRequest, rawRequest, rawRequestsAtOnce } from '../support/rawHttp.js';
 import { startTestServer, type ApiResponse, type TestServer } from '../support/server.js';
 
 const ENV = { TREEHOUSE_ALLOW_PRIVATE_GIT_HOSTS: '1', TREEHOUSE_RATE_PER_SECOND: '100000', TREEHOUSE_RATE_BURST: '100000' };
@@ -333,22 +333,11 @@ describe('a repeat while the first request runs', () => {
   });
 
   it('makes one commit of 50 identical commit requests sent at once; the others answer 409 or the replay', async () => {
-    const { base } = await newProject('Fifty at once');
+    const { id, base } = await newProject('Fifty at once');
     await ok('POST', `${base}/files/batch`, { files: [{ path: 'once.txt', content: 'once\n' }] });
     const parent = await head(base);
     const key = freshKey();
-    const body = JSON.stringify({ message: 'exactly once' });
-    const request = [
-      `POST ${base}/git/commit HTTP/1.1`,
-      `Host: ${new URL(server.url).host}`,
-      `Authorization: Bearer ${server.key}`,
-      `Idempotency-Key: ${key}`,
-      'Content-Type: application/json',
-      `Content-Length: ${Buffer.byteLength(body)}`,
-      'Connection: close',
-      '',
-      body,
-    ].join('\r\n');
+    const request = idempotentCommitRequest(server.url, server.key, id, key, 'exactly once');
     const answers = (
       await rawRequestsAtOnce(
         server.url,

@@ -98,3 +98,19 @@ export async function rawRequestsAtOnce(url: string, requests: ReadonlyArray<str
   requests.forEach((request, index) => sockets[index].write(Buffer.from(request)));
   return Promise.all(answers);
 }
+
+/** A raw `POST …/git/commit` with an Idempotency-Key, closing its connection: one of many sent at once (rawRequestsAtOnce). */
+export function idempotentCommitRequest(url: string, key: string, project: string, idempotencyKey: string, message: string): string {
+  const body = JSON.stringify({ message });
+  return [
+    `POST /api/v1/projects/${project}/git/commit HTTP/1.1`,
+    `Host: ${new URL(url).host}`,
+    `Authorization: Bearer ${key}`,
+    `Idempotency-Key: ${idempotencyKey}`,
+    'Content-Type: application/json',
+    `Content-Length: ${Buffer.byteLength(body)}`,
+    'Connection: close',
+    '',
+    body,
+  ].join('\r\n');
+}
