@@ -699,6 +699,15 @@ const EXCLAMATION = 0x21;
 const DASH = 0x2d;
 
 /** Which special file a tree entry name is, whatever the entry's type (fsck_tree()). */
+/**
+ * False when a decoded name (src/git/pathBytes.ts) cannot be one specialFileOf() finds: every form
+ * git checks starts with '.' (after characters HFS ignores, none of them ASCII), or is an NTFS short
+ * name with '~', or holds a backslash. A cheap test before encoding the name to bytes.
+ */
+export function maySpecialFileName(name: string): boolean {
+  return name.charCodeAt(0) === 0x2e || /[~\\\u0080-\uffff]/.test(name);
+}
+
 export function specialFileOf(name: Uint8Array): SpecialFile | null {
   if (isHfsDotGitmodules(name) || isNtfsDotGitmodules(name)) return 'gitmodules';
   if (isHfsDotGitattributes(name) || isNtfsDotGitattributes(name)) return 'gitattributes';

@@ -15,7 +15,6 @@ export const MODE_SYMLINK: FileMode = '120000';
 export const MODE_TREE = '40000' as const;
 export const MODE_GITLINK = '160000' as const;
 
-const KNOWN_MODES = new Set<string>([MODE_FILE, MODE_EXECUTABLE, MODE_SYMLINK, MODE_TREE, MODE_GITLINK]);
 const SPACE = 0x20;
 const NUL = 0;
 const SLASH = 0x2f;
@@ -100,13 +99,13 @@ export function decodeTree(body: Buffer, shareBody = false): TreeEntry[] {
   while (offset < body.length) {
     const space = body.indexOf(SPACE, offset);
     if (space < 0) throw new TreeFormatError('truncated tree entry mode');
-    const mode = body.toString('latin1', offset, space);
+    const mode = knownMode(body, offset, space);
     const nul = body.indexOf(NUL, space + 1);
     if (nul < 0) throw new TreeFormatError('truncated tree entry name');
     if (nul + 1 + OID_BYTES > body.length) throw new TreeFormatError('truncated tree entry id');
-    if (!KNOWN_MODES.has(mode)) throw new TreeFormatError(`unknown tree entry mode ${JSON.stringify(mode)}`);
+    if (mode === null) throw new TreeFormatError(`unknown tree entry mode ${JSON.stringify(body.toString('latin1', offset, space))}`);
     entries.push({
-      mode: mode as TreeMode,
+      mode,
       name: decodePath(body, space + 1, nul),
       oid: shareBody ? body.subarray(nul + 1, nul + 1 + OID_BYTES) : Buffer.from(body.subarray(nul + 1, nul + 1 + OID_BYTES)),
     });
@@ -120,17 +119,29 @@ export const ENTRY_FILE = 0;
 export const ENTRY_TREE = 1;
 export const ENTRY_GITLINK = 2;
 
-/** The kind of the mode written at body[start, end), or -1 for a mode git does not know. */
-function entryKind(body: Buffer, start: number, end: number): number {
+/** Which of MODE_KINDS the mode written at body[start, end) is, or -1 for a mode git does not know. */
+function modeIndex(body: Buffer, start: number, end: number): number {
   // Compared as bytes: a string per entry was most of what a walk over large trees allocated.
   for (let kind = 0; kind < MODE_KINDS.length; kind++) {
     const mode = MODE_KINDS[kind][0];
     if (mode.length !== end - start) continue;
     let same = true;
     for (let i = 0; i < mode.length && same; i++) same = body[start + i] === mode[i];
-    if (same) return MODE_KINDS[kind][1];
+    if (same) return kind;
   }
   return -1;
+}
+
+/** The kind of the mode written at body[start, end), or -1 for a mode git does not know. */
+function entryKind(body: Buffer, start: number, end: number): number {
+  const index = modeIndex(body, start, end);
+  return index < 0 ? -1 : MODE_KINDS[index][1];
+}
+
+/** The mode written at body[start, end) as one shared string, or null for a mode git does not know. */
+function knownMode(body: Buffer, start: number, end: number): TreeMode | null {
+  const index = modeIndex(body, start, end);
+  return index < 0 ? null : MODE_TEXTS[index];
 }
 
 /** Every mode a tree entry may have, as bytes, with its kind: files first, the most common. */
@@ -141,6 +152,7 @@ const MODE_KINDS: ReadonlyArray<readonly [Buffer, number]> = [
   [Buffer.from(MODE_SYMLINK, 'latin1'), ENTRY_FILE],
   [Buffer.from(MODE_GITLINK, 'latin1'), ENTRY_GITLINK],
 ];
+const MODE_TEXTS: readonly TreeMode[] = MODE_KINDS.map(([bytes]) => bytes.toString('latin1') as TreeMode);
 
 /**
  * The entries of a tree body one at a time, as offsets into it: walks over very large trees

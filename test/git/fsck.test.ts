@@ -15,9 +15,12 @@ import {
   isNtfsDotGit,
   isNtfsDotGitmodules,
   isValidRefname,
+  maySpecialFileName,
+  specialFileOf,
   type FsckMessageId,
 } from '../../src/git/fsck.js';
 import { EMPTY_BLOB_OID, EMPTY_TREE_OID, hashObject, oidToHex, type ObjectType } from '../../src/git/oid.js';
+import { decodePath, encodePath } from '../../src/git/pathBytes.js';
 import { encodeTree } from '../../src/git/tree.js';
 import { git, gitBytes, initBareRepo, scratchDir } from '../support/git.js';
 import { configText, writeBlobs } from '../support/gitConfigSamples.js';
@@ -70,6 +73,30 @@ describe('.git look-alikes (is_hfs_dotgit, is_ntfs_dotgit)', () => {
     for (const name of ['.gitmodulesx', 'gitmod~5', 'gitmod~0', 'gi7eba~0', 'gi7ebb~1', 'gitmodules']) {
       expect(isHfsDotGitmodules(utf8(name)) || isNtfsDotGitmodules(utf8(name)), name).toBe(false);
     }
+  });
+
+  it('never rules out a special file by the cheap name test (maySpecialFileName)', () => {
+    const aliases = ['.gitmodules', '.GITMODULES', '.gitmodules ', '.gitmodules.', 'gitmod~1', 'GITMOD~4', 'gi7eba~1', 'GI7EBA~9', '.git\u200cmodules', '.gitmodules:x', 'x\\.gitmodules', '.gitattributes', 'GITATT~1', 'gi7d29~1', '.gitattributes\u200d'];
+    for (const name of aliases) {
+      expect(specialFileOf(encodePath(name)), name).not.toBeNull();
+      expect(maySpecialFileName(name), name).toBe(true);
+    }
+    // Names as trees hold them (any bytes, decoded as the store does), special or not.
+    const letters = fc.constantFrom(...'.gGiItTmMoOdDuUlLeEsSaArRbB~\\ 17x'.split(''));
+    const names = fc.oneof(
+      fc.array(letters, { minLength: 1, maxLength: 16 }).map((chars) => Buffer.from(chars.join(''), 'latin1')),
+      fc.uint8Array({ minLength: 1, maxLength: 16 }).map((bytes) => Buffer.from(bytes.filter((byte) => byte !== 0 && byte !== 0x2f))),
+    );
+    fc.assert(
+      fc.property(names, (bytes) => {
+        if (bytes.length === 0) return;
+        const name = decodePath(bytes);
+        if (specialFileOf(bytes) !== null) expect(maySpecialFileName(name)).toBe(true);
+      }),
+      { numRuns: 3000, seed: 11 },
+    );
+    expect(maySpecialFileName('src')).toBe(false);
+    expect(maySpecialFileName('index.ts')).toBe(false);
   });
 });
 

@@ -27,8 +27,8 @@
  * are conflicts too.
  */
 import { EMPTY_TREE_OID, oidToHex, type Oid } from '../../git/oid.js';
-import { specialFileOf } from '../../git/fsck.js';
-import { encodePath } from '../../git/pathBytes.js';
+import { maySpecialFileName, specialFileOf } from '../../git/fsck.js';
+import { byteOrderKey, encodePath } from '../../git/pathBytes.js';
 import { pathDepth } from '../../git/treeDepth.js';
 import type { TreeEntry, TreeMode } from '../../git/tree.js';
 import { GitStrMap } from './gitStrMap.js';
@@ -237,6 +237,8 @@ const VIRTUAL_BRANCH2 = 'Temporary merge branch 2';
 /** Labels for the real merge when the caller names no branches; they show only in conflicts. */
 const DEFAULT_LABELS: MergeLabels = { ours: 'ours', theirs: 'theirs' };
 const SLASH = 0x2f;
+/** The entries of a side that has no tree at a path: one array, so walks of the same trees are known to be the same. */
+const NO_ENTRIES: TreeEntry[] = [];
 
 function joinPath(dir: string, name: string): string {
   return dir === '' ? name : `${dir}/${name}`;
@@ -246,11 +248,13 @@ function joinPath(dir: string, name: string): string {
  * merge-ort's sort_dirs_next_to_their_children(): byte order as if every path ended in '/', so a
  * directory sorts right before everything inside it.
  */
-function compareDirsFirst(a: Buffer, b: Buffer): number {
+function compareDirsFirst(a: string, b: string): number {
+  // Keys from byteOrderKey(): one character per byte, so characters compare as the bytes do.
+  const common = Math.min(a.length, b.length);
   let i = 0;
-  while (i < a.length && i < b.length && a[i] === b[i]) i++;
-  const ca = i < a.length ? a[i] : SLASH;
-  const cb = i < b.length ? b[i] : SLASH;
+  while (i < common && a.charCodeAt(i) === b.charCodeAt(i)) i++;
+  const ca = i < a.length ? a.charCodeAt(i) : SLASH;
+  const cb = i < b.length ? b.charCodeAt(i) : SLASH;
   if (ca === cb) return i < a.length ? 1 : -1;
   return ca - cb;
 }
@@ -283,6 +287,7 @@ class TreeMerge {
   private readonly renameDetector: RenameDetector;
   /** Blobs read ahead for content merges, by id. */
   private readonly contents = new Map<string, Buffer>();
+  private readonly walked = new Map<TreeEntry[], { trees: TreeEntry[][]; rows: Row[] }>();
 
   constructor(
     private readonly objects: StagedObjects,
@@ -339,7 +344,7 @@ class TreeMerge {
 
   /** The rows of one directory, as merge-ort's collect_merge_info_callback() meets them. */
   private collectFrame(dir: string, trees: TreeEntry[][]): { dir: string; rows: Row[]; next: number } {
-    const rows = walkTogether(trees);
+    const rows = this.rowsOf(trees);
     this.dirRenameMask = frameMask(rows, this.dirRenameMask);
     return { dir, rows, next: 0 };
   }
@@ -352,10 +357,10 @@ class TreeMerge {
    */
   private async readAhead(entering: Array<{ subtrees: Array<Oid | null>; mask: number }>): Promise<void> {
     while (entering.length > 0) {
-      const trees = await Promise.all(entering.map(({ subtrees }) => Promise.all(subtrees.map((oid) => (oid ? this.objects.readTree(oid) : [])))));
+      const trees = await Promise.all(entering.map(({ subtrees }) => Promise.all(subtrees.map((oid) => (oid ? this.objects.readTree(oid) : NO_ENTRIES)))));
       const next: typeof entering = [];
       entering.forEach(({ mask }, i) => {
-        const rows = walkTogether(trees[i]);
+        const rows = this.rowsOf(trees[i]);
         const rowMask = frameMask(rows, mask);
         for (const row of rows) {
           const childMask = this.entryMaskIfEntered(row, rowMask);
@@ -366,6 +371,16 @@ class TreeMerge {
     }
   }
 
+  /** The rows of three trees walked together, walked once per merge (readAhead() and collect() meet the same directories). */
+  private rowsOf(trees: TreeEntry[][]): Row[] {
+    const key = trees[1].length > 0 ? trees[1] : trees[2].length > 0 ? trees[2] : trees[0];
+    const walked = this.walked.get(key);
+    if (walked && walked.trees[0] === trees[0] && walked.trees[1] === trees[1] && walked.trees[2] === trees[2]) return walked.rows;
+    const rows = walkTogether(trees);
+    this.walked.set(key, { trees, rows });
+    return rows;
+  }
+
   /**
    * What collectEntry() decides about entering a row's directory, met with dirRenameMask `mask`:
    * null when it will not enter it (the sides agree on it, it is not a directory, or it is
@@ -374,6 +389,7 @@ class TreeMerge {
    * 7 only where it was 7 already.
    */
   private entryMaskIfEntered(row: Row, mask: number): number | null {
+    if (unchangedRow(row)) return null;
     const { fileMask, dirMask } = masksOf(row);
     if (dirMask === 0) return null;
     const [base, ours, theirs] = [versionOf(row[0]), versionOf(row[1]), versionOf(row[2])];
@@ -391,6 +407,8 @@ class TreeMerge {
    * restore after it) when the path is a directory that needs a look inside now.
    */
   private collectEntry(dir: string, name: string, entries: Row): { path: string; info: PathInfo; previousMask: number } | null {
+    // Most rows of a directory the walk enters are the same on all three sides.
+    if (unchangedRow(entries)) return this.setResolved(joinPath(dir, name), dir, versionOf(entries[0]));
     const previousMask = this.dirRenameMask;
     const { fileMask, dirMask } = masksOf(entries);
     const versions: Stages = [versionOf(entries[0]), versionOf(entries[1]), versionOf(entries[2])];
@@ -449,7 +467,7 @@ class TreeMerge {
   /** The three sides' entries of a directory about to be walked. */
   private childTrees(info: PathInfo): Promise<TreeEntry[][]> {
     info.matchMask &= info.fileMask;
-    return Promise.all([0, 1, 2].map((i) => ((info.dirMask >> i) & 1 ? this.objects.readTree(info.stages[i].oid) : [])));
+    return Promise.all([0, 1, 2].map((i) => ((info.dirMask >> i) & 1 ? this.objects.readTree(info.stages[i].oid) : NO_ENTRIES)));
   }
 
   /**
@@ -794,7 +812,7 @@ class TreeMerge {
   // Phase 3: process entries (merge-ort's process_entries / process_entry).
 
   private async processEntries(): Promise<{ tree: Oid; pathDepthMax: number; specialFiles: DecidedEntry[] }> {
-    const snapshot = [...this.paths.entries()].map(([path, info]) => ({ path, info, key: encodePath(path) }));
+    const snapshot = [...this.paths.entries()].map(([path, info]) => ({ path, info, key: byteOrderKey(path) }));
     snapshot.sort((a, b) => compareDirsFirst(a.key, b.key));
     // The files both sides changed are content-merged below: read their blobs in one batch first.
     const toMerge: Stages[] = [];
@@ -811,7 +829,7 @@ class TreeMerge {
       if (info.isNull || info.result.mode === 0) return;
       pathDepthMax = Math.max(pathDepthMax, pathDepth(path));
       const name = info.dir === '' ? path : path.slice(info.dir.length + 1);
-      if (specialFileOf(encodePath(name))) specialFiles.push({ path, mode: treeModeOf(info.result.mode), oid: info.result.oid });
+      if (maySpecialFileName(name) && specialFileOf(encodePath(name))) specialFiles.push({ path, mode: treeModeOf(info.result.mode), oid: info.result.oid });
       let list = records.get(info.dir);
       if (!list) {
         list = [];
@@ -1146,6 +1164,12 @@ function frameMask(rows: readonly Row[], mask: number): number {
     if (fileMask !== 0 && fileMask === mask) return 7;
   }
   return mask;
+}
+
+/** The same mode and id on all three sides (what collectEntry() resolves to the base without a look). */
+function unchangedRow(row: Row): boolean {
+  const [base, ours, theirs] = row;
+  return base !== undefined && ours !== undefined && theirs !== undefined && base.mode === ours.mode && base.mode === theirs.mode && base.oid.equals(ours.oid) && base.oid.equals(theirs.oid);
 }
 
 function masksOf(entries: readonly (TreeEntry | undefined)[]): { fileMask: number; dirMask: number } {

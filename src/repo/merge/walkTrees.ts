@@ -30,13 +30,16 @@ function checkEntryMatch(a: string, b: string): number {
  * blobs such as "t-1". This is the order merge-ort meets paths in.
  */
 export function walkTogether(trees: readonly TreeEntry[][]): Row[] {
-  const names = trees.map((entries) => entries.map((entry) => byteOrderKey(entry.name)));
+  const names = [orderKeys(trees[0]), orderKeys(trees[1]), orderKeys(trees[2])];
   const positions = [0, 0, 0];
-  const returnedEarly = [new Set<number>(), new Set<number>(), new Set<number>()];
+  // Entries taken out of order (a subtree "t" found behind "t-1"): rare, so made only when met.
+  const returnedEarly: Array<Set<number> | null> = [null, null, null];
   const head = (t: number): number => {
-    while (positions[t] < trees[t].length && returnedEarly[t].has(positions[t])) positions[t]++;
+    const early = returnedEarly[t];
+    if (early) while (positions[t] < trees[t].length && early.has(positions[t])) positions[t]++;
     return positions[t] < trees[t].length ? positions[t] : -1;
   };
+  const found = [-1, -1, -1];
   const rows: Row[] = [];
   for (;;) {
     let first: string | null = null;
@@ -45,20 +48,32 @@ export function walkTogether(trees: readonly TreeEntry[][]): Row[] {
       if (h >= 0 && (first === null || nameCompare(names[t][h], first) < 0)) first = names[t][h];
     }
     if (first === null) break;
-    const found = [-1, -1, -1];
     for (let t = 0; t < 3; t++) {
+      found[t] = -1;
       for (let probe = head(t); probe >= 0 && probe < trees[t].length; probe++) {
         const match = checkEntryMatch(first, names[t][probe]);
         if (match === 0) found[t] = probe;
         if (match !== 1) break;
       }
     }
-    rows.push(found.map((index, t) => (index >= 0 ? trees[t][index] : undefined)) as Row);
+    rows.push([found[0] >= 0 ? trees[0][found[0]] : undefined, found[1] >= 0 ? trees[1][found[1]] : undefined, found[2] >= 0 ? trees[2][found[2]] : undefined]);
     for (let t = 0; t < 3; t++) {
       if (found[t] < 0) continue;
       if (found[t] === positions[t]) positions[t]++;
-      else returnedEarly[t].add(found[t]);
+      else (returnedEarly[t] ??= new Set()).add(found[t]);
     }
   }
   return rows;
+}
+
+/** Each entry's name as a byte-order key, made once per tree read (a merge walks a directory's trees twice: readAhead and collect). */
+const keysOfTree = new WeakMap<readonly TreeEntry[], string[]>();
+
+function orderKeys(entries: readonly TreeEntry[]): string[] {
+  let keys = keysOfTree.get(entries);
+  if (!keys) {
+    keys = entries.map((entry) => byteOrderKey(entry.name));
+    keysOfTree.set(entries, keys);
+  }
+  return keys;
 }
