@@ -271,7 +271,7 @@ function mergePart(workDir: string, size: number, options: Options, notes: strin
   const pairs = options.quick ? 2 : 7;
   const isogitPairs = options.quick ? 1 : 3;
   const isogitCap = options.parts.has('isogit') ? options.isogitCapSeconds : 0;
-  const result = runScript<MergeBenchResult>(workDir, 'merge.ts', [`--size=${size}`, `--pairs=${pairs}`, '--conflicts=0', `--work=${workDir}`, `--isogit-cap-seconds=${isogitCap}`, `--isogit-pairs=${isogitPairs}`]);
+  const result = runScript<MergeBenchResult>(workDir, 'merge.ts', [`--size=${size}`, `--pairs=${pairs}`, '--conflicts=0', `--warmup=${options.quick ? 1 : 2}`, `--work=${workDir}`, `--isogit-cap-seconds=${isogitCap}`, `--isogit-pairs=${isogitPairs}`]);
   if (result instanceof Error) {
     notes.push(`merge at ${size.toLocaleString('en-US')} files: ${result.message}`);
     return { measurements: [] };
@@ -283,7 +283,7 @@ function mergePart(workDir: string, size: number, options: Options, notes: strin
       side: 'ours',
       timing: result.ours,
       peakRssBytes: result.oursPeakRssBytes,
-      method: `mergeBranches(source b, target a) including its durable merge commit, a fresh pair of branches per run (${pairs} pairs, 100 files changed on each side, no conflicts); peak RSS reset after the setup (bench/merge.ts)`,
+      method: `mergeBranches(source b, target a) including its durable merge commit, a fresh pair of branches per run (${pairs} pairs, 100 files changed on each side, no conflicts), after ${result.warmupPairs} untimed warm-up merge(s) of other pairs; the process's first merge took ${result.oursFirstMs === undefined ? '?' : `${result.oursFirstMs.toFixed(1)} ms`}; peak RSS reset after the setup (bench/merge.ts)`,
     },
     {
       size,

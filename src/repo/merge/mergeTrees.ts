@@ -392,7 +392,10 @@ class TreeMerge {
     if (unchangedRow(row)) return null;
     const { fileMask, dirMask } = masksOf(row);
     if (dirMask === 0) return null;
-    const [base, ours, theirs] = [versionOf(row[0]), versionOf(row[1]), versionOf(row[2])];
+    // Indexed, not destructured: destructuring steps an iterator, which allocates until the code is optimised.
+    const base = versionOf(row[0]);
+    const ours = versionOf(row[1]);
+    const theirs = versionOf(row[2]);
     const oursMatchesBase = base.mode !== 0 && ours.mode !== 0 && sameVersion(base, ours);
     const theirsMatchesBase = base.mode !== 0 && theirs.mode !== 0 && sameVersion(base, theirs);
     if (oursMatchesBase && theirsMatchesBase) return null;
@@ -412,7 +415,9 @@ class TreeMerge {
     const previousMask = this.dirRenameMask;
     const { fileMask, dirMask } = masksOf(entries);
     const versions: Stages = [versionOf(entries[0]), versionOf(entries[1]), versionOf(entries[2])];
-    const [base, ours, theirs] = versions;
+    const base = versions[0];
+    const ours = versions[1];
+    const theirs = versions[2];
     const oursMatchesBase = base.mode !== 0 && ours.mode !== 0 && sameVersion(base, ours);
     const theirsMatchesBase = base.mode !== 0 && theirs.mode !== 0 && sameVersion(base, theirs);
     const sidesMatch = ours.mode !== 0 && theirs.mode !== 0 && sameVersion(ours, theirs);
@@ -812,7 +817,8 @@ class TreeMerge {
   // Phase 3: process entries (merge-ort's process_entries / process_entry).
 
   private async processEntries(): Promise<{ tree: Oid; pathDepthMax: number; specialFiles: DecidedEntry[] }> {
-    const snapshot = [...this.paths.entries()].map(([path, info]) => ({ path, info, key: byteOrderKey(path) }));
+    const snapshot: Array<{ path: string; info: PathInfo; key: string }> = [];
+    this.paths.forEach((info, path) => snapshot.push({ path, info, key: byteOrderKey(path) }));
     snapshot.sort((a, b) => compareDirsFirst(a.key, b.key));
     // The files both sides changed are content-merged below: read their blobs in one batch first.
     const toMerge: Stages[] = [];
@@ -1168,18 +1174,21 @@ function frameMask(rows: readonly Row[], mask: number): number {
 
 /** The same mode and id on all three sides (what collectEntry() resolves to the base without a look). */
 function unchangedRow(row: Row): boolean {
-  const [base, ours, theirs] = row;
+  const base = row[0];
+  const ours = row[1];
+  const theirs = row[2];
   return base !== undefined && ours !== undefined && theirs !== undefined && base.mode === ours.mode && base.mode === theirs.mode && base.oid.equals(ours.oid) && base.oid.equals(theirs.oid);
 }
 
 function masksOf(entries: readonly (TreeEntry | undefined)[]): { fileMask: number; dirMask: number } {
   let fileMask = 0;
   let dirMask = 0;
-  entries.forEach((entry, i) => {
-    if (!entry) return;
+  for (let i = 0; i < entries.length; i++) {
+    const entry = entries[i];
+    if (!entry) continue;
     if (entry.mode === '40000') dirMask |= 1 << i;
     else fileMask |= 1 << i;
-  });
+  }
   return { fileMask, dirMask };
 }
 
