@@ -81,6 +81,13 @@ const WORKER_IDLE_MS = 10_000;
  * took as long).
  */
 const DEFLATE_WORKER_YOUNG_MB = 8;
+/**
+ * How long objects written while the cache is idle wait before it starts on them (not reset by
+ * later writes): a client writing and committing in a loop gets its forms made a batch per
+ * GATHER_MS instead of a read, a round trip to the worker and a durable write of forms between
+ * each of its requests. A full batch starts at once.
+ */
+const GATHER_MS = 50;
 
 export class DeflateCache {
   private readonly queue: Pending[] = [];
@@ -88,6 +95,7 @@ export class DeflateCache {
   /** Batches posted to the worker and not yet answered. */
   private posted = 0;
   private idleTimer: NodeJS.Timeout | null = null;
+  private gatherTimer: NodeJS.Timeout | null = null;
   private running = false;
   /** Objects of the batch being read, searched or stored. */
   private inFlight = 0;
@@ -102,14 +110,14 @@ export class DeflateCache {
 
   constructor(
     private readonly store: AsyncStore,
-    private readonly options: { workerIdleMs?: number } = {},
+    private readonly options: { workerIdleMs?: number; gatherMs?: number } = {},
   ) {
     // A backend without pack-ready forms has nothing for this cache to fill.
     if (!store.packForms) return;
     store.onObjectsStored((project, stored) => {
       if (this.stopped) return;
       for (const { oid, similarTo, nameHash } of stored) this.queue.push({ project, oid, similarTo, nameHash: nameHash ?? 0, whole: false });
-      this.kick();
+      this.gather();
     });
   }
 
@@ -128,6 +136,8 @@ export class DeflateCache {
 
   /** Resolves when the queue is empty and the scan at start done (for benchmarks and tests). */
   idle(): Promise<void> {
+    // Whoever waits for the forms wants them now: no gathering.
+    if (this.gatherTimer) this.kick();
     if (this.backlog === 0 && !this.running) return Promise.resolve();
     return new Promise((resolve) => this.idleWaiters.push(resolve));
   }
@@ -136,6 +146,8 @@ export class DeflateCache {
     this.stopped = true;
     if (this.idleTimer) clearTimeout(this.idleTimer);
     this.idleTimer = null;
+    if (this.gatherTimer) clearTimeout(this.gatherTimer);
+    this.gatherTimer = null;
     this.queue.length = 0;
     this.backlogAfter = undefined;
     while (this.running) await new Promise((resolve) => setTimeout(resolve, 10));
@@ -143,7 +155,20 @@ export class DeflateCache {
     this.worker = null;
   }
 
+  /** Starts on newly stored objects after GATHER_MS, or at once when a batch is full (a running drain takes them anyway). */
+  private gather(): void {
+    if (this.running || this.gatherTimer) return;
+    const gatherMs = this.options.gatherMs ?? GATHER_MS;
+    if (gatherMs <= 0 || this.queue.length >= BATCH_OBJECTS) return this.kick();
+    this.gatherTimer = setTimeout(() => {
+      this.gatherTimer = null;
+      this.kick();
+    }, gatherMs);
+  }
+
   private kick(): void {
+    if (this.gatherTimer) clearTimeout(this.gatherTimer);
+    this.gatherTimer = null;
     if (this.running || this.stopped || this.backlog === 0) return;
     this.running = true;
     void this.drain().finally(() => {

@@ -23,7 +23,7 @@ function openStore(): LmdbStore {
   return store;
 }
 
-function startCache(store: LmdbStore, options: { workerIdleMs?: number } = {}): DeflateCache {
+function startCache(store: LmdbStore, options: { workerIdleMs?: number; gatherMs?: number } = {}): DeflateCache {
   const cache = new DeflateCache(store.async, options);
   cache.start();
   cleanups.push(() => cache.stop());
@@ -87,5 +87,31 @@ describe('DeflateCache', () => {
     const second = await write('second');
     await cache.idle();
     expect((await forms(store, 3, second)).every((form) => form !== undefined)).toBe(true);
+  });
+
+  it('gathers the objects of writes that follow each other closely into one write of their forms', async () => {
+    // Ten one-file writes in quick succession (a client writing and committing in a loop): with a
+    // gathering window they get their forms in one write transaction of the cache; without, the cache
+    // starts after each write and writes forms in between them.
+    const formWritesOf = async (gatherMs: number) => {
+      const store = openStore();
+      const cache = startCache(store, { gatherMs });
+      await cache.idle();
+      let writes = 0;
+      store.onWriteDone(() => writes++);
+      const oids: Oid[] = [];
+      for (let round = 0; round < 10; round++) {
+        const [oid] = await store.async.write(async (tx) => [tx.project(4).putObject('blob', Buffer.from(moduleText(50, `g${gatherMs}r${round}`)))]);
+        oids.push(oid);
+        // What a client's next request would wait for anyway: a turn of the loop and the durable commit.
+        await new Promise((resolve) => setTimeout(resolve, 2));
+      }
+      await cache.idle();
+      expect((await forms(store, 4, oids)).every((form) => form !== undefined)).toBe(true);
+      return writes - 10;
+    };
+    // A window far longer than the loop takes (idle() starts the cache at once): one write of forms.
+    expect(await formWritesOf(60_000)).toBe(1);
+    expect(await formWritesOf(0)).toBeGreaterThan(1);
   });
 });
