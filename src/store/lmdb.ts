@@ -536,9 +536,12 @@ export class LmdbStore implements Store {
       if (isStorageFull(error)) throw new StorageFullError(String((error as Error).message));
       throw error;
     }
-    // Committed (the next transaction reads it), not yet durable.
+    // Committed (the next transaction reads it), not yet durable. lmdb-js's \`flushed\` is the flush of
+    // the newest batch when it is asked: asked after afterCommit (which lets the next writer queue
+    // its batch), it would hold this write's acknowledgement until that one is durable too.
+    const flushed = new Promise<void>((resolve, reject) => this.env.flushed.then(() => resolve(), reject));
     options.afterCommit?.();
-    await this.env.flushed;
+    await flushed;
     this.noteWriteDone(started, true);
     if (this.objectListeners.length > 0) {
       for (const [project, oids] of stored) for (const listener of this.objectListeners) listener(project, oids);

@@ -15,6 +15,33 @@ afterAll(() => dir.remove());
 storeContract('LmdbStore', () => new LmdbStore({ path: dir.path }));
 
 describe('LmdbStore', () => {
+  it('acknowledges a write once its own commit is durable, not once a write queued after it is (afterCommit lets the next writer in)', async () => {
+    const parent = scratchDir('treehouse-flush-');
+    const store = new LmdbStore({ path: parent.path });
+    try {
+      for (let round = 0; round < 3; round++) {
+        let bigCommitted = false;
+        let big: Promise<void> | undefined;
+        await store.write((tx) => tx.putRecord(`small-${round}`, round), {
+          afterCommit: () => {
+            // A large write queued the moment the small one committed: its callback alone holds the
+            // thread for a long while, so the small one's acknowledgement either comes first or waited for it.
+            big = store.write((tx) => {
+              for (let i = 0; i < 30_000; i++) tx.project(1).putObject('blob', Buffer.from(`round ${round} object ${i}\n`.repeat(20)));
+            }, { afterCommit: () => (bigCommitted = true) });
+          },
+        });
+        expect(bigCommitted).toBe(false);
+        await big;
+        expect(bigCommitted).toBe(true);
+      }
+      expect(store.read((tx) => tx.getRecord('small-2'))).toBe(2);
+    } finally {
+      await store.close();
+      parent.remove();
+    }
+  });
+
   it('takes its path as a directory, even when the name has a dot (TREEHOUSE_DATA_DIR=/var/lib/treehouse.d)', async () => {
     const parent = scratchDir('treehouse-dotted-');
     try {
