@@ -46,7 +46,7 @@ export async function fetchGitSeed(config: Config, source: GitSeedSource, packCh
     };
     const options = { allowPrivateHosts: config.allowPrivateGitHosts, packBytesMax: config.limits.requestBodyBytesMax, signal: AbortSignal.timeout(GIT_SEED_TIME_MS_MAX) };
     const fetched = await fetchRef(endpoint, source.ref, options, readPack);
-    return prepareHistory(fetched.objects, fetched.tip, { checked: true, commitObjects });
+    return await prepareHistory(fetched.objects, fetched.tip, { checked: true, commitObjects });
   } catch (error) {
     if (error instanceof HistoryImportError) {
       throw new TreehouseError('invalid_request', error.message, { issues: [{ path: 'source.url', message: error.message }] });
