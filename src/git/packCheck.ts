@@ -48,11 +48,37 @@ export type PackCheckResult =
   | { ok: false; message: string };
 
 /**
+ * A pack whose entries are parsed (deltas resolved, ids computed, limits kept) while the rest of its
+ * check still runs: a receiver may prepare to store `objects` meanwhile, and stores them only once
+ * `result` passes (it carries the same objects).
+ */
+export interface ParsedPack {
+  parsed: true;
+  objects: PackObject[];
+  result: Promise<PackCheckResult>;
+}
+
+/**
  * `clientShallow`: hex ids of the push's `shallow` lines (a push from a shallow clone).
  */
 export function checkReceivedPack(pack: Buffer, limits: PackLimits, lookups: StoreLookups, clientShallow: ReadonlySet<string> = new Set()): PackCheckResult {
+  const parsed = parseReceivedPack(pack, limits, lookups);
+  return parsed.ok ? checkParsedPack(parsed.objects, lookups, clientShallow) : parsed;
+}
+
+/** The first part of checkReceivedPack: the pack's entries parsed, deltas resolved and ids computed. */
+export function parseReceivedPack(pack: Buffer, limits: PackLimits, lookups: StoreLookups): { ok: true; objects: PackObject[] } | { ok: false; message: string } {
   try {
-    const { objects } = parsePack(pack, { ...limits, resolveExternal: (oid) => lookups.object(oid), dropBlobBodies: true });
+    return { ok: true, objects: parsePack(pack, { ...limits, resolveExternal: (oid) => lookups.object(oid), dropBlobBodies: true }).objects };
+  } catch (error) {
+    if (error instanceof PackFormatError || error instanceof FsckError) return { ok: false, message: error.message };
+    throw error;
+  }
+}
+
+/** The rest of checkReceivedPack, on the objects parseReceivedPack gave: fsck, special blobs, tree depth, history gaps. */
+export function checkParsedPack(objects: PackObject[], lookups: StoreLookups, clientShallow: ReadonlySet<string> = new Set()): PackCheckResult {
+  try {
     // git fsck finds nothing to say about a blob's content by itself (special blobs are checked below).
     for (const object of objects) if (object.type !== 'blob') assertFsckClean(object.type, object.body, oidToHex(object.oid));
     const received = indexOfObjects(objects);

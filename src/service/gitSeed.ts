@@ -9,7 +9,7 @@ import type { Config } from './config.js';
 import { endpointFromUrl, fetchRef, RemoteError } from './gitClient.js';
 import { remoteRequestError } from './remoteSync.js';
 import { TreehouseError } from '../errors.js';
-import type { AsyncStoreLookups } from '../git/packCheck.js';
+import type { AsyncStoreLookups, PackCheckResult } from '../git/packCheck.js';
 import { oidToHex } from '../git/oid.js';
 import type { PackChecker } from './packChecker.js';
 
@@ -29,31 +29,68 @@ export const GIT_SEED_TIME_MS_MAX = 10 * 60_000;
  * Fetches and checks a seed's history. Its pack is limited like a pushed one (the request body
  * limit), and parsed with pack.ts's per-object and total limits.
  */
-export async function fetchGitSeed(config: Config, source: GitSeedSource, packChecker: PackChecker): Promise<PreparedHistory> {
+export async function fetchGitSeed(config: Config, source: GitSeedSource, packChecker: PackChecker): Promise<FetchedSeed> {
   try {
     const endpoint = endpointFromUrl(source.url, { token: source.token ?? null });
     packChecker.prepare();
     // Parsed, delta-resolved and checked like a pushed pack (src/git/packCheck.ts), on the pack
     // checker's thread: the seed has no store to lean on yet, so every base must be in the pack.
-    let commitObjects: Promise<Map<string, Buffer>> = Promise.resolve(new Map());
+    // The checker answers once the pack is parsed, and the rest of its check (fsck, tree depth)
+    // runs there while this thread prepares and stores the history for a project nobody sees yet.
+    let verdict: Promise<PackCheckResult> | null = null;
     const readPack = async (pack: Buffer) => {
-      const checked = await packChecker.check(pack, {}, NO_STORE);
-      if (!checked.ok) throw new HistoryImportError(`The fetched pack was refused: ${checked.message}`);
-      // Made on the checker's thread while the history is prepared and stored.
-      commitObjects = checked.commitObjects().then((lists) => new Map([...lists].map(([index, list]) => [oidToHex(checked.objects[index].oid), list])));
-      commitObjects.catch(() => {});
-      return checked.objects;
+      const begun = await packChecker.begin(pack, {}, NO_STORE);
+      if (!('parsed' in begun) && !begun.ok) throw new HistoryImportError(refusal(begun.message));
+      verdict = 'parsed' in begun ? begun.result : Promise.resolve(begun);
+      return begun.objects;
     };
     const options = { allowPrivateHosts: config.allowPrivateGitHosts, packBytesMax: config.limits.requestBodyBytesMax, signal: AbortSignal.timeout(GIT_SEED_TIME_MS_MAX) };
     const fetched = await fetchRef(endpoint, source.ref, options, readPack);
-    return prepareHistory(fetched.objects, fetched.tip, { checked: true, commitObjects });
-  } catch (error) {
-    if (error instanceof HistoryImportError) {
-      throw new TreehouseError('invalid_request', error.message, { issues: [{ path: 'source.url', message: error.message }] });
+    // (A fetch that read no pack has failed already.)
+    const pending: Promise<PackCheckResult> = verdict ?? Promise.resolve({ ok: true, objects: [], gaps: new Map(), commitObjects: async () => new Map() });
+    const checked = pending.then((result) => {
+      if (!result.ok) throw seedError(new HistoryImportError(refusal(result.message)), source);
+      return result;
+    });
+    // Nobody may wait for it (a history that fails to prepare waits below); its failure is theirs to see.
+    checked.catch(() => {});
+    // Made on the checker's thread, once the check passed, while the history is stored.
+    const commitObjects = checked.then(async (result) => new Map([...(await result.commitObjects())].map(([index, list]) => [oidToHex(result.objects[index].oid), list])));
+    commitObjects.catch(() => {});
+    let history: PreparedHistory;
+    try {
+      // The objects are not checked yet (fsck, tree depth): whatever they make fail here, a
+      // refusal of the check is the answer when there is one.
+      history = await prepareHistory(fetched.objects, fetched.tip, { checked: true, commitObjects });
+    } catch (error) {
+      await checked;
+      throw error;
     }
-    const aboutRef = error instanceof RemoteError && error.kind === 'unknown_ref' && source.ref !== undefined;
-    throw remoteRequestError(error, aboutRef ? 'source.ref' : 'source.url');
+    const passed = checked.then(() => undefined);
+    // Awaited once the history is stored, which may be after it failed.
+    passed.catch(() => {});
+    return { ...history, checked: passed };
+  } catch (error) {
+    throw seedError(error, source);
   }
+}
+
+/** A fetched history whose check may still run: stored meanwhile, it is made main's only once `checked` resolves. */
+export interface FetchedSeed extends PreparedHistory {
+  /** Rejects with the seed's 400 when the rest of the pack's check refuses it. */
+  checked: Promise<void>;
+}
+
+const refusal = (message: string) => `The fetched pack was refused: ${message}`;
+
+/** The seed's failure as the contract's error: a 400 naming the field at fault, unless it is one already. */
+function seedError(error: unknown, source: GitSeedSource): unknown {
+  if (error instanceof TreehouseError) return error;
+  if (error instanceof HistoryImportError) {
+    return new TreehouseError('invalid_request', error.message, { issues: [{ path: 'source.url', message: error.message }] });
+  }
+  const aboutRef = error instanceof RemoteError && error.kind === 'unknown_ref' && source.ref !== undefined;
+  return remoteRequestError(error, aboutRef ? 'source.ref' : 'source.url');
 }
 
 /**

@@ -12,13 +12,19 @@
  * its synchronous lookups and only one question is in flight at a time. Objects are never deleted,
  * so an answer stays true until the write that stores the pack.
  *
+ * The worker answers twice: once the pack is parsed (its objects), then with the rest of the
+ * check's verdict (fsck, special blobs, tree depth, history gaps: about half of the check), so a
+ * caller that can store objects nobody sees yet (a git seed, under its reserved project number)
+ * does so meanwhile (begin()); check() waits for the verdict. A push does not: its objects go in
+ * the write that moves its refs, which would hold the store's write queue waiting for the verdict.
+ *
  * One worker, started on the first large pack and kept (unreferenced while idle, so it never holds
  * the process open); jobs queue on it. Pushes write one at a time anyway, and a second core is left
  * to the requests the worker no longer blocks.
  */
 import { MessageChannel, type Worker } from 'node:worker_threads';
 import { rebuildBodiesOnRead, type PackObject } from '../git/pack.js';
-import { checkReceivedPackWithAsyncLookups, type AsyncStoreLookups, type Gap, type PackCheckResult, type PackLimits } from '../git/packCheck.js';
+import { checkReceivedPackWithAsyncLookups, type AsyncStoreLookups, type Gap, type PackCheckResult, type PackLimits, type ParsedPack } from '../git/packCheck.js';
 import { oidToHex, type ObjectType, type Oid } from '../git/oid.js';
 import { OidTable } from '../git/oidTable.js';
 import { startModuleWorker } from './moduleWorker.js';
@@ -34,7 +40,7 @@ const WORKER_SOURCE = `
 parentPort.on('message', async ({ warm, id, pack, limits, clientShallow, port, signal, wholeBlobs }) => {
   if (warm) return load().catch(() => {});
   try {
-    const { checkReceivedPack } = await load();
+    const { parseReceivedPack, checkParsedPack } = await load();
     const flag = new Int32Array(signal);
     const ask = (want, oid) => {
       Atomics.store(flag, 0, 0);
@@ -51,13 +57,14 @@ parentPort.on('message', async ({ warm, id, pack, limits, clientShallow, port, s
       has: (oid) => ask('has', oid) === true,
     };
     const packBytes = Buffer.from(pack.buffer, pack.byteOffset, pack.byteLength);
-    const result = checkReceivedPack(packBytes, limits, lookups, new Set(clientShallow));
-    if (!result.ok) {
+    const parsed = parseReceivedPack(packBytes, limits, lookups);
+    if (!parsed.ok) {
       port.close();
-      return parentPort.postMessage({ id, ok: false, message: result.message });
+      return parentPort.postMessage({ id, ok: false, message: parsed.message });
     }
-    // Every body in one buffer, moved to the other thread rather than copied.
-    const objects = result.objects;
+    // The parsed objects first, so the receiver prepares to store them while the rest of the check
+    // runs here. Every body in one buffer, moved to the other thread rather than copied.
+    const objects = parsed.objects;
     // A blob that carries its pack entry goes without its body: the receiver stores the entry and
     // rebuilds the body from the pack only if it needs it (omitted[i], sizes[i]). A receiver whose
     // store keeps no entries (wholeBlobs) needs every body: they are rebuilt here, off its loop.
@@ -102,11 +109,17 @@ parentPort.on('message', async ({ warm, id, pack, limits, clientShallow, port, s
         }
       }
     });
-    const gaps = [...result.gaps];
     parentPort.postMessage(
-      { id, ok: true, types, oids, bodies, ends, offsets, depths, spans, bases, deltas, omitted, sizes, gaps },
+      { id, parsed: true, types, oids, bodies, ends, offsets, depths, spans, bases, deltas, omitted, sizes },
       [bodies.buffer, oids.buffer, ends.buffer, offsets.buffer, depths.buffer, spans.buffer, bases.buffer, deltas.buffer, omitted.buffer, sizes.buffer],
     );
+    // Then the verdict: fsck, special blobs, tree depth, history gaps.
+    const result = checkParsedPack(objects, lookups, new Set(clientShallow));
+    if (!result.ok) {
+      port.close();
+      return parentPort.postMessage({ id, verdict: true, ok: false, message: result.message });
+    }
+    parentPort.postMessage({ id, verdict: true, ok: true, gaps: [...result.gaps] });
     // Then the commits' object lists, while the receiver stores the objects: all in one buffer,
     // (object index, end) per commit. The store may still be asked for a parent's trees.
     const listed = [...(await result.commitObjects())];
@@ -130,6 +143,10 @@ parentPort.on('message', async ({ warm, id, pack, limits, clientShallow, port, s
 
 interface WorkerAnswer {
   id: number;
+  /** The first answer of a pack that parsed: its objects (the arrays below), the verdict to come. */
+  parsed?: boolean;
+  /** The second: the rest of the check passed (`ok`, with `gaps`) or refused the pack (`message`). */
+  verdict?: boolean;
   ok?: boolean;
   message?: string;
   crash?: string;
@@ -155,12 +172,18 @@ interface WorkerAnswer {
 interface Job {
   /** The pack as this thread has it: received entries are kept as views into it. */
   pack: Buffer;
-  /** Settled by the worker's second answer, the commits' object lists (after an ok check). */
+  /** Settled by the worker's last answer, the commits' object lists (after an ok check). */
   lists: Promise<Map<number, Buffer>>;
   settleLists(lists: Map<number, Buffer> | Error): void;
   /** The store, for the bases of a thin pack's blobs rebuilt here. */
   lookups: AsyncStoreLookups;
-  resolve(result: PackCheckResult): void;
+  /** The parsed objects as this thread has them, once the first answer came. */
+  objects: Promise<PackObject[]> | null;
+  /** Settled by the verdict (or a failure): the whole check's result. */
+  verdict: Promise<PackCheckResult>;
+  settleVerdict(result: PackCheckResult | Error): void;
+  /** Settles begin(): a refusal, or the parsed pack with its verdict to come. */
+  resolve(result: PackCheckResult | ParsedPack): void;
   reject(error: Error): void;
   done(): void;
 }
@@ -189,6 +212,17 @@ export class PackChecker {
    * of the push's shallow lines.
    */
   async check(pack: Buffer, limits: PackLimits, lookups: AsyncStoreLookups, clientShallow: ReadonlySet<string> = new Set()): Promise<PackCheckResult> {
+    const begun = await this.begin(pack, limits, lookups, clientShallow);
+    return 'parsed' in begun ? begun.result : begun;
+  }
+
+  /**
+   * check(), answered in two steps when the pack goes to the worker: once its entries are parsed
+   * (a ParsedPack: its objects, and the rest of the check's result to come), so the caller can
+   * prepare to store them while the worker checks them (fsck, tree depth, history gaps, about half
+   * of the check); a pack refused while parsing, or one checked inline, is answered whole at once.
+   */
+  async begin(pack: Buffer, limits: PackLimits, lookups: AsyncStoreLookups, clientShallow: ReadonlySet<string> = new Set()): Promise<PackCheckResult | ParsedPack> {
     if (pack.length <= this.inlineBytesMax) {
       const checked = await checkReceivedPackWithAsyncLookups(pack, limits, lookups, clientShallow);
       if (checked) return checked;
@@ -223,9 +257,15 @@ export class PackChecker {
     });
     // Nobody may ask for the lists (a refused pack, a failed store): their failure is theirs to see.
     lists.catch(() => {});
-    return await new Promise<PackCheckResult>((resolve, reject) => {
+    let settleVerdict: (result: PackCheckResult | Error) => void = () => {};
+    const verdict = new Promise<PackCheckResult>((resolve, reject) => {
+      settleVerdict = (value) => (value instanceof Error ? reject(value) : resolve(value));
+    });
+    // The same: a caller whose begin() failed never asks for it.
+    verdict.catch(() => {});
+    return await new Promise<PackCheckResult | ParsedPack>((resolve, reject) => {
       if (this.jobs.size === 0) worker.ref();
-      this.jobs.set(id, { pack, lookups, lists, settleLists, resolve, reject, done: () => port1.close() });
+      this.jobs.set(id, { pack, lookups, lists, settleLists, objects: null, verdict, settleVerdict, resolve, reject, done: () => port1.close() });
       worker.postMessage({ id, pack: copy, limits, clientShallow: [...clientShallow], port: port2, signal, wholeBlobs: this.wholeBlobs }, [copy.buffer, port2]);
     });
   }
@@ -262,6 +302,7 @@ export class PackChecker {
         this.jobs.delete(id);
         job.done();
         job.reject(error);
+        job.settleVerdict(error);
         job.settleLists(error);
       }
     };
@@ -270,7 +311,10 @@ export class PackChecker {
     return worker;
   }
 
-  /** A job's answers: the check, then (when it passed) the commits' object lists, which end the job. */
+  /**
+   * A job's answers: the parsed objects (or a refusal), the verdict of the rest of the check, then
+   * (when it passed) the commits' object lists, which end the job.
+   */
   private settle(answer: WorkerAnswer): void {
     const job = this.jobs.get(answer.id);
     if (!job) return;
@@ -287,15 +331,30 @@ export class PackChecker {
       finish();
       const error = new Error(`pack check failed in its worker: ${answer.crash}`);
       job.settleLists(error);
+      job.settleVerdict(error);
       return job.reject(error);
+    }
+    if (answer.parsed) {
+      const objects = externalBasesOf(answer, job.lookups).then((externalBases) => objectsOf(answer, job.pack, externalBases));
+      job.objects = objects;
+      objects.then(
+        (parsed) => job.resolve({ parsed: true, objects: parsed, result: job.verdict }),
+        (error: Error) => job.reject(error),
+      );
+      return;
     }
     if (!answer.ok) {
       finish();
-      return job.resolve({ ok: false, message: answer.message ?? 'pack refused' });
+      const refused = { ok: false as const, message: answer.message ?? 'pack refused' };
+      job.settleVerdict(refused);
+      job.settleLists(new Error('the pack was refused'));
+      return job.resolve(refused);
     }
-    externalBasesOf(answer, job.lookups).then(
-      (externalBases) => job.resolve({ ok: true, objects: objectsOf(answer, job.pack, externalBases), gaps: new Map(answer.gaps), commitObjects: () => job.lists }),
-      (error: Error) => job.reject(error),
+    // A verdict that passed: the objects of the first answer, whose making may still be under way.
+    const gaps = new Map(answer.gaps);
+    job.objects!.then(
+      (objects) => job.settleVerdict({ ok: true, objects, gaps, commitObjects: () => job.lists }),
+      (error: Error) => job.settleVerdict(error),
     );
   }
 }

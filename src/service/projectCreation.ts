@@ -58,7 +58,15 @@ export class ProjectCreation {
       const history = await fetchGitSeed(this.config, source, this.packChecker);
       const seq = await this.projects.reserveSeq();
       try {
-        await storeHistoryObjects({ store: this.projects.store, project: seq }, history);
+        try {
+          await storeHistoryObjects({ store: this.projects.store, project: seq }, history);
+        } catch (error) {
+          // Stored before its pack's check ended: a refusal of the check is the answer when there is one.
+          await history.checked;
+          throw error;
+        }
+        // Nothing is seen of the history before its check passed.
+        await history.checked;
         record = await this.projects.create(principal, {
           ...common,
           seq,

@@ -3,6 +3,7 @@
  * the same ids, over protocol v2 and (from a server that answers only v0) v0; refs may be branches or
  * tags; refused hosts, bad credentials and unknown refs are a 400 and create nothing.
  */
+import { randomBytes } from 'node:crypto';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -224,6 +225,28 @@ describe('git seeds and storage', () => {
     const seeded = await seed(server, { url: `${backend.url}/site.git` });
     expect(seeded.status).toBe(201);
     expect((await server.call('DELETE', `/api/v1/projects/${seeded.body.project.id}`)).status).toBe(200);
+    expect(await orphanedNumbers(server)).toEqual([]);
+    expect(await server.th.store.read(async (tx) => tx.listRecords('project-unowned/'))).toEqual([]);
+  });
+
+  it('refuses a history that the rest of its pack check fails after it was stored, and keeps none of it', async () => {
+    // Large enough for the checker's worker, which answers with the parsed objects first: the
+    // history is stored while it runs fsck_finish() and refuses the .gitmodules.
+    const dir = join(work.path, 'bad-modules-build');
+    git(['init', '-q', '--initial-branch=main', dir]);
+    writeFileSync(join(dir, 'noise.bin'), randomBytes(64 * 1024));
+    writeFileSync(join(dir, '.gitmodules'), '[submodule "lib"]\n\tpath = lib\n\turl = --upload-pack=touch${IFS}pwned\n');
+    git(['add', '-A'], { cwd: dir });
+    git(['commit', '-q', '-m', 'bad modules'], { cwd: dir });
+    git(['clone', '-q', '--bare', dir, join(root, 'bad-modules.git')]);
+    const stored: number[] = [];
+    server.th.store.onObjectsStored((project) => stored.push(project));
+    const before = await projectCount(server);
+    const refused = await seed(server, { url: `${backend.url}/bad-modules.git` });
+    expect(refused.status).toBe(400);
+    expect(refused.body.error.message).toMatch(/The fetched pack was refused: .*gitmodulesUrl/);
+    expect(stored.length).toBeGreaterThan(0);
+    expect(await projectCount(server)).toBe(before);
     expect(await orphanedNumbers(server)).toEqual([]);
     expect(await server.th.store.read(async (tx) => tx.listRecords('project-unowned/'))).toEqual([]);
   });

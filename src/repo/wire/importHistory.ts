@@ -17,9 +17,13 @@ import { commitTreesDepthProblem } from '../../git/treeDepth.js';
 import { resetWorkingTree } from '../worktree/moveWorkingTree.js';
 import { formsInBaseOrder, keepPackedForm, storeReceivedObjects } from './packedForms.js';
 import { MAIN_BRANCH, type Repo, type WriteTx } from '../repo.js';
+import { Slicer } from '../slices.js';
 
 /** Bytes of objects stored per write by storeHistoryObjects: a few milliseconds of work each. */
 const HISTORY_WRITE_BYTES = 4 * 1024 * 1024;
+
+/** The walks look at the clock once per this many steps plus one (a power of two, less one). */
+const PAUSE_EVERY_MASK = 63;
 
 /** Annotated tags pointing at tags are followed this many levels, no more (git peels without limit; a chain this long is hostile). */
 const TAG_CHAIN_MAX = 16;
@@ -46,9 +50,15 @@ export interface PreparedHistory {
  * `checked`: the objects already passed src/git/packCheck.ts (fsck, .gitmodules, tree depth), so
  * those checks are not run twice; `commitObjects`: the check's commit object lists, by hex id.
  */
-export function prepareHistory(fetched: PackObject[], tip: Oid, options: { checked?: boolean; commitObjects?: Promise<Map<string, Buffer>> } = {}): PreparedHistory {
+export async function prepareHistory(
+  fetched: PackObject[],
+  tip: Oid,
+  options: { checked?: boolean; commitObjects?: Promise<Map<string, Buffer>> } = {},
+): Promise<PreparedHistory> {
   // Ids stay bytes (an OidTable of indexes into `fetched`, tree entries read in place): a
-  // 3,000-commit seed names some 40,000 objects many times over, on the event loop.
+  // 3,000-commit seed names some 40,000 objects many times over, on the event loop, which gets a
+  // turn between slices of the walks (held 0.15-0.7 s by the realistic history's in one piece).
+  const slicer = new Slicer();
   const indexOf = new OidTable(fetched.length);
   fetched.forEach((object, index) => indexOf.add(object.oid, 0, index));
   const byId = (oid: Oid): PackObject | undefined => {
@@ -69,17 +79,20 @@ export function prepareHistory(fetched: PackObject[], tip: Oid, options: { check
   }
   if (target.type !== 'commit') throw new HistoryImportError(`The ref points to a ${target.type}, not to a commit.`);
 
-  const { commits, trees: commitTrees } = commitsParentsFirst(target.oid, need, fetched.length, indexOf);
+  const { commits, trees: commitTrees } = await commitsParentsFirst(target.oid, need, fetched.length, indexOf, slicer);
   const trees: PackObject[] = [];
   // Each fetched object is reached once: a flag per index, and a tree entry's id looked up in place.
   const reached = new Uint8Array(fetched.length);
-  const visitTree = (oid: Oid) => {
+  let treesVisited = 0;
+  const visitTree = async (oid: Oid) => {
     const root = indexOf.get(oid);
     if (root < 0) need(oid, 'tree');
     if (reached[root]) return;
     reached[root] = 1;
     const stack = [root];
     while (stack.length > 0) {
+      // Checked every few trees: a clock read per tree would cost more than a small tree's entries.
+      if ((++treesVisited & PAUSE_EVERY_MASK) === 0) await slicer.pause();
       const tree = fetched[stack.pop()!];
       if (tree.type !== 'tree') throw new HistoryImportError(`Object ${oidToHex(tree.oid)} should be a tree but is a ${tree.type}.`);
       trees.push(tree);
@@ -103,7 +116,7 @@ export function prepareHistory(fetched: PackObject[], tip: Oid, options: { check
       }
     }
   };
-  for (const tree of commitTrees) visitTree(tree);
+  for (const tree of commitTrees) await visitTree(tree);
   if (!options.checked) {
     const tooDeep = commitTreesDepthProblem(
       commits.map((commit, index) => ({ commit: commit.oid, tree: commitTrees[index] })),
@@ -143,7 +156,13 @@ function checkFetched(fetched: PackObject[], byId: (oid: Oid) => PackObject | un
  * Every commit reachable from `tip`, each after all of its parents (an iterative post-order walk),
  * with each one's tree. States are kept by the commit's index among the fetched objects.
  */
-function commitsParentsFirst(tip: Oid, need: (oid: Oid, why: string) => PackObject, count: number, indexOf: OidTable): { commits: PackObject[]; trees: Oid[] } {
+async function commitsParentsFirst(
+  tip: Oid,
+  need: (oid: Oid, why: string) => PackObject,
+  count: number,
+  indexOf: OidTable,
+  slicer: Slicer,
+): Promise<{ commits: PackObject[]; trees: Oid[] }> {
   const commits: PackObject[] = [];
   const trees: Oid[] = [];
   const OPEN = 1;
@@ -159,7 +178,8 @@ function commitsParentsFirst(tip: Oid, need: (oid: Oid, why: string) => PackObje
     stack.push({ object, index, tree, parents, next: 0 });
   };
   open(tip);
-  while (stack.length > 0) {
+  for (let step = 0; stack.length > 0; step++) {
+    if ((step & PAUSE_EVERY_MASK) === 0) await slicer.pause();
     const top = stack[stack.length - 1];
     if (top.next < top.parents.length) {
       const parent = top.parents[top.next++];

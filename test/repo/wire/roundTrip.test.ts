@@ -220,7 +220,7 @@ describe('wire round trip against git', () => {
     const pack = gitBytes(['pack-objects', '--revs', '--stdout', '-q'], { cwd: source, input: `${tip}\n` });
     const checked = checkReceivedPack(pack, {}, { object: () => undefined, has: () => false });
     if (!checked.ok) throw new Error(checked.message);
-    const history = prepareHistory(checked.objects, oidFromHex(tip), { checked: true });
+    const history = await prepareHistory(checked.objects, oidFromHex(tip), { checked: true });
     // A number of its own, as a seed's objects are stored before its project exists.
     const repo: Repo = { store: opened.store.async, project: 90_000, limits: { ...DEFAULT_REPO_LIMITS } };
     await storeHistoryObjects(repo, history);
