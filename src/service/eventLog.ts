@@ -83,6 +83,12 @@ export async function eventsAfter(tx: RecordReads, team: string, after: number, 
   return (await tx.listRecords<StoredEvent>(logPrefix(team), { after: logKey(team, after), limit })).map(({ value }) => value);
 }
 
+/** The team's events before `before` (all of them when null), newest first, at most `limit` (a webhook's deliveries not yet attempted). */
+export async function eventsBefore(tx: RecordReads, team: string, before: number | null, limit: number): Promise<StoredEvent[]> {
+  const found = await tx.listRecords<StoredEvent>(logPrefix(team), { reverse: true, after: before === null ? undefined : logKey(team, before), limit });
+  return found.map(({ value }) => value);
+}
+
 /** The team's last event id, in the caller's transaction. */
 export async function lastEventId(tx: RecordReads, team: string): Promise<number> {
   return (await tx.getRecord<number>(counterKey(team))) ?? 0;
