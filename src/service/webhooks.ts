@@ -216,6 +216,7 @@ interface Claimed {
 /** A team's webhooks and the events after the line furthest behind, read before the dispatcher's write. */
 interface Lines {
   team: string;
+  hooks: WebhookRecord[];
   events: StoredEvent[];
   /** The team's wake count when read: a wake after it means events may have come meanwhile. */
   wakes: number;
@@ -237,6 +238,17 @@ export class Webhooks {
   private abort = new AbortController();
   /** Teams whose lines may hold events not yet taken, with how often each was woken (a counter). */
   private readonly waiting = new Map<string, number>();
+  /**
+   * Webhooks by team, as this node last listed them (the sweep lists them again; this node's
+   * changes drop its team's list). A webhook deleted meanwhile is found gone in the dispatcher's
+   * transaction (its line record is gone with it); one made through another node joins at the sweep,
+   * and that node takes from its line meanwhile.
+   */
+  private readonly hooksOf = new Map<string, WebhookRecord[]>();
+  /** Counts this node's webhook changes: a listing that a change overtook is not kept in hooksOf. */
+  private hooksChanged = 0;
+  /** Where each line was when this node last moved or read it (lines only move on). */
+  private readonly lineAt = new Map<string, number>();
   /** Teams known to have webhooks (this node's view; the sweep corrects it). */
   private readonly teamsWithHooks = new Set<string>();
   private readonly inFlight = new Map<string, Promise<void>>();
@@ -299,6 +311,8 @@ export class Webhooks {
       tx.putRecord(lineKey(record.id), record.after_event);
       return { ...view(record), secret };
     }, join);
+    this.hooksChanged++;
+    this.hooksOf.delete(team);
     this.teamsWithHooks.add(team);
     return created;
   }
@@ -317,6 +331,9 @@ export class Webhooks {
       tx.deleteRecord(lineKey(id));
       await deleteDeliveries(tx, id);
     }, join);
+    this.hooksChanged++;
+    this.hooksOf.delete(team);
+    this.lineAt.delete(id);
     this.sender.forget(id);
     this.secrets.delete(id);
     // The webhook is gone already (a worker that finds a delivery of it drops it); the rest goes a batch at a time.
@@ -471,8 +488,19 @@ export class Webhooks {
    */
   private async sweep(): Promise<void> {
     try {
+      const changes = this.hooksChanged;
       const hooks = await this.store.read((tx) => tx.listRecords<WebhookRecord>(HOOK_PREFIX));
       const teams = new Set(hooks.map(({ value }) => value.team_id));
+      this.hooksOf.clear();
+      if (changes === this.hooksChanged) {
+        for (const { value } of hooks) {
+          const list = this.hooksOf.get(value.team_id) ?? [];
+          list.push(value);
+          this.hooksOf.set(value.team_id, list);
+        }
+      }
+      const ids = new Set(hooks.map(({ value }) => value.id));
+      for (const id of [...this.lineAt.keys()]) if (!ids.has(id)) this.lineAt.delete(id);
       for (const team of [...this.teamsWithHooks]) if (!teams.has(team)) this.teamsWithHooks.delete(team);
       for (const team of teams) {
         this.teamsWithHooks.add(team);
@@ -567,7 +595,9 @@ export class Webhooks {
       const out: Claimed[] = [];
       const caughtUp: Lines[] = [];
       let nextAt: number | null = null;
-      if (free <= 0) return { out, nextAt, caughtUp, more: false };
+      const moved = new Map<string, number>();
+      const gone = new Set<string>();
+      if (free <= 0) return { out, nextAt, caughtUp, more: false, moved, gone };
       for (const { key: due_key, value: key } of due) {
         const at = Number(due_key.slice(DUE_PREFIX.length, DUE_PREFIX.length + 15));
         if (at > now) {
@@ -603,11 +633,15 @@ export class Webhooks {
         }
         const taken = await this.takeFromLinesInTx(tx, line, free - out.length, now);
         out.push(...taken.claimed);
+        for (const [hook, at] of taken.passed) moved.set(hook, at);
+        if (taken.gone) gone.add(line.team);
         if (taken.passedAll && line.events.length < LINE_PAGE) caughtUp.push(line);
         else more = true;
       }
-      return { out, nextAt, caughtUp, more };
+      return { out, nextAt, caughtUp, more, moved, gone };
     });
+    for (const [hook, at] of claimed.moved) this.lineAt.set(hook, at);
+    for (const team of claimed.gone) this.hooksOf.delete(team);
     for (const line of claimed.caughtUp) if (this.waiting.get(line.team) === line.wakes) this.waiting.delete(line.team);
     this.startAttempts(claimed.out);
     if (claimed.out.length === free || free <= 0) return null;
@@ -620,22 +654,49 @@ export class Webhooks {
   private async readLines(tx: RecordReads): Promise<Lines[]> {
     const lines: Lines[] = [];
     for (const [team, wakes] of this.waiting) {
-      const hooks = (await tx.listRecords<WebhookRecord>(hookPrefix(team))).map(({ value }) => value);
+      let hooks = this.hooksOf.get(team);
+      if (!hooks) {
+        const changes = this.hooksChanged;
+        hooks = (await tx.listRecords<WebhookRecord>(hookPrefix(team))).map(({ value }) => value);
+        if (changes === this.hooksChanged) this.hooksOf.set(team, hooks);
+      }
       let from = Infinity;
-      for (const hook of hooks) from = Math.min(from, await lineCursor(tx, hook));
-      lines.push({ team, wakes, events: hooks.length === 0 ? [] : await this.eventsAfter(tx, team, from, LINE_PAGE) });
+      for (const hook of hooks) {
+        let at = this.lineAt.get(hook.id);
+        if (at === undefined) this.lineAt.set(hook.id, (at = await lineCursor(tx, hook)));
+        from = Math.min(from, at);
+      }
+      lines.push({ team, hooks, wakes, events: hooks.length === 0 ? [] : await this.eventsAfter(tx, team, from, LINE_PAGE) });
     }
     return lines;
   }
 
   /**
    * Takes up to `slots` deliveries off the lines of `line.team`'s webhooks, event by event, each
-   * added claimed, and moves every line past the events it took or does not subscribe to.
+   * added claimed, and moves every line past the events it took or does not subscribe to. A line
+   * is read here, in the transaction; a webhook whose line and record are gone was deleted.
    */
-  private async takeFromLinesInTx(tx: AsyncStoreWriteTx, line: Lines, slots: number, now: number): Promise<{ claimed: Claimed[]; passedAll: boolean }> {
-    const hooks = (await tx.listRecords<WebhookRecord>(hookPrefix(line.team))).map(({ value }) => value);
+  private async takeFromLinesInTx(
+    tx: AsyncStoreWriteTx,
+    line: Lines,
+    slots: number,
+    now: number,
+  ): Promise<{ claimed: Claimed[]; passedAll: boolean; passed: Map<string, number>; gone: boolean }> {
+    const hooks: WebhookRecord[] = [];
     const start = new Map<string, number>();
-    for (const hook of hooks) start.set(hook.id, await lineCursor(tx, hook));
+    let gone = false;
+    for (const hook of line.hooks) {
+      let at = await tx.getRecord<number>(lineKey(hook.id));
+      if (at === undefined) {
+        if (!(await tx.getRecord<WebhookRecord>(hookKey(hook.team_id, hook.id)))) {
+          gone = true;
+          continue;
+        }
+        at = await lineCursor(tx, hook);
+      }
+      hooks.push(hook);
+      start.set(hook.id, at);
+    }
     const passed = new Map(start);
     const claimed: Claimed[] = [];
     let passedAll = true;
@@ -654,7 +715,7 @@ export class Webhooks {
       }
     }
     for (const [hook, at] of passed) if (at !== start.get(hook)) tx.putRecord(lineKey(hook), at);
-    return { claimed, passedAll };
+    return { claimed, passedAll, passed, gone };
   }
 
   /** A delivery's record, at its first claim (a slot is free to send it right after the commit). */
