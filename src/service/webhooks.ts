@@ -104,6 +104,11 @@ const LINE_PAGE = 100;
 const LINE_SCAN_MAX = 10_000;
 /** Deliveries removed per transaction when a webhook is deleted. */
 const DELETE_BATCH = 1_000;
+/**
+ * Dispatcher transactions under way at once: a second gathers what finished while the first
+ * waits for its commit to be durable (with one, every slot waited for a whole commit more).
+ */
+const DISPATCHES_MAX = 2;
 /** A claim outlives its attempt's timeout by this much. */
 const CLAIM_MARGIN_MS = 30_000;
 /** The fan-out of every team with webhooks runs this often too (webhooks made through another node). */
@@ -260,8 +265,13 @@ export class Webhooks {
   private readonly secrets = new Map<string, string>();
   /** Sends on a worker thread of lowered priority (src/service/webhookSender.ts). */
   private readonly sender = new WebhookSender();
-  private dispatching: Promise<void> | null = null;
+  /** Dispatcher transactions under way (the next may start while one waits for its commit to be durable). */
+  private readonly dispatching = new Set<Promise<void>>();
   private dispatchAgain = false;
+  /** Slots the dispatcher transactions under way may fill. */
+  private reserved = 0;
+  /** When the next due entry is (epoch ms), as the dispatcher transactions under way last saw. */
+  private wakeAt: number | null = null;
   /** Attempts since start, by outcome (metrics, tests). */
   readonly attempts = { delivered: 0, failed: 0 };
 
@@ -457,7 +467,7 @@ export class Webhooks {
     this.abort.abort();
     // The sender's end answers the attempts under way (cut short), so waiting for them is short.
     await this.sender.stop();
-    await Promise.allSettled([...this.inFlight.values(), this.dispatching]);
+    await Promise.allSettled([...this.inFlight.values(), ...this.dispatching]);
     // Outcomes not yet written (a delivery answered just before the stop is not sent again after it).
     const finished = this.outcomes;
     this.outcomes = [];
@@ -546,28 +556,36 @@ export class Webhooks {
   /** Claims and starts due deliveries, up to the concurrency; then waits for the next due one. */
   private dispatch(): void {
     if (!this.running) return;
-    if (this.dispatching) {
+    // A second run only for slots the one under way did not take, or outcomes to write (the
+    // slots it holds may come back unused: it looks again once it ends).
+    const free = this.config.events.webhookConcurrency - this.inFlight.size - this.reserved;
+    if (this.dispatching.size >= DISPATCHES_MAX || (this.dispatching.size > 0 && free <= 0 && this.outcomes.length === 0)) {
       this.dispatchAgain = true;
       return;
     }
     if (this.timer) clearTimeout(this.timer);
     this.timer = null;
-    this.dispatching = this.claimDue()
+    const run: Promise<void> = this.claimDue()
       .catch(() => 1_000)
       .then((waitMs) => {
-        this.dispatching = null;
+        this.dispatching.delete(run);
         if (!this.running) return;
+        // The earliest wake any run asked for: a run's listing may have missed what another committed.
+        if (waitMs !== null) this.wakeAt = Math.min(this.wakeAt ?? Infinity, Date.now() + waitMs);
         if (this.dispatchAgain) {
           this.dispatchAgain = false;
           this.dispatch();
-        } else if (waitMs !== null) {
+        } else if (this.wakeAt !== null && this.dispatching.size === 0) {
+          const wait = this.wakeAt - Date.now();
+          this.wakeAt = null;
           this.timer = setTimeout(() => {
             this.timer = null;
             this.dispatch();
-          }, Math.min(TIMER_DELAY_MS_MAX, Math.max(0, waitMs)));
+          }, Math.min(TIMER_DELAY_MS_MAX, Math.max(0, wait)));
           this.timer.unref();
         }
       });
+    this.dispatching.add(run);
   }
 
   /**
@@ -576,10 +594,20 @@ export class Webhooks {
    * Returns how long until the next due entry (null: none, or no slot free).
    */
   private async claimDue(): Promise<number | null> {
-    const free = this.config.events.webhookConcurrency - this.inFlight.size;
+    const free = this.config.events.webhookConcurrency - this.inFlight.size - this.reserved;
     const finished = this.outcomes;
     this.outcomes = [];
     if (free <= 0 && finished.length === 0) return null;
+    const reserved = Math.max(0, free);
+    this.reserved += reserved;
+    try {
+      return await this.claimDueReserved(free, finished);
+    } finally {
+      this.reserved -= reserved;
+    }
+  }
+
+  private async claimDueReserved(free: number, finished: FinishedAttempt[]): Promise<number | null> {
     const now = Date.now();
     // Read before the write, which then reads each delivery it claims and each line's cursor: the
     // queue and the log growing meanwhile do not make it run again (events never change).
@@ -587,7 +615,7 @@ export class Webhooks {
       free <= 0
         ? { due: [], lines: [] }
         : await this.store.read(async (tx) => ({
-            due: await tx.listRecords<string>(DUE_PREFIX, { limit: free + this.inFlight.size }),
+            due: await tx.listRecords<string>(DUE_PREFIX, { limit: free + this.inFlight.size + this.reserved }),
             lines: await this.readLines(tx),
           }));
     const claimed = await this.store.write(async (tx) => {
