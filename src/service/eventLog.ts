@@ -78,7 +78,7 @@ export function readEvent(tx: RecordReads, team: string, id: number): Promise<St
   return tx.getRecord<StoredEvent>(logKey(team, id));
 }
 
-/** The team's events after `after`, in id order, at most `limit` (the webhook dispatcher's fan-out). */
+/** The team's events after `after`, in id order, at most `limit` (the webhook dispatcher's lines). */
 export async function eventsAfter(tx: RecordReads, team: string, after: number, limit: number): Promise<StoredEvent[]> {
   return (await tx.listRecords<StoredEvent>(logPrefix(team), { after: logKey(team, after), limit })).map(({ value }) => value);
 }

@@ -111,7 +111,7 @@ const DELETE_BATCH = 1_000;
 const DISPATCHES_MAX = 2;
 /** A claim outlives its attempt's timeout by this much. */
 const CLAIM_MARGIN_MS = 30_000;
-/** The fan-out of every team with webhooks runs this often too (webhooks made through another node). */
+/** The lines of every team with webhooks are looked at this often too (webhooks made through another node). */
 const SWEEP_MS = 10_000;
 const BACKOFF_JITTER = 0.2;
 const USER_AGENT = 'Treehouse-Webhooks/1';
@@ -502,16 +502,18 @@ export class Webhooks {
       const hooks = await this.store.read((tx) => tx.listRecords<WebhookRecord>(HOOK_PREFIX));
       const teams = new Set(hooks.map(({ value }) => value.team_id));
       this.hooksOf.clear();
+      // A webhook made or deleted through this node while the listing ran may be missing from it
+      // (or still in it): then keep and forget nothing (the team just made was added already).
       if (changes === this.hooksChanged) {
         for (const { value } of hooks) {
           const list = this.hooksOf.get(value.team_id) ?? [];
           list.push(value);
           this.hooksOf.set(value.team_id, list);
         }
+        const ids = new Set(hooks.map(({ value }) => value.id));
+        for (const id of [...this.lineAt.keys()]) if (!ids.has(id)) this.lineAt.delete(id);
+        for (const team of [...this.teamsWithHooks]) if (!teams.has(team)) this.teamsWithHooks.delete(team);
       }
-      const ids = new Set(hooks.map(({ value }) => value.id));
-      for (const id of [...this.lineAt.keys()]) if (!ids.has(id)) this.lineAt.delete(id);
-      for (const team of [...this.teamsWithHooks]) if (!teams.has(team)) this.teamsWithHooks.delete(team);
       for (const team of teams) {
         this.teamsWithHooks.add(team);
         this.waiting.set(team, (this.waiting.get(team) ?? 0) + 1);

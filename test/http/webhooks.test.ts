@@ -1,8 +1,9 @@
 /**
  * Webhooks (../shared/API.md "Events and webhooks (v1.1)") against real HTTP receivers in the test:
  * signed deliveries, retries until a 2xx and never after, a hanging receiver that holds no request
- * up, deliveries that survive a restart, host rules at creation and at delivery, redelivery,
- * deletion cancelling what is pending, paging, team isolation, and hostile input for every field.
+ * up, deliveries that survive a restart, deliveries waiting in their line (one slot), host rules
+ * at creation and at delivery, redelivery, deletion cancelling what is pending, paging, team
+ * isolation, and hostile input for every field.
  */
 import { createHmac } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server } from 'node:http';
