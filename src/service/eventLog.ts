@@ -78,9 +78,15 @@ export function readEvent(tx: RecordReads, team: string, id: number): Promise<St
   return tx.getRecord<StoredEvent>(logKey(team, id));
 }
 
-/** The team's events after `after`, in id order, at most `limit` (the webhook dispatcher's fan-out). */
+/** The team's events after `after`, in id order, at most `limit` (the webhook dispatcher's lines). */
 export async function eventsAfter(tx: RecordReads, team: string, after: number, limit: number): Promise<StoredEvent[]> {
   return (await tx.listRecords<StoredEvent>(logPrefix(team), { after: logKey(team, after), limit })).map(({ value }) => value);
+}
+
+/** The team's events before `before` (all of them when null), newest first, at most `limit` (a webhook's deliveries not yet attempted). */
+export async function eventsBefore(tx: RecordReads, team: string, before: number | null, limit: number): Promise<StoredEvent[]> {
+  const found = await tx.listRecords<StoredEvent>(logPrefix(team), { reverse: true, after: before === null ? undefined : logKey(team, before), limit });
+  return found.map(({ value }) => value);
 }
 
 /** The team's last event id, in the caller's transaction. */

@@ -2,7 +2,7 @@
  * What one node's change means for the other nodes of a store several nodes share (PostgreSQL,
  * src/store/asyncTypes.ts StoreSignals): every change that appends events to a team's log signals
  * the team in its own transaction, so each other node hears of it once it commits and wakes what
- * follows that team's log there (its event streams, the webhook fan-out). A node hears its own
+ * follows that team's log there (its event streams, the webhooks' lines). A node hears its own
  * signals too, and ignores them: its event bus told it already.
  *
  * When a node's listening connection was lost (a database restart), it may have missed signals: it

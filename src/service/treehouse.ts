@@ -106,7 +106,7 @@ export function openTreehouse(config: Config, store: AsyncStore): Treehouse {
   const webhooks = new Webhooks(store, projects.outbox, projects.events, sealer, config);
   const idempotency = new Idempotency(store, sealer, config.idempotency);
   const git = new GitExport(projects, workspace, packChecker, config, deflateCache);
-  // Other nodes' changes (a store several nodes share): their streams and fan-outs run here too.
+  // Other nodes' changes (a store several nodes share): their streams and webhooks' lines run here too.
   const nodeSignals = new NodeSignals(store, projects.outbox);
   // A branch that moved or appeared is pushed to the linked repository (a seed's is queued by its link).
   projects.events.on((event) => {

@@ -5,6 +5,7 @@
  * so the HTTP work of many deliveries takes the cores the request thread leaves instead of taking
  * turns with it; this module imports nothing of ours for that reason.
  */
+import { createHmac } from 'node:crypto';
 import http from 'node:http';
 import https from 'node:https';
 import type { LookupFunction } from 'node:net';
@@ -19,6 +20,8 @@ export interface SendRequest {
   addresses: Array<{ address: string; family: 4 | 6 }>;
   headers: Record<string, string>;
   body: string;
+  /** Signs the body (the `treehouse-signature` header), here rather than on the request thread. */
+  secret: string;
   timeoutMs: number;
   /** Connections kept alive per webhook. */
   socketsMax: number;
@@ -28,6 +31,11 @@ export interface AttemptOutcome {
   ok: boolean;
   statusCode: number | null;
   error: string | null;
+}
+
+/** The signature header's value: `t=<unix seconds>,v1=<hex HMAC-SHA256(secret, "<t>.<body>")>`. */
+export function signature(secret: string, unixSeconds: number, body: string): string {
+  return `t=${unixSeconds},v1=${createHmac('sha256', secret).update(`${unixSeconds}.${body}`).digest('hex')}`;
 }
 
 /** Bytes of a receiver's answer read (and dropped) before the connection is closed. */
@@ -41,7 +49,11 @@ export function sendWebhook(input: SendRequest): Promise<AttemptOutcome> {
     const client = url.protocol === 'https:' ? https : http;
     const request = client.request(url, {
       method: 'POST',
-      headers: { ...input.headers, 'content-length': String(Buffer.byteLength(input.body)) },
+      headers: {
+        ...input.headers,
+        'treehouse-signature': signature(input.secret, Math.floor(Date.now() / 1000), input.body),
+        'content-length': String(Buffer.byteLength(input.body)),
+      },
       lookup: pinnedLookup(input.addresses),
       agent: agentFor(input),
     });
@@ -113,10 +125,20 @@ function pinnedLookup(resolved: SendRequest['addresses']): LookupFunction {
   }) as unknown as LookupFunction;
 }
 
+// Sends and outcomes cross between the threads in batches, one message per turn of each loop.
 const WORKER_SOURCE = `
+let outcomes = [];
+const answer = (id, outcome) => {
+  if (outcomes.length === 0) setImmediate(() => {
+    const batch = outcomes;
+    outcomes = [];
+    parentPort.postMessage({ outcomes: batch });
+  });
+  outcomes.push([id, outcome]);
+};
 parentPort.on('message', async (message) => {
   const sender = await load();
-  if (message.kind === 'send') parentPort.postMessage({ id: message.id, outcome: await sender.sendWebhook(message.request) });
+  if (message.kind === 'send') for (const { id, request } of message.batch) sender.sendWebhook(request).then((outcome) => answer(id, outcome));
   else if (message.kind === 'forget') sender.forgetWebhook(message.webhookId);
   else if (message.kind === 'stop') { sender.stopAll(); parentPort.postMessage({ stopped: true }); }
 });
@@ -129,14 +151,23 @@ export class WebhookSender {
   private worker: Worker | null = null;
   private nextId = 0;
   private readonly pending = new Map<number, (outcome: AttemptOutcome) => void>();
+  /** Sends of this turn of the loop, posted together at its end. */
+  private batch: Array<{ id: number; request: SendRequest }> = [];
 
   send(request: SendRequest): Promise<AttemptOutcome> {
-    const worker = this.started();
+    this.started();
     const id = this.nextId++;
     return new Promise((resolve) => {
       this.pending.set(id, resolve);
-      worker.postMessage({ kind: 'send', id, request });
+      if (this.batch.length === 0) setImmediate(() => this.post());
+      this.batch.push({ id, request });
     });
+  }
+
+  private post(): void {
+    const batch = this.batch;
+    this.batch = [];
+    if (batch.length > 0) this.worker?.postMessage({ kind: 'send', batch });
   }
 
   forget(webhookId: string): void {
@@ -155,11 +186,12 @@ export class WebhookSender {
   private started(): Worker {
     if (this.worker) return this.worker;
     const worker = startModuleWorker('./webhookSender', WORKER_SOURCE, { nice: SENDER_NICE });
-    worker.on('message', (message: { id?: number; outcome?: AttemptOutcome }) => {
-      if (message.id === undefined) return;
-      const resolve = this.pending.get(message.id);
-      this.pending.delete(message.id);
-      resolve?.(message.outcome!);
+    worker.on('message', (message: { outcomes?: Array<[number, AttemptOutcome]> }) => {
+      for (const [id, outcome] of message.outcomes ?? []) {
+        const resolve = this.pending.get(id);
+        this.pending.delete(id);
+        resolve?.(outcome);
+      }
     });
     worker.on('error', (error) => {
       if (this.worker === worker) this.worker = null;
@@ -175,6 +207,8 @@ export class WebhookSender {
   }
 
   private failAll(reason: string): void {
+    // Not posted yet: answered here, never sent.
+    this.batch = [];
     const waiting = [...this.pending.values()];
     this.pending.clear();
     for (const resolve of waiting) resolve({ ok: false, statusCode: null, error: reason });

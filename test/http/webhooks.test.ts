@@ -1,8 +1,9 @@
 /**
  * Webhooks (../shared/API.md "Events and webhooks (v1.1)") against real HTTP receivers in the test:
  * signed deliveries, retries until a 2xx and never after, a hanging receiver that holds no request
- * up, deliveries that survive a restart, host rules at creation and at delivery, redelivery,
- * deletion cancelling what is pending, paging, team isolation, and hostile input for every field.
+ * up, deliveries that survive a restart, deliveries waiting in their line (one slot), host rules
+ * at creation and at delivery, redelivery, deletion cancelling what is pending, paging, team
+ * isolation, and hostile input for every field.
  */
 import { createHmac } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server } from 'node:http';
@@ -261,6 +262,110 @@ describe('webhook deliveries', () => {
     } finally {
       server.th.config.allowPrivateGitHosts = true;
     }
+  });
+});
+
+describe('deliveries waiting in their line (one delivery at a time)', () => {
+  let single: TestServer;
+  beforeAll(async () => {
+    single = await startTestServer({ env: { ...FAST_RETRIES, TREEHOUSE_WEBHOOK_CONCURRENCY: '1' } });
+  });
+  afterEach(async () => {
+    for (const hook of (await single.call('GET', '/api/v1/webhooks')).body.webhooks ?? []) await single.call('DELETE', `/api/v1/webhooks/${hook.id}`);
+  });
+  afterAll(async () => {
+    await single?.close();
+  });
+
+  /** A webhook whose receiver holds its first request until the attempt times out (2 s), then answers 200; the writes after the first wait in the line. */
+  async function queued(title: string, paths: string[]): Promise<{ webhook: any; target: Receiver; events: any[] }> {
+    const target = await receiver((count) => (count === 1 ? 'hang' : 200));
+    const { webhook } = await ok(single, 'POST', '/api/v1/webhooks', { url: target.url, events: ['files.changed'] });
+    const id = await newProject(single, title);
+    await write(single, id, paths[0]);
+    await target.waitFor(1);
+    for (const path of paths.slice(1)) await write(single, id, path);
+    const events = (await ok(single, 'GET', '/api/v1/events?limit=1000')).events.filter((event: any) => event.project_id === id && event.type === 'files.changed');
+    return { webhook, target, events };
+  }
+
+  it('lists those not yet attempted under the ids they are sent with, pages across them, and a redelivery of one sends it once', async () => {
+    const { webhook, target, events } = await queued('Line', ['a.txt', 'b.txt', 'c.txt', 'd.txt']);
+    const listed = await deliveries(single, webhook.id);
+    expect(listed.map((one) => one.event_id)).toEqual(events.map((event: any) => event.id).reverse());
+    for (const one of listed) expect(one).toMatchObject({ status: 'pending', attempts: 0, last_status_code: null, last_error: null, event_type: 'files.changed' });
+    expect(new Set(listed.map((one) => one.id)).size).toBe(4);
+
+    // One at a time: the same deliveries, in the same order, from the line and then the records.
+    const paged: any[] = [];
+    let cursor: string | null = null;
+    for (let pages = 0; pages < 10; pages++) {
+      const page: any = await ok(single, 'GET', `/api/v1/webhooks/${webhook.id}/deliveries?limit=1${cursor ? `&cursor=${cursor}` : ''}`);
+      paged.push(...page.deliveries);
+      cursor = page.next_cursor;
+      if (!cursor) break;
+    }
+    expect(paged.map((one) => one.id)).toEqual(listed.map((one) => one.id));
+
+    // Redelivering one still in its line leaves it there; ids that only look like it are unknown.
+    const newest = listed[0];
+    const again = await single.call('POST', `/api/v1/webhooks/${webhook.id}/deliveries/${newest.id}/redeliver`);
+    expect(again.status).toBe(202);
+    expect(again.body.delivery).toEqual(newest);
+    const suffix = newest.id.slice(newest.id.lastIndexOf('_') + 1);
+    for (const lookalike of [`dlv_${newest.event_id}_${suffix.slice(1)}x`, `dlv_0${newest.event_id}_${suffix}`, `dlv_${Number(newest.event_id) + 1}_${suffix}`, `dlv_${listed[1].event_id}_${suffix}`]) {
+      expect((await single.call('POST', `/api/v1/webhooks/${webhook.id}/deliveries/${lookalike}/redeliver`)).status, lookalike).toBe(404);
+    }
+    expect(await deliveries(single, webhook.id)).toEqual(listed);
+
+    // The hung attempt times out and is retried; then the line goes on, each delivery sent once.
+    const done = await waitForDelivery(single, webhook.id, (list) => list.length === 4 && list.every((one) => one.status === 'delivered'), 20_000);
+    expect(done.map((one) => one.id)).toEqual(listed.map((one) => one.id));
+    expect(done.map((one) => one.attempts)).toEqual([1, 1, 1, 2]);
+    // The retry of the first and the line take turns as they come; the line keeps its order.
+    const sent = target.requests.map((got) => got.headers['treehouse-delivery']);
+    expect(sent[0]).toBe(listed[3].id);
+    expect(sent.filter((one) => one === listed[3].id)).toHaveLength(2);
+    expect(sent.filter((one) => one !== listed[3].id)).toEqual([listed[2].id, listed[1].id, listed[0].id]);
+    expect(target.requests.map((got) => JSON.parse(got.body).data.paths[0]).sort()).toEqual(['a.txt', 'a.txt', 'b.txt', 'c.txt', 'd.txt']);
+  });
+
+  it('refuses cursors it did not issue, of another webhook, or with other digits, and pages past the end to nothing', async () => {
+    const { webhook } = await queued('Cursors', ['e.txt', 'f.txt']);
+    const other = await ok(single, 'POST', '/api/v1/webhooks', { url: (await receiver(() => 200)).url, events: ['files.changed'] });
+    const encode = (text: string) => Buffer.from(text, 'utf8').toString('base64url');
+    const prefix = `webhooks/delivery/${webhook.id}/`;
+    const before = await deliveries(single, webhook.id);
+    for (const cursor of [
+      encode(`${prefix}${'x'.repeat(16)}`),
+      encode(`${prefix}${'1'.repeat(17)}`),
+      encode(`${prefix}${'1'.repeat(15)}`),
+      encode(`${prefix}-000000000000001`),
+      encode(`webhooks/delivery/${other.webhook.id}/0000000000000001`),
+      encode(`webhooks/delivery/${webhook.id}0000000000000001`),
+      encode(`${prefix}0000000000000001\u0000`),
+      'not base64 at all!',
+      encode('x'.repeat(5_000)),
+    ]) {
+      expect((await single.call('GET', `/api/v1/webhooks/${webhook.id}/deliveries?cursor=${encodeURIComponent(cursor)}`)).status, cursor.slice(0, 80)).toBe(400);
+    }
+    expect(await ok(single, 'GET', `/api/v1/webhooks/${webhook.id}/deliveries?cursor=${encode(`${prefix}0000000000000001`)}`)).toEqual({ deliveries: [], next_cursor: null });
+    expect(await deliveries(single, webhook.id)).toEqual(before);
+  });
+
+  it('starts the line of a webhook of before the lines after its team\'s old fan-out cursor, whose deliveries had records', async () => {
+    const { webhook, target, events } = await queued('Legacy', ['g.txt', 'h.txt', 'i.txt']);
+    const [, h, i] = events;
+    // What the fan-out of before left: no line, the team's cursor at h (its delivery had a record: gone here, so h is never sent).
+    await single.th.store.write(async (tx) => {
+      const [hook] = (await tx.listRecords<{ id: string; team_id: string }>('webhooks/hook/')).filter(({ value }) => value.id === webhook.id);
+      tx.deleteRecord(`webhooks/line/${webhook.id}`);
+      tx.putRecord(`webhooks/cursor/${hook.value.team_id}`, Number(h.id));
+    });
+    expect((await deliveries(single, webhook.id)).map((one) => one.event_id)).toEqual([i.id, events[0].id]);
+    const done = await waitForDelivery(single, webhook.id, (list) => list.length === 2 && list.every((one) => one.status === 'delivered'), 20_000);
+    expect(done.map((one) => one.event_id)).toEqual([i.id, events[0].id]);
+    expect(target.requests.map((got) => JSON.parse(got.body).data.paths[0]).sort()).toEqual(['g.txt', 'g.txt', 'i.txt']);
   });
 });
 
