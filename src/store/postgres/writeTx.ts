@@ -959,10 +959,14 @@ export class WriteProject extends ProjectReader implements ProjectWrites, PackFo
       await new Promise((resolve) => setImmediate(resolve));
     }
     // After the objects they belong to, bases before their deltas (a statement per depth), then
-    // what a collection rewrites.
+    // what a collection rewrites. Paced as the objects are: the driver encodes each batch on the event loop.
     const deltasFormed: Array<Promise<Oid[]>> = [];
+    const formsSent: Array<Promise<Oid[]>> = [];
     for (const batch of formInsertBatches([...this.forms.values()])) {
+      if (formsSent.length > 0) await new Promise((resolve) => setImmediate(resolve));
+      if (formsSent.length >= OBJECT_BATCHES_IN_FLIGHT) await formsSent[formsSent.length - OBJECT_BATCHES_IN_FLIGHT];
       const inserted = send(insertForms(tx, this.project, batch))!;
+      formsSent.push(inserted);
       if (batch[0].delta) deltasFormed.push(inserted);
     }
     if (this.formsMadeWhole.size > 0) send(replaceFormsWhole(tx, this.project, [...this.formsMadeWhole.values()]));
