@@ -700,7 +700,9 @@ export function formInsertBatches(forms: readonly FormToInsert[]): FormToInsert[
   const byDepth = new Map<number, FormToInsert[]>();
   for (const form of forms) {
     const depth = form.delta?.depth ?? 0;
-    byDepth.set(depth, [...(byDepth.get(depth) ?? []), form]);
+    const level = byDepth.get(depth);
+    if (level) level.push(form);
+    else byDepth.set(depth, [form]);
   }
   const out: FormToInsert[][] = [];
   for (const depth of [...byDepth.keys()].sort((a, b) => a - b)) {
