@@ -736,21 +736,20 @@ export class WriteProject extends ProjectReader implements ProjectWrites, PackFo
   // ---- pack-ready forms (src/store/asyncTypes.ts PackFormWrites), sent at the commit
 
   /**
-   * This transaction's forms first (with the type and size of their object, put here or stored;
-   * a form put for an object that is stored nowhere is none), then the stored ones, relied on as
-   * any object read as present is.
+   * The stored forms (relied on as any object read as present is: checked again at the commit),
+   * else this transaction's (with the type and size of their object, put here or stored; a form
+   * put for an object stored nowhere is none): a stored form is never replaced by a put.
    */
   override async getDeflated(oids: readonly Oid[]): Promise<Array<DeflatedObject | undefined>> {
-    const mine = oids.map((oid) => this.forms.get(idKey(oid)));
-    const asked = oids.filter((_, index) => !mine[index]);
-    const stored = asked.length > 0 ? await super.getDeflated(asked) : [];
-    this.rely(asked, (index) => stored[index] !== undefined);
+    if (oids.length === 0) return [];
+    const stored = await super.getDeflated(oids);
+    this.rely(oids, (index) => stored[index] !== undefined);
+    const mine = oids.map((oid, index) => (stored[index] ? undefined : this.forms.get(idKey(oid))));
     const unknown = mine.filter((form): form is PendingForm => form !== undefined && !this.objects.has(idKey(form.oid)));
     const kinds = unknown.length > 0 ? await mapped(() => selectObjectKinds(this.context.reads, this.project, unknown.map((form) => form.oid))) : new Map<string, { type: number; size: number }>();
     this.rely(unknown.map((form) => form.oid), (index) => kinds.has(idKey(unknown[index].oid)));
-    let next = 0;
-    return mine.map((form) => {
-      if (!form) return stored[next++];
+    return mine.map((form, index) => {
+      if (!form) return stored[index];
       const object = this.objects.get(idKey(form.oid));
       const kind = object ? { type: object.type, size: object.body.length } : kinds.get(idKey(form.oid)) && { type: typeFromCode(kinds.get(idKey(form.oid))!.type), size: kinds.get(idKey(form.oid))!.size };
       if (!kind) return undefined;
@@ -766,6 +765,7 @@ export class WriteProject extends ProjectReader implements ProjectWrites, PackFo
 
   async putDeflatedDelta(oid: Oid, delta: DeltaForm, deflated: Buffer): Promise<boolean> {
     const key = idKey(oid);
+    // A form put here already, or stored (read below), is kept.
     if (oid.equals(delta.base) || this.forms.has(key)) return false;
     const [[own, base], [size]] = await Promise.all([this.getDeflated([oid, delta.base]), this.objectSizes([oid])]);
     if (own || !base || size === undefined || (base.delta?.depth ?? 0) + 1 !== delta.depth) return false;
