@@ -689,7 +689,8 @@ export function selectFormsCopied(db: postgres.Sql, project: number, oids: reado
       stream.on('data', (chunk: Buffer) => chunks.push(chunk));
       stream.once('end', () => resolve());
       stream.once('close', () => resolve());
-      stream.once('error', reject);
+      // Every error heard (a second one unheard would be thrown by the stream); the first decides.
+      stream.on('error', reject);
     });
     return parseFormRows(Buffer.concat(chunks));
   }, formFromRow);
