@@ -16,7 +16,7 @@ import {
   selectCollection,
   selectCommitInfos,
   selectCommitObjects,
-  selectFormsCopied,
+  selectForms,
   selectObjectIdsInRange,
   selectObjects,
   selectObjectSizes,
@@ -151,13 +151,10 @@ export class ProjectReader implements ProjectReads, PackFormReads, CollectionRea
 
   // ---- pack-ready forms (a capability: src/store/asyncTypes.ts PackFormReads)
 
-  /**
-   * One binary COPY per IDS_PER_STATEMENT_MAX ids (statements.ts selectFormsCopied: the streams
-   * as bytes, not hex text); forms are not cached (a clone reads each once).
-   */
+  /** One statement per IDS_PER_STATEMENT_MAX ids; forms are not cached (a clone reads each once). */
   async getDeflated(oids: readonly Oid[]): Promise<Array<DeflatedObject | undefined>> {
     if (oids.length === 0) return [];
-    const found = await mapped(() => selectFormsCopied(this.context.reads, this.project, oids));
+    const found = await mapped(() => selectForms(this.context.reads, this.project, oids));
     const seen = new Set<string>();
     return oids.map((oid) => {
       const key = idKey(oid);

@@ -668,63 +668,16 @@ function formFromRow(row: FormRow): DeflatedObject {
   return form;
 }
 
-/** The binary COPY signature and header (flags 0, no extension): what a COPY TO STDOUT (FORMAT binary) starts with. */
-const COPY_OUT_HEADER_BYTES = COPY_HEADER.length;
-
-/**
- * The forms of `oids` that have one, keyed by id, by one `COPY (SELECT …) TO STDOUT (FORMAT
- * binary)` per IDS_PER_STATEMENT_MAX ids: the streams come as their bytes,
- * where a statement's bytea result is hex text (twice the bytes, encoded by the server, decoded to a
- * string and then to bytes by the driver on the event loop). COPY takes no parameters: the ids go
- * in as an array literal of hex (no quote can occur in it) and the project as an integer.
- */
-export function selectFormsCopied(db: postgres.Sql, project: number, oids: readonly Oid[]): Promise<Map<string, DeflatedObject>> {
-  if (!Number.isSafeInteger(project)) throw new RangeError(`project ${project} is not an integer`);
-  return byId(oids, async (batch) => {
-    const query = `COPY (SELECT oid, type::int4, inflated_bytes, deflated, base, coalesce(delta_bytes, 0), depth FROM treehouse_forms WHERE project_id = ${project} AND oid = ANY('${byteaArray(batch)}'::bytea[])) TO STDOUT (FORMAT binary)`;
-    const stream = await db.unsafe(query).readable();
-    const chunks: Buffer[] = [];
-    // postgres.js's COPY stream may close without 'end' (and its async iterator then never ends).
-    await new Promise<void>((resolve, reject) => {
-      stream.on('data', (chunk: Buffer) => chunks.push(chunk));
-      stream.once('end', () => resolve());
-      stream.once('close', () => resolve());
-      // Every error heard (a second one unheard would be thrown by the stream); the first decides.
-      stream.on('error', reject);
-    });
-    return parseFormRows(Buffer.concat(chunks));
-  }, formFromRow);
-}
-
-/** The rows of a binary COPY of (oid, type, inflated_bytes, deflated, base, delta_bytes, depth). */
-function parseFormRows(data: Buffer): FormRow[] {
-  const rows: FormRow[] = [];
-  if (data.length < COPY_OUT_HEADER_BYTES) throw new Error('a binary COPY of forms ended before its header');
-  let at = COPY_OUT_HEADER_BYTES + data.readUInt32BE(COPY_OUT_HEADER_BYTES - 4);
-  const field = (): Buffer | null => {
-    const length = data.readInt32BE(at);
-    at += 4;
-    if (length < 0) return null;
-    const value = data.subarray(at, at + length);
-    at += length;
-    return value;
-  };
-  for (;;) {
-    if (at + 2 > data.length) throw new Error('a binary COPY of forms ended before its trailer');
-    const fields = data.readInt16BE(at);
-    at += 2;
-    if (fields === -1) break;
-    if (fields !== 7) throw new Error(`a binary COPY row of forms has ${fields} fields, not 7`);
-    const oid = field()!;
-    const type = field()!.readInt32BE(0);
-    const inflated = Number(field()!.readBigInt64BE(0));
-    const deflated = field()!;
-    const base = field();
-    const deltaBytes = Number(field()!.readBigInt64BE(0));
-    const depth = field()!.readInt32BE(0);
-    rows.push({ oid, type, inflated_bytes: inflated, deflated, base, delta_bytes: base ? deltaBytes : null, depth });
-  }
-  return rows;
+/** The forms of `oids` that have one, keyed by id: one statement per IDS_PER_STATEMENT_MAX ids. */
+export function selectForms(db: Db, project: number, oids: readonly Oid[]): Promise<Map<string, DeflatedObject>> {
+  return byId(
+    oids,
+    (batch) =>
+      db<FormRow[]>`
+        SELECT oid, type, inflated_bytes::float8 AS inflated_bytes, deflated, base, delta_bytes::float8 AS delta_bytes, depth
+        FROM treehouse_forms WHERE project_id = ${project} AND oid = ANY(${byteaArray(batch)}::bytea[])`.execute(),
+    formFromRow,
+  );
 }
 
 /** Type and body size of the stored objects of `oids`, without their bodies. */
