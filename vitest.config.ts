@@ -3,7 +3,7 @@ import { defineConfig } from 'vitest/config';
 /**
  * The suites that go through a listening server (test/support/server.ts startTestServer) and
  * exercise the store, run a second time with every server on PostgreSQL (a fresh database each).
- * Left to LMDB alone: what tests LMDB's own capabilities (pack-ready forms: deltaPacks; a full disk;
+ * Left to LMDB alone: what tests LMDB's own capabilities (a full disk;
  * backups), what does not reach the store (docs, lint, the error registry), and the heaviest
  * differential read suites whose store calls the ones below make too (blame, search, compare,
  * merge previews and resolutions over git). README "PostgreSQL" lists them.
@@ -24,6 +24,7 @@ const ON_POSTGRES = [
   'test/http/zipSeed.test.ts',
   'test/interop/archive.test.ts',
   'test/interop/commitObjects.test.ts',
+  'test/interop/deltaPacks.test.ts',
   'test/interop/deepTrees.test.ts',
   'test/interop/gitmodules.test.ts',
   'test/interop/gitSeed.test.ts',

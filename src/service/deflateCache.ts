@@ -219,21 +219,13 @@ export class DeflateCache {
     const inBatch = new Set(batch.map((item) => `${item.project}/${oidToHex(item.oid)}`));
     const later: Pending[] = [];
     const readEnd = performance.now() + READ_SLICE_MS;
-    await this.store.read(async (tx) => {
-      for (let at = 0; at < batch.length; at += READ_CHUNK_OBJECTS) {
-        // Reading rebuilds bodies (and bases) from their forms: the rest waits for the next turn.
-        if (at > 0 && performance.now() > readEnd) {
-          later.push(...batch.slice(at));
-          break;
-        }
-        const byProject = new Map<number, Pending[]>();
-        for (const item of batch.slice(at, at + READ_CHUNK_OBJECTS)) {
-          if (item.similarTo && inBatch.has(`${item.project}/${oidToHex(item.similarTo)}`)) later.push(item);
-          else byProject.set(item.project, [...(byProject.get(item.project) ?? []), item]);
-        }
-        for (const [project, items] of byProject) reads.push(...(await readForDeflate(tx, project, items)));
-      }
-    });
+    try {
+      await this.readBatch(batch, inBatch, reads, later, readEnd);
+    } catch {
+      // A store that cannot be read now (a database restarting, a closing store): the batch goes
+      // without forms (start() finds them later; clones deflate them meanwhile), as a failed write's does.
+      return false;
+    }
     this.queue.unshift(...later);
     this.inFlight -= later.length;
     if (reads.length === 0) return true;
@@ -275,6 +267,25 @@ export class DeflateCache {
       return false;
     }
     return true;
+  }
+
+  /** Reads what `batch` needs into `reads`, in chunks, leaving in `later` what waits for the next turn. */
+  private async readBatch(batch: Pending[], inBatch: Set<string>, reads: Read[], later: Pending[], readEnd: number): Promise<void> {
+    await this.store.read(async (tx) => {
+      for (let at = 0; at < batch.length; at += READ_CHUNK_OBJECTS) {
+        // Reading rebuilds bodies (and bases) from their forms: the rest waits for the next turn.
+        if (at > 0 && performance.now() > readEnd) {
+          later.push(...batch.slice(at));
+          break;
+        }
+        const byProject = new Map<number, Pending[]>();
+        for (const item of batch.slice(at, at + READ_CHUNK_OBJECTS)) {
+          if (item.similarTo && inBatch.has(`${item.project}/${oidToHex(item.similarTo)}`)) later.push(item);
+          else byProject.set(item.project, [...(byProject.get(item.project) ?? []), item]);
+        }
+        for (const [project, items] of byProject) reads.push(...(await readForDeflate(tx, project, items)));
+      }
+    });
   }
 
   /** A pack-ready form of `body` against `base`, made on the worker (upload-pack's thin deltas of large objects). */

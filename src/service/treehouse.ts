@@ -101,7 +101,8 @@ export function openTreehouse(config: Config, store: AsyncStore): Treehouse {
           syncQueueDepth: () => remoteSync.queueDepth(),
           syncAttempts: () => remoteSync.attempts,
         });
-  const packChecker = new PackChecker({ wholeBlobs: !store.packForms });
+  // A store that keeps every raw copy (formsAlone false: PostgreSQL) needs the pushed blobs whole.
+  const packChecker = new PackChecker({ wholeBlobs: !store.formsAlone });
   const eventStreams = new EventStreams(projects.outbox, projects.events, { bufferBytesMax: config.events.streamBufferBytesMax });
   const webhooks = new Webhooks(store, projects.outbox, projects.events, sealer, config);
   const idempotency = new Idempotency(store, sealer, config.idempotency);

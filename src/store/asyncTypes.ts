@@ -134,6 +134,11 @@ export interface ReceivedForm {
   deflated: Buffer;
   /** For a delta: its base and the bytes its stream inflates to. */
   delta: { base: Oid; bytes: number } | null;
+  /**
+   * The body, when the caller holds it whole: a store that keeps every raw copy (`formsAlone`
+   * false) stores it rather than rebuild it from the entry; one that keeps forms alone ignores it.
+   */
+  body?: Buffer;
 }
 
 /** An object of a project: where a scan of the backlog stopped, or an object it found. */
@@ -275,6 +280,12 @@ export interface StoreThreadAccess {
 export interface AsyncStore extends Partial<PackFormBacklog> {
   /** Whether transactions offer pack-ready forms (PackFormReads, PackFormWrites) and the store its backlog (PackFormBacklog). */
   readonly packForms: boolean;
+  /**
+   * Whether putObjectAsForm, putObjectsAsForms and keepCompact keep an object as its form alone,
+   * without a raw copy (reads rebuild it). False or absent: every object keeps its raw copy, its
+   * form beside it, so a received pack's bodies are wanted whole (src/service/packChecker.ts wholeBlobs).
+   */
+  readonly formsAlone?: boolean;
   /** Whether transactions offer garbage collection (CollectionReads, CollectionWrites). */
   readonly collection: boolean;
   /**

@@ -866,6 +866,7 @@ class WriteTx implements AsyncStoreWriteTx {
 
 export class LmdbAsyncStore implements AsyncStore {
   readonly packForms = true;
+  readonly formsAlone = true;
   readonly collection = true;
   private readonly writers = new WriterQueue();
   private readonly queued = new QueuedWrites();

@@ -76,7 +76,8 @@ function collectionWrites(p: ProjectWrites & Partial<CollectionWrites>): Project
 /** What a read or write transaction can read, so one helper can look at the same data from inside a write and from a reader beside it. */
 type Reader = RecordReads & { project(project: number): ProjectReads };
 
-export function asyncStoreContract(backendName: string, openStore: () => AsyncStore, options: { packForms: boolean; collection: boolean; visitObjects: boolean }): void {
+export function asyncStoreContract(backendName: string, openStore: () => AsyncStore, options: { packForms: boolean; formsAlone?: boolean; collection: boolean; visitObjects: boolean }): void {
+  const formsAlone = options.formsAlone ?? false;
   describe(`AsyncStore contract: ${backendName}`, () => {
     let store: AsyncStore;
     beforeAll(() => {
@@ -98,6 +99,7 @@ export function asyncStoreContract(backendName: string, openStore: () => AsyncSt
           return [p.getDeflated, p.putDeflated, p.putDeflatedDelta, p.putObjectAsForm, p.putObjectsAsForms].map((method) => typeof method === 'function');
         });
         expect(methods).toEqual([options.packForms, options.packForms, options.packForms, options.packForms, options.packForms]);
+        expect(store.formsAlone ?? false).toBe(formsAlone);
         expect(store.collection).toBe(options.collection);
         const collecting = await store.write(async (tx) => typeof tx.project(project).removeStored === 'function');
         expect(collecting).toBe(options.collection);
@@ -1633,7 +1635,8 @@ export function asyncStoreContract(backendName: string, openStore: () => AsyncSt
           expect(where(byHex.get(oidToHex(ids.nextOid)))).toEqual({ oid: ids.nextOid, raw: true, form: forms, formBase: forms ? ids.baseOid : null, commit: false });
           expect(where(byHex.get(oidToHex(ids.commitOid)))).toEqual({ oid: ids.commitOid, raw: true, form: false, formBase: null, commit: true });
           expect(byHex.get(oidToHex(ids.commitOid))!.formCompact).toBe(false);
-          if (forms) expect(where(byHex.get(oidToHex(formOid)))).toEqual({ oid: formOid, raw: false, form: true, formBase: null, commit: false });
+          // Kept as its form alone, or (a backend that keeps every raw copy) with its raw copy rebuilt from the form.
+          if (forms) expect(where(byHex.get(oidToHex(formOid)))).toEqual({ oid: formOid, raw: !formsAlone, form: true, formBase: null, commit: false });
           // Pages of two.
           const paged: Oid[] = [];
           for (let after: Oid | null = null; ; ) {
@@ -1660,7 +1663,7 @@ export function asyncStoreContract(backendName: string, openStore: () => AsyncSt
             return;
           }
           expect(baseEntry!.formBytes).toBeGreaterThan(0);
-          expect(formEntry).toMatchObject({ type: 'tree', rawBytes: 0, formBase: null, formDepth: 0 });
+          expect(formEntry).toMatchObject({ type: 'tree', rawBytes: formsAlone ? 0 : formOnly.length, formBase: null, formDepth: 0 });
           expect(formEntry!.formBytes).toBeGreaterThan(0);
         });
 
@@ -1725,7 +1728,29 @@ export function asyncStoreContract(backendName: string, openStore: () => AsyncSt
             });
           });
 
-          it('keeps objects compactly: raw copies go where a form rebuilds them (never a commit\'s), forms and every read stay the same, nothing is journalled', async () => {
+          if (!formsAlone) {
+            it('keeps every raw copy when asked to keep objects compactly (a backend that keeps forms beside them), and every read stays the same', async () => {
+              const project = freshProject();
+              const bodies = [blob('a first version of a file, long enough'), blob('a second version of a file, long enough')];
+              const ids = await store.write(async (tx) => {
+                const p = collectionWrites(tx.project(project));
+                const oids = bodies.map((body) => p.putObject('blob', body));
+                p.putDeflated(oids[0], deflateSync(bodies[0]));
+                const delta = createDelta(bodies[0], bodies[1]);
+                expect(await p.putDeflatedDelta(oids[1], { base: oids[0], bytes: delta.length, depth: 1 }, deflateSync(delta))).toBe(true);
+                return oids;
+              });
+              const snapshot = () => store.read(async (tx) => ({ objects: await tx.project(project).getObjects(ids), forms: await formReads(tx.project(project)).getDeflated(ids) }));
+              const before = await snapshot();
+              await store.write(async (tx) => collectionWrites(tx.project(project)).keepCompact(ids.map((oid) => ({ oid, dropRaw: true }))));
+              expect(await snapshot()).toEqual(before);
+              const described = await store.read((tx) => collectionReads(tx.project(project)).describeStored(ids));
+              expect(described.map((entry) => entry!.rawBytes)).toEqual(bodies.map((body) => body.length));
+              expect(described.map((entry) => entry!.formDepth)).toEqual([0, 1]);
+            });
+          }
+
+          if (formsAlone) it('keeps objects compactly: raw copies go where a form rebuilds them (never a commit\'s), forms and every read stay the same, nothing is journalled', async () => {
             const project = freshProject();
             // Enough forms for the backend's compact layout to take them (LMDB shelves 16 or more per write).
             const versions = Array.from({ length: 24 }, (_, round) => Buffer.from(Array.from({ length: 120 }, (_, line) => `line ${line}${line === round * 5 ? ' edited' : ''}`).join('\n')));

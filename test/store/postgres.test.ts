@@ -33,7 +33,7 @@ afterAll(async () => {
   await database?.drop();
 });
 
-asyncStoreContract('PostgresStore', () => new PostgresStore({ url: database.url }), { packForms: false, collection: true, visitObjects: false });
+asyncStoreContract('PostgresStore', () => new PostgresStore({ url: database.url }), { packForms: true, formsAlone: false, collection: true, visitObjects: false });
 
 /** Projects of these tests (the contract's start at 5000). */
 const freshProject = projectNumbers(90_000);

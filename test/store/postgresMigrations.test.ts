@@ -6,6 +6,7 @@
 import postgres from 'postgres';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MIGRATIONS, migrate, SCHEMA_VERSION, SchemaTooNewError } from '../../src/store/postgres/migrations.js';
+import { PostgresStore } from '../../src/store/postgres/store.js';
 import { freshDatabase } from '../support/postgres.js';
 
 let database: { url: string; drop: () => Promise<void> };
@@ -29,6 +30,7 @@ describe('migrations', () => {
         'treehouse_collections',
         'treehouse_commit_objects',
         'treehouse_commits',
+        'treehouse_forms',
         'treehouse_objects',
         'treehouse_rate_buckets',
         'treehouse_records',
@@ -67,6 +69,13 @@ describe('migrations', () => {
       expect(body).toEqual(Buffer.from('kept'));
       await sql`INSERT INTO treehouse_collection_journal (project_id, oid) VALUES (7, ${Buffer.alloc(20, 1)})`;
       expect((await sql`SELECT count(*)::int AS count FROM treehouse_collection_journal`)[0].count).toBe(1);
+      // Objects stored before pack-ready forms (migration 5) have none: the deflate cache's scan at start finds them.
+      const store = await PostgresStore.open({ url: older.url });
+      try {
+        expect(await store.listUndeflated!(null, 10)).toEqual({ undeflated: [{ project: 7, oid: Buffer.alloc(20, 1) }], next: null });
+      } finally {
+        await store.close();
+      }
     } finally {
       await sql.end();
       await older.drop();

@@ -154,7 +154,7 @@ export const GC_BACKENDS: readonly GcBackend[] = [
   },
   {
     name: 'PostgreSQL',
-    forms: false,
+    forms: true,
     open: async () => {
       const database = await freshDatabase('gc');
       const store = await PostgresStore.open({ url: database.url });

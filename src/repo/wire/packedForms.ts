@@ -114,5 +114,8 @@ function receivedForm(object: PackObject): ReceivedForm {
   const packed = object.packed!;
   // The length alone: a received blob's body may be rebuilt only when something reads it.
   const inflatedBytes = object.bodyBytes ?? object.body.length;
-  return { oid: object.oid, type: object.type, inflatedBytes, deflated: packed.deflated, delta: packed.base ? { base: packed.base, bytes: packed.dataBytes } : null };
+  const form: ReceivedForm = { oid: object.oid, type: object.type, inflatedBytes, deflated: packed.deflated, delta: packed.base ? { base: packed.base, bytes: packed.dataBytes } : null };
+  // A body the receiver holds whole (not one to be rebuilt when read) goes along, for a store that keeps raw copies.
+  if (object.bodyBytes === undefined) form.body = object.body;
+  return form;
 }

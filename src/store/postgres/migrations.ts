@@ -24,6 +24,10 @@
  *   the nodes (src/store/asyncTypes.ts SharedRateLimits); unlogged.
  *
  * - objects' bodies are kept uncompressed, in the row up to a page (migration 4).
+ * - forms (migration 5): pack-ready forms (src/store/types.ts DeflatedObject), one row per object
+ *   that has one, beside its raw copy (every object keeps its raw copy on this backend): the zlib
+ *   stream, the object's type and body size, and for a delta its base, the delta's size and depth.
+ *   Inserted with ON CONFLICT DO NOTHING (a form, once kept, is replaced only by a collection).
  * - collections, collection_journal (migration 2): a project's garbage collection under way, one
  *   row while it runs (src/store/asyncTypes.ts CollectionWrites), and the ids its writers journal
  *   meanwhile (src/store/postgres/writeTx.ts).
@@ -138,6 +142,29 @@ export const MIGRATIONS: readonly Migration[] = [
     sql: `
       ALTER TABLE treehouse_objects ALTER COLUMN body SET STORAGE EXTERNAL;
       ALTER TABLE treehouse_objects SET (toast_tuple_target = 8160);
+    `,
+  },
+  {
+    version: 5,
+    name: 'pack-ready forms',
+    // A table of its own rather than columns of treehouse_objects: a form is added after its object
+    // (the deflate cache), and an UPDATE of an object's row would write its body again (in the row up
+    // to a page). Type and body size are copied from the object when the form is inserted, so a
+    // clone reads forms alone. Forms are zlib streams already: no pglz, in the row up to a page.
+    sql: `
+      CREATE TABLE treehouse_forms (
+        project_id bigint NOT NULL,
+        oid bytea NOT NULL,
+        type smallint NOT NULL,
+        inflated_bytes bigint NOT NULL,
+        deflated bytea NOT NULL,
+        base bytea,
+        delta_bytes bigint,
+        depth integer NOT NULL,
+        PRIMARY KEY (project_id, oid)
+      );
+      ALTER TABLE treehouse_forms ALTER COLUMN deflated SET STORAGE EXTERNAL;
+      ALTER TABLE treehouse_forms SET (toast_tuple_target = 8160);
     `,
   },
 ];

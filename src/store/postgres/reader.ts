@@ -6,8 +6,8 @@
  */
 import type postgres from 'postgres';
 import type { Oid } from '../../git/oid.js';
-import type { AsyncStoreReadTx, CollectionReads, ProjectReads } from '../asyncTypes.js';
-import type { AnnexedObject, CollectionState, CommitInfo, ListedEntry, StoredEntry, StoredObject, WorkingTreeState } from '../types.js';
+import type { AsyncStoreReadTx, CollectionReads, PackFormReads, ProjectReads } from '../asyncTypes.js';
+import type { AnnexedObject, CollectionState, CommitInfo, DeflatedObject, ListedEntry, StoredEntry, StoredObject, WorkingTreeState } from '../types.js';
 import type { CommitCache, ObjectCache } from './caches.js';
 import { decodeRecord, isIdPrefix, oidPrefixRange, typeFromCode } from './codec.js';
 import { isStale, storeError } from './errors.js';
@@ -16,6 +16,7 @@ import {
   selectCollection,
   selectCommitInfos,
   selectCommitObjects,
+  selectForms,
   selectObjectIdsInRange,
   selectObjects,
   selectObjectSizes,
@@ -65,7 +66,7 @@ function listLimit(limit: number): number {
   return limit >= 1 ? Math.floor(Math.min(limit, Number.MAX_SAFE_INTEGER)) : 0;
 }
 
-export class ProjectReader implements ProjectReads, CollectionReads {
+export class ProjectReader implements ProjectReads, PackFormReads, CollectionReads {
   constructor(
     protected readonly context: StoreContext,
     readonly project: number,
@@ -148,6 +149,26 @@ export class ProjectReader implements ProjectReads, CollectionReads {
     return mapped(() => selectVersion(this.context.reads, this.project));
   }
 
+  // ---- pack-ready forms (a capability: src/store/asyncTypes.ts PackFormReads)
+
+  /** One statement per IDS_PER_STATEMENT_MAX ids; forms are not cached (a clone reads each once). */
+  async getDeflated(oids: readonly Oid[]): Promise<Array<DeflatedObject | undefined>> {
+    if (oids.length === 0) return [];
+    const found = await mapped(() => selectForms(this.context.reads, this.project, oids));
+    const seen = new Set<string>();
+    return oids.map((oid) => {
+      const key = idKey(oid);
+      const form = found.get(key);
+      if (!form) return undefined;
+      // An id asked twice gets a copy of its own the second time.
+      if (!seen.has(key)) {
+        seen.add(key);
+        return form;
+      }
+      return copyForm(form);
+    });
+  }
+
   // ---- garbage collection (a capability: src/store/asyncTypes.ts CollectionReads)
 
   async getCollection(): Promise<CollectionState | undefined> {
@@ -158,10 +179,13 @@ export class ProjectReader implements ProjectReads, CollectionReads {
     return mapped(() => selectWorkingTrees(this.context.reads, this.project));
   }
 
-  /** This backend keeps no pack-ready forms: an id is kept raw, or as index entries alone. */
+  /**
+   * An id is kept raw (with its pack-ready form beside it, when it has one), or as index entries
+   * alone; every object keeps its raw copy here, so no form counts as kept compactly.
+   */
   async listStored(after: Oid | null, limit: number): Promise<ListedEntry[]> {
     const rows = listLimit(limit) === 0 ? [] : await mapped(() => selectStored(this.context.reads, this.project, after, listLimit(limit)));
-    return rows.map((row) => ({ oid: row.oid, raw: row.raw, form: false, formBase: null, formDepth: 0, commit: row.indexed, formCompact: false }));
+    return rows.map((row) => ({ oid: row.oid, raw: row.raw, form: row.form, formBase: row.base, formDepth: row.depth ?? 0, commit: row.indexed, formCompact: false }));
   }
 
   async describeStored(oids: readonly Oid[]): Promise<Array<StoredEntry | undefined>> {
@@ -173,9 +197,9 @@ export class ProjectReader implements ProjectReads, CollectionReads {
         oid: Buffer.from(oid),
         type: row.type === null ? undefined : typeFromCode(row.type),
         rawBytes: row.raw_bytes,
-        formBytes: 0,
-        formBase: null,
-        formDepth: 0,
+        formBytes: row.form_bytes,
+        formBase: row.base,
+        formDepth: row.depth ?? 0,
         indexBytes: row.index_bytes,
       };
     });
@@ -185,6 +209,12 @@ export class ProjectReader implements ProjectReads, CollectionReads {
     if (listLimit(limit) === 0) return [];
     return mapped(() => selectJournal(this.context.reads, this.project, after, listLimit(limit)));
   }
+}
+
+export function copyForm(form: DeflatedObject): DeflatedObject {
+  const out: DeflatedObject = { type: form.type, inflatedBytes: form.inflatedBytes, deflated: Buffer.from(form.deflated) };
+  if (form.delta) out.delta = { base: Buffer.from(form.delta.base), bytes: form.delta.bytes, depth: form.delta.depth };
+  return out;
 }
 
 export function copyInfo(info: CommitInfo): CommitInfo {

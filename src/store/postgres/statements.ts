@@ -11,7 +11,7 @@
 import type { Writable } from 'node:stream';
 import type postgres from 'postgres';
 import type { Oid } from '../../git/oid.js';
-import type { AnnexedObject, CollectionState, CommitInfo, WorkingTreeState } from '../types.js';
+import type { AnnexedObject, CollectionState, CommitInfo, DeflatedObject, DeltaForm, FormChange, WorkingTreeState } from '../types.js';
 import { byteaArray, decodeLocks, decodeParents, encodeLocks, encodeParents, nameBytes, nameFromBytes, numberArray, prefixEnd, recordPrefixEnd, textArray, typeFromCode } from './codec.js';
 
 export type Db = postgres.ISql;
@@ -459,6 +459,7 @@ export async function swapVersion(db: Db, project: number, from: number, to: num
 
 /** Tables of project data, in the order a drop empties them (the version row, the project's lock, last). */
 const PROJECT_TABLES = [
+  'treehouse_forms',
   'treehouse_objects',
   'treehouse_commit_objects',
   'treehouse_commits',
@@ -469,6 +470,7 @@ const PROJECT_TABLES = [
   'treehouse_versions',
 ] as const;
 const PROJECT_TABLE_KEYS: Record<(typeof PROJECT_TABLES)[number], string> = {
+  treehouse_forms: 'oid',
   treehouse_objects: 'oid',
   treehouse_commit_objects: 'oid',
   treehouse_commits: 'oid',
@@ -570,17 +572,31 @@ export async function selectWorkingTrees(db: Db, project: number): Promise<Array
  * of the object, commit index and object list tables' keys, each read from its primary key's index
  * (the first `limit` of the union are among the first `limit` of each table). No body is read.
  */
-export async function selectStored(db: Db, project: number, after: Oid | null, limit: number): Promise<Array<{ oid: Oid; raw: boolean; indexed: boolean }>> {
+export interface StoredListRow {
+  oid: Buffer;
+  raw: boolean;
+  indexed: boolean;
+  /** Whether the id has a pack-ready form, its base (null: whole or none) and depth. */
+  form: boolean;
+  base: Buffer | null;
+  depth: number | null;
+}
+
+export async function selectStored(db: Db, project: number, after: Oid | null, limit: number): Promise<StoredListRow[]> {
   const from = after ?? BEFORE_EVERY_ID;
-  return db<Array<{ oid: Buffer; raw: boolean; indexed: boolean }>>`
-    SELECT oid, bool_or(raw) AS raw, bool_or(indexed) AS indexed FROM (
-      (SELECT oid, true AS raw, false AS indexed FROM treehouse_objects WHERE project_id = ${project} AND oid > ${from} ORDER BY oid LIMIT ${limit})
-      UNION ALL
-      (SELECT oid, false AS raw, true AS indexed FROM treehouse_commits WHERE project_id = ${project} AND oid > ${from} ORDER BY oid LIMIT ${limit})
-      UNION ALL
-      (SELECT oid, false AS raw, false AS indexed FROM treehouse_commit_objects WHERE project_id = ${project} AND oid > ${from} ORDER BY oid LIMIT ${limit})
-    ) AS kept
-    GROUP BY oid ORDER BY oid LIMIT ${limit}`.execute();
+  return db<StoredListRow[]>`
+    SELECT k.oid, k.raw, k.indexed, f.oid IS NOT NULL AS form, f.base, f.depth FROM (
+      SELECT oid, bool_or(raw) AS raw, bool_or(indexed) AS indexed FROM (
+        (SELECT oid, true AS raw, false AS indexed FROM treehouse_objects WHERE project_id = ${project} AND oid > ${from} ORDER BY oid LIMIT ${limit})
+        UNION ALL
+        (SELECT oid, false AS raw, true AS indexed FROM treehouse_commits WHERE project_id = ${project} AND oid > ${from} ORDER BY oid LIMIT ${limit})
+        UNION ALL
+        (SELECT oid, false AS raw, false AS indexed FROM treehouse_commit_objects WHERE project_id = ${project} AND oid > ${from} ORDER BY oid LIMIT ${limit})
+      ) AS kept
+      GROUP BY oid ORDER BY oid LIMIT ${limit}
+    ) AS k
+    LEFT JOIN treehouse_forms f ON f.project_id = ${project} AND f.oid = k.oid
+    ORDER BY k.oid`.execute();
 }
 
 export interface StoredRow {
@@ -589,6 +605,9 @@ export interface StoredRow {
   type: number | null;
   raw_bytes: number;
   index_bytes: number;
+  form_bytes: number;
+  base: Buffer | null;
+  depth: number | null;
 }
 
 /**
@@ -603,9 +622,11 @@ export function selectStoredEntries(db: Db, project: number, oids: readonly Oid[
     (batch) => db<StoredRow[]>`
       SELECT i.oid, o.type,
              coalesce(octet_length(o.body) + coalesce(octet_length(o.annex), 0), 0)::float8 AS raw_bytes,
-             (coalesce(octet_length(c.tree) + octet_length(c.parents) + 12, 0) + coalesce(octet_length(l.records), 0))::float8 AS index_bytes
+             (coalesce(octet_length(c.tree) + octet_length(c.parents) + 12, 0) + coalesce(octet_length(l.records), 0))::float8 AS index_bytes,
+             coalesce(octet_length(f.deflated), 0)::float8 AS form_bytes, f.base, f.depth
       FROM unnest(${byteaArray(batch)}::bytea[]) AS i(oid)
       LEFT JOIN treehouse_objects o ON o.project_id = ${project} AND o.oid = i.oid
+      LEFT JOIN treehouse_forms f ON f.project_id = ${project} AND f.oid = i.oid
       LEFT JOIN treehouse_commits c ON c.project_id = ${project} AND c.oid = i.oid
       LEFT JOIN treehouse_commit_objects l ON l.project_id = ${project} AND l.oid = i.oid
       WHERE o.oid IS NOT NULL OR c.oid IS NOT NULL OR l.oid IS NOT NULL`.execute(),
@@ -613,7 +634,7 @@ export function selectStoredEntries(db: Db, project: number, oids: readonly Oid[
   );
 }
 
-/** Removes everything the project keeps under each id: object, commit index entry, object list. */
+/** Removes everything the project keeps under each id: object, commit index entry, object list, pack-ready form. */
 export async function deleteStored(db: Db, project: number, oids: readonly Oid[]): Promise<void> {
   for (const batch of idBatches(oids)) {
     batch.sort(Buffer.compare);
@@ -622,8 +643,192 @@ export async function deleteStored(db: Db, project: number, oids: readonly Oid[]
       db`DELETE FROM treehouse_objects WHERE project_id = ${project} AND oid = ANY(${ids}::bytea[])`.execute(),
       db`DELETE FROM treehouse_commit_objects WHERE project_id = ${project} AND oid = ANY(${ids}::bytea[])`.execute(),
       db`DELETE FROM treehouse_commits WHERE project_id = ${project} AND oid = ANY(${ids}::bytea[])`.execute(),
+      // After the objects' rows, whose removal waited for writers that locked them to put a form (insertForms).
+      db`DELETE FROM treehouse_forms WHERE project_id = ${project} AND oid = ANY(${ids}::bytea[])`.execute(),
     ]);
   }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Pack-ready forms (src/store/types.ts DeflatedObject), beside the objects' raw copies.
+
+interface FormRow {
+  oid: Buffer;
+  type: number;
+  inflated_bytes: number;
+  deflated: Buffer;
+  base: Buffer | null;
+  delta_bytes: number | null;
+  depth: number;
+}
+
+function formFromRow(row: FormRow): DeflatedObject {
+  const form: DeflatedObject = { type: typeFromCode(row.type), inflatedBytes: Number(row.inflated_bytes), deflated: row.deflated };
+  if (row.base) form.delta = { base: row.base, bytes: Number(row.delta_bytes), depth: row.depth };
+  return form;
+}
+
+/** The forms of `oids` that have one, keyed by id: one statement per IDS_PER_STATEMENT_MAX ids. */
+export function selectForms(db: Db, project: number, oids: readonly Oid[]): Promise<Map<string, DeflatedObject>> {
+  return byId(
+    oids,
+    (batch) =>
+      db<FormRow[]>`
+        SELECT oid, type, inflated_bytes::float8 AS inflated_bytes, deflated, base, delta_bytes::float8 AS delta_bytes, depth
+        FROM treehouse_forms WHERE project_id = ${project} AND oid = ANY(${byteaArray(batch)}::bytea[])`.execute(),
+    formFromRow,
+  );
+}
+
+/** Type and body size of the stored objects of `oids`, without their bodies. */
+export function selectObjectKinds(db: Db, project: number, oids: readonly Oid[]): Promise<Map<string, { type: number; size: number }>> {
+  return byId(
+    oids,
+    (batch) => db<Array<{ oid: Buffer; type: number; size: number }>>`SELECT oid, type, octet_length(body) AS size FROM treehouse_objects WHERE project_id = ${project} AND oid = ANY(${byteaArray(batch)}::bytea[])`.execute(),
+    (row) => ({ type: row.type, size: row.size }),
+  );
+}
+
+export interface FormToInsert {
+  oid: Oid;
+  deflated: Buffer;
+  delta: DeltaForm | null;
+}
+
+/** Forms in insert statements of at most OBJECT_BATCH_BYTES_MAX bytes and OBJECT_BATCH_ROWS_MAX rows, each of one depth. */
+export function formInsertBatches(forms: readonly FormToInsert[]): FormToInsert[][] {
+  const byDepth = new Map<number, FormToInsert[]>();
+  for (const form of forms) {
+    const depth = form.delta?.depth ?? 0;
+    const level = byDepth.get(depth);
+    if (level) level.push(form);
+    else byDepth.set(depth, [form]);
+  }
+  const out: FormToInsert[][] = [];
+  for (const depth of [...byDepth.keys()].sort((a, b) => a - b)) {
+    let batch: FormToInsert[] = [];
+    let bytes = 0;
+    for (const form of byDepth.get(depth)!.sort((a, b) => Buffer.compare(a.oid, b.oid))) {
+      if (batch.length > 0 && (bytes + form.deflated.length > OBJECT_BATCH_BYTES_MAX || batch.length >= OBJECT_BATCH_ROWS_MAX)) {
+        out.push(batch);
+        batch = [];
+        bytes = 0;
+      }
+      batch.push(form);
+      bytes += form.deflated.length;
+    }
+    if (batch.length > 0) out.push(batch);
+  }
+  return out;
+}
+
+/**
+ * Inserts the forms of one depth (formInsertBatches) for stored objects that have none, and answers
+ * the ids given one. Type and size come from the object's row, which is locked FOR KEY SHARE, so a
+ * collection's removal of it waits for this transaction (and then removes the form too: deleteStored),
+ * or, done first, leaves nothing to insert a form for. A delta goes in only while its base's form is
+ * at the depth below (locked FOR SHARE against a collection replacing it meanwhile); deltas come in
+ * statements after their bases', so a base put in the same transaction counts.
+ */
+export async function insertForms(db: Db, project: number, batch: readonly FormToInsert[]): Promise<Oid[]> {
+  const ids = Buffer.concat(batch.map((form) => form.oid));
+  const streams = Buffer.concat(batch.map((form) => form.deflated));
+  const at: number[] = [];
+  let offset = 1;
+  for (const form of batch) {
+    at.push(offset);
+    offset += form.deflated.length;
+  }
+  const lengths = numberArray(batch.map((form) => form.deflated.length));
+  const bases = byteaArray(batch.map((form) => form.delta?.base ?? null));
+  const deltaBytes = numberArray(batch.map((form) => form.delta?.bytes ?? 0));
+  const depths = numberArray(batch.map((form) => form.delta?.depth ?? 0));
+  const rows = batch[0].delta
+    ? await db<Array<{ oid: Buffer }>>`
+        INSERT INTO treehouse_forms (project_id, oid, type, inflated_bytes, deflated, base, delta_bytes, depth)
+        SELECT o.project_id, o.oid, o.type, octet_length(o.body), substring(${streams}::bytea FROM t.at FOR t.bytes), t.base, t.delta_bytes, t.depth
+        FROM unnest(${numberArray(at)}::int[], ${lengths}::int[], ${bases}::bytea[], ${deltaBytes}::bigint[], ${depths}::int[]) WITH ORDINALITY AS t(at, bytes, base, delta_bytes, depth, n)
+        JOIN treehouse_objects o ON o.project_id = ${project} AND o.oid = substring(${ids}::bytea FROM (t.n::int - 1) * 20 + 1 FOR 20)
+        JOIN treehouse_forms b ON b.project_id = ${project} AND b.oid = t.base
+        WHERE b.depth = t.depth - 1 AND t.base <> o.oid
+        ORDER BY o.oid
+        FOR KEY SHARE OF o FOR SHARE OF b
+        ON CONFLICT DO NOTHING
+        RETURNING oid`.execute()
+    : await db<Array<{ oid: Buffer }>>`
+        INSERT INTO treehouse_forms (project_id, oid, type, inflated_bytes, deflated, base, delta_bytes, depth)
+        SELECT o.project_id, o.oid, o.type, octet_length(o.body), substring(${streams}::bytea FROM t.at FOR t.bytes), NULL, NULL, 0
+        FROM unnest(${numberArray(at)}::int[], ${lengths}::int[]) WITH ORDINALITY AS t(at, bytes, n)
+        JOIN treehouse_objects o ON o.project_id = ${project} AND o.oid = substring(${ids}::bytea FROM (t.n::int - 1) * 20 + 1 FOR 20)
+        ORDER BY o.oid
+        FOR KEY SHARE OF o
+        ON CONFLICT DO NOTHING
+        RETURNING oid`.execute();
+  return rows.map((row) => row.oid);
+}
+
+/** Rewrites each delta form whole, where it is still a delta on the base given. */
+export async function replaceFormsWhole(db: Db, project: number, forms: ReadonlyArray<{ oid: Oid; base: Oid; deflated: Buffer }>): Promise<void> {
+  for (const form of [...forms].sort((a, b) => Buffer.compare(a.oid, b.oid))) {
+    await db`
+      UPDATE treehouse_forms SET deflated = ${form.deflated}, base = NULL, delta_bytes = NULL, depth = 0
+      WHERE project_id = ${project} AND oid = ${form.oid} AND base = ${form.base}`.execute();
+  }
+}
+
+/**
+ * Replaces the forms of `changes` together, only when every one is still what its `was` says (the
+ * rows are locked first, in id order); else nothing changes. Answers whether they were replaced.
+ */
+export async function replaceFormsTogether(db: Db, project: number, changes: readonly FormChange[]): Promise<boolean> {
+  if (changes.length === 0) return true;
+  const sorted = [...changes].sort((a, b) => Buffer.compare(a.oid, b.oid));
+  const streams = Buffer.concat(sorted.map((change) => change.form.deflated));
+  const at: number[] = [];
+  let offset = 1;
+  for (const change of sorted) {
+    at.push(offset);
+    offset += change.form.deflated.length;
+  }
+  const rows = await db<Array<{ oid: Buffer }>>`
+    WITH c AS (
+      SELECT * FROM unnest(${byteaArray(sorted.map((change) => change.oid))}::bytea[], ${byteaArray(sorted.map((change) => change.was.base))}::bytea[],
+                           ${numberArray(sorted.map((change) => change.was.depth))}::int[], ${numberArray(at)}::int[],
+                           ${numberArray(sorted.map((change) => change.form.deflated.length))}::int[], ${byteaArray(sorted.map((change) => change.form.delta?.base ?? null))}::bytea[],
+                           ${numberArray(sorted.map((change) => change.form.delta?.bytes ?? -1))}::bigint[], ${numberArray(sorted.map((change) => change.form.delta?.depth ?? 0))}::int[])
+        AS c(oid, was_base, was_depth, at, bytes, base, delta_bytes, depth)
+    ),
+    current AS (
+      SELECT f.oid FROM treehouse_forms f JOIN c ON f.project_id = ${project} AND f.oid = c.oid
+      WHERE f.base IS NOT DISTINCT FROM c.was_base AND f.depth = c.was_depth
+      ORDER BY f.oid FOR UPDATE OF f
+    )
+    UPDATE treehouse_forms f
+    SET deflated = substring(${streams}::bytea FROM c.at FOR c.bytes), base = c.base,
+        delta_bytes = CASE WHEN c.base IS NULL THEN NULL ELSE c.delta_bytes END, depth = c.depth
+    FROM c
+    WHERE f.project_id = ${project} AND f.oid = c.oid AND (SELECT count(*) FROM current) = ${sorted.length}
+    RETURNING f.oid`.execute();
+  return rows.length === sorted.length;
+}
+
+/**
+ * A page of the backlog (src/store/asyncTypes.ts listUndeflated): at most `limit` stored objects in
+ * (project, id) order after the cursor, each with whether it has a form. An index scan of the
+ * objects' key and one probe of the forms' key per object: no index of objects without a form,
+ * which every insert would have to keep.
+ */
+export async function selectUndeflatedPage(db: Db, after: { project: number; oid: Oid } | null, limit: number): Promise<Array<{ project_id: number; oid: Buffer; formed: boolean }>> {
+  const rows = after
+    ? await db<Array<{ project_id: string; oid: Buffer; formed: boolean }>>`
+        SELECT o.project_id, o.oid, EXISTS (SELECT 1 FROM treehouse_forms f WHERE f.project_id = o.project_id AND f.oid = o.oid) AS formed
+        FROM (SELECT project_id, oid FROM treehouse_objects WHERE (project_id, oid) > (${after.project}::bigint, ${after.oid}::bytea) ORDER BY project_id, oid LIMIT ${limit}) AS o
+        ORDER BY o.project_id, o.oid`.execute()
+    : await db<Array<{ project_id: string; oid: Buffer; formed: boolean }>>`
+        SELECT o.project_id, o.oid, EXISTS (SELECT 1 FROM treehouse_forms f WHERE f.project_id = o.project_id AND f.oid = o.oid) AS formed
+        FROM (SELECT project_id, oid FROM treehouse_objects ORDER BY project_id, oid LIMIT ${limit}) AS o
+        ORDER BY o.project_id, o.oid`.execute();
+  return rows.map((row) => ({ project_id: Number(row.project_id), oid: row.oid, formed: row.formed }));
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -9,18 +9,20 @@
  * pool, so writers waiting for connections or locks never keep a reader from its answer, nor a
  * writer that holds a lock from the reads it needs to finish.
  *
- * Pack-ready forms are not offered (packForms false): the layers above deflate what they send.
- * Garbage collection is (collection true; README "Garbage collection").
+ * Pack-ready forms are offered (packForms true, table treehouse_forms: migrations.ts), beside every
+ * object's raw copy (formsAlone false): the deflate cache fills them after writes, a received pack
+ * keeps its entries, and a clone copies them. Garbage collection is offered too (collection true;
+ * README "Garbage collection").
  */
 import postgres from 'postgres';
-import type { AsyncStore, AsyncStoreReadTx, AsyncStoreWriteTx, SharedRateLimits, StoreSignals } from '../asyncTypes.js';
+import type { AsyncStore, AsyncStoreReadTx, AsyncStoreWriteTx, ObjectCursor, SharedRateLimits, StoreSignals, UndeflatedPage } from '../asyncTypes.js';
 import { StoreUnavailableError, type NewObject } from '../types.js';
 import { CommitCache, ObjectCache } from './caches.js';
 import { isRetryable, isStale, storeError } from './errors.js';
 import { migrate } from './migrations.js';
 import { mapped, ReadTx, type StoreContext } from './reader.js';
 import { SignalListener } from './signals.js';
-import { CopyFailedError, deleteProjectRows, selectStorageBytes, takeRateToken } from './statements.js';
+import { CopyFailedError, deleteProjectRows, selectStorageBytes, selectUndeflatedPage, takeRateToken } from './statements.js';
 import { WriteConflict, WriteTx, type CommittedWrites } from './writeTx.js';
 
 export interface PostgresStoreOptions {
@@ -71,7 +73,9 @@ export function connectionOptions(options: Pick<PostgresStoreOptions, 'connectTi
 }
 
 export class PostgresStore implements AsyncStore {
-  readonly packForms = false;
+  readonly packForms = true;
+  /** Every object keeps its raw copy; its form sits beside it (README "PostgreSQL"). */
+  readonly formsAlone = false;
   /** Garbage collection (README "Garbage collection"): the capability's reads and writes are in reader.ts and writeTx.ts; no compaction step. */
   readonly collection = true;
   readonly signals: StoreSignals;
@@ -199,6 +203,20 @@ export class PostgresStore implements AsyncStore {
     for (const { project, oid, object } of written.objects) this.context.objects.adopt(project, oid, object);
     for (const { project, oid, info } of written.commits) this.context.commits.adopt(project, oid, info);
     for (const [project, stored] of written.stored) for (const listener of this.objectListeners) listener(project, stored);
+  }
+
+  /** Objects of every project without a form, a page at a time (the deflate cache's scan at start). */
+  async listUndeflated(after: ObjectCursor | null, limit: number): Promise<UndeflatedPage> {
+    this.assertOpen();
+    await this.ready();
+    const rows = limit >= 1 ? Math.floor(Math.min(limit, 100_000)) : 0;
+    if (rows === 0) return { undeflated: [], next: after && { project: after.project, oid: Buffer.from(after.oid) } };
+    const page = await mapped(() => selectUndeflatedPage(this.context.reads, after, rows));
+    const last = page[page.length - 1];
+    return {
+      undeflated: page.filter((row) => !row.formed).map((row) => ({ project: row.project_id, oid: row.oid })),
+      next: page.length < rows ? null : { project: last.project_id, oid: Buffer.from(last.oid) },
+    };
   }
 
   async dropProjectKeys(project: number, keysMax: number): Promise<number> {

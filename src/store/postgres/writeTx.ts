@@ -40,15 +40,17 @@
  * relied on finds that writer's journal entries and runs again.
  */
 import { isDeepStrictEqual } from 'node:util';
+import { inflateSync } from 'node:zlib';
+import { applyDelta } from '../../git/delta.js';
 import type postgres from 'postgres';
 import { OBJECT_RECORD_BYTES } from '../../git/introducedObjects.js';
 import { hashObject, type ObjectType, type Oid } from '../../git/oid.js';
-import type { AsyncStoreWriteTx, CollectionWrites, ProjectWrites } from '../asyncTypes.js';
+import type { AsyncStoreWriteTx, CollectionWrites, PackFormWrites, ProjectWrites, ReceivedForm } from '../asyncTypes.js';
 import { commitInfoFromBody } from '../commitIndex.js';
-import { RefChangedError, type AnnexedObject, type CollectionState, type CommitInfo, type NewObject, type WorkingTreeState } from '../types.js';
-import { decodeRecord, encodeRecord, isIdPrefix, nameBytes, numberArray, oidPrefixRange, TYPE_CODES } from './codec.js';
+import { RefChangedError, type AnnexedObject, type CollectionState, type CommitInfo, type DeflatedObject, type DeltaForm, type FormChange, type NewObject, type WorkingTreeState } from '../types.js';
+import { decodeRecord, encodeRecord, isIdPrefix, nameBytes, numberArray, oidPrefixRange, typeFromCode, TYPE_CODES } from './codec.js';
 import { isUnavailable, storeError } from './errors.js';
-import { copyInfo, ProjectReader, type StoreContext } from './reader.js';
+import { copyForm, copyInfo, mapped, ProjectReader, type StoreContext } from './reader.js';
 import { SIGNAL_CHANNEL_PATTERN, SIGNAL_MESSAGE_BYTES_MAX } from './signals.js';
 import {
   copyObjects,
@@ -59,16 +61,21 @@ import {
   deleteJournal,
   deleteRecords,
   deleteStored,
+  formInsertBatches,
   IDS_PER_STATEMENT_MAX,
   idKey,
   insertCommits,
+  insertForms,
   insertJournal,
   insertObjects,
   lockCollection,
   lockProject,
   objectInsertBatches,
+  replaceFormsTogether,
+  replaceFormsWhole,
   selectCollection,
   selectJournal,
+  selectObjectKinds,
   selectPresentIds,
   selectRecord,
   selectRecords,
@@ -384,6 +391,14 @@ interface PendingObject {
   body: Buffer;
   annex: Buffer | null;
   similarTo: Oid | null;
+  nameHash: number | undefined;
+}
+
+/** A pack-ready form put in this transaction; its type and size come from the object's row when inserted. */
+interface PendingForm {
+  oid: Oid;
+  deflated: Buffer;
+  delta: DeltaForm | null;
 }
 
 interface PendingCommit {
@@ -413,8 +428,13 @@ type CollectionChange = { begin: CollectionState } | { end: true };
 
 const hexList = (oids: readonly Oid[]) => oids.map((oid) => oid.toString('hex')).join(',');
 
-export class WriteProject extends ProjectReader implements ProjectWrites, CollectionWrites {
+export class WriteProject extends ProjectReader implements ProjectWrites, PackFormWrites, CollectionWrites {
   private readonly objects = new Map<string, PendingObject>();
+  /** Forms put (the first put of an id counts; the insert keeps a stored form). */
+  private readonly forms = new Map<string, PendingForm>();
+  /** Delta forms a collection rewrites whole (replaceFormWhole), and forms it replaces together (replaceForms). */
+  private readonly formsMadeWhole = new Map<string, { oid: Oid; base: Oid; deflated: Buffer }>();
+  private readonly formChanges: FormChange[][] = [];
   private readonly commits = new Map<string, PendingCommit>();
   private readonly commitLists = new Map<string, { oid: Oid; records: Buffer }>();
   /** Refs moved: from the stored value the first casRef matched, to the last one's. */
@@ -486,7 +506,10 @@ export class WriteProject extends ProjectReader implements ProjectWrites, Collec
       this.journalReads.length > 0 ||
       this.collectionChanges.length > 0 ||
       this.forgotten.size > 0 ||
-      this.removed.size > 0
+      this.removed.size > 0 ||
+      this.forms.size > 0 ||
+      this.formsMadeWhole.size > 0 ||
+      this.formChanges.length > 0
     );
   }
 
@@ -619,22 +642,22 @@ export class WriteProject extends ProjectReader implements ProjectWrites, Collec
 
   // ---- writes, buffered
 
-  putObject(type: ObjectType, body: Buffer, annex?: Buffer, similarTo?: Oid | null): Oid {
+  putObject(type: ObjectType, body: Buffer, annex?: Buffer, similarTo?: Oid | null, nameHash?: number): Oid {
     const oid = hashObject(type, body);
-    this.keepObject(oid, type, body, annex, similarTo ?? null);
+    this.keepObject(oid, type, body, annex, similarTo ?? null, nameHash);
     return oid;
   }
 
   putObjectWithId(oid: Oid, type: ObjectType, body: Buffer, annex?: Buffer): void {
-    this.keepObject(copy(oid), type, body, annex, null);
+    this.keepObject(copy(oid), type, body, annex, null, undefined);
   }
 
   /** Body and annex are the transaction's until it ends (asyncTypes.ts): kept as given. */
-  private keepObject(oid: Oid, type: ObjectType, body: Buffer, annex: Buffer | undefined, similarTo: Oid | null): void {
+  private keepObject(oid: Oid, type: ObjectType, body: Buffer, annex: Buffer | undefined, similarTo: Oid | null, nameHash: number | undefined): void {
     const key = idKey(oid);
     // A stored id keeps its first copy, in the buffer as in the database.
     if (this.objects.has(key)) return;
-    this.objects.set(key, { oid, type, body, annex: annex ?? null, similarTo: similarTo && !similarTo.equals(oid) ? copy(similarTo) : null });
+    this.objects.set(key, { oid, type, body, annex: annex ?? null, similarTo: similarTo && !similarTo.equals(oid) ? copy(similarTo) : null, nameHash });
     if (type === 'commit') this.commits.set(key, { oid, info: commitInfoFromBody(body), generation: undefined });
   }
 
@@ -689,14 +712,128 @@ export class WriteProject extends ProjectReader implements ProjectWrites, Collec
     for (const oid of oids) this.removed.set(idKey(oid), copy(oid));
   }
 
-  /** This backend keeps no pack-ready forms, so no object's form is a delta on anything: nothing to replace. */
-  replaceFormWhole(): void {}
+  replaceFormWhole(oid: Oid, base: Oid, deflated: Buffer): void {
+    this.formsMadeWhole.set(idKey(oid), { oid: copy(oid), base: copy(base), deflated: copy(deflated) });
+  }
 
-  /** No object has a form here, so none loses its raw copy: every object is already kept as compactly as this backend keeps it. */
+  /**
+   * Every object keeps its raw copy on this backend (its forms sit beside it: README "PostgreSQL"),
+   * so none is dropped: each is kept as compactly as this backend keeps anything.
+   */
   keepCompact(): void {}
 
-  /** No form is stored, so none is what a change says it was: nothing is replaced. */
-  replaceForms(): void {}
+  replaceForms(changes: readonly FormChange[]): void {
+    if (changes.length === 0) return;
+    this.formChanges.push(
+      changes.map((change) => ({
+        oid: copy(change.oid),
+        was: { base: change.was.base && copy(change.was.base), depth: change.was.depth },
+        form: { deflated: copy(change.form.deflated), ...(change.form.delta ? { delta: { ...change.form.delta, base: copy(change.form.delta.base) } } : {}) },
+      })),
+    );
+  }
+
+  // ---- pack-ready forms (src/store/asyncTypes.ts PackFormWrites), sent at the commit
+
+  /**
+   * The stored forms (relied on as any object read as present is: checked again at the commit),
+   * else this transaction's (with the type and size of their object, put here or stored; a form
+   * put for an object stored nowhere is none): a stored form is never replaced by a put.
+   */
+  override async getDeflated(oids: readonly Oid[]): Promise<Array<DeflatedObject | undefined>> {
+    if (oids.length === 0) return [];
+    const stored = await super.getDeflated(oids);
+    this.rely(oids, (index) => stored[index] !== undefined);
+    const mine = oids.map((oid, index) => (stored[index] ? undefined : this.forms.get(idKey(oid))));
+    const unknown = mine.filter((form): form is PendingForm => form !== undefined && !this.objects.has(idKey(form.oid)));
+    const kinds = unknown.length > 0 ? await mapped(() => selectObjectKinds(this.context.reads, this.project, unknown.map((form) => form.oid))) : new Map<string, { type: number; size: number }>();
+    this.rely(unknown.map((form) => form.oid), (index) => kinds.has(idKey(unknown[index].oid)));
+    return mine.map((form, index) => {
+      if (!form) return stored[index];
+      const object = this.objects.get(idKey(form.oid));
+      const kind = object ? { type: object.type, size: object.body.length } : kinds.get(idKey(form.oid)) && { type: typeFromCode(kinds.get(idKey(form.oid))!.type), size: kinds.get(idKey(form.oid))!.size };
+      if (!kind) return undefined;
+      return copyForm({ type: kind.type, inflatedBytes: kind.size, deflated: form.deflated, ...(form.delta ? { delta: form.delta } : {}) });
+    });
+  }
+
+  /** Kept as given (the transaction's until it ends); the insert skips an object that has a form or is not stored. */
+  putDeflated(oid: Oid, deflated: Buffer): void {
+    const key = idKey(oid);
+    if (!this.forms.has(key)) this.forms.set(key, { oid: copy(oid), deflated, delta: null });
+  }
+
+  async putDeflatedDelta(oid: Oid, delta: DeltaForm, deflated: Buffer): Promise<boolean> {
+    const key = idKey(oid);
+    // A form put here already, or stored (read below), is kept.
+    if (oid.equals(delta.base) || this.forms.has(key)) return false;
+    const [[own, base], [size]] = await Promise.all([this.getDeflated([oid, delta.base]), this.objectSizes([oid])]);
+    if (own || !base || size === undefined || (base.delta?.depth ?? 0) + 1 !== delta.depth) return false;
+    // Another put of the same id ran meanwhile: the first one counts.
+    if (this.forms.has(key)) return false;
+    this.forms.set(key, { oid: copy(oid), deflated, delta: { base: copy(delta.base), bytes: delta.bytes, depth: delta.depth } });
+    return true;
+  }
+
+  async putObjectAsForm(oid: Oid, type: ObjectType, inflatedBytes: number, form: { deflated: Buffer; delta?: DeltaForm }): Promise<boolean> {
+    const entry: ReceivedForm = { oid, type, inflatedBytes, deflated: form.deflated, delta: form.delta ? { base: form.delta.base, bytes: form.delta.bytes } : null };
+    const [kept] = await this.storeAsForms([entry], form.delta ? { depth: form.delta.depth } : { depth: 0 });
+    return kept;
+  }
+
+  putObjectsAsForms(entries: readonly ReceivedForm[], depthMax: number): Promise<boolean[]> {
+    return this.storeAsForms(entries, { depthMax });
+  }
+
+  /**
+   * Received entries, each stored with its raw copy (every object keeps one here) and its form
+   * beside it: the body the caller gave, or rebuilt from the entry (inflated, and applied to its
+   * base's body for a delta). A delta is kept on a base that has a form (put here or stored) at 1 +
+   * the base's depth, which must be `limit.depth` when given, or at most `limit.depthMax`. Ids
+   * stored already answer true and keep what they have.
+   */
+  private async storeAsForms(entries: readonly ReceivedForm[], limit: { depth: number } | { depthMax: number }): Promise<boolean[]> {
+    for (const entry of entries) {
+      if (entry.type !== 'tree' && entry.type !== 'blob') throw new Error(`a ${entry.type} is not stored as its pack-ready form alone`);
+    }
+    const own = new Set(entries.map((entry) => idKey(entry.oid)));
+    const outside = [...new Map(entries.flatMap((entry) => (entry.delta && !own.has(idKey(entry.delta.base)) ? [[idKey(entry.delta.base), entry.delta.base] as const] : []))).values()];
+    const [sizes, outsideForms] = await Promise.all([this.objectSizes(entries.map((entry) => entry.oid)), this.getDeflated(outside)]);
+    const depths = new Map<string, number>();
+    outside.forEach((base, index) => outsideForms[index] && depths.set(idKey(base), outsideForms[index]!.delta?.depth ?? 0));
+    const answers: boolean[] = [];
+    for (const [index, entry] of entries.entries()) {
+      const key = idKey(entry.oid);
+      if (sizes[index] !== undefined || this.objects.has(key)) {
+        answers.push(true);
+        continue;
+      }
+      let depth = 0;
+      let baseBody: Buffer | undefined;
+      if (entry.delta) {
+        const baseKey = idKey(entry.delta.base);
+        const baseDepth = baseKey === key ? undefined : depths.get(baseKey);
+        depth = (baseDepth ?? Infinity) + 1;
+        const fits = 'depth' in limit ? depth === limit.depth : depth <= limit.depthMax;
+        if (baseDepth === undefined || !fits) {
+          answers.push(false);
+          continue;
+        }
+        if (!entry.body) baseBody = this.objects.get(baseKey)?.body ?? (await this.getObjects([entry.delta.base]))[0]?.body;
+        if (!entry.body && !baseBody) {
+          answers.push(false);
+          continue;
+        }
+      }
+      const data = entry.body ? null : inflateSync(entry.deflated);
+      const body = entry.body ?? (baseBody ? applyDelta(baseBody, data!) : data!);
+      this.keepObject(copy(entry.oid), entry.type, body, undefined, null, undefined);
+      this.forms.set(key, { oid: copy(entry.oid), deflated: entry.deflated, delta: entry.delta && { base: copy(entry.delta.base), bytes: entry.delta.bytes, depth } });
+      depths.set(key, depth);
+      answers.push(true);
+    }
+    return answers;
+  }
 
   /**
    * Generations of the commits put in this transaction: 1 + the largest of their parents', from
@@ -821,6 +958,19 @@ export class WriteProject extends ProjectReader implements ProjectWrites, Collec
       if (insertedBatches.length >= OBJECT_BATCHES_IN_FLIGHT) await insertedBatches[insertedBatches.length - OBJECT_BATCHES_IN_FLIGHT];
       await new Promise((resolve) => setImmediate(resolve));
     }
+    // After the objects they belong to, bases before their deltas (a statement per depth), then
+    // what a collection rewrites. Paced as the objects are: the driver encodes each batch on the event loop.
+    const deltasFormed: Array<Promise<Oid[]>> = [];
+    const formsSent: Array<Promise<Oid[]>> = [];
+    for (const batch of formInsertBatches([...this.forms.values()])) {
+      if (formsSent.length > 0) await new Promise((resolve) => setImmediate(resolve));
+      if (formsSent.length >= OBJECT_BATCHES_IN_FLIGHT) await formsSent[formsSent.length - OBJECT_BATCHES_IN_FLIGHT];
+      const inserted = send(insertForms(tx, this.project, batch))!;
+      formsSent.push(inserted);
+      if (batch[0].delta) deltasFormed.push(inserted);
+    }
+    if (this.formsMadeWhole.size > 0) send(replaceFormsWhole(tx, this.project, [...this.formsMadeWhole.values()]));
+    for (const changes of this.formChanges) send(replaceFormsTogether(tx, this.project, changes));
     const commits = [...this.commits.values()].map((commit) => ({ oid: commit.oid, info: { ...commit.info, generation: commit.generation! } }));
     const commitsSent = commits.length > 0 ? send(insertCommits(tx, this.project, commits)) : undefined;
     // Commits of more than one statement: the later ones go out once the first is answered, so the
@@ -841,8 +991,10 @@ export class WriteProject extends ProjectReader implements ProjectWrites, Collec
       const unstored = lists.find((list) => !indexed.has(idKey(list.oid)));
       if (unstored) throw new Error(`commit ${unstored.oid.toString('hex')} is not stored: its object list cannot be indexed`);
     }
+    const formedDeltas = (await Promise.all(deltasFormed)).flat();
     if (collecting) {
-      const journalled = [...inserted];
+      // An object that got a delta form is journalled too: its base must stay while it needs it.
+      const journalled = [...inserted, ...formedDeltas];
       for (const { from, to } of this.refs.values()) journalled.push(...[from, to].filter((oid): oid is Oid => oid !== null));
       for (const { from, to } of this.workingTrees.values()) {
         if (from && from !== 'unread') journalled.push(from.tree);
@@ -860,7 +1012,7 @@ export class WriteProject extends ProjectReader implements ProjectWrites, Collec
     for (const object of this.objects.values()) {
       const key = idKey(object.oid);
       if (!news.has(key)) continue;
-      stored.push({ oid: object.oid, similarTo: object.similarTo });
+      stored.push(object.nameHash === undefined ? { oid: object.oid, similarTo: object.similarTo } : { oid: object.oid, similarTo: object.similarTo, nameHash: object.nameHash });
       if (object.type !== 'blob' && object.body.length <= CACHED_AFTER_WRITE_BYTES_MAX) {
         committed.objects.push({ project: this.project, oid: object.oid, object: { type: object.type, body: copy(object.body), annex: object.annex && copy(object.annex) } });
       }

@@ -38,6 +38,7 @@ import { newTestRepoIn, testPeople, text } from '../../support/store.js';
 /** Every table of project data (src/store/postgres/migrations.ts). */
 const PROJECT_TABLES = [
   'treehouse_objects',
+  'treehouse_forms',
   'treehouse_commits',
   'treehouse_commit_objects',
   'treehouse_refs',
