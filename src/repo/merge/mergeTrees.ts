@@ -237,8 +237,8 @@ const VIRTUAL_BRANCH2 = 'Temporary merge branch 2';
 /** Labels for the real merge when the caller names no branches; they show only in conflicts. */
 const DEFAULT_LABELS: MergeLabels = { ours: 'ours', theirs: 'theirs' };
 const SLASH = 0x2f;
-/** The entries of a side that has no tree at a path: one array, so walks of the same trees are known to be the same. */
-const NO_ENTRIES: TreeEntry[] = [];
+/** The entries of a side that has no tree at a path: one array (frozen, as every merge shares it), so walks of the same trees are known to be the same. */
+const NO_ENTRIES = Object.freeze([]) as unknown as TreeEntry[];
 
 function joinPath(dir: string, name: string): string {
   return dir === '' ? name : `${dir}/${name}`;
