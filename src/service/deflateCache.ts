@@ -62,6 +62,12 @@ interface Pending {
   nameHash: number;
   /** A retry after the store refused its delta: deflated whole, not searched. */
   whole: boolean;
+  /**
+   * Already waited one turn for its named base, which was in its batch: it does not wait again.
+   * Without this, objects that name each other (or themselves) would wait for each other forever,
+   * and the drain would spin without ever giving the event loop a turn.
+   */
+  waited?: boolean;
 }
 
 /** What the search takes of one object, and the queue entry it came from. */
@@ -228,7 +234,11 @@ export class DeflateCache {
     }
     this.queue.unshift(...later);
     this.inFlight -= later.length;
-    if (reads.length === 0) return true;
+    if (reads.length === 0) {
+      // Everything waits for the next turn: the loop gets one first.
+      await new Promise((resolve) => setImmediate(resolve));
+      return true;
+    }
     // git's order for the search: a base found among them comes, and is stored, before its delta.
     reads.sort(compareForWindow);
     let forms: WindowForm[];
@@ -280,7 +290,7 @@ export class DeflateCache {
         }
         const byProject = new Map<number, Pending[]>();
         for (const item of batch.slice(at, at + READ_CHUNK_OBJECTS)) {
-          if (item.similarTo && inBatch.has(`${item.project}/${oidToHex(item.similarTo)}`)) later.push(item);
+          if (item.similarTo && !item.waited && inBatch.has(`${item.project}/${oidToHex(item.similarTo)}`)) later.push({ ...item, waited: true });
           else byProject.set(item.project, [...(byProject.get(item.project) ?? []), item]);
         }
         for (const [project, items] of byProject) reads.push(...(await readForDeflate(tx, project, items)));

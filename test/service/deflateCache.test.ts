@@ -6,7 +6,7 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { packNameHash } from '../../src/git/nameHash.js';
-import type { Oid } from '../../src/git/oid.js';
+import { hashObject, type Oid } from '../../src/git/oid.js';
 import { DeflateCache } from '../../src/service/deflateCache.js';
 import { LmdbStore } from '../../src/store/lmdb.js';
 import { scratchDir } from '../support/git.js';
@@ -113,5 +113,28 @@ describe('DeflateCache', () => {
     // A window far longer than the loop takes (idle() starts the cache at once): one write of forms.
     expect(await formWritesOf(60_000)).toBe(1);
     expect(await formWritesOf(0)).toBeGreaterThan(1);
+  });
+  it('gives forms to objects written together that name each other, or themselves, as their similar object', async () => {
+    // Each waits one turn for a base in its batch; objects that name each other would wait for each
+    // other forever (the drain spun without giving the loop a turn: every timer, this test's too, stopped).
+    const store = openStore();
+    const cache = startCache(store);
+    const bodies = ['swapA', 'swapB', 'itself'].map((seed) => Buffer.from(moduleText(120, seed)));
+    const [a, b, self] = bodies.map((body) => hashObject('blob', body));
+    const written = await store.async.write(async (tx) => {
+      const project = tx.project(9);
+      return [
+        project.putObject('blob', bodies[0], undefined, b, packNameHash('x.ts')),
+        project.putObject('blob', bodies[1], undefined, a, packNameHash('y.ts')),
+        project.putObject('blob', bodies[2], undefined, self, packNameHash('z.ts')),
+      ];
+    });
+    expect(written).toEqual([a, b, self]);
+    let ticks = 0;
+    const timer = setInterval(() => ticks++, 1);
+    await cache.idle();
+    clearInterval(timer);
+    expect(ticks).toBeGreaterThan(0);
+    expect((await forms(store, 9, written)).every((form) => form !== undefined)).toBe(true);
   });
 });
