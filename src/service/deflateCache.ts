@@ -63,9 +63,9 @@ interface Pending {
   /** A retry after the store refused its delta: deflated whole, not searched. */
   whole: boolean;
   /**
-   * Already waited one turn for its named base, which was in its batch: it does not wait again.
-   * Without this, objects that name each other (or themselves) would wait for each other forever,
-   * and the drain would spin without ever giving the event loop a turn.
+   * Does not wait for its named base even when the base is in its batch: set when a whole batch
+   * waited. Without it, objects that name each other (or themselves) would wait for each other
+   * forever, and the drain would spin without ever giving the event loop a turn.
    */
   waited?: boolean;
 }
@@ -232,13 +232,16 @@ export class DeflateCache {
       // without forms (start() finds them later; clones deflate them meanwhile), as a failed write's does.
       return false;
     }
-    this.queue.unshift(...later);
-    this.inFlight -= later.length;
     if (reads.length === 0) {
-      // Everything waits for the next turn: the loop gets one first.
+      // Nothing could be read: what is left waits for objects of its batch that wait too (they name
+      // each other, or themselves). They stop waiting, and the loop gets a turn before they are read.
+      this.queue.unshift(...later.map((item) => ({ ...item, waited: true })));
+      this.inFlight -= later.length;
       await new Promise((resolve) => setImmediate(resolve));
       return true;
     }
+    this.queue.unshift(...later);
+    this.inFlight -= later.length;
     // git's order for the search: a base found among them comes, and is stored, before its delta.
     reads.sort(compareForWindow);
     let forms: WindowForm[];
@@ -290,7 +293,7 @@ export class DeflateCache {
         }
         const byProject = new Map<number, Pending[]>();
         for (const item of batch.slice(at, at + READ_CHUNK_OBJECTS)) {
-          if (item.similarTo && !item.waited && inBatch.has(`${item.project}/${oidToHex(item.similarTo)}`)) later.push({ ...item, waited: true });
+          if (item.similarTo && !item.waited && inBatch.has(`${item.project}/${oidToHex(item.similarTo)}`)) later.push(item);
           else byProject.set(item.project, [...(byProject.get(item.project) ?? []), item]);
         }
         for (const [project, items] of byProject) reads.push(...(await readForDeflate(tx, project, items)));
