@@ -64,8 +64,9 @@ interface Pending {
   whole: boolean;
   /**
    * Does not wait for its named base even when the base is in its batch: set when a whole batch
-   * waited. Without it, objects that name each other (or themselves) would wait for each other
-   * forever, and the drain would spin without ever giving the event loop a turn.
+   * waited. Without it, objects that name each other in a cycle would wait for each other forever,
+   * and the drain would spin without ever giving the event loop a turn. (A hint naming the object
+   * itself never gets here: the stores drop it.)
    */
   waited?: boolean;
 }
@@ -233,8 +234,9 @@ export class DeflateCache {
       return false;
     }
     if (reads.length === 0) {
-      // Nothing could be read: what is left waits for objects of its batch that wait too (they name
-      // each other, or themselves). They stop waiting, and the loop gets a turn before they are read.
+      // Nothing could be read: the batch's first chunk all waits for bases that wait too (objects
+      // naming each other in a cycle). They, and whatever the read's time slice left, stop waiting,
+      // and the loop gets a turn before they are read.
       this.queue.unshift(...later.map((item) => ({ ...item, waited: true })));
       this.inFlight -= later.length;
       await new Promise((resolve) => setImmediate(resolve));

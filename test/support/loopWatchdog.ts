@@ -9,7 +9,7 @@ import { Worker } from 'node:worker_threads';
 import { beforeEach } from 'vitest';
 
 /** Far longer than any test's synchronous step (the environment can shorten it, to see the watchdog work). */
-const LOOP_STALL_MS = Number(process.env.TREEHOUSE_TEST_LOOP_STALL_MS ?? 120_000);
+const LOOP_STALL_MS = Number(process.env.TREEHOUSE_TEST_LOOP_STALL_MS) || 120_000;
 const BEAT_MS = 1_000;
 
 const WATCHDOG_SOURCE = `
