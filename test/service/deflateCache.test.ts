@@ -23,7 +23,7 @@ function openStore(): LmdbStore {
   return store;
 }
 
-function startCache(store: LmdbStore, options: { workerIdleMs?: number; gatherMs?: number } = {}): DeflateCache {
+function startCache(store: LmdbStore, options: { workerIdleMs?: number; quietMs?: number; waitMaxMs?: number } = {}): DeflateCache {
   const cache = new DeflateCache(store.async, options);
   cache.start();
   cleanups.push(() => cache.stop());
@@ -90,18 +90,18 @@ describe('DeflateCache', () => {
   });
 
   it('gathers the objects of writes that follow each other closely into one write of their forms', async () => {
-    // Ten one-file writes in quick succession (a client writing and committing in a loop): with a
-    // gathering window they get their forms in one write transaction of the cache; without, the cache
-    // starts after each write and writes forms in between them.
-    const formWritesOf = async (gatherMs: number) => {
+    // Ten one-file writes in quick succession (a client writing and committing in a loop): waiting
+    // for the writes to pause, they get their forms in one write transaction of the cache; without
+    // waiting, the cache starts after each write and writes forms in between them.
+    const formWritesOf = async (quietMs: number) => {
       const store = openStore();
-      const cache = startCache(store, { gatherMs });
+      const cache = startCache(store, { quietMs });
       await cache.idle();
       let writes = 0;
       store.onWriteDone(() => writes++);
       const oids: Oid[] = [];
       for (let round = 0; round < 10; round++) {
-        const [oid] = await store.async.write(async (tx) => [tx.project(4).putObject('blob', Buffer.from(moduleText(50, `g${gatherMs}r${round}`)))]);
+        const [oid] = await store.async.write(async (tx) => [tx.project(4).putObject('blob', Buffer.from(moduleText(50, `g${quietMs}r${round}`)))]);
         oids.push(oid);
         // What a client's next request would wait for anyway: a turn of the loop and the durable commit.
         await new Promise((resolve) => setTimeout(resolve, 2));
@@ -110,9 +110,58 @@ describe('DeflateCache', () => {
       expect((await forms(store, 4, oids)).every((form) => form !== undefined)).toBe(true);
       return writes - 10;
     };
-    // A window far longer than the loop takes (idle() starts the cache at once): one write of forms.
+    // A quiet period far longer than the loop takes (idle() starts the cache at once): one write of forms.
     expect(await formWritesOf(60_000)).toBe(1);
     expect(await formWritesOf(0)).toBeGreaterThan(1);
+  });
+
+  /** Writes one object to project 5 every `everyMs` for `forMs`, counting the cache's writes of forms made meanwhile. */
+  async function writeSteadily(store: LmdbStore, everyMs: number, forMs: number): Promise<{ oids: Oid[]; formWritesDuring: number }> {
+    let formWrites = 0;
+    let writing = true;
+    const oids: Oid[] = [];
+    store.onWriteDone(() => {
+      if (writing) formWrites++;
+    });
+    for (const end = Date.now() + forMs; Date.now() < end; ) {
+      const [oid] = await store.async.write(async (tx) => [tx.project(5).putObject('blob', Buffer.from(moduleText(40, `steady${oids.length}`)))]);
+      oids.push(oid);
+      await new Promise((resolve) => setTimeout(resolve, everyMs));
+    }
+    writing = false;
+    return { oids, formWritesDuring: formWrites - oids.length };
+  }
+
+  async function waitForNoBacklog(cache: DeflateCache, withinMs: number): Promise<void> {
+    for (const deadline = Date.now() + withinMs; cache.backlog > 0; ) {
+      if (Date.now() > deadline) throw new Error(`the cache still had ${cache.backlog} object(s) waiting after ${withinMs} ms`);
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+  }
+
+  it('waits while writes keep coming, then makes their forms once they pause, without being asked', async () => {
+    const store = openStore();
+    const cache = startCache(store, { quietMs: 1_000, waitMaxMs: 60_000 });
+    await cache.idle();
+    // A write every 10 ms for 0.6 s never leaves the 1 s of quiet the cache waits for.
+    const { oids, formWritesDuring } = await writeSteadily(store, 10, 600);
+    expect(oids.length).toBeGreaterThan(5);
+    expect(formWritesDuring).toBe(0);
+    expect(cache.backlog).toBe(oids.length);
+    // No idle(): the quiet period alone starts it.
+    await waitForNoBacklog(cache, 30_000);
+    expect((await forms(store, 5, oids)).every((form) => form !== undefined)).toBe(true);
+  });
+
+  it('makes forms while writes never pause once the oldest waiting object has waited its longest', async () => {
+    const store = openStore();
+    const cache = startCache(store, { quietMs: 60_000, waitMaxMs: 200 });
+    await cache.idle();
+    const { oids, formWritesDuring } = await writeSteadily(store, 10, 1_500);
+    expect(formWritesDuring).toBeGreaterThan(0);
+    // What the last writes left waits its 200 ms too, then gets its forms.
+    await waitForNoBacklog(cache, 30_000);
+    expect((await forms(store, 5, oids)).every((form) => form !== undefined)).toBe(true);
   });
 
   it('gives forms to objects written together that name each other as their similar object', async () => {
