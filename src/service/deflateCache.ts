@@ -185,6 +185,8 @@ export class DeflateCache {
       this.gatherTimer = null;
       this.gather();
     }, waitMs);
+    // Forms are optional (the scan at the next start finds what lacks one): waiting never holds the process open.
+    this.gatherTimer.unref();
   }
 
   /** How long the queue should wait still (QUIET_MS); 0 or less: start now. */

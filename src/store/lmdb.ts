@@ -821,9 +821,11 @@ class LmdbProjectTx implements ProjectWriteTx {
 
   /** Journals `oid` when a garbage collection of the project runs (beginCollection says what and why). */
   private journalled(oid: Oid | null | undefined): void {
-    if (!oid) return;
-    this.journalling ??= this.getCollection() !== undefined;
-    if (this.journalling) this.store.dbs.journal.putSync(this.objectKey(oid), JOURNALLED);
+    if (oid && this.isJournalling()) this.store.dbs.journal.putSync(this.objectKey(oid), JOURNALLED);
+  }
+
+  private isJournalling(): boolean {
+    return (this.journalling ??= this.getCollection() !== undefined);
   }
 
   private worktreeKey(branch: string): Buffer {
@@ -1079,8 +1081,9 @@ class LmdbProjectTx implements ProjectWriteTx {
     const { objects, commits } = this.store.dbs;
     if (!putIfAbsent(objects, key, this.store.objectValue(TYPE_CODES[type], body, annex))) return;
     this.store.noteStored(this.project, oid, similarTo, nameHash);
-    // An object kept as its form alone was there already; only one that was absent is journalled.
-    if (!this.store.dbs.deflated.doesExist(key)) this.journalled(oid);
+    // An object kept as its form alone was there already; only one that was absent is journalled
+    // (looked up only while a collection runs: a merge stores dozens of new trees).
+    if (this.isJournalling() && !this.store.dbs.deflated.doesExist(key)) this.journalled(oid);
     if (type === 'commit') {
       const parsed = commitInfoFromBody(body);
       let generation = 1;
@@ -1121,8 +1124,7 @@ class LmdbProjectTx implements ProjectWriteTx {
 
   /** Journals the tree a working tree holds before it changes, when a collection runs. */
   private journalWorkingTree(branch: string): void {
-    this.journalling ??= this.getCollection() !== undefined;
-    if (this.journalling) this.journalled(this.getWorkingTree(branch)?.tree);
+    if (this.isJournalling()) this.journalled(this.getWorkingTree(branch)?.tree);
   }
 
   getCollection(): CollectionState | undefined {
