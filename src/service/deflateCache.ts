@@ -91,8 +91,8 @@ const DEFLATE_WORKER_YOUNG_MB = 8;
 /**
  * The cache yields to writers: objects wait until no write has stored any for QUIET_MS, so a client
  * writing and committing in a loop is not slowed by the reads, the worker's search and the durable
- * writes of forms between its requests (on two cores they took a third of the server's CPU per
- * 1-file write and commit at 100,000 files: 8.6 against 4.5-5.1 ms; README "Pack-ready forms").
+ * writes of forms between its requests (on two cores, the server's CPU per 1-file write and commit
+ * at 100,000 files was 8.6-8.8 ms with them and 4.5-5.8 ms without; README "Pack-ready forms").
  * The wait is bounded, so forms keep up under writes that never pause: the oldest waiting object
  * waits at most WAIT_MAX_MS, and QUEUE_START_OBJECTS waiting (an import) start at once. A drain
  * under way stops between batches when the wait applies again. A clone meanwhile deflates what
