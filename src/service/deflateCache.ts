@@ -62,6 +62,8 @@ interface Pending {
   nameHash: number;
   /** A retry after the store refused its delta: deflated whole, not searched. */
   whole: boolean;
+  /** When it was first queued (performance.now()): the queue's head bounds the wait (WAIT_MAX_MS). */
+  queuedAt: number;
   /**
    * Does not wait for its named base even when the base is in its batch: set when a whole batch
    * waited. Without it, objects that name each other in a cycle would wait for each other forever,
@@ -111,8 +113,6 @@ export class DeflateCache {
   private gatherTimer: NodeJS.Timeout | null = null;
   /** When a write last stored objects (performance.now()). */
   private lastWriteAt = -Infinity;
-  /** When the oldest object in the queue was queued; null while the queue is empty. */
-  private waitingSince: number | null = null;
   private running = false;
   /** Objects of the batch being read, searched or stored. */
   private inFlight = 0;
@@ -134,9 +134,8 @@ export class DeflateCache {
     if (!store.packForms) return;
     store.onObjectsStored((project, stored) => {
       if (this.stopped || stored.length === 0) return;
-      this.lastWriteAt = performance.now();
-      this.waitingSince ??= this.lastWriteAt;
-      for (const { oid, similarTo, nameHash } of stored) this.queue.push({ project, oid, similarTo, nameHash: nameHash ?? 0, whole: false });
+      const now = (this.lastWriteAt = performance.now());
+      for (const { oid, similarTo, nameHash } of stored) this.queue.push({ project, oid, similarTo, nameHash: nameHash ?? 0, whole: false, queuedAt: now });
       this.gather();
     });
   }
@@ -195,8 +194,8 @@ export class DeflateCache {
     // Whoever waits for the forms (idle()) wants them now.
     if (quietMs <= 0 || this.idleWaiters.length > 0 || this.queue.length >= QUEUE_START_OBJECTS) return 0;
     const now = performance.now();
-    const waitingSince = this.waitingSince ?? now;
-    return Math.min(this.lastWriteAt + quietMs, waitingSince + (this.options.waitMaxMs ?? WAIT_MAX_MS)) - now;
+    const oldest = this.queue[0]?.queuedAt ?? now;
+    return Math.min(this.lastWriteAt + quietMs, oldest + (this.options.waitMaxMs ?? WAIT_MAX_MS)) - now;
   }
 
   private kick(): void {
@@ -217,7 +216,8 @@ export class DeflateCache {
     try {
       const page = await this.store.listUndeflated!(this.backlogAfter, BACKLOG_PAGE_OBJECTS);
       if (this.stopped) return;
-      for (const { project, oid } of page.undeflated) this.queue.push({ project, oid, similarTo: null, nameHash: 0, whole: false });
+      const now = performance.now();
+      for (const { project, oid } of page.undeflated) this.queue.push({ project, oid, similarTo: null, nameHash: 0, whole: false, queuedAt: now });
       this.backlogAfter = page.next ?? undefined;
     } catch {
       // A closing store: start() scans again next time.
@@ -230,7 +230,6 @@ export class DeflateCache {
       await this.readBacklogPage();
       if (this.stopped) return;
       if (this.queue.length === 0) {
-        this.waitingSince = null;
         if (this.backlogAfter === undefined) return;
         // A page of objects that all have forms: the loop gets a turn before the next page.
         await new Promise((resolve) => setImmediate(resolve));
@@ -239,7 +238,6 @@ export class DeflateCache {
       // Writes came again meanwhile: the rest waits for them to pause (gather() after the drain).
       if (this.waitMs() > 0) return;
       const batch = this.queue.splice(0, BATCH_OBJECTS);
-      if (this.queue.length === 0) this.waitingSince = null;
       this.inFlight = batch.length;
       try {
         if (!(await this.formBatch(batch))) return;
