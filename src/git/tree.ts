@@ -47,26 +47,84 @@ export function encodeTree(entries: readonly TreeEntry[]): Buffer {
 
 /** encodeTree, also giving the entries in the order the body holds them. */
 export function encodeTreeSorted<T extends TreeEntry>(entries: readonly T[]): { body: Buffer; sorted: T[] } {
+  // Most trees are built in git order already (a walk of a stored tree, a merge's records) and
+  // have ASCII names: then they need no sort and no name bytes, only the duplicate check.
+  if (asciiInGitOrder(entries)) {
+    refuseFileAndTreeOfOneName(entries);
+    return { body: writeEntries(entries, null), sorted: entries.slice() };
+  }
   const keyed = sortTreeEntries(entries);
   const names = new Set<string>();
-  let totalBytes = 0;
-  for (const { entry, nameBytes } of keyed) {
+  for (const { entry } of keyed) {
     // A file and a directory of one name need not be neighbours in git order ("a", "a-b", "a/").
     // Decoded names are equal exactly when their bytes are (pathBytes.ts), so strings compare here.
-    if (names.has(entry.name)) throw new TreeFormatError(`duplicate tree entry ${JSON.stringify(entry.name)}`);
+    if (names.has(entry.name)) throw duplicateEntry(entry.name);
     names.add(entry.name);
-    totalBytes += entry.mode.length + 1 + (nameBytes ? nameBytes.length : entry.name.length) + 1 + OID_BYTES;
+  }
+  const sorted = keyed.map((item) => item.entry);
+  return { body: writeEntries(sorted, keyed.map((item) => item.nameBytes)), sorted };
+}
+
+/** The body of entries already in git order; `nameBytes[i]` is null for an ASCII name (its characters are its bytes). */
+function writeEntries(sorted: readonly TreeEntry[], nameBytes: ReadonlyArray<Buffer | null> | null): Buffer {
+  let totalBytes = 0;
+  for (let i = 0; i < sorted.length; i++) {
+    const entry = sorted[i];
+    const bytes = nameBytes?.[i];
+    totalBytes += entry.mode.length + 1 + (bytes ? bytes.length : entry.name.length) + 1 + OID_BYTES;
   }
   const out = Buffer.allocUnsafe(totalBytes);
   let offset = 0;
-  for (const { entry, nameBytes } of keyed) {
+  for (let i = 0; i < sorted.length; i++) {
+    const entry = sorted[i];
+    const bytes = nameBytes?.[i];
     offset += out.write(entry.mode, offset, 'latin1');
     out[offset++] = SPACE;
-    offset += nameBytes ? nameBytes.copy(out, offset) : out.write(entry.name, offset, 'latin1');
+    offset += bytes ? bytes.copy(out, offset) : out.write(entry.name, offset, 'latin1');
     out[offset++] = NUL;
     offset += entry.oid.copy(out, offset);
   }
-  return { body: out, sorted: keyed.map((item) => item.entry) };
+  return out;
+}
+
+function duplicateEntry(name: string): TreeFormatError {
+  return new TreeFormatError(`duplicate tree entry ${JSON.stringify(name)}`);
+}
+
+/**
+ * Whether every name is ASCII and each entry sorts strictly after the one before it. Strict order
+ * leaves out two entries of one name and kind; a file and a directory of one name sort apart.
+ */
+function asciiInGitOrder(entries: readonly TreeEntry[]): boolean {
+  for (let i = 0; i < entries.length; i++) {
+    const entry = entries[i];
+    if (!ASCII_ONLY.test(entry.name)) return false;
+    if (i > 0) {
+      const previous = entries[i - 1];
+      if (compareAsciiTreeNames(previous.name, previous.mode === MODE_TREE, entry.name, entry.mode === MODE_TREE) >= 0) return false;
+    }
+  }
+  return true;
+}
+
+/** compareTreeNames for ASCII names, whose characters are their bytes, without encoding them. */
+function compareAsciiTreeNames(a: string, aIsTree: boolean, b: string, bIsTree: boolean): number {
+  const common = Math.min(a.length, b.length);
+  for (let i = 0; i < common; i++) {
+    const order = a.charCodeAt(i) - b.charCodeAt(i);
+    if (order !== 0) return order;
+  }
+  const aNext = a.length > common ? a.charCodeAt(common) : aIsTree ? SLASH : 0;
+  const bNext = b.length > common ? b.charCodeAt(common) : bIsTree ? SLASH : 0;
+  return aNext - bNext;
+}
+
+/** Refuses a file (or submodule) and a directory of one name, in entries of distinct keys. */
+function refuseFileAndTreeOfOneName(entries: readonly TreeEntry[]): void {
+  let trees: Set<string> | null = null;
+  for (const entry of entries) if (entry.mode === MODE_TREE) (trees ??= new Set()).add(entry.name);
+  if (!trees || trees.size === entries.length) return;
+  for (const entry of entries) if (entry.mode !== MODE_TREE && trees.has(entry.name)) throw duplicateEntry(entry.name);
 }
 
 const ASCII_ONLY = /^[\x00-\x7f]*$/;

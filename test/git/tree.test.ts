@@ -78,6 +78,29 @@ describe('encodeTreeSorted', () => {
       { numRuns: 500 },
     );
   });
+
+  // Input already in git order skips the sort (asciiInGitOrder): it must give what any other order gives.
+  it('gives one body for every order of the same entries, and refuses a repeated name in any order', () => {
+    const gitOrder = (entries: TreeEntry[]) =>
+      [...entries].sort((a, b) => compareTreeNames(Buffer.from(a.name), a.mode === '40000', Buffer.from(b.name), b.mode === '40000'));
+    // ASCII names alone too: one non-ASCII name anywhere sends the whole tree to the sort.
+    const asciiName = fc.array(fc.constantFrom('a', 'b', '-', '.', '0'), { minLength: 1, maxLength: 4 }).map((parts) => parts.join(''));
+    fc.assert(
+      fc.property(fc.array(fc.record({ name: fc.oneof(name, asciiName, asciiName), tree: fc.boolean() }), { maxLength: 12 }), (picked) => {
+        const entries: TreeEntry[] = picked.map((e) => ({ name: e.name, mode: e.tree ? '40000' : '100644', oid }));
+        const repeated = new Set(entries.map((e) => e.name)).size !== entries.length;
+        const orders = [entries, gitOrder(entries), gitOrder(entries).reverse()];
+        if (repeated) {
+          for (const order of orders) expect(() => encodeTree(order)).toThrow(/duplicate/);
+          return;
+        }
+        const bodies = orders.map((order) => encodeTree(order).toString('hex'));
+        expect(new Set(bodies).size).toBe(1);
+        expect(encodeTreeSorted(gitOrder(entries)).sorted.map((e) => e.name)).toEqual(gitOrder(entries).map((e) => e.name));
+      }),
+      { numRuns: 1000 },
+    );
+  });
 });
 
 describe('TreeCursor', () => {

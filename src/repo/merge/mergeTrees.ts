@@ -852,7 +852,8 @@ class TreeMerge {
           info.isNull = true;
         } else {
           info.isNull = false;
-          info.result = { mode: MODE_DIRECTORY, oid: this.objects.writeTree(children) };
+          // Recorded deepest first, so reversed they are mostly in git order already (encodeTree then skips its sort).
+          info.result = { mode: MODE_DIRECTORY, oid: this.objects.writeTree(children.reverse()) };
         }
         records.delete(path);
       }
@@ -861,7 +862,7 @@ class TreeMerge {
       else if (info.dirMask !== 0 && info.fileMask === 0) record(path, info);
       else await this.processEntry(path, info, record);
     }
-    return { tree: this.objects.writeTree(records.get('') ?? []), pathDepthMax, specialFiles };
+    return { tree: this.objects.writeTree((records.get('') ?? []).reverse()), pathDepthMax, specialFiles };
   }
 
   private async processEntry(path: string, entry: PathInfo, record: (path: string, info: PathInfo) => void): Promise<void> {

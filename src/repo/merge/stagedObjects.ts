@@ -1,6 +1,6 @@
 /** The objects a merge writes, held in memory until it is known to be clean (merge-ort writes nothing either). */
 import { EMPTY_BLOB_OID, EMPTY_TREE_OID, hashObject, oidToHex, type Oid } from '../../git/oid.js';
-import { decodeTree, encodeTree, type TreeEntry } from '../../git/tree.js';
+import { decodeTree, encodeTreeSorted, type TreeEntry } from '../../git/tree.js';
 import type { MergeObjects } from './mergeTrees.js';
 
 /**
@@ -46,10 +46,11 @@ export class StagedObjects implements MergeObjects {
   }
 
   writeTree(entries: TreeEntry[]): Oid {
-    const body = encodeTree(entries);
+    const { body, sorted } = encodeTreeSorted(entries);
     const oid = hashObject('tree', body);
-    // Kept in stored (git) order: readers walk trees in that order.
-    this.trees.set(oidToHex(oid), { entries: decodeTree(body, true), body });
+    // Kept in stored (git) order: readers walk trees in that order. The entries are the caller's
+    // (copied, not decoded again from the body); their ids are never written to in a merge.
+    this.trees.set(oidToHex(oid), { entries: sorted.map(({ name, mode, oid: id }) => ({ name, mode, oid: id })), body });
     return oid;
   }
 
