@@ -8,6 +8,7 @@ import { branchRef } from '../git/refname.js';
 import type { AsyncStore, PackFormReads, PackFormWrites, ProjectReads, ProjectWrites } from '../store/asyncTypes.js';
 import type { CommitInfo } from '../store/types.js';
 import type { SearchThreads } from './search/threads.js';
+import type { ClonePacks } from './wire/clonePacks.js';
 
 export interface RepoLimits {
   /** One file's content, decoded. */
@@ -33,6 +34,8 @@ export interface Repo {
   limits: RepoLimits;
   /** Threads a search may read and scan blobs on (src/repo/search/threads.ts); without them it runs on this one. */
   searchThreads?: SearchThreads;
+  /** Packs of whole clones kept for the next clone of the same tips (src/repo/wire/clonePacks.ts); without it every clone is planned. */
+  clonePacks?: ClonePacks;
 }
 
 /** A read of one project, pack-ready forms included when the store offers them. */

@@ -19,6 +19,8 @@ export interface MetricSources {
   packCacheBacklog(): number;
   syncQueueDepth(): Promise<number>;
   syncAttempts(): { completed: number; failed: number };
+  /** Clones answered from a kept pack or planned, and the bytes the kept packs take (src/repo/wire/clonePacks.ts). */
+  clonePacks(): { hits: number; misses: number; bytes: number };
 }
 
 export class Metrics {
@@ -69,6 +71,26 @@ export class Metrics {
         this.reset();
         this.inc({ outcome: 'completed' }, attempts.completed);
         this.inc({ outcome: 'failed' }, attempts.failed);
+      },
+    });
+    new Counter({
+      name: 'treehouse_clone_packs_total',
+      help: 'Clones since start, by whether a kept pack answered them (hit) or the pack was planned (miss)',
+      labelNames: ['outcome'],
+      registers,
+      collect() {
+        const packs = sources.clonePacks();
+        this.reset();
+        this.inc({ outcome: 'hit' }, packs.hits);
+        this.inc({ outcome: 'miss' }, packs.misses);
+      },
+    });
+    new Gauge({
+      name: 'treehouse_clone_packs_bytes',
+      help: 'Bytes the packs kept for repeat clones take in memory',
+      registers,
+      collect() {
+        this.set(sources.clonePacks().bytes);
       },
     });
     new Gauge({

@@ -6,6 +6,7 @@ import { TreehouseError } from '../errors.js';
 import { initProjectInTx, type SeedFile } from '../repo/initProject.js';
 import { DEFAULT_REPO_LIMITS, MAIN_BRANCH, type Repo } from '../repo/repo.js';
 import type { SearchThreads } from '../repo/search/threads.js';
+import type { ClonePacks } from '../repo/wire/clonePacks.js';
 import type { AsyncStore, AsyncStoreWriteTx, ProjectReads, RecordReads } from '../store/asyncTypes.js';
 import type { CommitAuthors } from '../repo/writeCommit.js';
 import type { Principal } from './accounts.js';
@@ -105,8 +106,11 @@ export class Projects {
     private readonly sealer: Sealer,
     /** Where searches read and scan blobs besides the request thread (src/service/searchThreads.ts). */
     private readonly searchThreads?: SearchThreads,
+    /** Packs of whole clones kept for repeat clones (src/repo/wire/clonePacks.ts). */
+    private readonly clonePacks?: ClonePacks,
   ) {
     this.outbox = new EventLog(store, this.events);
+    if (clonePacks) this.onDelete(async (_tx, record) => clonePacks.forgetProject(record.seq));
   }
 
   onDelete(hook: (tx: AsyncStoreWriteTx, record: ProjectRecord) => Promise<void>): void {
@@ -125,6 +129,7 @@ export class Projects {
         editScanBytesMax: this.config.limits.editScanBytesMax,
       },
       ...(this.searchThreads ? { searchThreads: this.searchThreads } : {}),
+      ...(this.clonePacks ? { clonePacks: this.clonePacks } : {}),
     };
   }
 

@@ -3,6 +3,7 @@
  * command-line tool both start here, so they read the same data directory the same way.
  */
 import { mkdirSync } from 'node:fs';
+import { ClonePacks, type ClonePackLimits } from '../repo/wire/clonePacks.js';
 import type { AsyncStore } from '../store/asyncTypes.js';
 import { Accounts } from './accounts.js';
 import type { EventBus } from './events.js';
@@ -28,6 +29,13 @@ import { RemoteSync } from './remoteSync.js';
 import { Sealer, checkSecret, loadSecret } from './secrets.js';
 import { Workspace } from './workspace.js';
 
+/**
+ * Packs of whole clones kept in memory for repeat clones of the same tips: 64 MiB together, none
+ * over 16 MiB (a larger clone is planned every time; its recording would hold up to this much while
+ * it streams, so the 100,000-file clone's memory stays under its bound).
+ */
+const CLONE_PACK_LIMITS: ClonePackLimits = { bytesMax: 64 * 1024 * 1024, entryBytesMax: 16 * 1024 * 1024 };
+
 export interface Treehouse {
   config: Config;
   store: AsyncStore;
@@ -48,6 +56,8 @@ export interface Treehouse {
   remoteSync: RemoteSync;
   /** Deflates stored objects in the background so clones copy pack-ready bytes. */
   deflateCache: DeflateCache;
+  /** Packs of whole clones kept for the next clone of the same tips (src/repo/wire/clonePacks.ts). */
+  clonePacks: ClonePacks;
   /** Removes what no ref, working tree or queued sync reaches (src/service/gc.ts). */
   gc: GarbageCollector;
   /** Event-loop delay per 10-second window, for /healthz. */
@@ -83,7 +93,8 @@ export function openTreehouse(config: Config, store: AsyncStore): Treehouse {
   const sealer = new Sealer(loadSecret(config.dataDir, config.secret));
   const accounts = new Accounts(store);
   const searchThreads = new SearchThreadPool();
-  const projects = new Projects(store, config, sealer, searchThreads);
+  const clonePacks = new ClonePacks(CLONE_PACK_LIMITS);
+  const projects = new Projects(store, config, sealer, searchThreads, clonePacks);
   const workspace = new Workspace(projects);
   const linter = new Linter();
   const rateLimiter = new RateLimiter(config.limits.requestsPerSecondPerKey, config.limits.requestBurstPerKey, store.rateLimits);
@@ -100,6 +111,7 @@ export function openTreehouse(config: Config, store: AsyncStore): Treehouse {
           packCacheBacklog: () => deflateCache.backlog,
           syncQueueDepth: () => remoteSync.queueDepth(),
           syncAttempts: () => remoteSync.attempts,
+          clonePacks: () => ({ hits: clonePacks.hits, misses: clonePacks.misses, bytes: clonePacks.bytesUsed }),
         });
   // A store that keeps every raw copy (formsAlone false: PostgreSQL) needs the pushed blobs whole.
   const packChecker = new PackChecker({ wholeBlobs: !store.formsAlone });
@@ -127,6 +139,7 @@ export function openTreehouse(config: Config, store: AsyncStore): Treehouse {
     rateLimiter,
     remoteSync,
     deflateCache,
+    clonePacks,
     gc,
     eventLoop,
     metrics,

@@ -33,6 +33,7 @@ import type { DeflatedObject, StoredObject } from '../../store/types.js';
 import { advertisedTips, checkWants, commonHaves, planPackSteps, planShallow, UploadRequestError, type PackPlan, type ShallowPlan } from './packObjects.js';
 import { DELTA_DEPTH_MAX } from './packedForms.js';
 import { inReadTx, MAIN_BRANCH, type ReadTx, type Repo } from '../repo.js';
+import type { PackRecording } from './clonePacks.js';
 import { inSlices, projectReads, Slicer } from '../slices.js';
 
 /** Objects per progress message on side-band 2. */
@@ -97,7 +98,7 @@ export async function* uploadPackV0(repo: Repo, request: FetchRequest, options: 
   const sideband = request.capabilities.has('side-band-64k') || request.capabilities.has('side-band');
   const sidebandBytes = request.capabilities.has('side-band-64k') ? SIDEBAND_CHUNK_BYTES : 995;
   const progress = sideband && !request.capabilities.has('no-progress');
-  const { plan, shallow, common } = await prepare(repo, request, () => request.negotiates && request.done);
+  const { plan, shallow, common, kept, recording } = await prepare(repo, request, () => request.negotiates && request.done);
   // git answers a shallow list (ended by a flush) only when a deepen was asked for; a shallow
   // client fetching without one expects the ACK/NAK lines straight away.
   if (deepens(request)) {
@@ -114,7 +115,8 @@ export async function* uploadPackV0(repo: Repo, request: FetchRequest, options: 
     return;
   }
   yield encodePktLine(common.length > 0 ? `ACK ${oidToHex(common[common.length - 1])}\n` : 'NAK\n');
-  yield* packStream(repo, plan!, packCapabilities(request.capabilities), sideband ? sidebandBytes : 0, progress, options);
+  if (kept) yield* keptPackStream(kept, sideband ? sidebandBytes : 0);
+  else yield* packStream(repo, plan!, packCapabilities(request.capabilities), sideband ? sidebandBytes : 0, progress, options, recording);
   if (sideband) yield encodeFlush();
 }
 
@@ -124,7 +126,7 @@ export async function* fetchV2(repo: Repo, command: V2Command, options: UploadPa
   if (request.wants.length === 0) throw new ProtocolError('fetch without any want');
   const progress = !request.capabilities.has('no-progress');
   const waitsForDone = request.capabilities.has('wait-for-done');
-  const { plan, shallow, common } = await prepare(repo, request, (common) => request.done || request.haves.length === 0 || (common.length > 0 && !waitsForDone));
+  const { plan, shallow, common, kept, recording } = await prepare(repo, request, (common) => request.done || request.haves.length === 0 || (common.length > 0 && !waitsForDone));
   // Without haves there is nothing to acknowledge: the pack follows at once.
   if (!request.done && request.haves.length > 0) {
     yield encodePktLine('acknowledgments\n');
@@ -145,7 +147,8 @@ export async function* fetchV2(repo: Repo, command: V2Command, options: UploadPa
     yield encodeDelim();
   }
   yield encodePktLine('packfile\n');
-  yield* packStream(repo, plan!, packCapabilities(request.capabilities), SIDEBAND_CHUNK_BYTES, progress, options);
+  if (kept) yield* keptPackStream(kept, SIDEBAND_CHUNK_BYTES);
+  else yield* packStream(repo, plan!, packCapabilities(request.capabilities), SIDEBAND_CHUNK_BYTES, progress, options, recording);
   yield encodeFlush();
 }
 
@@ -153,19 +156,34 @@ export async function* fetchV2(repo: Repo, command: V2Command, options: UploadPa
  * Everything a response needs: the shallow lines (answered on every round) and the common haves,
  * from one read of the project, then the objects when `sendsPack` says this answer carries the pack,
  * planned in slices (src/repo/slices.ts) so a clone of a large tree never holds the event loop.
+ * A clone (no common haves, no shallow boundary either side) is answered with the pack kept for its
+ * wants when there is one (src/repo/wire/clonePacks.ts), else planned and recorded for the next.
  */
-async function prepare(repo: Repo, request: FetchRequest, sendsPack: (common: Oid[]) => boolean): Promise<{ plan: PackPlan | null; shallow: ShallowPlan; common: Oid[] }> {
+async function prepare(
+  repo: Repo,
+  request: FetchRequest,
+  sendsPack: (common: Oid[]) => boolean,
+): Promise<{ plan: PackPlan | null; shallow: ShallowPlan; common: Oid[]; kept?: readonly Buffer[]; recording?: PackRecording }> {
   try {
     const { shallow, common } = await inReadTx(repo, async (tx) => {
       await checkWants(tx, request.wants);
       return { shallow: await planShallow(tx, request.wants, request), common: await commonHaves(tx, request.haves) };
     });
-    const plan = sendsPack(common) ? await inSlices(planPackSteps(projectReads(repo), { wants: request.wants, haves: common, shallow })) : null;
-    return { plan, shallow, common };
+    if (!sendsPack(common)) return { plan: null, shallow, common };
+    const clone = repo.clonePacks && common.length === 0 && !deepens(request) && request.clientShallows.length === 0;
+    const found = clone ? repo.clonePacks!.find(repo.project, request.wants, packCapabilities(request.capabilities).ofsDelta) : undefined;
+    if (found && 'pack' in found) return { plan: null, shallow, common, kept: found.pack };
+    const plan = await inSlices(planPackSteps(projectReads(repo), { wants: request.wants, haves: common, shallow }));
+    return { plan, shallow, common, ...(found ? { recording: found.recording } : {}) };
   } catch (error) {
     if (error instanceof UploadRequestError) throw new ProtocolError(error.message);
     throw error;
   }
+}
+
+/** A kept pack, in the writes and side-band packets packStream would have sent it in (no progress: it takes no time). */
+function* keptPackStream(pack: readonly Buffer[], sidebandBytes: number): Generator<Buffer> {
+  for (const piece of pack) yield sidebandBytes === 0 ? piece : encodeSidebandPieces(SIDEBAND_DATA, [piece], piece.length, sidebandBytes);
 }
 
 /**
@@ -215,6 +233,7 @@ async function* packStream(
   sidebandBytes: number,
   progress: boolean,
   options: UploadPackOptions,
+  recording?: PackRecording,
 ): AsyncGenerator<Buffer> {
   const reads = projectReads(repo);
   const writer = new PackWriter(plan.objects.length);
@@ -231,16 +250,23 @@ async function* packStream(
   };
   // Where each object was written (-1: not yet), for OFS_DELTA distances and to skip bases written early.
   const offsets = new Float64Array(plan.objects.length).fill(-1);
-  const entries: PackEntries = { writer, plan, capabilities, indexOf, offsets, thinBytesLeft: THIN_DELTA_PACK_BYTES_MAX, madeOffLoop: new Map() };
+  const entries: PackEntries = { writer, plan, capabilities, indexOf, offsets, thinBytesLeft: THIN_DELTA_PACK_BYTES_MAX, madeOffLoop: new Map(), deflatedHere: false };
   if (capabilities.thin && options.makeForm && plan.thinBases.size > 0) await makeLargeThinDeltas(reads, entries, options.makeForm);
   let pending: Buffer[] = [];
   let pendingBytes = 0;
   // Large writes: one socket write per megabyte or so, not one per object.
   const take = (): Buffer => {
-    const pieces = pending;
+    let pieces = pending;
     const bytes = pendingBytes;
     pending = [];
     pendingBytes = 0;
+    if (recording?.recording) {
+      // One copy for the recording, framed from there.
+      const raw = Buffer.concat(pieces, bytes);
+      recording.add(raw);
+      pieces = [raw];
+      if (sidebandBytes === 0) return raw;
+    }
     return sidebandBytes === 0 ? Buffer.concat(pieces, bytes) : encodeSidebandPieces(SIDEBAND_DATA, pieces, bytes, sidebandBytes);
   };
   const add = (bytes: Buffer) => {
@@ -267,7 +293,10 @@ async function* packStream(
     }
   }
   add(writer.finish());
-  yield take();
+  if (entries.deflatedHere) recording?.abandon();
+  const last = take();
+  recording?.finish();
+  yield last;
 }
 
 interface PackEntries {
@@ -275,6 +304,8 @@ interface PackEntries {
   thinBytesLeft: number;
   /** Thin deltas of large objects (by index in the plan), made on a worker before the pack started. */
   madeOffLoop: Map<number, PackForm>;
+  /** Whether an object went out deflated here, for want of a form the client can take (such a pack is not kept). */
+  deflatedHere: boolean;
   writer: PackWriter;
   plan: PackPlan;
   capabilities: PackCapabilities;
@@ -448,6 +479,7 @@ function entryFromBatch(entries: PackEntries, batch: Batch, index: number): Buff
     const object = batch.bodies.get(index);
     if (!object) return null;
     chunk = writer.addDeflatedObject(object.type, object.body.length, deflateInline(object.body));
+    entries.deflatedHere = true;
   }
   offsets[index] = chunk.offset;
   return chunk.bytes;
@@ -469,6 +501,7 @@ async function entryFromStore(reads: ReadTx, entries: PackEntries, batch: Batch,
     const object = batch.bodies.get(index) ?? (await reads.getObject(oid));
     if (!object) throw new Error(`object ${oidToHex(oid)} vanished while packing`);
     chunk = writer.addDeflatedObject(object.type, object.body.length, deflateInline(object.body));
+    entries.deflatedHere = true;
   }
   offsets[index] = chunk.offset;
   return chunk.bytes;

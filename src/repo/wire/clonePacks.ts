@@ -1,0 +1,102 @@
+/**
+ * Packs of whole clones, kept for the next clone of the same tips (what git's pack reuse with
+ * bitmaps and JGit's cached packs give a server). A clone asks for every object its wants reach,
+ * and commit ids fix that set for good: the pack made for one clone is a right answer to every
+ * later clone of the same wants, however the refs move meanwhile (the wants are checked against
+ * the refs first, each time). So a repeat clone costs a copy instead of a walk of the history, a
+ * plan and a read of every object's pack-ready form.
+ *
+ * Only a pack made of stored forms alone is kept: one with objects deflated while the client waited
+ * (the deflate cache had not reached them) is larger than the forms would make it, and would be
+ * served so for as long as it stays. Memory is bounded twice: a pack over `entryBytesMax` is never
+ * kept (its recording stops there), and the packs together stay under `bytesMax`, the least
+ * recently served going first.
+ */
+import { oidToHex, type Oid } from '../../git/oid.js';
+import { LruCache } from '../../store/lruCache.js';
+
+export interface ClonePackLimits {
+  /** Bytes all kept packs may take together. */
+  bytesMax: number;
+  /** The largest pack kept; recording a larger one stops when it passes this. */
+  entryBytesMax: number;
+}
+
+export class ClonePacks {
+  /** Each pack as the pieces it was streamed in (about a megabyte each): kept and served without joining them. */
+  private readonly packs: LruCache<string, readonly Buffer[]>;
+  /** Clones answered from a kept pack, and clones that made one (kept or not), for metrics and tests. */
+  hits = 0;
+  misses = 0;
+
+  constructor(readonly limits: ClonePackLimits) {
+    this.packs = new LruCache(limits.bytesMax, limits.entryBytesMax, (pack) => pack.reduce((bytes, piece) => bytes + piece.length, 0));
+  }
+
+  /** Bytes the kept packs take. */
+  get bytesUsed(): number {
+    return this.packs.bytesUsed;
+  }
+
+  /**
+   * The pack kept for a clone of `wants` in `project`, in the entry format the client takes
+   * (OFS_DELTA or REF_DELTA bases), if one is kept. Counts the hit or the miss.
+   */
+  find(project: number, wants: readonly Oid[], ofsDelta: boolean): { pack: readonly Buffer[] } | { recording: PackRecording } {
+    const key = packKey(project, wants, ofsDelta);
+    const pack = this.packs.get(key);
+    if (pack) {
+      this.hits++;
+      return { pack };
+    }
+    this.misses++;
+    return { recording: new PackRecording(this.limits.entryBytesMax, (made) => this.packs.set(key, made)) };
+  }
+
+  /** Forgets a dropped project's packs (unreachable anyway: project numbers are never reused). */
+  forgetProject(project: number): void {
+    const prefix = `${project}:`;
+    this.packs.deleteWhere((key) => key.startsWith(prefix));
+  }
+}
+
+/** The wants in order and without repeats: git asks for each tip once, but in any order. */
+function packKey(project: number, wants: readonly Oid[], ofsDelta: boolean): string {
+  const tips = [...new Set(wants.map(oidToHex))].sort();
+  return `${project}:${ofsDelta ? 'ofs' : 'ref'}:${tips.join(',')}`;
+}
+
+/** The raw bytes of one pack as it is streamed; kept when it ends whole and made of stored forms alone. */
+export class PackRecording {
+  private pieces: Buffer[] | null = [];
+  private bytes = 0;
+
+  constructor(
+    private readonly bytesMax: number,
+    private readonly keep: (pack: readonly Buffer[]) => void,
+  ) {}
+
+  /** Whether the recording still goes on (it stops past its limit, or when told the pack is not worth keeping). */
+  get recording(): boolean {
+    return this.pieces !== null;
+  }
+
+  /** Pack bytes, in stream order; `bytes` is the caller's from here on and is not written to. */
+  add(bytes: Buffer): void {
+    if (!this.pieces) return;
+    this.bytes += bytes.length;
+    if (this.bytes > this.bytesMax) this.abandon();
+    else this.pieces.push(bytes);
+  }
+
+  /** The pack is not to be kept (an object went out deflated while the client waited). */
+  abandon(): void {
+    this.pieces = null;
+  }
+
+  /** The pack's last bytes were added: it is kept, unless the recording stopped. */
+  finish(): void {
+    if (this.pieces) this.keep(this.pieces);
+    this.pieces = null;
+  }
+}
