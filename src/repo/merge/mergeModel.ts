@@ -26,8 +26,11 @@ export const isGitlink = (mode: number) => (mode & S_IFMT) === S_IFGITLINK;
 export const typeOf = (mode: number) => mode & S_IFMT;
 export const sameVersion = (a: Version, b: Version) => a.mode === b.mode && a.oid.equals(b.oid);
 
+/** The five modes a tree entry can have, as numbers (a lookup: parseInt per entry was a measurable part of a merge). */
+const MODE_NUMBERS: Readonly<Record<TreeMode, number>> = { '100644': 0o100644, '100755': 0o100755, '120000': 0o120000, '40000': 0o40000, '160000': 0o160000 };
+
 export function versionOf(entry: TreeEntry | undefined): Version {
-  return entry ? { mode: parseInt(entry.mode, 8), oid: entry.oid } : ABSENT;
+  return entry ? { mode: MODE_NUMBERS[entry.mode], oid: entry.oid } : ABSENT;
 }
 
 export function treeModeOf(mode: number): TreeMode {

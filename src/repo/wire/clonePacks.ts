@@ -60,7 +60,13 @@ export class ClonePacks {
   }
 }
 
-/** The wants in order and without repeats: git asks for each tip once, but in any order. */
+/**
+ * The wants in order and without repeats (git asks for each tip once, but in any order), and the
+ * delta form. Nothing else of a clone's request shapes its pack today: the planner reads the wants,
+ * the haves and the shallow boundary (a kept pack answers none with haves or a boundary), and the
+ * stream the delta form and `thin-pack`, which needs haves. A capability that comes to shape the
+ * pack (`include-tag`, accepted and not acted on) joins this key.
+ */
 function packKey(project: number, wants: readonly Oid[], ofsDelta: boolean): string {
   const tips = [...new Set(wants.map(oidToHex))].sort();
   return `${project}:${ofsDelta ? 'ofs' : 'ref'}:${tips.join(',')}`;
