@@ -1,9 +1,9 @@
 /**
- * Repeat clones (src/repo/wire/clonePacks.ts): a clone of tips that were cloned before is answered
- * with the pack made then, which must be what the first clone got, hold what a clone from git
- * http-backend holds and pass git's strict checks, over protocol v2 and v0. A fetch with haves, a
- * shallow clone and a clone of moved tips are planned as before; a pack that had to deflate objects
- * while the client waited is not kept.
+ * Repeat clones (src/repo/wire/clonePacks.ts): a clone of tips that were cloned before, whole or
+ * to the same depth, is answered with the pack made then, which must be what the first clone got,
+ * hold what a clone from git http-backend holds and pass git's strict checks, over protocol v2 and
+ * v0. A fetch with haves, a fetch that deepens a shallow clone and a clone of moved tips are planned
+ * as before; a pack that had to deflate objects with no form yet while the client waited is not kept.
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -80,9 +80,37 @@ afterAll(async () => {
   work.remove();
 });
 
+describe('a shallow clone', () => {
+  it('of one depth gets the pack the first of that depth made: what git http-backend sends for it, and deepening it is planned', async () => {
+    const url = urlOf(server, projectId);
+    const before = counts(server);
+    const first = await readsDuring(server, () => gitAsyncOk(['clone', '-q', '--bare', '--depth', '3', url, join(work.path, 'depth3-a.git')]));
+    const second = await readsDuring(server, () => gitAsyncOk(['clone', '-q', '--bare', '--depth', '3', url, join(work.path, 'depth3-b.git')]));
+    await gitAsyncOk(['clone', '-q', '--bare', '--depth', '2', url, join(work.path, 'depth2.git')]);
+    expect(counts(server)).toEqual({ hits: before.hits + 1, misses: before.misses + 2 });
+    expect(first.reads).toBeGreaterThan(second.reads);
+    expect(second.reads).toBeLessThan(20);
+    expect(packBytes(join(work.path, 'depth3-b.git')).equals(packBytes(join(work.path, 'depth3-a.git')))).toBe(true);
+
+    const theirs = join(work.path, 'depth3-git.git');
+    await gitAsyncOk(['clone', '-q', '--bare', '--depth', '3', `${backend.url}/history.git`, theirs]);
+    for (const dir of ['depth3-a.git', 'depth3-b.git']) {
+      await gitAsyncOk(['fsck', '--strict', '--no-progress'], { cwd: join(work.path, dir) });
+      expect(objectsOf(join(work.path, dir))).toEqual(objectsOf(theirs));
+      expect(readFileSync(join(work.path, dir, 'shallow'), 'utf8').split('\n').sort()).toEqual(readFileSync(join(theirs, 'shallow'), 'utf8').split('\n').sort());
+    }
+    // The client now has shallow commits: its fetch to deepen is planned, never a kept pack.
+    const deepening = counts(server);
+    await gitAsyncOk(['fetch', '-q', '--deepen', '2', 'origin', '+refs/heads/*:refs/heads/*'], { cwd: join(work.path, 'depth3-b.git') });
+    expect(counts(server)).toEqual(deepening);
+    await gitAsyncOk(['fsck', '--strict', '--no-progress'], { cwd: join(work.path, 'depth3-b.git') });
+  }, 120_000);
+});
+
 describe('a repeat clone', () => {
   it('gets the first clone\'s pack, kept, over v2 and v0: the objects git http-backend serves, strict-checked', async () => {
     const before = counts(server);
+    const keptBefore = server.th.clonePacks.bytesUsed;
     const { result: first, reads: planned } = await readsDuring(server, () => strictClone(urlOf(server, projectId), join(work.path, 'first.git')));
     expect(counts(server)).toEqual({ hits: before.hits, misses: before.misses + 1 });
     const { result: second, reads: keptV2 } = await readsDuring(server, () => strictClone(urlOf(server, projectId), join(work.path, 'second.git')));
@@ -93,7 +121,7 @@ describe('a repeat clone', () => {
     expect(Math.max(keptV2, keptV0)).toBeLessThan(20);
     expect(second.equals(first)).toBe(true);
     expect(third.equals(first)).toBe(true);
-    expect(server.th.clonePacks.bytesUsed).toBe(first.length);
+    expect(server.th.clonePacks.bytesUsed).toBe(keptBefore + first.length);
 
     const theirs = join(work.path, 'from-git.git');
     await gitAsyncOk(['clone', '-q', '--bare', `${backend.url}/history.git`, theirs]);
@@ -103,7 +131,7 @@ describe('a repeat clone', () => {
     }
   }, 120_000);
 
-  it('is planned again once the tips move, and a fetch or a shallow clone is never answered from a kept pack', async () => {
+  it('is planned again once the tips move, and a fetch is never answered from a kept pack', async () => {
     await strictClone(urlOf(server, projectId), join(work.path, 'kept.git'));
     const before = counts(server);
     const written = await server.call('POST', `/api/v1/projects/${projectId}/files/batch`, { branch: 'main', files: [{ path: 'moved.txt', content: 'the tip moves\n' }] });
@@ -113,7 +141,6 @@ describe('a repeat clone', () => {
     await server.th.deflateCache.idle();
 
     await gitAsyncOk(['fetch', '-q', 'origin', '+refs/heads/*:refs/heads/*'], { cwd: join(work.path, 'kept.git') });
-    await gitAsyncOk(['clone', '-q', '--depth', '1', urlOf(server, projectId), join(work.path, 'shallow')]);
     expect(counts(server)).toEqual(before);
     expect(git(['rev-parse', 'main'], { cwd: join(work.path, 'kept.git') }).trim()).toBe(committed.body.commit.oid);
 

@@ -1,10 +1,11 @@
 /**
- * Packs of whole clones, kept for the next clone of the same tips (what git's pack reuse with
- * bitmaps and JGit's cached packs give a server). A clone asks for every object its wants reach,
- * and commit ids fix that set for good: the pack made for one clone is a right answer to every
- * later clone of the same wants, however the refs move meanwhile (the wants are checked against
- * the refs first, each time). So a repeat clone costs a copy instead of a walk of the history, a
- * plan and a read of every object's pack-ready form.
+ * Packs of clones, kept for the next clone of the same tips (what git's pack reuse with bitmaps and
+ * JGit's cached packs give a server). A clone asks for every object its wants reach, or, shallow,
+ * for those of the commits `deepen <n>` or `deepen-since` keeps, and commit ids fix that set for
+ * good: the pack made for one clone is a right answer to every later clone of the same wants and
+ * depth, however the refs move meanwhile (the wants are checked against the refs first, each time).
+ * So a repeat clone costs a copy instead of a walk of the history, a plan and a read of every
+ * object's pack-ready form.
  *
  * Only a pack made of stored forms alone is kept: one with objects deflated while the client waited
  * (the deflate cache had not reached them) is larger than the forms would make it, and would be
@@ -14,6 +15,15 @@
  */
 import { oidToHex, type Oid } from '../../git/oid.js';
 import { LruCache } from '../../store/lruCache.js';
+
+/** What shapes a clone's pack besides its wants: the entry form the client takes, and how deep a shallow clone goes. */
+export interface ClonePackShape {
+  ofsDelta: boolean;
+  /** `deepen <n>` (not relative), or null for the whole history. */
+  depth: number | null;
+  /** `deepen-since <time>`, or null. */
+  deepenSince: number | null;
+}
 
 export interface ClonePackLimits {
   /** Bytes all kept packs may take together. */
@@ -38,12 +48,9 @@ export class ClonePacks {
     return this.packs.bytesUsed;
   }
 
-  /**
-   * The pack kept for a clone of `wants` in `project`, in the entry format the client takes
-   * (OFS_DELTA or REF_DELTA bases), if one is kept. Counts the hit or the miss.
-   */
-  find(project: number, wants: readonly Oid[], ofsDelta: boolean): { pack: readonly Buffer[] } | { recording: PackRecording } {
-    const key = packKey(project, wants, ofsDelta);
+  /** The pack kept for a clone of `wants` in `project` of this shape, if one is kept. Counts the hit or the miss. */
+  find(project: number, wants: readonly Oid[], shape: ClonePackShape): { pack: readonly Buffer[] } | { recording: PackRecording } {
+    const key = packKey(project, wants, shape);
     const pack = this.packs.get(key);
     if (pack) {
       this.hits++;
@@ -62,14 +69,15 @@ export class ClonePacks {
 
 /**
  * The wants in order and without repeats (git asks for each tip once, but in any order), and the
- * delta form. Nothing else of a clone's request shapes its pack today: the planner reads the wants,
- * the haves and the shallow boundary (a kept pack answers none with haves or a boundary), and the
- * stream the delta form and `thin-pack`, which needs haves. A capability that comes to shape the
- * pack (`include-tag`, accepted and not acted on) joins this key.
+ * shape. Nothing else of a clone's request shapes its pack today: the planner reads the wants, the
+ * haves, the client's shallow commits and the deepen (a kept pack answers no request with haves,
+ * shallow commits, `deepen-not` or `deepen-relative`), and the stream the delta form and
+ * `thin-pack`, which needs haves. A capability that comes to shape the pack (`include-tag`,
+ * accepted and not acted on) joins this key.
  */
-function packKey(project: number, wants: readonly Oid[], ofsDelta: boolean): string {
+function packKey(project: number, wants: readonly Oid[], shape: ClonePackShape): string {
   const tips = [...new Set(wants.map(oidToHex))].sort();
-  return `${project}:${ofsDelta ? 'ofs' : 'ref'}:${tips.join(',')}`;
+  return `${project}:${shape.ofsDelta ? 'ofs' : 'ref'}:${shape.depth ?? ''}:${shape.deepenSince ?? ''}:${tips.join(',')}`;
 }
 
 /** The raw bytes of one pack as it is streamed; kept when it ends whole and made of stored forms alone. */

@@ -156,8 +156,9 @@ export async function* fetchV2(repo: Repo, command: V2Command, options: UploadPa
  * Everything a response needs: the shallow lines (answered on every round) and the common haves,
  * from one read of the project, then the objects when `sendsPack` says this answer carries the pack,
  * planned in slices (src/repo/slices.ts) so a clone of a large tree never holds the event loop.
- * A clone (no common haves, no shallow boundary either side) is answered with the pack kept for its
- * wants when there is one (src/repo/wire/clonePacks.ts), else planned and recorded for the next.
+ * A clone (no common haves, no shallow commits on the client's side; shallow by `deepen <n>` or
+ * `deepen-since` or not at all) is answered with the pack kept for its wants and depth when there
+ * is one (src/repo/wire/clonePacks.ts), else planned and recorded for the next.
  */
 async function prepare(
   repo: Repo,
@@ -170,8 +171,10 @@ async function prepare(
       return { shallow: await planShallow(tx, request.wants, request), common: await commonHaves(tx, request.haves) };
     });
     if (!sendsPack(common)) return { plan: null, shallow, common };
-    const clone = repo.clonePacks && common.length === 0 && !deepens(request) && request.clientShallows.length === 0;
-    const found = clone ? repo.clonePacks!.find(repo.project, request.wants, packCapabilities(request.capabilities).ofsDelta) : undefined;
+    // deepen-not names refs, which move; deepen-relative counts from the client's shallow commits.
+    const clone = repo.clonePacks && common.length === 0 && request.clientShallows.length === 0 && request.deepenNot.length === 0 && !request.deepenRelative;
+    const shape = { ofsDelta: packCapabilities(request.capabilities).ofsDelta, depth: request.depth, deepenSince: request.deepenSince };
+    const found = clone ? repo.clonePacks!.find(repo.project, request.wants, shape) : undefined;
     if (found && 'pack' in found) return { plan: null, shallow, common, kept: found.pack };
     const plan = await inSlices(planPackSteps(projectReads(repo), { wants: request.wants, haves: common, shallow }));
     return { plan, shallow, common, ...(found ? { recording: found.recording } : {}) };
@@ -250,7 +253,7 @@ async function* packStream(
   };
   // Where each object was written (-1: not yet), for OFS_DELTA distances and to skip bases written early.
   const offsets = new Float64Array(plan.objects.length).fill(-1);
-  const entries: PackEntries = { writer, plan, capabilities, indexOf, offsets, thinBytesLeft: THIN_DELTA_PACK_BYTES_MAX, madeOffLoop: new Map(), deflatedHere: false };
+  const entries: PackEntries = { writer, plan, capabilities, indexOf, offsets, thinBytesLeft: THIN_DELTA_PACK_BYTES_MAX, madeOffLoop: new Map(), unformed: false };
   if (capabilities.thin && options.makeForm && plan.thinBases.size > 0) await makeLargeThinDeltas(reads, entries, options.makeForm);
   let pending: Buffer[] = [];
   let pendingBytes = 0;
@@ -293,7 +296,7 @@ async function* packStream(
     }
   }
   add(writer.finish());
-  if (entries.deflatedHere) recording?.abandon();
+  if (entries.unformed) recording?.abandon();
   const last = take();
   recording?.finish();
   yield last;
@@ -304,8 +307,11 @@ interface PackEntries {
   thinBytesLeft: number;
   /** Thin deltas of large objects (by index in the plan), made on a worker before the pack started. */
   madeOffLoop: Map<number, PackForm>;
-  /** Whether an object went out deflated here, for want of a form the client can take (such a pack is not kept). */
-  deflatedHere: boolean;
+  /**
+   * Whether an object with no pack-ready form yet went out (deflated here): the deflate cache had
+   * not reached it, so the pack is larger than later ones, and is not kept (clonePacks.ts).
+   */
+  unformed: boolean;
   writer: PackWriter;
   plan: PackPlan;
   capabilities: PackCapabilities;
@@ -479,7 +485,8 @@ function entryFromBatch(entries: PackEntries, batch: Batch, index: number): Buff
     const object = batch.bodies.get(index);
     if (!object) return null;
     chunk = writer.addDeflatedObject(object.type, object.body.length, deflateInline(object.body));
-    entries.deflatedHere = true;
+    // Rebuilt whole because its delta's base is not sent (a shallow cut) is what any later pack does too.
+    if (!form) entries.unformed = true;
   }
   offsets[index] = chunk.offset;
   return chunk.bytes;
@@ -501,7 +508,8 @@ async function entryFromStore(reads: ReadTx, entries: PackEntries, batch: Batch,
     const object = batch.bodies.get(index) ?? (await reads.getObject(oid));
     if (!object) throw new Error(`object ${oidToHex(oid)} vanished while packing`);
     chunk = writer.addDeflatedObject(object.type, object.body.length, deflateInline(object.body));
-    entries.deflatedHere = true;
+    // Rebuilt whole because its delta's base is not sent (a shallow cut) is what any later pack does too.
+    if (!form) entries.unformed = true;
   }
   offsets[index] = chunk.offset;
   return chunk.bytes;

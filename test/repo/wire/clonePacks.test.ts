@@ -1,13 +1,15 @@
 import { describe, expect, it } from 'vitest';
 import { oidFromHex } from '../../../src/git/oid.js';
-import { ClonePacks } from '../../../src/repo/wire/clonePacks.js';
+import { ClonePacks, type ClonePackShape } from '../../../src/repo/wire/clonePacks.js';
 
 const a = oidFromHex('a'.repeat(40));
 const b = oidFromHex('b'.repeat(40));
+/** A whole clone taking OFS_DELTA entries. */
+const WHOLE: ClonePackShape = { ofsDelta: true, depth: null, deepenSince: null };
 
 /** Records `bytes` bytes for a clone of `wants` and finishes the pack. */
-function made(packs: ClonePacks, project: number, wants: Buffer[], bytes: number, fill = 1): void {
-  const found = packs.find(project, wants, true);
+function made(packs: ClonePacks, project: number, wants: Buffer[], bytes: number, fill = 1, shape: ClonePackShape = WHOLE): void {
+  const found = packs.find(project, wants, shape);
   if (!('recording' in found)) throw new Error('expected a miss');
   found.recording.add(Buffer.alloc(bytes, fill));
   found.recording.finish();
@@ -17,56 +19,62 @@ describe('ClonePacks', () => {
   it('answers a clone of the same wants in any order and with repeats, per project and per delta form', () => {
     const packs = new ClonePacks({ bytesMax: 1000, entryBytesMax: 500 });
     made(packs, 1, [a, b], 100);
-    expect(packs.find(1, [b, a, b], true)).toEqual({ pack: [Buffer.alloc(100, 1)] });
-    expect('recording' in packs.find(1, [a, b], false)).toBe(true);
-    expect('recording' in packs.find(2, [a, b], true)).toBe(true);
-    expect('recording' in packs.find(1, [a], true)).toBe(true);
-    expect({ hits: packs.hits, misses: packs.misses }).toEqual({ hits: 1, misses: 4 });
+    expect(packs.find(1, [b, a, b], WHOLE)).toEqual({ pack: [Buffer.alloc(100, 1)] });
+    expect('recording' in packs.find(1, [a, b], { ...WHOLE, ofsDelta: false })).toBe(true);
+    expect('recording' in packs.find(2, [a, b], WHOLE)).toBe(true);
+    expect('recording' in packs.find(1, [a], WHOLE)).toBe(true);
+    // A shallow clone's pack is its depth's: kept apart from the whole clone's and other depths'.
+    made(packs, 1, [a, b], 50, 2, { ...WHOLE, depth: 1 });
+    expect(packs.find(1, [a, b], { ...WHOLE, depth: 1 })).toEqual({ pack: [Buffer.alloc(50, 2)] });
+    expect(packs.find(1, [a, b], WHOLE)).toEqual({ pack: [Buffer.alloc(100, 1)] });
+    expect('recording' in packs.find(1, [a, b], { ...WHOLE, depth: 2 })).toBe(true);
+    expect('recording' in packs.find(1, [a, b], { ...WHOLE, deepenSince: 1_700_000_000 })).toBe(true);
+    expect({ hits: packs.hits, misses: packs.misses }).toEqual({ hits: 3, misses: 7 });
   });
 
   it('keeps the pieces in order, as one pack', () => {
     const packs = new ClonePacks({ bytesMax: 1000, entryBytesMax: 500 });
-    const found = packs.find(1, [a], true);
+    const found = packs.find(1, [a], WHOLE);
     if (!('recording' in found)) throw new Error('expected a miss');
     found.recording.add(Buffer.from('PACK'));
     found.recording.add(Buffer.from('-body'));
     found.recording.finish();
-    const kept = packs.find(1, [a], true);
+    const kept = packs.find(1, [a], WHOLE);
     expect('pack' in kept && Buffer.concat(kept.pack)).toEqual(Buffer.from('PACK-body'));
   });
 
   it('keeps no pack over the entry limit, nor one abandoned or never finished', () => {
     const packs = new ClonePacks({ bytesMax: 1000, entryBytesMax: 500 });
-    const large = packs.find(1, [a], true);
+    const large = packs.find(1, [a], WHOLE);
     if (!('recording' in large)) throw new Error('expected a miss');
     large.recording.add(Buffer.alloc(300));
     large.recording.add(Buffer.alloc(300));
     expect(large.recording.recording).toBe(false);
     large.recording.finish();
-    const abandoned = packs.find(1, [b], true);
+    const abandoned = packs.find(1, [b], WHOLE);
     if (!('recording' in abandoned)) throw new Error('expected a miss');
     abandoned.recording.add(Buffer.alloc(10));
     abandoned.recording.abandon();
     abandoned.recording.finish();
-    const cut = packs.find(2, [a], true);
+    const cut = packs.find(2, [a], WHOLE);
     if (!('recording' in cut)) throw new Error('expected a miss');
     cut.recording.add(Buffer.alloc(10));
     expect(packs.bytesUsed).toBe(0);
-    for (const [project, wants] of [[1, [a]], [1, [b]], [2, [a]]] as const) expect('recording' in packs.find(project, [...wants], true)).toBe(true);
+    for (const [project, wants] of [[1, [a]], [1, [b]], [2, [a]]] as const) expect('recording' in packs.find(project, [...wants], WHOLE)).toBe(true);
   });
 
   it('stays within its bytes, forgetting the least recently served first, and forgets a dropped project', () => {
     const packs = new ClonePacks({ bytesMax: 1000, entryBytesMax: 500 });
     made(packs, 1, [a], 400);
     made(packs, 2, [a], 400);
-    expect('pack' in packs.find(1, [a], true)).toBe(true);
+    expect('pack' in packs.find(1, [a], WHOLE)).toBe(true);
     made(packs, 3, [a], 400);
     expect(packs.bytesUsed).toBe(800);
-    expect('pack' in packs.find(1, [a], true)).toBe(true);
-    expect('recording' in packs.find(2, [a], true)).toBe(true);
+    expect('pack' in packs.find(1, [a], WHOLE)).toBe(true);
+    expect('recording' in packs.find(2, [a], WHOLE)).toBe(true);
     packs.forgetProject(1);
     expect(packs.bytesUsed).toBe(400);
-    expect('recording' in packs.find(1, [a], true)).toBe(true);
-    expect('pack' in packs.find(3, [a], true)).toBe(true);
+    expect('recording' in packs.find(1, [a], WHOLE)).toBe(true);
+    expect('pack' in packs.find(3, [a], WHOLE)).toBe(true);
   });
 });
