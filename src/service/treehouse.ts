@@ -30,11 +30,12 @@ import { Sealer, checkSecret, loadSecret } from './secrets.js';
 import { Workspace } from './workspace.js';
 
 /**
- * Packs of whole clones kept in memory for repeat clones of the same tips: 64 MiB together, none
- * over 16 MiB (a larger clone is planned every time; its recording would hold up to this much while
- * it streams, so the 100,000-file clone's memory stays under its bound).
+ * Packs of clones kept in memory for repeat clones of the same tips: 64 MiB together, none over
+ * 16 MiB (a larger clone is planned every time; its recording would hold up to this much while it
+ * streams, so the 100,000-file clone's memory stays under its bound), and 32 MiB held by the
+ * recordings of all clones under way.
  */
-const CLONE_PACK_LIMITS: ClonePackLimits = { bytesMax: 64 * 1024 * 1024, entryBytesMax: 16 * 1024 * 1024 };
+const CLONE_PACK_LIMITS: ClonePackLimits = { bytesMax: 64 * 1024 * 1024, entryBytesMax: 16 * 1024 * 1024, recordingBytesMax: 32 * 1024 * 1024 };
 
 export interface Treehouse {
   config: Config;

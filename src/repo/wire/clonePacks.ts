@@ -9,9 +9,11 @@
  *
  * Only a pack made of stored forms alone is kept: one with objects deflated while the client waited
  * (the deflate cache had not reached them) is larger than the forms would make it, and would be
- * served so for as long as it stays. Memory is bounded twice: a pack over `entryBytesMax` is never
- * kept (its recording stops there), and the packs together stay under `bytesMax`, the least
- * recently served going first.
+ * served so for as long as it stays. Memory is bounded three times: a pack over `entryBytesMax` is
+ * never kept (its recording stops there), the packs together stay under `bytesMax`, the least
+ * recently served going first, and the recordings of clones under way together hold at most
+ * `recordingBytesMax` (past it, the recording that would go over stops: many concurrent clones,
+ * or slow readers, cannot make the cache hold more than that).
  */
 import { oidToHex, type Oid } from '../../git/oid.js';
 import { LruCache } from '../../store/lruCache.js';
@@ -30,6 +32,8 @@ export interface ClonePackLimits {
   bytesMax: number;
   /** The largest pack kept; recording a larger one stops when it passes this. */
   entryBytesMax: number;
+  /** Bytes all recordings under way may hold together. */
+  recordingBytesMax: number;
 }
 
 export class ClonePacks {
@@ -38,6 +42,8 @@ export class ClonePacks {
   /** Clones answered from a kept pack, and clones that made one (kept or not), for metrics and tests. */
   hits = 0;
   misses = 0;
+  /** Bytes the recordings under way hold. */
+  recordingBytes = 0;
 
   constructor(readonly limits: ClonePackLimits) {
     this.packs = new LruCache(limits.bytesMax, limits.entryBytesMax, (pack) => pack.reduce((bytes, piece) => bytes + piece.length, 0));
@@ -57,7 +63,12 @@ export class ClonePacks {
       return { pack };
     }
     this.misses++;
-    return { recording: new PackRecording(this.limits.entryBytesMax, (made) => this.packs.set(key, made)) };
+    return { recording: new PackRecording(this, key) };
+  }
+
+  /** Keeps a recorded pack (PackRecording.finish). */
+  keep(key: string, pack: readonly Buffer[]): void {
+    this.packs.set(key, pack);
   }
 
   /** Forgets a dropped project's packs (unreachable anyway: project numbers are never reused). */
@@ -80,14 +91,18 @@ function packKey(project: number, wants: readonly Oid[], shape: ClonePackShape):
   return `${project}:${shape.ofsDelta ? 'ofs' : 'ref'}:${shape.depth ?? ''}:${shape.deepenSince ?? ''}:${tips.join(',')}`;
 }
 
-/** The raw bytes of one pack as it is streamed; kept when it ends whole and made of stored forms alone. */
+/**
+ * The raw bytes of one pack as it is streamed; kept when it ends whole and made of stored forms
+ * alone. Whoever streams calls finish() or abandon() at the end, however it ends (a client gone
+ * mid-stream included), so its bytes stop counting against the recordings' bound.
+ */
 export class PackRecording {
   private pieces: Buffer[] | null = [];
   private bytes = 0;
 
   constructor(
-    private readonly bytesMax: number,
-    private readonly keep: (pack: readonly Buffer[]) => void,
+    private readonly packs: ClonePacks,
+    private readonly key: string,
   ) {}
 
   /** Whether the recording still goes on (it stops past its limit, or when told the pack is not worth keeping). */
@@ -98,19 +113,29 @@ export class PackRecording {
   /** Pack bytes, in stream order; `bytes` is the caller's from here on and is not written to. */
   add(bytes: Buffer): void {
     if (!this.pieces) return;
+    const { entryBytesMax, recordingBytesMax } = this.packs.limits;
+    if (this.bytes + bytes.length > entryBytesMax || this.packs.recordingBytes + bytes.length > recordingBytesMax) return this.abandon();
+    this.pieces.push(bytes);
     this.bytes += bytes.length;
-    if (this.bytes > this.bytesMax) this.abandon();
-    else this.pieces.push(bytes);
+    this.packs.recordingBytes += bytes.length;
   }
 
-  /** The pack is not to be kept (an object went out deflated while the client waited). */
+  /** The pack is not to be kept (an object with no form went out, or the stream ended early). */
   abandon(): void {
-    this.pieces = null;
+    this.stop();
   }
 
   /** The pack's last bytes were added: it is kept, unless the recording stopped. */
   finish(): void {
-    if (this.pieces) this.keep(this.pieces);
+    const pieces = this.stop();
+    if (pieces) this.packs.keep(this.key, pieces);
+  }
+
+  private stop(): Buffer[] | null {
+    const pieces = this.pieces;
     this.pieces = null;
+    this.packs.recordingBytes -= this.bytes;
+    this.bytes = 0;
+    return pieces;
   }
 }

@@ -238,6 +238,23 @@ async function* packStream(
   options: UploadPackOptions,
   recording?: PackRecording,
 ): AsyncGenerator<Buffer> {
+  try {
+    yield* streamPack(repo, plan, capabilities, sidebandBytes, progress, options, recording);
+  } finally {
+    // A stream that ended early (the client went away, a read failed) keeps nothing; after finish() this does nothing.
+    recording?.abandon();
+  }
+}
+
+async function* streamPack(
+  repo: Repo,
+  plan: PackPlan,
+  capabilities: PackCapabilities,
+  sidebandBytes: number,
+  progress: boolean,
+  options: UploadPackOptions,
+  recording: PackRecording | undefined,
+): AsyncGenerator<Buffer> {
   const reads = projectReads(repo);
   const writer = new PackWriter(plan.objects.length);
   const slicer = new Slicer();

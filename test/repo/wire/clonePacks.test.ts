@@ -1,5 +1,10 @@
+import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { oidFromHex } from '../../../src/git/oid.js';
+import type { FetchRequest } from '../../../src/git/smartProtocol.js';
+import { branchHead, inReadTx, type Repo } from '../../../src/repo/repo.js';
+import { uploadPackV0 } from '../../../src/repo/wire/uploadPack.js';
+import { newTestRepo, openTestStore } from '../../support/store.js';
 import { ClonePacks, type ClonePackShape } from '../../../src/repo/wire/clonePacks.js';
 
 const a = oidFromHex('a'.repeat(40));
@@ -17,7 +22,7 @@ function made(packs: ClonePacks, project: number, wants: Buffer[], bytes: number
 
 describe('ClonePacks', () => {
   it('answers a clone of the same wants in any order and with repeats, per project and per delta form', () => {
-    const packs = new ClonePacks({ bytesMax: 1000, entryBytesMax: 500 });
+    const packs = new ClonePacks({ bytesMax: 1000, entryBytesMax: 500, recordingBytesMax: 1000 });
     made(packs, 1, [a, b], 100);
     expect(packs.find(1, [b, a, b], WHOLE)).toEqual({ pack: [Buffer.alloc(100, 1)] });
     expect('recording' in packs.find(1, [a, b], { ...WHOLE, ofsDelta: false })).toBe(true);
@@ -33,7 +38,7 @@ describe('ClonePacks', () => {
   });
 
   it('keeps the pieces in order, as one pack', () => {
-    const packs = new ClonePacks({ bytesMax: 1000, entryBytesMax: 500 });
+    const packs = new ClonePacks({ bytesMax: 1000, entryBytesMax: 500, recordingBytesMax: 1000 });
     const found = packs.find(1, [a], WHOLE);
     if (!('recording' in found)) throw new Error('expected a miss');
     found.recording.add(Buffer.from('PACK'));
@@ -44,7 +49,7 @@ describe('ClonePacks', () => {
   });
 
   it('keeps no pack over the entry limit, nor one abandoned or never finished', () => {
-    const packs = new ClonePacks({ bytesMax: 1000, entryBytesMax: 500 });
+    const packs = new ClonePacks({ bytesMax: 1000, entryBytesMax: 500, recordingBytesMax: 1000 });
     const large = packs.find(1, [a], WHOLE);
     if (!('recording' in large)) throw new Error('expected a miss');
     large.recording.add(Buffer.alloc(300));
@@ -63,8 +68,35 @@ describe('ClonePacks', () => {
     for (const [project, wants] of [[1, [a]], [1, [b]], [2, [a]]] as const) expect('recording' in packs.find(project, [...wants], WHOLE)).toBe(true);
   });
 
+  it('holds at most recordingBytesMax in the recordings under way together, and frees what a finished or abandoned one held', () => {
+    const packs = new ClonePacks({ bytesMax: 1000, entryBytesMax: 500, recordingBytesMax: 600 });
+    const recordingOf = (wants: Buffer[]) => {
+      const found = packs.find(1, wants, WHOLE);
+      if (!('recording' in found)) throw new Error('expected a miss');
+      return found.recording;
+    };
+    const first = recordingOf([a]);
+    const second = recordingOf([b]);
+    first.add(Buffer.alloc(400));
+    second.add(Buffer.alloc(150));
+    expect(packs.recordingBytes).toBe(550);
+    // 100 more would pass 600 together: that recording stops, and what it held is free again.
+    second.add(Buffer.alloc(100));
+    expect(second.recording).toBe(false);
+    expect(packs.recordingBytes).toBe(400);
+    first.finish();
+    expect(packs.recordingBytes).toBe(0);
+    expect(packs.bytesUsed).toBe(400);
+    const third = recordingOf([a, b]);
+    third.add(Buffer.alloc(300));
+    third.abandon();
+    third.finish();
+    expect(packs.recordingBytes).toBe(0);
+    expect(packs.bytesUsed).toBe(400);
+  });
+
   it('stays within its bytes, forgetting the least recently served first, and forgets a dropped project', () => {
-    const packs = new ClonePacks({ bytesMax: 1000, entryBytesMax: 500 });
+    const packs = new ClonePacks({ bytesMax: 1000, entryBytesMax: 500, recordingBytesMax: 1000 });
     made(packs, 1, [a], 400);
     made(packs, 2, [a], 400);
     expect('pack' in packs.find(1, [a], WHOLE)).toBe(true);
@@ -76,5 +108,32 @@ describe('ClonePacks', () => {
     expect(packs.bytesUsed).toBe(400);
     expect('recording' in packs.find(1, [a], WHOLE)).toBe(true);
     expect('pack' in packs.find(3, [a], WHOLE)).toBe(true);
+  });
+});
+
+describe('a clone cut short', () => {
+  it('frees what its recording held and keeps nothing', async () => {
+    const { store, close } = openTestStore();
+    try {
+      // Incompressible files, so the pack takes more than one write (about a megabyte each).
+      const files = [1, 2, 3].map((n) => ({ path: `noise-${n}.bin`, bytes: randomBytes(600 * 1024) }));
+      const repo: Repo = { ...(await newTestRepo(store, files)), clonePacks: new ClonePacks({ bytesMax: 64 << 20, entryBytesMax: 16 << 20, recordingBytesMax: 32 << 20 }) };
+      const head = await inReadTx(repo, (tx) => branchHead(tx, 'main'));
+      const request: FetchRequest = { wants: [head], haves: [], clientShallows: [], depth: null, deepenRelative: false, deepenSince: null, deepenNot: [], done: true, negotiates: true, capabilities: new Set(['ofs-delta']) };
+      const answer = uploadPackV0(repo, request);
+      let received = 0;
+      while (received < 1024 * 1024) {
+        const next = await answer.next();
+        if (next.done) throw new Error('the pack ended within a megabyte');
+        received += next.value.length;
+      }
+      expect(repo.clonePacks!.recordingBytes).toBeGreaterThan(0);
+      // The client goes away: the server's stream is returned early.
+      await answer.return(undefined);
+      expect(repo.clonePacks!.recordingBytes).toBe(0);
+      expect(repo.clonePacks!.bytesUsed).toBe(0);
+    } finally {
+      await close();
+    }
   });
 });
