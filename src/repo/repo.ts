@@ -34,7 +34,7 @@ export interface Repo {
   limits: RepoLimits;
   /** Threads a search may read and scan blobs on (src/repo/search/threads.ts); without them it runs on this one. */
   searchThreads?: SearchThreads;
-  /** Packs of whole clones kept for the next clone of the same tips (src/repo/wire/clonePacks.ts); without it every clone is planned. */
+  /** Packs of clones kept for the next clone of the same tips and depth (src/repo/wire/clonePacks.ts); without it every clone is planned. */
   clonePacks?: ClonePacks;
 }
 

@@ -106,7 +106,7 @@ export class Projects {
     private readonly sealer: Sealer,
     /** Where searches read and scan blobs besides the request thread (src/service/searchThreads.ts). */
     private readonly searchThreads?: SearchThreads,
-    /** Packs of whole clones kept for repeat clones (src/repo/wire/clonePacks.ts). */
+    /** Packs of clones kept for repeat clones (src/repo/wire/clonePacks.ts). */
     private readonly clonePacks?: ClonePacks,
   ) {
     this.outbox = new EventLog(store, this.events);

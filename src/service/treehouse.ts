@@ -57,7 +57,7 @@ export interface Treehouse {
   remoteSync: RemoteSync;
   /** Deflates stored objects in the background so clones copy pack-ready bytes. */
   deflateCache: DeflateCache;
-  /** Packs of whole clones kept for the next clone of the same tips (src/repo/wire/clonePacks.ts). */
+  /** Packs of clones kept for the next clone of the same tips and depth (src/repo/wire/clonePacks.ts). */
   clonePacks: ClonePacks;
   /** Removes what no ref, working tree or queued sync reaches (src/service/gc.ts). */
   gc: GarbageCollector;

@@ -7,9 +7,10 @@
  * So a repeat clone costs a copy instead of a walk of the history, a plan and a read of every
  * object's pack-ready form.
  *
- * Only a pack made of stored forms alone is kept: one with objects deflated while the client waited
- * (the deflate cache had not reached them) is larger than the forms would make it, and would be
- * served so for as long as it stays. Memory is bounded three times: a pack over `entryBytesMax` is
+ * Only a pack whose objects all had a stored form is kept: one with objects deflated while the
+ * client waited because the deflate cache had not reached them is larger than the forms would make
+ * it, and would be served so for as long as it stays (an object rebuilt whole because a shallow
+ * cut leaves its delta's base out is what every later pack does too). Memory is bounded three times: a pack over `entryBytesMax` is
  * never kept (its recording stops there), the packs together stay under `bytesMax`, the least
  * recently served going first, and the recordings of clones under way together hold at most
  * `recordingBytesMax` (past it, the recording that would go over stops: many concurrent clones,
@@ -110,7 +111,7 @@ export class PackRecording {
     return this.pieces !== null;
   }
 
-  /** Pack bytes, in stream order; `bytes` is the caller's from here on and is not written to. */
+  /** Pack bytes, in stream order; kept as they are, so the caller must not write to `bytes` afterwards. */
   add(bytes: Buffer): void {
     if (!this.pieces) return;
     const { entryBytesMax, recordingBytesMax } = this.packs.limits;
