@@ -9,6 +9,8 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { writeHistoryRepo } from '../../fixtures/history.js';
+import { parsePack } from '../../src/git/pack.js';
+import { encodeFlush, encodePktLine } from '../../src/git/pktline.js';
 import { git, gitAsyncOk, scratchDir } from '../support/git.js';
 import { startGitHttpBackend, type GitHttpBackend } from '../support/httpBackend.js';
 import { startTestServer, type TestServer } from '../support/server.js';
@@ -130,6 +132,37 @@ describe('a repeat clone', () => {
       expect(git(['for-each-ref'], { cwd: join(work.path, dir) })).toEqual(git(['for-each-ref'], { cwd: theirs }));
     }
   }, 120_000);
+
+  it('comes unframed to a v0 client without side-band, with REF_DELTA bases for one that does not take OFS_DELTA', async () => {
+    const head = git(['rev-parse', 'main'], { cwd: upstream }).trim();
+    const post = async (capabilities: string) => {
+      const request = Buffer.concat([encodePktLine(`want ${head}${capabilities}\n`), encodeFlush(), encodePktLine('done\n')]);
+      const response = await fetch(`${server.url}/git/${projectId}.git/git-upload-pack`, {
+        method: 'POST',
+        headers: { authorization: `Basic ${Buffer.from(`git:${server.key}`).toString('base64')}`, 'content-type': 'application/x-git-upload-pack-request' },
+        body: request,
+      });
+      expect(response.status).toBe(200);
+      const answer = Buffer.from(await response.arrayBuffer());
+      // "NAK", then the pack as it is.
+      expect(answer.toString('latin1', 0, 8)).toBe('0008NAK\n');
+      return answer.subarray(8);
+    };
+    const objectIds = (pack: Buffer) => parsePack(pack).objects.map((object) => object.oid.toString('hex')).sort().join('\n');
+    const history = git(['rev-list', '--objects', head], { cwd: upstream }).trim().split('\n').map((line) => line.slice(0, 40)).sort().join('\n');
+    const before = counts(server);
+    // OFS_DELTA: the pack the git clients above got, side-band framing taken off.
+    const { result: ofs, reads: ofsReads } = await readsDuring(server, () => post(' ofs-delta'));
+    expect(ofs.equals(packBytes(join(work.path, 'first.git')))).toBe(true);
+    // REF_DELTA: a pack of its own, planned once, then kept.
+    const { result: planned } = await readsDuring(server, () => post(''));
+    const { result: kept, reads: keptReads } = await readsDuring(server, () => post(''));
+    expect(counts(server)).toEqual({ hits: before.hits + 2, misses: before.misses + 1 });
+    expect(Math.max(ofsReads, keptReads)).toBeLessThan(20);
+    expect(kept.equals(planned)).toBe(true);
+    expect(kept.equals(ofs)).toBe(false);
+    for (const pack of [ofs, kept]) expect(objectIds(pack)).toEqual(history);
+  }, 60_000);
 
   it('is planned again once the tips move, and a fetch is never answered from a kept pack', async () => {
     await strictClone(urlOf(server, projectId), join(work.path, 'kept.git'));
