@@ -239,84 +239,72 @@ async function* packStream(
   recording?: PackRecording,
 ): AsyncGenerator<Buffer> {
   try {
-    yield* streamPack(repo, plan, capabilities, sidebandBytes, progress, options, recording);
+    const reads = projectReads(repo);
+    const writer = new PackWriter(plan.objects.length);
+    const slicer = new Slicer();
+    // Built at the first delta: a pack of whole objects (a tree written through the API) never needs it.
+    let indexById: OidTable | null = null;
+    const indexOf = (oid: Oid): number | undefined => {
+      if (!indexById) {
+        indexById = new OidTable(plan.objects.length);
+        for (let index = 0; index < plan.objects.length; index++) indexById.add(plan.objects.oidView(index), 0, index);
+      }
+      const index = indexById.get(oid);
+      return index < 0 ? undefined : index;
+    };
+    // Where each object was written (-1: not yet), for OFS_DELTA distances and to skip bases written early.
+    const offsets = new Float64Array(plan.objects.length).fill(-1);
+    const entries: PackEntries = { writer, plan, capabilities, indexOf, offsets, thinBytesLeft: THIN_DELTA_PACK_BYTES_MAX, madeOffLoop: new Map(), unformed: false };
+    if (capabilities.thin && options.makeForm && plan.thinBases.size > 0) await makeLargeThinDeltas(reads, entries, options.makeForm);
+    let pending: Buffer[] = [];
+    let pendingBytes = 0;
+    // Large writes: one socket write per megabyte or so, not one per object.
+    const take = (): Buffer => {
+      let pieces = pending;
+      const bytes = pendingBytes;
+      pending = [];
+      pendingBytes = 0;
+      if (recording?.recording) {
+        // One copy for the recording, framed from there.
+        const raw = Buffer.concat(pieces, bytes);
+        recording.add(raw);
+        pieces = [raw];
+        if (sidebandBytes === 0) return raw;
+      }
+      return sidebandBytes === 0 ? Buffer.concat(pieces, bytes) : encodeSidebandPieces(SIDEBAND_DATA, pieces, bytes, sidebandBytes);
+    };
+    const add = (bytes: Buffer) => {
+      pending.push(bytes);
+      pendingBytes += bytes.length;
+    };
+    add(writer.start());
+    let sent = 0;
+    for await (const [start, end] of batchesOf(reads, plan)) {
+      const batch = await readBatch(reads, entries, start, end);
+      for (let index = start; index < end; index++) {
+        if (offsets[index] >= 0) continue;
+        const before = sent;
+        for (const at of chainOf(entries, batch, index)) {
+          // The store is asked again only for what the batch could not foresee (a thin delta, a chain cut short).
+          add(entryFromBatch(entries, batch, at) ?? (await entryFromStore(reads, entries, batch, at)));
+          sent++;
+        }
+        if (pendingBytes >= WRITE_CHUNK_BYTES) yield take();
+        if (progress && sidebandBytes > 0 && Math.floor(sent / PROGRESS_EVERY_OBJECTS) > Math.floor(before / PROGRESS_EVERY_OBJECTS)) {
+          yield* encodeSideband(SIDEBAND_PROGRESS, Buffer.from(`Counting objects: ${sent}/${plan.objects.length}\r`), sidebandBytes);
+        }
+        if (slicer.due) await slicer.pause();
+      }
+    }
+    add(writer.finish());
+    if (entries.unformed) recording?.abandon();
+    const last = take();
+    recording?.finish();
+    yield last;
   } finally {
     // A stream that ended early (the client went away, a read failed) keeps nothing; after finish() this does nothing.
     recording?.abandon();
   }
-}
-
-async function* streamPack(
-  repo: Repo,
-  plan: PackPlan,
-  capabilities: PackCapabilities,
-  sidebandBytes: number,
-  progress: boolean,
-  options: UploadPackOptions,
-  recording: PackRecording | undefined,
-): AsyncGenerator<Buffer> {
-  const reads = projectReads(repo);
-  const writer = new PackWriter(plan.objects.length);
-  const slicer = new Slicer();
-  // Built at the first delta: a pack of whole objects (a tree written through the API) never needs it.
-  let indexById: OidTable | null = null;
-  const indexOf = (oid: Oid): number | undefined => {
-    if (!indexById) {
-      indexById = new OidTable(plan.objects.length);
-      for (let index = 0; index < plan.objects.length; index++) indexById.add(plan.objects.oidView(index), 0, index);
-    }
-    const index = indexById.get(oid);
-    return index < 0 ? undefined : index;
-  };
-  // Where each object was written (-1: not yet), for OFS_DELTA distances and to skip bases written early.
-  const offsets = new Float64Array(plan.objects.length).fill(-1);
-  const entries: PackEntries = { writer, plan, capabilities, indexOf, offsets, thinBytesLeft: THIN_DELTA_PACK_BYTES_MAX, madeOffLoop: new Map(), unformed: false };
-  if (capabilities.thin && options.makeForm && plan.thinBases.size > 0) await makeLargeThinDeltas(reads, entries, options.makeForm);
-  let pending: Buffer[] = [];
-  let pendingBytes = 0;
-  // Large writes: one socket write per megabyte or so, not one per object.
-  const take = (): Buffer => {
-    let pieces = pending;
-    const bytes = pendingBytes;
-    pending = [];
-    pendingBytes = 0;
-    if (recording?.recording) {
-      // One copy for the recording, framed from there.
-      const raw = Buffer.concat(pieces, bytes);
-      recording.add(raw);
-      pieces = [raw];
-      if (sidebandBytes === 0) return raw;
-    }
-    return sidebandBytes === 0 ? Buffer.concat(pieces, bytes) : encodeSidebandPieces(SIDEBAND_DATA, pieces, bytes, sidebandBytes);
-  };
-  const add = (bytes: Buffer) => {
-    pending.push(bytes);
-    pendingBytes += bytes.length;
-  };
-  add(writer.start());
-  let sent = 0;
-  for await (const [start, end] of batchesOf(reads, plan)) {
-    const batch = await readBatch(reads, entries, start, end);
-    for (let index = start; index < end; index++) {
-      if (offsets[index] >= 0) continue;
-      const before = sent;
-      for (const at of chainOf(entries, batch, index)) {
-        // The store is asked again only for what the batch could not foresee (a thin delta, a chain cut short).
-        add(entryFromBatch(entries, batch, at) ?? (await entryFromStore(reads, entries, batch, at)));
-        sent++;
-      }
-      if (pendingBytes >= WRITE_CHUNK_BYTES) yield take();
-      if (progress && sidebandBytes > 0 && Math.floor(sent / PROGRESS_EVERY_OBJECTS) > Math.floor(before / PROGRESS_EVERY_OBJECTS)) {
-        yield* encodeSideband(SIDEBAND_PROGRESS, Buffer.from(`Counting objects: ${sent}/${plan.objects.length}\r`), sidebandBytes);
-      }
-      if (slicer.due) await slicer.pause();
-    }
-  }
-  add(writer.finish());
-  if (entries.unformed) recording?.abandon();
-  const last = take();
-  recording?.finish();
-  yield last;
 }
 
 interface PackEntries {
