@@ -157,8 +157,9 @@ export async function runMergeBench(
     await exportToBareRepo(repo, bare);
     git(['repack', '-adq'], bare);
     git(['prune-packed'], bare);
-    // The fixture (its 100,000 contents, 400-500 MB of heap) is garbage now; a server merging holds
-    // no such thing, and with it alive the merges' scavenges took 2-14 ms each.
+    // The fixture (its 100,000 contents, 400-500 MB of heap) is garbage now: a server merging holds
+    // no such thing. (With it alive scavenges inside the merges took 2-14 ms; the medians did not
+    // move visibly once it was let go, README "Performance".)
     collectGarbage();
 
     const oursTimes: number[] = [];

@@ -5,13 +5,14 @@
  * v0. A fetch with haves, a fetch that deepens a shallow clone and a clone of moved tips are planned
  * as before; a pack that had to deflate objects with no form yet while the client waited is not kept.
  */
-import { readdirSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { writeHistoryRepo } from '../../fixtures/history.js';
 import { parsePack } from '../../src/git/pack.js';
 import { encodeFlush, encodePktLine } from '../../src/git/pktline.js';
 import { git, gitAsyncOk, scratchDir } from '../support/git.js';
+import { objectsOf, packOf, strictClone } from '../support/clones.js';
 import { startGitHttpBackend, type GitHttpBackend } from '../support/httpBackend.js';
 import { startTestServer, type TestServer } from '../support/server.js';
 
@@ -44,26 +45,11 @@ async function readsDuring<T>(on: TestServer, work: () => Promise<T>): Promise<{
   }
 }
 
-/** The one pack a fresh clone holds, as received. */
-function packBytes(bareDir: string): Buffer {
-  const dir = join(bareDir, 'objects', 'pack');
-  const packs = readdirSync(dir).filter((name) => name.endsWith('.pack'));
-  expect(packs).toHaveLength(1);
-  return readFileSync(join(dir, packs[0]));
-}
+/** The one pack a fresh bare clone holds, as it was received. */
+const packBytes = (bareDir: string) => readFileSync(packOf(bareDir).path);
 
-function objectsOf(bareDir: string): string {
-  return git(['rev-list', '--objects', '--all'], { cwd: bareDir }).split('\n').sort().join('\n');
-}
-
-/** A bare clone checked as strictly as git checks: objects on receipt, fsck, and index-pack of the pack as received. */
-async function strictClone(url: string, dir: string, config: string[] = []): Promise<Buffer> {
-  await gitAsyncOk([...config, '-c', 'transfer.fsckObjects=true', 'clone', '-q', '--bare', url, dir]);
-  await gitAsyncOk(['fsck', '--strict', '--no-progress'], { cwd: dir });
-  const pack = readdirSync(join(dir, 'objects', 'pack')).find((name) => name.endsWith('.pack'))!;
-  await gitAsyncOk(['index-pack', '--strict', '-o', join(work.path, `${Math.random().toString(36).slice(2)}.idx`), join(dir, 'objects', 'pack', pack)]);
-  return packBytes(dir);
-}
+/** A strictly checked bare clone (test/support/clones.ts), and its pack's bytes. */
+const strictClonePack = async (url: string, dir: string, config: string[] = []): Promise<Buffer> => readFileSync(await strictClone(url, dir, work.path, config));
 
 beforeAll(async () => {
   await writeHistoryRepo(upstream, { commits: 120, files: 80, hotFiles: 3 });
@@ -113,10 +99,10 @@ describe('a repeat clone', () => {
   it('gets the first clone\'s pack, kept, over v2 and v0: the objects git http-backend serves, strict-checked', async () => {
     const before = counts(server);
     const keptBefore = server.th.clonePacks.bytesUsed;
-    const { result: first, reads: planned } = await readsDuring(server, () => strictClone(urlOf(server, projectId), join(work.path, 'first.git')));
+    const { result: first, reads: planned } = await readsDuring(server, () => strictClonePack(urlOf(server, projectId), join(work.path, 'first.git')));
     expect(counts(server)).toEqual({ hits: before.hits, misses: before.misses + 1 });
-    const { result: second, reads: keptV2 } = await readsDuring(server, () => strictClone(urlOf(server, projectId), join(work.path, 'second.git')));
-    const { result: third, reads: keptV0 } = await readsDuring(server, () => strictClone(urlOf(server, projectId), join(work.path, 'third.git'), ['-c', 'protocol.version=0']));
+    const { result: second, reads: keptV2 } = await readsDuring(server, () => strictClonePack(urlOf(server, projectId), join(work.path, 'second.git')));
+    const { result: third, reads: keptV0 } = await readsDuring(server, () => strictClonePack(urlOf(server, projectId), join(work.path, 'third.git'), ['-c', 'protocol.version=0']));
     expect(counts(server)).toEqual({ hits: before.hits + 2, misses: before.misses + 1 });
     // Measured: 203 reads planned, 9 and 6 (advertisement, wants, haves) answered from the kept pack.
     expect(planned).toBeGreaterThan(50);
@@ -165,7 +151,7 @@ describe('a repeat clone', () => {
   }, 60_000);
 
   it('is planned again once the tips move, and a fetch is never answered from a kept pack', async () => {
-    await strictClone(urlOf(server, projectId), join(work.path, 'kept.git'));
+    await strictClonePack(urlOf(server, projectId), join(work.path, 'kept.git'));
     const before = counts(server);
     const written = await server.call('POST', `/api/v1/projects/${projectId}/files/batch`, { branch: 'main', files: [{ path: 'moved.txt', content: 'the tip moves\n' }] });
     expect(written.status).toBe(200);
@@ -177,10 +163,10 @@ describe('a repeat clone', () => {
     expect(counts(server)).toEqual(before);
     expect(git(['rev-parse', 'main'], { cwd: join(work.path, 'kept.git') }).trim()).toBe(committed.body.commit.oid);
 
-    const moved = await strictClone(urlOf(server, projectId), join(work.path, 'moved.git'));
+    const moved = await strictClonePack(urlOf(server, projectId), join(work.path, 'moved.git'));
     expect(counts(server)).toEqual({ hits: before.hits, misses: before.misses + 1 });
     expect(git(['rev-parse', 'main'], { cwd: join(work.path, 'moved.git') }).trim()).toBe(committed.body.commit.oid);
-    const again = await strictClone(urlOf(server, projectId), join(work.path, 'moved-again.git'));
+    const again = await strictClonePack(urlOf(server, projectId), join(work.path, 'moved-again.git'));
     expect(again.equals(moved)).toBe(true);
     expect(counts(server)).toEqual({ hits: before.hits + 1, misses: before.misses + 1 });
   }, 120_000);
@@ -195,8 +181,8 @@ describe('a clone whose objects had no pack-ready form yet', () => {
       const created = await bare.call('POST', '/api/v1/projects', { title: 'Fresh', source: { kind: 'files', files: [{ path: 'a.txt', content: 'a\n' }, { path: 'src/b.ts', content: 'export const b = 1;\n' }] } });
       expect(created.status).toBe(201);
       const url = urlOf(bare, created.body.project.id);
-      const first = await strictClone(url, join(work.path, 'fresh-1.git'));
-      const second = await strictClone(url, join(work.path, 'fresh-2.git'));
+      const first = await strictClonePack(url, join(work.path, 'fresh-1.git'));
+      const second = await strictClonePack(url, join(work.path, 'fresh-2.git'));
       expect(second.equals(first)).toBe(true);
       expect(counts(bare)).toEqual({ hits: 0, misses: 2 });
       expect(bare.th.clonePacks.bytesUsed).toBe(0);

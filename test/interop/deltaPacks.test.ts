@@ -7,7 +7,7 @@
  * name a base the client lacks when it does not; OFS_DELTA only for clients that offer it.
  */
 import { createHash } from 'node:crypto';
-import { readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { writeHistoryRepo } from '../../fixtures/history.js';
@@ -16,6 +16,7 @@ import { encodeDelim, encodeFlush, encodePktLine } from '../../src/git/pktline.j
 import { FetchResponseReader } from '../../src/git/smartClient.js';
 import { git, gitAsyncOk, gitBytes, scratchDir } from '../support/git.js';
 import { startGitHttpBackend, type GitHttpBackend } from '../support/httpBackend.js';
+import { objectsOf, packOf, strictClone } from '../support/clones.js';
 import { startTestServer, type TestServer } from '../support/server.js';
 
 const work = scratchDir('treehouse-delta-packs-');
@@ -27,14 +28,6 @@ let projectId = '';
 
 const treehouseUrl = () => `${server.url.replace('http://', `http://git:${server.key}@`)}/git/${projectId}.git`;
 const gitUrl = () => `${backend.url}/history.git`;
-
-function packOf(bareDir: string): { path: string; bytes: number } {
-  const dir = join(bareDir, 'objects', 'pack');
-  const packs = readdirSync(dir).filter((name) => name.endsWith('.pack'));
-  expect(packs).toHaveLength(1);
-  const path = join(dir, packs[0]);
-  return { path, bytes: statSync(path).size };
-}
 
 /** `git verify-pack -v` lines of deltas: "<id> <type> <size> <packed size> <offset> <depth> <base>". */
 function deltaDepths(packPath: string): number[] {
@@ -57,15 +50,6 @@ function packEntries(packPath: string): Map<string, { type: string; depth: numbe
   return entries;
 }
 
-/** A bare clone of a project, checked as strictly as git checks: fsck and index-pack of the pack as received. */
-async function strictClone(url: string, dir: string): Promise<string> {
-  await gitAsyncOk(['-c', 'transfer.fsckObjects=true', 'clone', '-q', '--bare', url, dir]);
-  await gitAsyncOk(['fsck', '--strict', '--no-progress'], { cwd: dir });
-  const pack = packOf(dir).path;
-  await gitAsyncOk(['index-pack', '--strict', '-o', join(work.path, `${Math.random().toString(36).slice(2)}.idx`), pack], { cwd: dir });
-  return pack;
-}
-
 /** A source file of `lines` distinct lines. */
 function moduleText(lines: number, seed: string): string {
   return Array.from({ length: lines }, (_, line) => `export const ${seed}${line} = ${(line * 2_654_435_761) >>> 0}; // line ${line} of ${seed}`).join('\n');
@@ -85,10 +69,6 @@ async function writeAndCommit(on: TestServer, project: string, files: Array<{ pa
 }
 
 const blobOf = (bareDir: string, path: string) => git(['rev-parse', `main:${path}`], { cwd: bareDir }).trim();
-
-function objectsOf(bareDir: string): string {
-  return git(['rev-list', '--objects', '--all'], { cwd: bareDir }).split('\n').sort().join('\n');
-}
 
 /** Entry type codes of a pack, in pack order (the first byte of each entry's header). */
 function entryTypes(pack: Buffer, parsed: ParsedPack): number[] {
@@ -326,7 +306,7 @@ describe('objects no writer named a base for (the windowed search)', () => {
     await writeAndCommit(server, project, [{ path: 'lib/forms/field-button.ts', content: copy }]);
     await server.th.deflateCache.idle();
     const dir = join(work.path, 'near-copy.git');
-    const entries = packEntries(await strictClone(urlOf(server, project), dir));
+    const entries = packEntries(await strictClone(urlOf(server, project), dir, work.path));
     const [originalBlob, copyBlob] = [blobOf(dir, 'src/widgets/button.ts'), blobOf(dir, 'lib/forms/field-button.ts')];
     const [original, copied] = [entries.get(originalBlob)!, entries.get(copyBlob)!];
     // The copy on the original when the original had its form first; else (one batch, git's order:
@@ -349,7 +329,7 @@ describe('objects no writer named a base for (the windowed search)', () => {
     }
     await server.th.deflateCache.idle();
     const dir = join(work.path, 'long-line.git');
-    const entries = packEntries(await strictClone(urlOf(server, project), dir));
+    const entries = packEntries(await strictClone(urlOf(server, project), dir, work.path));
     const blobs = Array.from({ length: rounds }, (_, round) => entries.get(blobOf(dir, `copies/c${round}/the-shared-module.ts`))!);
     const depths = blobs.map((entry) => entry.depth);
     expect(depths.filter((depth) => depth > 0).length).toBeGreaterThanOrEqual(rounds - 1);
@@ -375,7 +355,7 @@ describe('objects no writer named a base for (the windowed search)', () => {
         await second.th.deflateCache.idle();
         expect(second.th.deflateCache.backlog).toBe(0);
         const dir = join(work.path, 'backlog.git');
-        const entries = packEntries(await strictClone(urlOf(second, project), dir));
+        const entries = packEntries(await strictClone(urlOf(second, project), dir, work.path));
         const [original, appended] = [blobOf(dir, 'one/original.ts'), blobOf(dir, 'two/unrelated-name.md')];
         // One batch, in git's order: the larger first, whole, and the other a delta on it.
         expect(entries.get(appended)!.base).toBeNull();
@@ -398,7 +378,7 @@ describe('objects no writer named a base for (the windowed search)', () => {
     }
     await server.th.deflateCache.idle();
     const dir = join(work.path, 'bounds.git');
-    const entries = packEntries(await strictClone(urlOf(server, project), dir));
+    const entries = packEntries(await strictClone(urlOf(server, project), dir, work.path));
     for (let round = 0; round < 3; round++) expect(entries.get(blobOf(dir, `big${round}/data-${round}.txt`))!.base).toBeNull();
     for (let round = 0; round < 20; round++) expect(entries.get(blobOf(dir, `same${round}/index.ts`))!.base).toBeNull();
   }, 120_000);

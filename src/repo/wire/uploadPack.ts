@@ -172,9 +172,9 @@ async function prepare(
     });
     if (!sendsPack(common)) return { plan: null, shallow, common };
     // deepen-not names refs, which move; deepen-relative counts from the client's shallow commits.
-    const clone = repo.clonePacks && common.length === 0 && request.clientShallows.length === 0 && request.deepenNot.length === 0 && !request.deepenRelative;
+    const clone = common.length === 0 && request.clientShallows.length === 0 && request.deepenNot.length === 0 && !request.deepenRelative;
     const shape = { ofsDelta: packCapabilities(request.capabilities).ofsDelta, depth: request.depth, deepenSince: request.deepenSince };
-    const found = clone ? repo.clonePacks!.find(repo.project, request.wants, shape) : undefined;
+    const found = clone ? repo.clonePacks?.find(repo.project, request.wants, shape) : undefined;
     if (found && 'pack' in found) return { plan: null, shallow, common, kept: found.pack };
     const plan = await inSlices(planPackSteps(projectReads(repo), { wants: request.wants, haves: common, shallow }));
     return { plan, shallow, common, ...(found ? { recording: found.recording } : {}) };
