@@ -36,4 +36,41 @@ describe('startModuleWorker', () => {
       await worker.terminate();
     }
   });
+
+  /** Where the loaded module's code runs from: the file of the first stack frame inside it. */
+  async function sourceOfLoaded(modulePath: string, exported: string): Promise<string> {
+    const worker = startModuleWorker(modulePath, `
+      load().then(
+        (module) => Promise.resolve().then(() => module[${JSON.stringify(exported)}]()).then(
+          () => parentPort.postMessage('did not throw'),
+          (error) => parentPort.postMessage(String(error.stack)),
+        ),
+        (error) => parentPort.postMessage('not loaded: ' + error),
+      );
+    `);
+    worker.ref();
+    try {
+      const stack = await new Promise<string>((resolve, reject) => {
+        worker.once('message', resolve);
+        worker.once('error', reject);
+      });
+      // The first frame: "at fn (path:line:column)", the path a file: URL or (tsx's source maps) a plain path.
+      const frame = /\n\s+at [^\n]*?\(?((?:file:\/\/)?\/[^\s():]+)(?::\d+){2}\)?/.exec(stack);
+      if (!frame) throw new Error(`no frame in the module: ${stack}`);
+      return frame[1];
+    } finally {
+      await worker.terminate();
+    }
+  }
+
+  it('loads a module whose imports are all ours or built in from one bundle of it, its errors naming the module', async () => {
+    // historyGaps without arguments throws inside the module (src/git/packCheck.ts).
+    const source = await sourceOfLoaded('../git/packCheck', 'historyGaps');
+    expect(source).toMatch(/\/src\/git\/packCheck\.ts\.bundle\.js$/);
+  });
+
+  it('loads a module that imports a package (LMDB) from its sources, as before', async () => {
+    const source = await sourceOfLoaded('../repo/search/threads', 'runSearchJob');
+    expect(source).toMatch(/\/src\/repo\/search\/[^/]+\.ts(\?.*)?$/);
+  });
 });
