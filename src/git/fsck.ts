@@ -475,7 +475,11 @@ function hasBackslashDotGit(name: Buffer): boolean {
   return false;
 }
 
-export function fsckTree(body: Buffer): FsckProblem[] {
+/**
+ * `special`, when given, is called for each entry fsck_finish() checks afterwards (see
+ * specialEntries()): fsck_tree() notes them in the same loop, so a pack's trees are read once.
+ */
+export function fsckTree(body: Buffer, special?: (file: SpecialFile, oid: Oid) => void): FsckProblem[] {
   const found: FsckProblem[] = [];
   const flags = new Set<FsckMessageId>();
   const candidates: Buffer[] = [];
@@ -492,9 +496,13 @@ export function fsckTree(body: Buffer): FsckProblem[] {
     // One pass over the name's bytes for the separators (tree entries number in the hundreds of thousands in a history).
     let slashes = false;
     let backslashes = false;
+    // A tilde or a byte past ASCII: the name may be an NTFS short name or hold HFS's ignored characters.
+    let unusual = false;
     for (let i = 0; i < name.length; i++) {
-      if (name[i] === SLASH) slashes = true;
-      else if (name[i] === BACKSLASH) backslashes = true;
+      const c = name[i];
+      if (c === SLASH) slashes = true;
+      else if (c === BACKSLASH) backslashes = true;
+      else if (c === TILDE || c > ASCII_MAX) unusual = true;
     }
     if (slashes) flags.add('fullPathname');
     if (name.length === 1 && name[0] === DOT) flags.add('hasDot');
@@ -504,6 +512,11 @@ export function fsckTree(body: Buffer): FsckProblem[] {
     if (name.length > TREE_ENTRY_NAME_BYTES_MAX) flags.add('largePathname');
     if (!STANDARD_MODES.has(entry.mode)) flags.add('badFilemode');
     if (isSymlinkMode(entry.mode)) found.push(...specialFileProblems(entry));
+    else if (special && (name[0] === DOT || backslashes || unusual)) {
+      // The same test as maySpecialFileName(), on bytes.
+      const file = specialFileOf(name);
+      if (file) special(file, entry.oid);
+    }
     if (previous) {
       const order = verifyOrdered(previous, entry, candidates);
       if (order === UNORDERED) flags.add('treeNotSorted');
@@ -735,30 +748,53 @@ export function specialEntries(treeBody: Buffer): Array<{ file: SpecialFile; oid
   return found;
 }
 
+type ReadObject = (oid: Oid) => { type: ObjectType; body: Buffer } | undefined;
+
+/** The special files trees name, each (file, object) once: what fsck_finish() checks. */
+class SpecialEntries {
+  readonly entries = new Map<string, { file: SpecialFile; oid: Oid }>();
+  readonly note = (file: SpecialFile, oid: Oid): void => {
+    const key = `${file} ${oidToHex(oid)}`;
+    if (!this.entries.has(key)) this.entries.set(key, { file, oid });
+  };
+
+  problems(readObject: ReadObject): Array<{ oid: string; problem: FsckProblem }> {
+    const out: Array<{ oid: string; problem: FsckProblem }> = [];
+    for (const { file, oid } of this.entries.values()) {
+      for (const found of fsckSpecialObject(file, readObject(oid))) out.push({ oid: oidToHex(oid), problem: found });
+    }
+    return out;
+  }
+}
+
 /**
  * Checks of the objects the given trees name as special files, as fsck_finish() makes them:
  * each object once, missing ones and ones that are not blobs included.
  */
-export function fsckSpecialBlobs(
-  treeBodies: Iterable<Buffer>,
-  readObject: (oid: Oid) => { type: ObjectType; body: Buffer } | undefined,
-): Array<{ oid: string; problem: FsckProblem }> {
-  const out: Array<{ oid: string; problem: FsckProblem }> = [];
-  const seen = new Set<string>();
-  for (const body of treeBodies) {
-    for (const { file, oid } of specialEntries(body)) {
-      const key = `${file} ${oidToHex(oid)}`;
-      if (seen.has(key)) continue;
-      seen.add(key);
-      for (const found of fsckSpecialObject(file, readObject(oid))) out.push({ oid: oidToHex(oid), problem: found });
-    }
-  }
-  return out;
+export function fsckSpecialBlobs(treeBodies: Iterable<Buffer>, readObject: ReadObject): Array<{ oid: string; problem: FsckProblem }> {
+  const specials = new SpecialEntries();
+  for (const body of treeBodies) for (const { file, oid } of specialEntries(body)) specials.note(file, oid);
+  return specials.problems(readObject);
 }
 
-/** Throws FsckError naming the first failing special blob. */
-export function assertSpecialBlobsClean(treeBodies: Iterable<Buffer>, readObject: (oid: Oid) => { type: ObjectType; body: Buffer } | undefined): void {
-  const problems = fsckSpecialBlobs(treeBodies, readObject);
+/**
+ * Every object as `git fsck --strict` checks it (assertFsckClean, labelled with its id), then the
+ * .gitmodules and .gitattributes objects its trees name (fsck_finish(); `readObject` finds them
+ * among the objects or elsewhere). Each tree's entries are read once for both. Throws FsckError
+ * for the first failure, in that order.
+ */
+export function assertObjectsFsckClean(objects: Iterable<{ type: ObjectType; body: Buffer; oid: Oid }>, readObject: ReadObject): void {
+  const specials = new SpecialEntries();
+  for (const object of objects) {
+    // git fsck finds nothing to say about a blob's content by itself (special blobs are checked
+    // below), and a received blob's body may be one that reading would rebuild (src/git/pack.ts).
+    const type = object.type;
+    if (type === 'blob') continue;
+    const problems = type === 'tree' ? fsckTree(object.body, specials.note) : fsckObject(type, object.body);
+    const failure = problems.find(isFsckFailure);
+    if (failure) throw new FsckError(failure.id, problems, `error in ${type} ${oidToHex(object.oid)}: ${failure.message}`);
+  }
+  const problems = specials.problems(readObject);
   const failure = problems.find((found) => isFsckFailure(found.problem));
   if (failure) {
     throw new FsckError(

@@ -7,7 +7,7 @@
  * inline; a refusal is a result, not a throw, so it crosses a thread boundary as plain data.
  */
 import { decodeCommit } from './commit.js';
-import { FsckError, assertFsckClean, assertSpecialBlobsClean } from './fsck.js';
+import { FsckError, assertObjectsFsckClean } from './fsck.js';
 import { OID_BYTES, oidToHex, type Oid } from './oid.js';
 import { PackFormatError, parsePack, type ExternalObject, type PackObject, type ParsePackOptions } from './pack.js';
 import { introducedObjects } from './introducedObjects.js';
@@ -79,18 +79,13 @@ export function parseReceivedPack(pack: Buffer, limits: PackLimits, lookups: Sto
 /** The rest of checkReceivedPack, on the objects parseReceivedPack gave: fsck, special blobs, tree depth, history gaps. */
 export function checkParsedPack(objects: PackObject[], lookups: StoreLookups, clientShallow: ReadonlySet<string> = new Set()): PackCheckResult {
   try {
-    // git fsck finds nothing to say about a blob's content by itself (special blobs are checked below).
-    for (const object of objects) if (object.type !== 'blob') assertFsckClean(object.type, object.body, oidToHex(object.oid));
     const received = indexOfObjects(objects);
     const read = (oid: Oid): ExternalObject | undefined => {
       const index = received.get(oid);
       return index >= 0 ? objects[index] : lookups.object(oid);
     };
-    // fsck_finish(): the .gitmodules and .gitattributes blobs the received trees name, in the pack or stored.
-    assertSpecialBlobsClean(
-      objects.filter((object) => object.type === 'tree').map((object) => object.body),
-      read,
-    );
+    // Then fsck_finish(): the .gitmodules and .gitattributes blobs the received trees name, in the pack or stored.
+    assertObjectsFsckClean(objects, read);
     // git's core.maxTreeDepth on every received commit's tree, stored subtrees included.
     const tooDeep = commitTreesDepthProblem(
       objects.filter((object) => object.type === 'commit').map((object) => ({ commit: object.oid, tree: decodeCommit(object.body).tree })),

@@ -3,6 +3,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { encodeCommit } from '../../src/git/commit.js';
 import {
   assertFsckClean,
+  assertObjectsFsckClean,
   FsckError,
   fsckCommit,
   fsckObject,
@@ -16,6 +17,7 @@ import {
   isNtfsDotGitmodules,
   isValidRefname,
   maySpecialFileName,
+  specialEntries,
   specialFileOf,
   type FsckMessageId,
 } from '../../src/git/fsck.js';
@@ -265,6 +267,42 @@ describe('assertFsckClean', () => {
     expect(() => assertFsckClean('tree', rawTree([['100664', 'f']]))).toThrow(/badFilemode/);
     expect(() => assertFsckClean('blob', Buffer.from('anything'))).not.toThrow();
     expect(fsckObject('blob', Buffer.from('\0'))).toEqual([]);
+  });
+});
+
+describe('assertObjectsFsckClean: every object, then the special blobs its trees name, in one read of each tree', () => {
+  const NAMES = ['.gitmodules', '.GITMODULES', '.gitmodules .', 'gitmod~1', 'GI7EBA~1', '.git\u200cmodules', 'x\\.gitmodules', '.gitattributes', '.GitAttributes', '.gitignore', 'a~b', 'caf\u00e9', '.hidden', 'plain'];
+  const MODES = ['100644', '100755', '120000', '40000', '160000'];
+
+  it('notes, while checking a tree, exactly the entries specialEntries() finds', () => {
+    fc.assert(
+      fc.property(fc.uniqueArray(fc.record({ name: fc.constantFrom(...NAMES), mode: fc.constantFrom(...MODES), id: fc.uint8Array({ minLength: 20, maxLength: 20 }) }), { selector: (entry) => entry.name, maxLength: 8 }), (entries) => {
+        const body = rawTree(entries.map(({ name, mode, id }) => [mode, name, Buffer.from(id)]));
+        const noted: string[] = [];
+        fsckTree(body, (file, oid) => noted.push(`${file} ${oidToHex(oid)}`));
+        expect(noted).toEqual(specialEntries(body).map(({ file, oid }) => `${file} ${oidToHex(oid)}`));
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  it('refuses a tree before the blobs it names, and a bad .gitmodules blob in or beside the objects', () => {
+    const url = Buffer.from('[submodule "x"]\n\tpath = x\n\turl = --upload-pack=evil\n');
+    const urlId = hashObject('blob', url);
+    const good = Buffer.from('[submodule "x"]\n\tpath = x\n\turl = https://example.com/x\n');
+    const goodId = hashObject('blob', good);
+    const tree = (blob: Buffer) => encodeTree([{ mode: '100644', name: '.gitmodules', oid: blob }]);
+    const object = (type: ObjectType, body: Buffer) => ({ type, body, oid: hashObject(type, body) });
+    const stored = new Map([[oidToHex(urlId), { type: 'blob' as const, body: url }]]);
+    const read = (oid: Buffer) => stored.get(oidToHex(oid));
+    // The bad blob is stored, not among the objects: still found through the trees.
+    expect(() => assertObjectsFsckClean([object('tree', tree(urlId))], read)).toThrow(/gitmodulesUrl/);
+    expect(() => assertObjectsFsckClean([object('tree', tree(goodId)), object('blob', good)], read)).toThrow(/gitmodulesMissing/);
+    stored.set(oidToHex(goodId), { type: 'blob', body: good });
+    expect(() => assertObjectsFsckClean([object('tree', tree(goodId))], read)).not.toThrow();
+    // An object's own failure comes first, whatever the special blobs hold.
+    const unsorted = object('tree', rawTree([['100644', 'b'], ['100644', 'a']]));
+    expect(() => assertObjectsFsckClean([object('tree', tree(urlId)), unsorted], read)).toThrow(`error in tree ${oidToHex(unsorted.oid)}: treeNotSorted`);
   });
 });
 

@@ -6,7 +6,7 @@
  * computed from parents already indexed.
  */
 import { decodeCommit } from '../../git/commit.js';
-import { FsckError, assertFsckClean, assertSpecialBlobsClean } from '../../git/fsck.js';
+import { FsckError, assertObjectsFsckClean } from '../../git/fsck.js';
 import { OID_BYTES, oidToHex, type Oid } from '../../git/oid.js';
 import { OidTable } from '../../git/oidTable.js';
 import type { PackObject } from '../../git/pack.js';
@@ -141,11 +141,7 @@ export async function prepareHistory(
 /** Each object as `git fsck --strict` checks it, and the .gitmodules and .gitattributes blobs the trees name (fsck_finish()). */
 function checkFetched(fetched: PackObject[], byId: (oid: Oid) => PackObject | undefined): void {
   try {
-    for (const object of fetched) assertFsckClean(object.type, object.body, oidToHex(object.oid));
-    assertSpecialBlobsClean(
-      fetched.filter((object) => object.type === 'tree').map((object) => object.body),
-      byId,
-    );
+    assertObjectsFsckClean(fetched, byId);
   } catch (error) {
     if (error instanceof FsckError) throw new HistoryImportError(`The fetched history fails git fsck: ${error.message}`);
     throw error;
