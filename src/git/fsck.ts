@@ -372,40 +372,55 @@ const STANDARD_MODES = new Set([0o100755, 0o100644, S_IFLNK, S_IFDIR, S_IFGITLIN
 const isDirectoryMode = (mode: number) => (mode & S_IFMT) === S_IFDIR;
 const isSymlinkMode = (mode: number) => (mode & S_IFMT) === S_IFLNK;
 
-interface FsckTreeEntry {
-  mode: number;
-  modeStartsWithZero: boolean;
-  name: Buffer;
-  oid: Buffer;
-}
-
 /**
- * One entry as git's decode_tree_entry() reads it, or why the tree cannot be parsed. An empty
- * name is a parse failure there (so git reports badTree, never its older emptyName).
+ * One tree entry as offsets into its tree's body: fsckTree() reads hundreds of thousands of them
+ * per pushed history, so one cursor is filled in place rather than an object and views per entry.
  */
-function readTreeEntry(body: Buffer, start: number): { entry: FsckTreeEntry; next: number } | string {
-  let at = start;
-  let mode = 0;
-  if (at >= body.length || body[at] === SPACE) return 'malformed mode in tree entry';
-  for (; at < body.length && body[at] !== SPACE; at++) {
-    const c = body[at];
-    if (c < DIGIT_ZERO || c > DIGIT_SEVEN) return 'malformed mode in tree entry';
-    mode = (mode * 8 + (c - DIGIT_ZERO)) >>> 0;
+class FsckTreeCursor {
+  mode = 0;
+  modeStartsWithZero = false;
+  nameStart = 0;
+  nameEnd = 0;
+  oidStart = 0;
+  next = 0;
+
+  constructor(readonly body: Buffer) {}
+
+  /**
+   * Reads the entry at `start` as git's decode_tree_entry() does; why the tree cannot be parsed, or
+   * null. An empty name is a parse failure there (so git reports badTree, never its older emptyName).
+   */
+  read(start: number): string | null {
+    const body = this.body;
+    let at = start;
+    let mode = 0;
+    if (at >= body.length || body[at] === SPACE) return 'malformed mode in tree entry';
+    for (; at < body.length && body[at] !== SPACE; at++) {
+      const c = body[at];
+      if (c < DIGIT_ZERO || c > DIGIT_SEVEN) return 'malformed mode in tree entry';
+      mode = (mode * 8 + (c - DIGIT_ZERO)) >>> 0;
+    }
+    if (at >= body.length) return 'too-short tree object';
+    const nameStart = at + 1;
+    const nul = body.indexOf(NUL, nameStart);
+    if (nul < 0 || nul + 1 + OID_BYTES > body.length) return 'too-short tree object';
+    if (nul === nameStart) return 'empty filename in tree entry';
+    this.mode = mode;
+    this.modeStartsWithZero = body[start] === DIGIT_ZERO;
+    this.nameStart = nameStart;
+    this.nameEnd = nul;
+    this.oidStart = nul + 1;
+    this.next = nul + 1 + OID_BYTES;
+    return null;
   }
-  if (at >= body.length) return 'too-short tree object';
-  const nameStart = at + 1;
-  const nul = body.indexOf(NUL, nameStart);
-  if (nul < 0 || nul + 1 + OID_BYTES > body.length) return 'too-short tree object';
-  if (nul === nameStart) return 'empty filename in tree entry';
-  return {
-    entry: {
-      mode,
-      modeStartsWithZero: body[start] === DIGIT_ZERO,
-      name: body.subarray(nameStart, nul),
-      oid: body.subarray(nul + 1, nul + 1 + OID_BYTES),
-    },
-    next: nul + 1 + OID_BYTES,
-  };
+
+  name(): Buffer {
+    return this.body.subarray(this.nameStart, this.nameEnd);
+  }
+
+  oid(): Buffer {
+    return this.body.subarray(this.oidStart, this.oidStart + OID_BYTES);
+  }
 }
 
 const ORDERED = 0;
@@ -417,24 +432,27 @@ const isLessThanSlash = (c: number) => c > NUL && c < SLASH;
 
 /**
  * git's verify_ordered(): names must ascend in tree order (a directory as if it ended in '/').
- * `candidates` remembers file names that a later directory of the same name could duplicate
- * though not adjacent ("foo", "foo.bar", "foo/").
+ * The previous entry's name is body[aStart, aEnd), the current one's the cursor's. `candidates`
+ * remembers file names that a later directory of the same name could duplicate though not
+ * adjacent ("foo", "foo.bar", "foo/").
  */
-function verifyOrdered(previous: FsckTreeEntry, current: FsckTreeEntry, candidates: Buffer[]): number {
-  const a = previous.name;
-  const b = current.name;
-  const common = Math.min(a.length, b.length);
-  const prefixOrder = a.subarray(0, common).compare(b.subarray(0, common));
-  if (prefixOrder < 0) return ORDERED;
-  if (prefixOrder > 0) return UNORDERED;
-  let c1 = byteAt(a, common);
-  let c2 = byteAt(b, common);
+function verifyOrdered(body: Buffer, aStart: number, aEnd: number, aMode: number, current: FsckTreeCursor, candidates: Buffer[]): number {
+  const bStart = current.nameStart;
+  const aLength = aEnd - aStart;
+  const bLength = current.nameEnd - bStart;
+  const common = Math.min(aLength, bLength);
+  let i = 0;
+  while (i < common && body[aStart + i] === body[bStart + i]) i++;
+  if (i < common) return body[aStart + i] < body[bStart + i] ? ORDERED : UNORDERED;
+  let c1 = i < aLength ? body[aStart + i] : NUL;
+  let c2 = i < bLength ? body[bStart + i] : NUL;
   if (c1 === NUL && c2 === NUL) return HAS_DUPLICATES;
-  if (c1 === NUL && isDirectoryMode(previous.mode)) c1 = SLASH;
+  if (c1 === NUL && isDirectoryMode(aMode)) c1 = SLASH;
   if (c2 === NUL && isDirectoryMode(current.mode)) c2 = SLASH;
   if (c1 === NUL && isLessThanSlash(c2)) {
-    candidates.push(a);
+    candidates.push(body.subarray(aStart, aEnd));
   } else if (c2 === SLASH && isLessThanSlash(c1)) {
+    const b = current.name();
     for (let file = candidates.pop(); file; file = candidates.pop()) {
       if (b.length < file.length || !b.subarray(0, file.length).equals(file)) continue;
       if (b.length === file.length) return HAS_DUPLICATES;
@@ -448,10 +466,8 @@ function verifyOrdered(previous: FsckTreeEntry, current: FsckTreeEntry, candidat
 }
 
 /** The symlink checks of special files ("gitmodulesSymlink" and its relatives). */
-function specialFileProblems(entry: FsckTreeEntry): FsckProblem[] {
-  if (!isSymlinkMode(entry.mode)) return [];
+function specialFileProblems(name: Buffer): FsckProblem[] {
   const found: FsckProblem[] = [];
-  const name = entry.name;
   if (isHfsDotGitmodules(name) || isNtfsDotGitmodules(name)) found.push(problem('gitmodulesSymlink', '.gitmodules is a symbolic link'));
   if (isHfsDotGitattributes(name) || isNtfsDotGitattributes(name)) found.push(problem('gitattributesSymlink', '.gitattributes is a symlink'));
   if (isHfsDotGitignore(name) || isNtfsDotGitignore(name)) found.push(problem('gitignoreSymlink', '.gitignore is a symlink'));
@@ -463,8 +479,8 @@ function specialFileProblems(entry: FsckTreeEntry): FsckProblem[] {
   return found;
 }
 
-function isNullOid(oid: Buffer): boolean {
-  for (let i = 0; i < oid.length; i++) if (oid[i] !== 0) return false;
+function isNullOid(body: Buffer, start: number): boolean {
+  for (let i = start; i < start + OID_BYTES; i++) if (body[i] !== 0) return false;
   return true;
 }
 
@@ -475,69 +491,94 @@ function hasBackslashDotGit(name: Buffer): boolean {
   return false;
 }
 
+/** The flags fsckTree() raises, one bit each, in the order git prints them. */
+const TREE_FLAGS: ReadonlyArray<readonly [FsckMessageId, string]> = [
+  ['nullSha1', 'contains entries pointing to null sha1'],
+  ['fullPathname', 'contains full pathnames'],
+  ['hasDot', "contains '.'"],
+  ['hasDotdot', "contains '..'"],
+  ['hasDotgit', "contains '.git'"],
+  ['zeroPaddedFilemode', 'contains zero-padded file modes'],
+  ['badFilemode', 'contains bad file modes'],
+  ['duplicateEntries', 'contains duplicate file entries'],
+  ['treeNotSorted', 'not properly sorted'],
+  ['largePathname', 'contains excessively large pathname'],
+];
+const flagBit = (id: FsckMessageId): number => 1 << TREE_FLAGS.findIndex(([flag]) => flag === id);
+const NULL_SHA1 = flagBit('nullSha1');
+const FULL_PATHNAME = flagBit('fullPathname');
+const HAS_DOT = flagBit('hasDot');
+const HAS_DOTDOT = flagBit('hasDotdot');
+const HAS_DOTGIT = flagBit('hasDotgit');
+const ZERO_PADDED_FILEMODE = flagBit('zeroPaddedFilemode');
+const BAD_FILEMODE = flagBit('badFilemode');
+const DUPLICATE_ENTRIES = flagBit('duplicateEntries');
+const TREE_NOT_SORTED = flagBit('treeNotSorted');
+const LARGE_PATHNAME = flagBit('largePathname');
+const LOWER_G = 0x67;
+const ASCII_CASE_BIT = 0x20;
+
 /**
  * `special`, when given, is called for each entry fsck_finish() checks afterwards (see
  * specialEntries()): fsck_tree() notes them in the same loop, so a pack's trees are read once.
  */
 export function fsckTree(body: Buffer, special?: (file: SpecialFile, oid: Oid) => void): FsckProblem[] {
   const found: FsckProblem[] = [];
-  const flags = new Set<FsckMessageId>();
+  let flags = 0;
   const candidates: Buffer[] = [];
-  let previous: FsckTreeEntry | null = null;
+  const entry = new FsckTreeCursor(body);
+  let previousStart = -1;
+  let previousEnd = -1;
+  let previousMode = 0;
   for (let at = 0; at < body.length; ) {
-    const read = readTreeEntry(body, at);
-    if (typeof read === 'string') {
-      found.push(problem('badTree', `cannot be parsed as a tree (${read})`));
+    const unreadable = entry.read(at);
+    if (unreadable !== null) {
+      found.push(problem('badTree', `cannot be parsed as a tree (${unreadable})`));
       break;
     }
-    const { entry } = read;
-    const name = entry.name;
-    if (isNullOid(entry.oid)) flags.add('nullSha1');
+    const { nameStart, nameEnd, mode } = entry;
+    const length = nameEnd - nameStart;
+    if (isNullOid(body, entry.oidStart)) flags |= NULL_SHA1;
     // One pass over the name's bytes for the separators (tree entries number in the hundreds of thousands in a history).
     let slashes = false;
     let backslashes = false;
     // A tilde or a byte past ASCII: the name may be an NTFS short name or hold HFS's ignored characters.
     let unusual = false;
-    for (let i = 0; i < name.length; i++) {
-      const c = name[i];
+    for (let i = nameStart; i < nameEnd; i++) {
+      const c = body[i];
       if (c === SLASH) slashes = true;
       else if (c === BACKSLASH) backslashes = true;
       else if (c === TILDE || c > ASCII_MAX) unusual = true;
     }
-    if (slashes) flags.add('fullPathname');
-    if (name.length === 1 && name[0] === DOT) flags.add('hasDot');
-    if (name.length === 2 && name[0] === DOT && name[1] === DOT) flags.add('hasDotdot');
-    if (isDotGitName(name) || (backslashes && hasBackslashDotGit(name))) flags.add('hasDotgit');
-    if (entry.modeStartsWithZero) flags.add('zeroPaddedFilemode');
-    if (name.length > TREE_ENTRY_NAME_BYTES_MAX) flags.add('largePathname');
-    if (!STANDARD_MODES.has(entry.mode)) flags.add('badFilemode');
-    if (isSymlinkMode(entry.mode)) found.push(...specialFileProblems(entry));
-    else if (special && (name[0] === DOT || backslashes || unusual)) {
+    const first = body[nameStart];
+    if (slashes) flags |= FULL_PATHNAME;
+    if (length === 1 && first === DOT) flags |= HAS_DOT;
+    if (length === 2 && first === DOT && body[nameStart + 1] === DOT) flags |= HAS_DOTDOT;
+    // isDotGitName() holds only for names starting with '.', 'g' or 'G' (NTFS), or with a character HFS ignores.
+    if ((first === DOT || (first | ASCII_CASE_BIT) === LOWER_G || first > ASCII_MAX) && isDotGitName(entry.name())) flags |= HAS_DOTGIT;
+    else if (backslashes && hasBackslashDotGit(entry.name())) flags |= HAS_DOTGIT;
+    if (entry.modeStartsWithZero) flags |= ZERO_PADDED_FILEMODE;
+    if (length > TREE_ENTRY_NAME_BYTES_MAX) flags |= LARGE_PATHNAME;
+    if (!STANDARD_MODES.has(mode)) flags |= BAD_FILEMODE;
+    if (isSymlinkMode(mode)) found.push(...specialFileProblems(entry.name()));
+    else if (special && (first === DOT || backslashes || unusual)) {
       // The same test as maySpecialFileName(), on bytes.
-      const file = specialFileOf(name);
-      if (file) special(file, entry.oid);
+      const file = specialFileOf(entry.name());
+      if (file) special(file, entry.oid());
     }
-    if (previous) {
-      const order = verifyOrdered(previous, entry, candidates);
-      if (order === UNORDERED) flags.add('treeNotSorted');
-      if (order === HAS_DUPLICATES) flags.add('duplicateEntries');
+    if (previousStart >= 0) {
+      const order = verifyOrdered(body, previousStart, previousEnd, previousMode, entry, candidates);
+      if (order === UNORDERED) flags |= TREE_NOT_SORTED;
+      if (order === HAS_DUPLICATES) flags |= DUPLICATE_ENTRIES;
     }
-    previous = entry;
-    at = read.next;
+    previousStart = nameStart;
+    previousEnd = nameEnd;
+    previousMode = mode;
+    at = entry.next;
   }
-  const texts: Array<[FsckMessageId, string]> = [
-    ['nullSha1', 'contains entries pointing to null sha1'],
-    ['fullPathname', 'contains full pathnames'],
-    ['hasDot', "contains '.'"],
-    ['hasDotdot', "contains '..'"],
-    ['hasDotgit', "contains '.git'"],
-    ['zeroPaddedFilemode', 'contains zero-padded file modes'],
-    ['badFilemode', 'contains bad file modes'],
-    ['duplicateEntries', 'contains duplicate file entries'],
-    ['treeNotSorted', 'not properly sorted'],
-    ['largePathname', 'contains excessively large pathname'],
-  ];
-  for (const [id, text] of texts) if (flags.has(id)) found.push(problem(id, text));
+  TREE_FLAGS.forEach(([id, text], bit) => {
+    if (flags & (1 << bit)) found.push(problem(id, text));
+  });
   return found;
 }
 
@@ -738,12 +779,11 @@ export function specialFileOf(name: Uint8Array): SpecialFile | null {
  */
 export function specialEntries(treeBody: Buffer): Array<{ file: SpecialFile; oid: Oid }> {
   const found: Array<{ file: SpecialFile; oid: Oid }> = [];
-  for (let at = 0; at < treeBody.length; ) {
-    const read = readTreeEntry(treeBody, at);
-    if (typeof read === 'string') break;
-    const file = isSymlinkMode(read.entry.mode) ? null : specialFileOf(read.entry.name);
-    if (file) found.push({ file, oid: read.entry.oid });
-    at = read.next;
+  const entry = new FsckTreeCursor(treeBody);
+  for (let at = 0; at < treeBody.length; at = entry.next) {
+    if (entry.read(at) !== null) break;
+    const file = isSymlinkMode(entry.mode) ? null : specialFileOf(entry.name());
+    if (file) found.push({ file, oid: entry.oid() });
   }
   return found;
 }
