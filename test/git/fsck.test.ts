@@ -369,6 +369,46 @@ describe('agreement with git fsck --strict', () => {
   });
 });
 
+describe('agreement with git fsck --strict on random trees', () => {
+  const repo = `${scratch.path}/random-trees.git`;
+  initBareRepo(repo);
+
+  it('flags the same problems as git on 200 trees of hostile names, modes and orders', () => {
+    // Names that exercise every rule: order and duplicates ("foo", "foo.bar", "foo/"), '.git' and
+    // its look-alikes, separators, special files, non-ASCII bytes.
+    const names = ['a', 'a.b', 'a-b', 'a/b', 'a\\b', 'a\\.git', '.', '..', '.git', '.GIT', 'git~1', 'GIT~1 ', '.git.', '.g\u200cit', '\u200d.git', 'g', 'foo', 'foo.bar', 'foo-bar', 'foo bar', '.gitmodules', 'gitmod~1', '.gitattributes', '.gitignore', '.mailmap', 'x~y', 'caf\u00e9', 'B', 'b', 'z'];
+    const modes = ['100644', '100755', '120000', '40000', '040000', '160000', '100664'];
+    const entry = fc.tuple(fc.constantFrom(...modes), fc.constantFrom(...names), fc.boolean());
+    const trees = fc.sample(fc.array(entry, { minLength: 1, maxLength: 6 }), { numRuns: 200, seed: 27 }).map((entries) =>
+      rawTree(entries.map(([mode, name, nullId]) => [mode, name, nullId ? Buffer.alloc(20) : Buffer.from(EMPTY_BLOB_OID)])),
+    );
+    const noted = new Set(trees.map((body) => oidToHex(hashObject('tree', body))));
+    for (const body of trees) git(['hash-object', '-t', 'tree', '--literally', '-w', '--stdin'], { cwd: repo, input: body });
+    let output = '';
+    try {
+      output = git(['fsck', '--strict', '--no-dangling'], { cwd: repo });
+    } catch (error) {
+      const failed = error as { stdout?: Buffer; stderr?: Buffer };
+      output = `${failed.stdout?.toString() ?? ''}${failed.stderr?.toString() ?? ''}`;
+    }
+    const theirs = new Map<string, Set<string>>();
+    for (const match of output.matchAll(/(?:error|warning) in tree ([0-9a-f]{40}): (\w+):/g)) {
+      if (!noted.has(match[1])) continue;
+      theirs.set(match[1], (theirs.get(match[1]) ?? new Set()).add(match[2]));
+    }
+    let flagged = 0;
+    for (const body of trees) {
+      const hex = oidToHex(hashObject('tree', body));
+      const ours = new Set(ids(fsckTree(body)));
+      if (ours.size > 0) flagged++;
+      expect([...ours].sort(), JSON.stringify(body.toString('latin1'))).toEqual([...(theirs.get(hex) ?? [])].sort());
+    }
+    // Not a vacuous agreement: most of these trees break some rule, and some break none.
+    expect(flagged).toBeGreaterThan(100);
+    expect(flagged).toBeLessThan(trees.length);
+  });
+});
+
 describe('.gitmodules and .gitattributes blobs, against git fsck --strict', () => {
   const repo = `${scratch.path}/special.git`;
   initBareRepo(repo);
