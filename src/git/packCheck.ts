@@ -13,7 +13,7 @@ import { PackFormatError, parsePack, type ExternalObject, type PackObject, type 
 import { introducedObjects } from './introducedObjects.js';
 import { OidTable } from './oidTable.js';
 import { ENTRY_GITLINK, ENTRY_TREE, TreeCursor } from './tree.js';
-import { commitTreesDepthProblem } from './treeDepth.js';
+import { TREE_DEPTH_MAX, commitTreesDepthProblem, treeDepthProblem, treeHeight } from './treeDepth.js';
 
 export type PackLimits = Omit<ParsePackOptions, 'resolveExternal' | 'dropBlobBodies'>;
 
@@ -86,16 +86,21 @@ export function checkParsedPack(objects: PackObject[], lookups: StoreLookups, cl
     };
     // Then fsck_finish(): the .gitmodules and .gitattributes blobs the received trees name, in the pack or stored.
     assertObjectsFsckClean(objects, read);
+    const readTree = (oid: Oid): Buffer | undefined => {
+      const tree = read(oid);
+      return tree?.type === 'tree' ? tree.body : undefined;
+    };
+    // The history's gaps, and the height of every received tree in the same walk.
+    const { gaps, treeHeights } = walkHistory(objects, (oid) => lookups.has(oid), clientShallow, received, readTree);
     // git's core.maxTreeDepth on every received commit's tree, stored subtrees included.
-    const tooDeep = commitTreesDepthProblem(
-      objects.filter((object) => object.type === 'commit').map((object) => ({ commit: object.oid, tree: decodeCommit(object.body).tree })),
-      (oid) => {
-        const tree = read(oid);
-        return tree?.type === 'tree' ? tree.body : undefined;
-      },
-    );
+    const tooDeep = treeHeights
+      ? receivedCommitsDepthProblem(objects, received, treeHeights, readTree)
+      : // A walk cut short by a gap leaves heights unknown: the trees are measured on their own.
+        commitTreesDepthProblem(
+          objects.filter((object) => object.type === 'commit').map((object) => ({ commit: object.oid, tree: decodeCommit(object.body).tree })),
+          readTree,
+        );
     if (tooDeep) return { ok: false, message: tooDeep };
-    const gaps = historyGaps(objects, (oid) => lookups.has(oid), clientShallow, received);
     return { ok: true, objects, gaps, commitObjects: async () => receivedCommitObjects(objects, gaps, read) };
   } catch (error) {
     if (error instanceof PackFormatError || error instanceof FsckError) return { ok: false, message: error.message };
@@ -112,33 +117,67 @@ export function checkParsedPack(objects: PackObject[], lookups: StoreLookups, cl
  * caller has one.
  */
 export function historyGaps(objects: PackObject[], has: (oid: Oid) => boolean, clientShallow: ReadonlySet<string>, received = indexOfObjects(objects)): Map<string, Gap> {
+  return walkHistory(objects, has, clientShallow, received, null).gaps;
+}
+
+/**
+ * historyGaps(), and with `readTree` (a tree's body, received or stored) the height of every
+ * received tree as treeHeight() measures it, capped at TREE_DEPTH_MAX + 1: a tree's height is
+ * known once its subtrees are walked, so the depth check reads no entry a second time. A stored
+ * subtree is measured by treeHeight(), through `readTree`. Heights are null when a gap cut the
+ * walk short (the objects above a gap are not walked further).
+ */
+function walkHistory(
+  objects: PackObject[],
+  has: (oid: Oid) => boolean,
+  clientShallow: ReadonlySet<string>,
+  received: OidTable,
+  readTree: ((oid: Oid) => Buffer | undefined) | null,
+): { gaps: Map<string, Gap>; treeHeights: Int32Array | null } {
   const state = new Uint8Array(objects.length);
   const gapOf: Array<Gap | undefined> = new Array(objects.length);
+  const heights = new Int32Array(objects.length);
+  /** Heights of stored trees measured so far (treeHeight's memo). */
+  const storedHeights = new OidTable();
   /** Ids the store was asked about: 1 held, 0 not. */
   const stored = new OidTable();
   const gaps = new Map<string, Gap>();
   const stack: Frame[] = [];
+  /** A tree's height taking in one of its entries: a subtree of height h makes it 1 + h. */
+  const reach = (frame: Frame, childHeight: number) => {
+    if (frame.heightOf && 1 + childHeight > frame.height) frame.height = Math.min(1 + childHeight, TREE_HEIGHT_CAP);
+  };
   for (let root = 0; root < objects.length; root++) {
     if (state[root] !== UNSEEN) continue;
-    stack.push(openFrame(objects[root], root));
+    stack.push(openFrame(objects[root], root, readTree !== null));
     state[root] = ON_STACK;
     while (stack.length > 0) {
       const frame = stack[stack.length - 1];
       if (frame.next === frame.offsets.length) {
         state[frame.index] = COMPLETE;
+        heights[frame.index] = frame.height;
         stack.pop();
+        if (stack.length > 0) {
+          const parent = stack[stack.length - 1];
+          if (parent.subtrees?.[parent.next - 1]) reach(parent, frame.height);
+        }
         continue;
       }
-      const at = frame.offsets[frame.next++];
+      const entry = frame.next++;
+      const at = frame.offsets[entry];
+      const isSubtree = frame.subtrees?.[entry] === 1;
       const index = received.get(frame.ids, at);
       let gap: Gap | undefined;
       if (index >= 0) {
-        if (state[index] === COMPLETE) continue;
+        if (state[index] === COMPLETE) {
+          if (isSubtree) reach(frame, objects[index].type === 'tree' ? heights[index] : 0);
+          continue;
+        }
         if (state[index] === MISSING) gap = gapOf[index];
         // Ids are hashes of the content, so objects cannot form a cycle; this only keeps a forged one finite.
         else if (state[index] === ON_STACK) gap = { missing: oidToHex(objects[index].oid), shallow: false };
         else {
-          stack.push(openFrame(objects[index], index));
+          stack.push(openFrame(objects[index], index, readTree !== null));
           state[index] = ON_STACK;
           continue;
         }
@@ -148,7 +187,10 @@ export function historyGaps(objects: PackObject[], has: (oid: Oid) => boolean, c
           held = has(frame.ids.subarray(at, at + OID_BYTES)) ? 1 : 0;
           stored.add(frame.ids, at, held);
         }
-        if (held === 1) continue;
+        if (held === 1) {
+          if (isSubtree) reach(frame, treeHeight(frame.ids.subarray(at, at + OID_BYTES), readTree!, TREE_DEPTH_MAX, storedHeights));
+          continue;
+        }
         const top = objects[frame.index];
         gap = { missing: frame.ids.toString('hex', at, at + OID_BYTES), shallow: top.type === 'commit' && clientShallow.has(oidToHex(top.oid)) };
       }
@@ -161,7 +203,26 @@ export function historyGaps(objects: PackObject[], has: (oid: Oid) => boolean, c
       stack.length = 0;
     }
   }
-  return gaps;
+  return { gaps, treeHeights: readTree && gaps.size === 0 ? heights : null };
+}
+
+/** Heights past this are all "too deep": TREE_DEPTH_MAX + 1, as treeHeight() returns with its limit. */
+const TREE_HEIGHT_CAP = TREE_DEPTH_MAX + 1;
+
+/**
+ * commitTreesDepthProblem() on the received commits, their trees' heights taken from a walk
+ * (walkHistory): the first commit whose tree has a path deeper than TREE_DEPTH_MAX, or null.
+ */
+function receivedCommitsDepthProblem(objects: PackObject[], received: OidTable, heights: Int32Array, readTree: (oid: Oid) => Buffer | undefined): string | null {
+  const storedHeights = new OidTable();
+  for (const object of objects) {
+    if (object.type !== 'commit') continue;
+    const tree = decodeCommit(object.body).tree;
+    const index = received.get(tree);
+    const height = index >= 0 ? (objects[index].type === 'tree' ? heights[index] : 0) : treeHeight(tree, readTree, TREE_DEPTH_MAX, storedHeights);
+    if (height > TREE_DEPTH_MAX) return treeDepthProblem(object.oid);
+  }
+  return null;
 }
 
 /** Each object's index by its id. */
@@ -183,21 +244,42 @@ interface Frame {
   ids: Buffer;
   offsets: number[];
   next: number;
+  /** For a tree whose height is measured: 1 for each entry (by offsets' index) that is a subtree. */
+  subtrees: Uint8Array | null;
+  heightOf: boolean;
+  /** The tree's height so far: 1 for a tree with entries, then 1 + its tallest subtree's. */
+  height: number;
 }
 
-/** The objects a commit or tree names (a submodule's commit lives elsewhere; tags name nothing we keep). */
-function openFrame(object: PackObject, index: number): Frame {
+/**
+ * The objects a commit or tree names (a submodule's commit lives elsewhere; tags name nothing we
+ * keep); with `measure`, a tree's subtrees are noted for its height.
+ */
+function openFrame(object: PackObject, index: number, measure: boolean): Frame {
   if (object.type === 'commit') {
     const commit = decodeCommit(object.body);
     const ids = Buffer.concat([commit.tree, ...commit.parents]);
-    return { index, ids, offsets: Array.from({ length: 1 + commit.parents.length }, (_, k) => k * OID_BYTES), next: 0 };
+    return { index, ids, offsets: Array.from({ length: 1 + commit.parents.length }, (_, k) => k * OID_BYTES), next: 0, subtrees: null, heightOf: false, height: 0 };
   }
   // A blob's body is not read: the parse may have dropped it (it would be rebuilt).
-  if (object.type !== 'tree') return { index, ids: NO_IDS, offsets: [], next: 0 };
+  if (object.type !== 'tree') return { index, ids: NO_IDS, offsets: [], next: 0, subtrees: null, heightOf: false, height: 0 };
   const offsets: number[] = [];
+  const kinds: number[] = [];
   const cursor = new TreeCursor(object.body);
-  while (cursor.next()) if (cursor.kind !== ENTRY_GITLINK) offsets.push(cursor.oidStart);
-  return { index, ids: object.body, offsets, next: 0 };
+  while (cursor.next()) {
+    if (cursor.kind === ENTRY_GITLINK) continue;
+    offsets.push(cursor.oidStart);
+    kinds.push(cursor.kind === ENTRY_TREE ? 1 : 0);
+  }
+  return {
+    index,
+    ids: object.body,
+    offsets,
+    next: 0,
+    subtrees: measure ? Uint8Array.from(kinds) : null,
+    heightOf: measure,
+    height: object.body.length > 0 ? 1 : 0,
+  };
 }
 
 /**

@@ -101,9 +101,12 @@ function subtreeOffsets(body: Buffer): number[] {
 export function commitTreesDepthProblem(commits: ReadonlyArray<{ commit: Oid; tree: Oid }>, readTree: (oid: Oid) => Buffer | undefined): string | null {
   const memo = new OidTable();
   for (const { commit, tree } of commits) {
-    if (treeHeight(tree, readTree, TREE_DEPTH_MAX, memo) > TREE_DEPTH_MAX) {
-      return `the tree of commit ${oidToHex(commit)} has paths deeper than ${TREE_DEPTH_MAX} components (git's core.maxTreeDepth)`;
-    }
+    if (treeHeight(tree, readTree, TREE_DEPTH_MAX, memo) > TREE_DEPTH_MAX) return treeDepthProblem(commit);
   }
   return null;
+}
+
+/** Why a commit whose tree is deeper than TREE_DEPTH_MAX is refused. */
+export function treeDepthProblem(commit: Oid): string {
+  return `the tree of commit ${oidToHex(commit)} has paths deeper than ${TREE_DEPTH_MAX} components (git's core.maxTreeDepth)`;
 }

@@ -1,8 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { hashObject, type ObjectType, type Oid } from '../../src/git/oid.js';
 import type { PackObject } from '../../src/git/pack.js';
-import { historyGaps, receivedCommitObjects } from '../../src/git/packCheck.js';
-import { encodeTree, MODE_FILE, MODE_GITLINK } from '../../src/git/tree.js';
+import { checkParsedPack, historyGaps, receivedCommitObjects } from '../../src/git/packCheck.js';
+import { encodeTree, MODE_FILE, MODE_GITLINK, MODE_TREE } from '../../src/git/tree.js';
+import { commitTreesDepthProblem, TREE_DEPTH_MAX } from '../../src/git/treeDepth.js';
 
 function object(type: ObjectType, body: Buffer): PackObject {
   return { type, body, oid: hashObject(type, body), offset: 0, deltaDepth: 0 };
@@ -60,6 +61,68 @@ describe('historyGaps', () => {
       parent = next.oid;
     }
     expect(historyGaps([...commits.reverse(), tree, blob], has, new Set()).size).toBe(0);
+  });
+});
+
+describe('checkParsedPack: tree depth measured during the history walk', () => {
+  const blob = object('blob', Buffer.from('leaf\n'));
+
+  /** A chain of `height` trees (the deepest holds the blob), each level also holding a file; from the bottom up. */
+  function chain(height: number, salt: string): PackObject[] {
+    const trees: PackObject[] = [];
+    let below = object('tree', encodeTree([{ name: `f-${salt}`, mode: MODE_FILE, oid: blob.oid }]));
+    trees.push(below);
+    for (let level = 1; level < height; level++) {
+      below = object('tree', encodeTree([{ name: 'd', mode: MODE_TREE, oid: below.oid }, { name: 'f', mode: MODE_FILE, oid: blob.oid }]));
+      trees.push(below);
+    }
+    return trees;
+  }
+
+  /**
+   * Commits on chains whose lower `storedLevels` trees the store holds and whose upper ones come in
+   * the pack; the verdict must be what commitTreesDepthProblem says of the same trees.
+   */
+  function verdicts(cases: Array<{ height: number; storedLevels: number }>) {
+    const stored = new Map<string, PackObject>([[hex(blob.oid), blob]]);
+    const received: PackObject[] = [];
+    const commits: Array<{ commit: Oid; tree: Oid }> = [];
+    cases.forEach(({ height, storedLevels }, i) => {
+      const trees = chain(height, String(i));
+      trees.forEach((tree, level) => (level < storedLevels ? stored.set(hex(tree.oid), tree) : received.push(tree)));
+      const top = commit(trees[trees.length - 1].oid, [], `case ${i}`);
+      received.push(top);
+      commits.push({ commit: top.oid, tree: trees[trees.length - 1].oid });
+    });
+    const lookups = { object: (oid: Oid) => stored.get(hex(oid)), has: (oid: Oid) => stored.has(hex(oid)) };
+    const all = new Map([...stored, ...received.map((found) => [hex(found.oid), found] as const)]);
+    // Tops first, as a pack lists them; the first commit in that order is the one named.
+    const objects = received.reverse();
+    const inPackOrder = objects.filter((found) => found.type === 'commit').map((top) => commits.find((entry) => entry.commit.equals(top.oid))!);
+    const expected = commitTreesDepthProblem(inPackOrder, (oid) => all.get(hex(oid))?.body);
+    const result = checkParsedPack(objects, lookups);
+    return { expected, actual: result.ok ? null : result.message, gaps: result.ok ? result.gaps.size : -1 };
+  }
+
+  it('takes trees exactly TREE_DEPTH_MAX deep, received whole or on stored subtrees, and refuses one a level deeper', () => {
+    for (const storedLevels of [0, 1, TREE_DEPTH_MAX - 1, 2048]) {
+      const fits = verdicts([{ height: TREE_DEPTH_MAX, storedLevels }]);
+      expect(fits).toEqual({ expected: null, actual: null, gaps: 0 });
+      const over = verdicts([{ height: TREE_DEPTH_MAX + 1, storedLevels }]);
+      expect(over.expected).toMatch(/deeper than 4096 components/);
+      expect(over.actual).toBe(over.expected);
+    }
+  });
+
+  it('names the same first commit as measuring each tree alone, whatever the mix', () => {
+    const mixed = verdicts([
+      { height: 3, storedLevels: 0 },
+      { height: TREE_DEPTH_MAX + 2, storedLevels: 100 },
+      { height: TREE_DEPTH_MAX + 1, storedLevels: 0 },
+      { height: TREE_DEPTH_MAX, storedLevels: 4000 },
+    ]);
+    expect(mixed.expected).not.toBeNull();
+    expect(mixed.actual).toBe(mixed.expected);
   });
 });
 
