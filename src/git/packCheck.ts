@@ -40,10 +40,12 @@ export type PackCheckResult =
       gaps: Map<string, Gap>;
       /**
        * For each received commit without a gap (by index in `objects`): its introducedObjects()
-       * list. Made when asked, so a receiver can store the objects meanwhile (the checker's thread
-       * makes them after it has answered with the check).
+       * list. Made when first asked, so a receiver stores the objects first (on the checker's
+       * thread they are made once asked, not beside the store's work).
        */
       commitObjects: () => Promise<Map<number, Buffer>>;
+      /** Says the lists will not be asked for, so a checker may let go of what they need. */
+      forgetCommitObjects?: () => void;
     }
   | { ok: false; message: string };
 

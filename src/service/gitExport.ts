@@ -71,9 +71,22 @@ export class GitExport {
           }
         }),
     });
+    if (result.indexed) {
+      const indexed = result.indexed;
+      this.indexing.add(indexed);
+      void indexed.finally(() => this.indexing.delete(indexed));
+    }
     for (const { branch, command } of moved(result)) {
       if (command.new !== null) await this.workspace.refreshFrameworkIfMain(record, branch);
     }
     return result;
+  }
+
+  /** Pushes whose commits' object lists are still being made or stored (ReceivePackResult.indexed). */
+  private readonly indexing = new Set<Promise<void>>();
+
+  /** Settles once every answered push's object lists are stored or given up. */
+  async idle(): Promise<void> {
+    while (this.indexing.size > 0) await Promise.all([...this.indexing]);
   }
 }

@@ -29,6 +29,9 @@ import { oidToHex, type ObjectType, type Oid } from '../git/oid.js';
 import { OidTable } from '../git/oidTable.js';
 import { startModuleWorker } from './moduleWorker.js';
 
+/** How long the worker keeps a passed pack's objects for lists nobody has asked for yet. */
+const LISTS_UNASKED_MS_MAX = 60_000;
+
 /** Packs up to this size are checked inline. */
 export const PACK_INLINE_BYTES_MAX = 16 * 1024;
 
@@ -37,8 +40,15 @@ const CHECK_NICE = 5;
 
 /** The worker's code (src/service/moduleWorker.ts runs it; `load()` imports src/git/packCheck.ts). */
 const WORKER_SOURCE = `
-parentPort.on('message', async ({ warm, id, pack, limits, clientShallow, port, signal, wholeBlobs }) => {
+/** Per job whose check passed: settles with whether its commits' object lists are wanted. */
+const listRequests = new Map();
+parentPort.on('message', async ({ warm, listsFor, wanted, id, pack, limits, clientShallow, port, signal, wholeBlobs }) => {
   if (warm) return load().catch(() => {});
+  if (listsFor !== undefined) {
+    const request = listRequests.get(listsFor);
+    listRequests.delete(listsFor);
+    return request && request(wanted);
+  }
   try {
     const { parseReceivedPack, checkParsedPack } = await load();
     const flag = new Int32Array(signal);
@@ -120,9 +130,11 @@ parentPort.on('message', async ({ warm, id, pack, limits, clientShallow, port, s
       return parentPort.postMessage({ id, verdict: true, ok: false, message: result.message });
     }
     parentPort.postMessage({ id, verdict: true, ok: true, gaps: [...result.gaps] });
-    // Then the commits' object lists, while the receiver stores the objects: all in one buffer,
-    // (object index, end) per commit. The store may still be asked for a parent's trees.
-    const listed = [...(await result.commitObjects())];
+    // Then, when the receiver asks (once it has stored the objects), the commits' object lists:
+    // all in one buffer, (object index, end) per commit. The store may still be asked for a
+    // parent's trees. Made beside the receiver's store, they slowed it by a fifth.
+    const wanted = await new Promise((resolve) => listRequests.set(id, resolve));
+    const listed = wanted ? [...(await result.commitObjects())] : [];
     port.close();
     const lists = new Uint8Array(listed.reduce((sum, [, list]) => sum + list.length, 0));
     const listIndexes = new Float64Array(listed.length * 2);
@@ -174,6 +186,8 @@ interface Job {
   pack: Buffer;
   /** Settled by the worker's last answer, the commits' object lists (after an ok check). */
   lists: Promise<Map<number, Buffer>>;
+  /** Tells the worker, once, whether the lists are wanted (until then it waits, holding the objects). */
+  requestLists(wanted: boolean): void;
   settleLists(lists: Map<number, Buffer> | Error): void;
   /** The store, for the bases of a thin pack's blobs rebuilt here. */
   lookups: AsyncStoreLookups;
@@ -201,9 +215,17 @@ export class PackChecker {
    * pack-ready forms (src/store/asyncTypes.ts packForms) and so stores every body whole: rebuilding
    * them on the request thread instead held it for most of a second per 2,000 objects.
    */
-  constructor(options: { inlineBytesMax?: number; wholeBlobs?: boolean } = {}) {
+  constructor(options: { inlineBytesMax?: number; wholeBlobs?: boolean; listsUnaskedMsMax?: number } = {}) {
     this.inlineBytesMax = options.inlineBytesMax ?? PACK_INLINE_BYTES_MAX;
     this.wholeBlobs = options.wholeBlobs ?? false;
+    this.listsUnaskedMsMax = options.listsUnaskedMsMax ?? LISTS_UNASKED_MS_MAX;
+  }
+
+  private readonly listsUnaskedMsMax: number;
+
+  /** Checks on the worker not yet ended: under way, or passed and waiting to be asked for their lists. */
+  get jobsPending(): number {
+    return this.jobs.size;
   }
 
   /**
@@ -263,9 +285,15 @@ export class PackChecker {
     });
     // The same: a caller whose begin() failed never asks for it.
     verdict.catch(() => {});
+    let listsRequested = false;
+    const requestLists = (wanted: boolean) => {
+      if (listsRequested) return;
+      listsRequested = true;
+      worker.postMessage({ listsFor: id, wanted });
+    };
     return await new Promise<PackCheckResult | ParsedPack>((resolve, reject) => {
       if (this.jobs.size === 0) worker.ref();
-      this.jobs.set(id, { pack, lookups, lists, settleLists, objects: null, verdict, settleVerdict, resolve, reject, done: () => port1.close() });
+      this.jobs.set(id, { pack, lookups, lists, requestLists, settleLists, objects: null, verdict, settleVerdict, resolve, reject, done: () => port1.close() });
       worker.postMessage({ id, pack: copy, limits, clientShallow: [...clientShallow], port: port2, signal, wholeBlobs: this.wholeBlobs }, [copy.buffer, port2]);
     });
   }
@@ -352,8 +380,25 @@ export class PackChecker {
     }
     // A verdict that passed: the objects of the first answer, whose making may still be under way.
     const gaps = new Map(answer.gaps);
+    // A receiver that never says whether it wants the lists does not hold the worker's objects for good.
+    const unasked = setTimeout(() => job.requestLists(false), this.listsUnaskedMsMax);
+    unasked.unref();
+    const request = (wanted: boolean) => {
+      clearTimeout(unasked);
+      job.requestLists(wanted);
+    };
     job.objects!.then(
-      (objects) => job.settleVerdict({ ok: true, objects, gaps, commitObjects: () => job.lists }),
+      (objects) =>
+        job.settleVerdict({
+          ok: true,
+          objects,
+          gaps,
+          commitObjects: () => {
+            request(true);
+            return job.lists;
+          },
+          forgetCommitObjects: () => request(false),
+        }),
       (error: Error) => job.settleVerdict(error),
     );
   }

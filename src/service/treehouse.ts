@@ -191,6 +191,8 @@ export function openTreehouse(config: Config, store: AsyncStore): Treehouse {
       await gc.stop();
       await remoteSync.stop();
       await deflateCache.stop();
+      // A push answered moments ago may still be storing its commits' object lists.
+      await git.idle();
       await linter.close();
       await packChecker.close();
       await searchThreads.close();

@@ -33,6 +33,8 @@ beforeAll(async () => {
   pushed = fastImport(project.dir, history.commits);
   const tips = Object.fromEntries([...history.branches].map(([branch, index]) => [branch, pushed[index]]));
   await pushBranches(project.dir, tips);
+  // A push is answered before its commits' object lists are stored.
+  await server.th.git.idle();
   mkdirSync(upstreamRoot);
   git(['clone', '-q', '--bare', '--mirror', project.dir, join(upstreamRoot, 'seed.git')]);
   backend = await startGitHttpBackend(upstreamRoot);

@@ -151,6 +151,38 @@ describe('PackChecker on its worker thread', () => {
     expect(checked.objects.map((object) => object.bodyBytes)).toEqual(versions.map((body) => body.length));
   });
 
+  it("keeps a passed pack's objects for its commits' lists until asked, and lets them go when told they are not wanted or after a while", async () => {
+    const until = async (done: () => boolean) => {
+      for (let waited = 0; !done(); waited += 10) {
+        if (waited > 5_000) throw new Error('the job did not end');
+        await new Promise((resolve) => setTimeout(resolve, 10));
+      }
+    };
+    const own = new PackChecker({ inlineBytesMax: 0, listsUnaskedMsMax: 1_000 });
+    try {
+      const asked = await own.check(thinPack().pack, {}, lookups);
+      if (!asked.ok) throw new Error(asked.message);
+      // Not made (nor the job ended) until asked.
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      expect(own.jobsPending).toBe(1);
+      expect((await asked.commitObjects()).size).toBe(0);
+      expect(own.jobsPending).toBe(0);
+
+      const forgotten = await own.check(thinPack().pack, {}, lookups);
+      if (!forgotten.ok) throw new Error(forgotten.message);
+      expect(own.jobsPending).toBe(1);
+      forgotten.forgetCommitObjects!();
+      await until(() => own.jobsPending === 0);
+
+      const ignored = await own.check(thinPack().pack, {}, lookups);
+      if (!ignored.ok) throw new Error(ignored.message);
+      expect(own.jobsPending).toBe(1);
+      await until(() => own.jobsPending === 0);
+    } finally {
+      await own.close();
+    }
+  });
+
   it('runs concurrent checks one after another on the one worker', async () => {
     const { pack, ids } = thinPack();
     const results = await Promise.all(Array.from({ length: 5 }, () => checker.check(pack, {}, lookups)));
