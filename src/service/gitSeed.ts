@@ -54,15 +54,19 @@ export async function fetchGitSeed(config: Config, source: GitSeedSource, packCh
     });
     // Nobody may wait for it (a history that fails to prepare waits below); its failure is theirs to see.
     checked.catch(() => {});
-    // Made on the checker's thread, once the check passed, while the history is stored.
-    const commitObjects = checked.then(async (result) => new Map([...(await result.commitObjects())].map(([index, list]) => [oidToHex(result.objects[index].oid), list])));
-    commitObjects.catch(() => {});
+    // Made on the checker's thread once asked (after the history is stored), or let go.
+    const commitObjects = async () => {
+      const result = await checked;
+      return new Map([...(await result.commitObjects())].map(([index, list]) => [oidToHex(result.objects[index].oid), list]));
+    };
+    const forgetCommitObjects = () => void checked.then((result) => result.forgetCommitObjects?.(), () => {});
     let history: PreparedHistory;
     try {
       // The objects are not checked yet (fsck, tree depth): whatever they make fail here, a
       // refusal of the check is the answer when there is one.
-      history = await prepareHistory(fetched.objects, fetched.tip, { checked: true, commitObjects });
+      history = await prepareHistory(fetched.objects, fetched.tip, { checked: true, commitObjects, forgetCommitObjects });
     } catch (error) {
+      forgetCommitObjects();
       await checked;
       throw error;
     }

@@ -8,7 +8,7 @@
  *   a write at a time under a number reserved for the project, and the project appears only in the
  *   transaction that points main at them (a failure drops what was stored).
  */
-import { startMainAt, storeHistoryObjects } from '../repo/wire/importHistory.js';
+import { indexHistoryCommits, startMainAt, storeHistoryObjects } from '../repo/wire/importHistory.js';
 import type { SeedFile } from '../repo/initProject.js';
 import type { AsyncStoreWriteTx } from '../store/asyncTypes.js';
 import type { ContentEncoding } from '../repo/fileContent.js';
@@ -75,15 +75,31 @@ export class ProjectCreation {
           alsoInTx: link,
         });
       } catch (error) {
+        history.forgetCommitObjects();
         await this.projects.releaseSeq(seq);
         throw error;
       }
+      // The commits' object lists are made now, not beside the writes, and stored after the answer.
+      this.track(indexHistoryCommits({ store: this.projects.store, project: seq }, history));
     } else {
       const files = await this.seedFiles(source);
       record = await this.projects.create(principal, { ...common, files, alsoInTx: link });
     }
     if (remote) this.remoteSync.kick();
     return record;
+  }
+
+  /** Seeds whose commits' object lists are still being made or stored. */
+  private readonly indexing = new Set<Promise<void>>();
+
+  private track(indexed: Promise<void>): void {
+    this.indexing.add(indexed);
+    void indexed.finally(() => this.indexing.delete(indexed));
+  }
+
+  /** Settles once every created seed's object lists are stored or given up. */
+  async idle(): Promise<void> {
+    while (this.indexing.size > 0) await Promise.all([...this.indexing]);
   }
 
   private async seedFiles(source: Exclude<ProjectSource, { kind: 'git' }> | undefined): Promise<SeedFile[]> {

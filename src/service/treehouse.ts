@@ -120,6 +120,7 @@ export function openTreehouse(config: Config, store: AsyncStore): Treehouse {
   const webhooks = new Webhooks(store, projects.outbox, projects.events, sealer, config);
   const idempotency = new Idempotency(store, sealer, config.idempotency);
   const git = new GitExport(projects, workspace, packChecker, config, deflateCache);
+  const creation = new ProjectCreation(projects, remoteSync, packChecker, config);
   // Other nodes' changes (a store several nodes share): their streams and webhooks' lines run here too.
   const nodeSignals = new NodeSignals(store, projects.outbox);
   // A branch that moved or appeared is pushed to the linked repository (a seed's is queued by its link).
@@ -147,7 +148,7 @@ export function openTreehouse(config: Config, store: AsyncStore): Treehouse {
     packChecker,
     git,
     site: new PublicSite(projects),
-    creation: new ProjectCreation(projects, remoteSync, packChecker, config),
+    creation,
     idempotency,
     checkSecret: () => checkSecret(store, sealer),
     start: () => {
@@ -191,8 +192,9 @@ export function openTreehouse(config: Config, store: AsyncStore): Treehouse {
       await gc.stop();
       await remoteSync.stop();
       await deflateCache.stop();
-      // A push answered moments ago may still be storing its commits' object lists.
+      // A push or a seed answered moments ago may still be storing its commits' object lists.
       await git.idle();
+      await creation.idle();
       await linter.close();
       await packChecker.close();
       await searchThreads.close();

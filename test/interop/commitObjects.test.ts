@@ -6,7 +6,8 @@
  * a clone planned from the lists sends exactly `git rev-list --objects --all`, as the tree walk does,
  * and the cloned repository is `git fsck --strict` clean.
  */
-import { mkdirSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { OBJECT_RECORD_BYTES } from '../../src/git/introducedObjects.js';
@@ -134,10 +135,34 @@ describe('commit object lists', () => {
     expect(revListObjects(target, ['--all'])).toEqual(expected);
   });
 
+  it('let the checker forget the lists of a seed that is not kept', async () => {
+    // A pack too large to check inline: it goes to the checker's worker.
+    const dir = join(work.path, 'large');
+    git(['init', '-q', '--initial-branch=main', dir]);
+    writeFileSync(join(dir, 'noise.bin'), randomBytes(256 * 1024));
+    git(['add', '-A'], { cwd: dir });
+    git(['commit', '-q', '-m', 'Large'], { cwd: dir });
+    git(['clone', '-q', '--bare', dir, join(upstreamRoot, 'large.git')]);
+    const handle = `taken-${Date.now()}`;
+    expect((await server.call('POST', '/api/v1/projects', { title: 'First', handle })).status).toBe(201);
+    // The history is fetched, checked and stored before the handle is found taken.
+    const refused = await server.call('POST', '/api/v1/projects', { title: 'Second', handle, source: { kind: 'git', url: `${backend.url}/large.git` } });
+    expect(refused.status, JSON.stringify(refused.body)).toBe(409);
+    const checker = server.th.packChecker;
+    expect(checker.started).toBe(true);
+    for (let waited = 0; checker.jobsPending > 0; waited += 20) {
+      // Far less than the minute the checker would wait for a receiver that never says.
+      expect(waited).toBeLessThan(5_000);
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+  });
+
   it('index a seeded history, whose clone is fsck-clean and complete', async () => {
     const created = await server.call('POST', '/api/v1/projects', { title: 'Seeded', source: { kind: 'git', url: `${backend.url}/seed.git` } });
     expect(created.status, JSON.stringify(created.body)).toBe(201);
     const id = created.body.project.id as string;
+    // A seed is answered before its commits' object lists are stored.
+    await server.th.creation.idle();
     const head = git(['rev-parse', 'HEAD'], { cwd: project.dir }).trim();
     const mainHistory = git(['rev-list', head], { cwd: project.dir }).trim().split('\n');
     for (const commit of mainHistory) {

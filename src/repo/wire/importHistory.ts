@@ -41,8 +41,13 @@ export interface PreparedHistory {
   /** Names of the root tree's entries and package.json's bytes, for framework detection. */
   rootNames: string[];
   packageJson: Buffer | undefined;
-  /** Commits' introducedObjects() lists by hex id, stored once the commits they index are. */
-  commitObjects: Promise<Map<string, Buffer>>;
+  /**
+   * Commits' introducedObjects() lists by hex id, made when asked (once the objects are stored, so
+   * the making does not slow the storing) and stored by indexHistoryCommits().
+   */
+  commitObjects: () => Promise<Map<string, Buffer>>;
+  /** Says the lists will not be asked for (the history was not kept). */
+  forgetCommitObjects: () => void;
 }
 
 /**
@@ -53,7 +58,7 @@ export interface PreparedHistory {
 export async function prepareHistory(
   fetched: PackObject[],
   tip: Oid,
-  options: { checked?: boolean; commitObjects?: Promise<Map<string, Buffer>> } = {},
+  options: { checked?: boolean; commitObjects?: () => Promise<Map<string, Buffer>>; forgetCommitObjects?: () => void } = {},
 ): Promise<PreparedHistory> {
   // Ids stay bytes (an OidTable of indexes into `fetched`, tree entries read in place): a
   // 3,000-commit seed names some 40,000 objects many times over, on the event loop, which gets a
@@ -134,7 +139,8 @@ export async function prepareHistory(
     objects: [...trees, ...commits],
     rootNames: rootEntries.map((entry) => entry.name),
     packageJson: packageEntry ? need(packageEntry.oid, 'blob').body : undefined,
-    commitObjects: options.commitObjects ?? Promise.resolve(new Map()),
+    commitObjects: options.commitObjects ?? (async () => new Map()),
+    forgetCommitObjects: options.forgetCommitObjects ?? (() => {}),
   };
 }
 
@@ -227,14 +233,17 @@ export async function storeHistoryObjects(repo: Pick<Repo, 'store' | 'project'>,
       for (const object of formsInBaseOrder(late)) await keepPackedForm(tx, object);
     });
   }
-  await indexHistoryCommits(repo, commits, history.commitObjects);
 }
 
-/** The stored commits' object lists (an index for clones): lost, not fatal, when they fail. */
-async function indexHistoryCommits(repo: Pick<Repo, 'store' | 'project'>, commits: PackObject[], lists: Promise<Map<string, Buffer>>): Promise<void> {
+/**
+ * Stores the commits' object lists (an index for clones) of a history storeHistoryObjects() stored:
+ * lost, not fatal, when they fail (a commit without a list is planned by walking its tree).
+ */
+export async function indexHistoryCommits(repo: Pick<Repo, 'store' | 'project'>, history: PreparedHistory): Promise<void> {
   try {
-    const listed = await lists;
+    const listed = await history.commitObjects();
     if (listed.size === 0) return;
+    const commits = history.objects.filter((object) => object.type === 'commit');
     await repo.store.write(async (store) => {
       const tx = store.project(repo.project);
       for (const commit of commits) {
