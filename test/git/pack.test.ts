@@ -233,6 +233,38 @@ describe('parsePack with dropBlobBodies', () => {
     }
   });
 
+  it('resolves trees of blob deltas of any shape while reusing dropped bodies, every id and body right', () => {
+    // Each blob is its parent's text with lines added or cut, so sizes rise and fall down a chain
+    // and a later version fits (or not) where a dropped one was.
+    const shapes = fc.array(fc.tuple(fc.nat(), fc.integer({ min: -40, max: 60 })), { minLength: 1, maxLength: 40 });
+    fc.assert(
+      fc.property(shapes, (nodes) => {
+        const bodies: Buffer[] = [];
+        const parents: number[] = [];
+        nodes.forEach(([pick, change], i) => {
+          const parent = i === 0 || pick % 4 === 0 ? -1 : pick % i;
+          const from = parent < 0 ? lines(`root ${i}`, 50) : bodies[parent];
+          const text = change >= 0 ? Buffer.concat([from, lines(`v${i}`, change)]) : from.subarray(0, Math.max(1, from.length + change * 20));
+          bodies.push(Buffer.from(text));
+          parents.push(parent);
+        });
+        const writer = new PackWriter(bodies.length);
+        const chunks = [writer.start()];
+        const offsets: number[] = [];
+        bodies.forEach((body, i) => {
+          const entry = parents[i] < 0 ? writer.addObject('blob', body) : writer.addOfsDelta(offsets[parents[i]], createDelta(bodies[parents[i]], body));
+          offsets.push(entry.offset);
+          chunks.push(entry.bytes);
+        });
+        chunks.push(writer.finish());
+        const parsed = parsePack(Buffer.concat(chunks), { dropBlobBodies: true });
+        expect(parsed.objects.map((object) => oidToHex(object.oid))).toEqual(bodies.map((body) => oidToHex(hashObject('blob', body))));
+        parsed.objects.forEach((object, i) => expect(object.body.equals(bodies[i])).toBe(true));
+      }),
+      { numRuns: 200 },
+    );
+  });
+
   it('rebuilds a thin delta from the external base it was resolved against', () => {
     const base = lines('external base', 80);
     const target = Buffer.concat([base, Buffer.from('and one more line\n')]);
