@@ -7,7 +7,8 @@
  * per process with esbuild (which tsx itself uses to compile) and the worker imports that bundle
  * from a data: URL. Loading the sources through tsx's ESM API instead starts a loader-hooks thread
  * in every worker and compiles module by module: 150-350 ms before a pushed pack's check could
- * begin (bench/.work/workerStart.ts: 160 ms through tsx, 35-65 ms bundled, on an idle machine). A
+ * begin (bench/workerStart.ts: the pack checker's worker ready in 202 ms through tsx, 47 ms
+ * bundled, medians on an idle machine). A
  * module whose graph imports a package (the store's LMDB, for one) is not bundled: it is loaded
  * through tsx, as is any module when esbuild fails.
  */
