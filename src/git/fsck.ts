@@ -375,6 +375,8 @@ const isSymlinkMode = (mode: number) => (mode & S_IFMT) === S_IFLNK;
 /**
  * One tree entry as offsets into its tree's body: fsckTree() reads hundreds of thousands of them
  * per pushed history, so one cursor is filled in place rather than an object and views per entry.
+ * Not src/git/tree.ts's TreeCursor: that one refuses what it does not store (modes other than the
+ * five), where fsck must read any octal mode, as git's decode_tree_entry() does, to report it.
  */
 class FsckTreeCursor {
   mode = 0;
