@@ -306,31 +306,32 @@ describe('assertObjectsFsckClean: every object, then the special blobs its trees
   });
 });
 
+/** Message ids `git fsck --strict` prints for each object, by id, once `objects` are written into `repo`. */
+function gitFsckIds(repo: string, objects: Array<{ type: ObjectType; body: Buffer }>): Map<string, Set<string>> {
+  for (const { type, body } of objects) {
+    const written = git(['hash-object', '-t', type, '--literally', '-w', '--stdin'], { cwd: repo, input: body }).trim();
+    expect(written).toBe(oidToHex(hashObject(type, body)));
+  }
+  let output = '';
+  try {
+    output = git(['fsck', '--strict', '--no-dangling'], { cwd: repo });
+  } catch (error) {
+    const failed = error as { stdout?: Buffer; stderr?: Buffer };
+    output = `${failed.stdout?.toString() ?? ''}${failed.stderr?.toString() ?? ''}`;
+  }
+  const found = new Map<string, Set<string>>();
+  for (const match of output.matchAll(/(?:error|warning) in (?:tree|commit|tag) ([0-9a-f]{40}): (\w+):/g)) {
+    const set = found.get(match[1]) ?? new Set<string>();
+    set.add(match[2]);
+    found.set(match[1], set);
+  }
+  return found;
+}
+
 describe('agreement with git fsck --strict', () => {
   const repo = `${scratch.path}/cross.git`;
   initBareRepo(repo);
 
-  /** Message ids git fsck --strict prints for each object, by id. */
-  function gitFsckIds(objects: Array<{ type: ObjectType; body: Buffer }>): Map<string, Set<string>> {
-    for (const { type, body } of objects) {
-      const written = git(['hash-object', '-t', type, '--literally', '-w', '--stdin'], { cwd: repo, input: body }).trim();
-      expect(written).toBe(oidToHex(hashObject(type, body)));
-    }
-    let output = '';
-    try {
-      output = git(['fsck', '--strict', '--no-dangling'], { cwd: repo });
-    } catch (error) {
-      const failed = error as { stdout?: Buffer; stderr?: Buffer };
-      output = `${failed.stdout?.toString() ?? ''}${failed.stderr?.toString() ?? ''}`;
-    }
-    const found = new Map<string, Set<string>>();
-    for (const match of output.matchAll(/(?:error|warning) in (?:tree|commit|tag) ([0-9a-f]{40}): (\w+):/g)) {
-      const set = found.get(match[1]) ?? new Set<string>();
-      set.add(match[2]);
-      found.set(match[1], set);
-    }
-    return found;
-  }
 
   it('flags the same problems as git on hand-made trees, commits and tags', () => {
     const objects: Array<{ type: ObjectType; body: Buffer }> = [
@@ -359,7 +360,7 @@ describe('agreement with git fsck --strict', () => {
       { type: 'tag', body: Buffer.from(`object ${TREE_HEX}\ntype tree\ntag v1\n\nno tagger\n`) },
       { type: 'tag', body: Buffer.from(`object ${TREE_HEX}\ntype tree\ntag a..b\ntagger ${ident}\nextra header\n\nm\n`) },
     ];
-    const theirs = gitFsckIds(objects);
+    const theirs = gitFsckIds(repo, objects);
     for (const { type, body } of objects) {
       const hex = oidToHex(hashObject(type, body));
       // git does not print the messages it ignores by default (extraHeaderEntry).
@@ -382,20 +383,7 @@ describe('agreement with git fsck --strict on random trees', () => {
     const trees = fc.sample(fc.array(entry, { minLength: 1, maxLength: 6 }), { numRuns: 200, seed: 27 }).map((entries) =>
       rawTree(entries.map(([mode, name, nullId]) => [mode, name, nullId ? Buffer.alloc(20) : Buffer.from(EMPTY_BLOB_OID)])),
     );
-    const noted = new Set(trees.map((body) => oidToHex(hashObject('tree', body))));
-    for (const body of trees) git(['hash-object', '-t', 'tree', '--literally', '-w', '--stdin'], { cwd: repo, input: body });
-    let output = '';
-    try {
-      output = git(['fsck', '--strict', '--no-dangling'], { cwd: repo });
-    } catch (error) {
-      const failed = error as { stdout?: Buffer; stderr?: Buffer };
-      output = `${failed.stdout?.toString() ?? ''}${failed.stderr?.toString() ?? ''}`;
-    }
-    const theirs = new Map<string, Set<string>>();
-    for (const match of output.matchAll(/(?:error|warning) in tree ([0-9a-f]{40}): (\w+):/g)) {
-      if (!noted.has(match[1])) continue;
-      theirs.set(match[1], (theirs.get(match[1]) ?? new Set()).add(match[2]));
-    }
+    const theirs = gitFsckIds(repo, trees.map((body) => ({ type: 'tree' as const, body })));
     let flagged = 0;
     for (const body of trees) {
       const hex = oidToHex(hashObject('tree', body));
