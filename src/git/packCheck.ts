@@ -93,10 +93,10 @@ export function checkParsedPack(objects: PackObject[], lookups: StoreLookups, cl
       return tree?.type === 'tree' ? tree.body : undefined;
     };
     // The history's gaps, and the height of every received tree in the same walk.
-    const { gaps, treeHeights } = walkHistory(objects, (oid) => lookups.has(oid), clientShallow, received, readTree);
+    const { gaps, treeHeights, storedHeights } = walkHistory(objects, (oid) => lookups.has(oid), clientShallow, received, readTree);
     // git's core.maxTreeDepth on every received commit's tree, stored subtrees included.
     const tooDeep = treeHeights
-      ? receivedCommitsDepthProblem(objects, received, treeHeights, readTree)
+      ? receivedCommitsDepthProblem(objects, received, treeHeights, readTree, storedHeights)
       : // A walk cut short by a gap leaves heights unknown: the trees are measured on their own.
         commitTreesDepthProblem(
           objects.filter((object) => object.type === 'commit').map((object) => ({ commit: object.oid, tree: decodeCommit(object.body).tree })),
@@ -135,7 +135,7 @@ function walkHistory(
   clientShallow: ReadonlySet<string>,
   received: OidTable,
   readTree: ((oid: Oid) => Buffer | undefined) | null,
-): { gaps: Map<string, Gap>; treeHeights: Int32Array | null } {
+): { gaps: Map<string, Gap>; treeHeights: Int32Array | null; storedHeights: OidTable } {
   const state = new Uint8Array(objects.length);
   const gapOf: Array<Gap | undefined> = new Array(objects.length);
   const heights = new Int32Array(objects.length);
@@ -205,7 +205,7 @@ function walkHistory(
       stack.length = 0;
     }
   }
-  return { gaps, treeHeights: readTree && gaps.size === 0 ? heights : null };
+  return { gaps, treeHeights: readTree && gaps.size === 0 ? heights : null, storedHeights };
 }
 
 /** Heights past this are all "too deep": TREE_DEPTH_MAX + 1, as treeHeight() returns with its limit. */
@@ -213,10 +213,16 @@ const TREE_HEIGHT_CAP = TREE_DEPTH_MAX + 1;
 
 /**
  * commitTreesDepthProblem() on the received commits, their trees' heights taken from a walk
- * (walkHistory): the first commit whose tree has a path deeper than TREE_DEPTH_MAX, or null.
+ * (walkHistory): the first commit whose tree has a path deeper than TREE_DEPTH_MAX, or null. A
+ * commit whose tree is stored is measured through `readTree`, with the walk's `storedHeights`.
  */
-function receivedCommitsDepthProblem(objects: PackObject[], received: OidTable, heights: Int32Array, readTree: (oid: Oid) => Buffer | undefined): string | null {
-  const storedHeights = new OidTable();
+function receivedCommitsDepthProblem(
+  objects: PackObject[],
+  received: OidTable,
+  heights: Int32Array,
+  readTree: (oid: Oid) => Buffer | undefined,
+  storedHeights: OidTable,
+): string | null {
   for (const object of objects) {
     if (object.type !== 'commit') continue;
     const tree = decodeCommit(object.body).tree;
