@@ -12,6 +12,7 @@ import { advertise, fetchV2, lsRefs, uploadPackV0, type UploadPackOptions } from
 import type { Config } from './config.js';
 import { commitCreated } from './eventLog.js';
 import type { DeflateCache } from './deflateCache.js';
+import { InFlight } from './inFlight.js';
 import type { PackChecker } from './packChecker.js';
 import type { ProjectRecord, Projects } from './projects.js';
 import type { Workspace } from './workspace.js';
@@ -71,11 +72,7 @@ export class GitExport {
           }
         }),
     });
-    if (result.indexed) {
-      const indexed = result.indexed;
-      this.indexing.add(indexed);
-      void indexed.finally(() => this.indexing.delete(indexed));
-    }
+    if (result.indexed) this.indexing.add(result.indexed);
     for (const { branch, command } of moved(result)) {
       if (command.new !== null) await this.workspace.refreshFrameworkIfMain(record, branch);
     }
@@ -83,10 +80,10 @@ export class GitExport {
   }
 
   /** Pushes whose commits' object lists are still being made or stored (ReceivePackResult.indexed). */
-  private readonly indexing = new Set<Promise<void>>();
+  private readonly indexing = new InFlight();
 
   /** Settles once every answered push's object lists are stored or given up. */
-  async idle(): Promise<void> {
-    while (this.indexing.size > 0) await Promise.all([...this.indexing]);
+  idle(): Promise<void> {
+    return this.indexing.settled();
   }
 }

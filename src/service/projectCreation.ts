@@ -22,6 +22,7 @@ import type { CommerceCredentials, ProjectRecord, Projects } from './projects.js
 import type { LinkInput, RemoteSync } from './remoteSync.js';
 import { filesSeed, templateSeed, zipSeed } from './seed.js';
 import { peopleFor } from './workspace.js';
+import { InFlight } from './inFlight.js';
 
 export type ProjectSource =
   | { kind: 'files'; files: Array<{ path: string; content: string; encoding?: ContentEncoding }> }
@@ -80,7 +81,7 @@ export class ProjectCreation {
         throw error;
       }
       // The commits' object lists are made now, not beside the writes, and stored after the answer.
-      this.track(indexHistoryCommits({ store: this.projects.store, project: seq }, history));
+      this.indexing.add(indexHistoryCommits({ store: this.projects.store, project: seq }, history));
     } else {
       const files = await this.seedFiles(source);
       record = await this.projects.create(principal, { ...common, files, alsoInTx: link });
@@ -90,16 +91,11 @@ export class ProjectCreation {
   }
 
   /** Seeds whose commits' object lists are still being made or stored. */
-  private readonly indexing = new Set<Promise<void>>();
-
-  private track(indexed: Promise<void>): void {
-    this.indexing.add(indexed);
-    void indexed.finally(() => this.indexing.delete(indexed));
-  }
+  private readonly indexing = new InFlight();
 
   /** Settles once every created seed's object lists are stored or given up. */
-  async idle(): Promise<void> {
-    while (this.indexing.size > 0) await Promise.all([...this.indexing]);
+  idle(): Promise<void> {
+    return this.indexing.settled();
   }
 
   private async seedFiles(source: Exclude<ProjectSource, { kind: 'git' }> | undefined): Promise<SeedFile[]> {
