@@ -306,12 +306,8 @@ describe('assertObjectsFsckClean: every object, then the special blobs its trees
   });
 });
 
-/** Message ids `git fsck --strict` prints for each object, by id, once `objects` are written into `repo`. */
-function gitFsckIds(repo: string, objects: Array<{ type: ObjectType; body: Buffer }>): Map<string, Set<string>> {
-  for (const { type, body } of objects) {
-    const written = git(['hash-object', '-t', type, '--literally', '-w', '--stdin'], { cwd: repo, input: body }).trim();
-    expect(written).toBe(oidToHex(hashObject(type, body)));
-  }
+/** Message ids `git fsck --strict` prints for each object of `repo` it finds fault with, by id. */
+function gitFsckMessageIds(repo: string): Map<string, Set<string>> {
   let output = '';
   try {
     output = git(['fsck', '--strict', '--no-dangling'], { cwd: repo });
@@ -320,12 +316,21 @@ function gitFsckIds(repo: string, objects: Array<{ type: ObjectType; body: Buffe
     output = `${failed.stdout?.toString() ?? ''}${failed.stderr?.toString() ?? ''}`;
   }
   const found = new Map<string, Set<string>>();
-  for (const match of output.matchAll(/(?:error|warning) in (?:tree|commit|tag) ([0-9a-f]{40}): (\w+):/g)) {
+  for (const match of output.matchAll(/(?:error|warning) in \w+ ([0-9a-f]{40}): (\w+):/g)) {
     const set = found.get(match[1]) ?? new Set<string>();
     set.add(match[2]);
     found.set(match[1], set);
   }
   return found;
+}
+
+/** gitFsckMessageIds() once `objects` are written into `repo`. */
+function gitFsckIds(repo: string, objects: Array<{ type: ObjectType; body: Buffer }>): Map<string, Set<string>> {
+  for (const { type, body } of objects) {
+    const written = git(['hash-object', '-t', type, '--literally', '-w', '--stdin'], { cwd: repo, input: body }).trim();
+    expect(written).toBe(oidToHex(hashObject(type, body)));
+  }
+  return gitFsckMessageIds(repo);
 }
 
 describe('agreement with git fsck --strict', () => {
@@ -401,23 +406,6 @@ describe('.gitmodules and .gitattributes blobs, against git fsck --strict', () =
   const repo = `${scratch.path}/special.git`;
   initBareRepo(repo);
 
-  /** Problem ids git fsck --strict reports per object id, for every object it names. */
-  function gitFsckObjectIds(): Map<string, Set<string>> {
-    let output = '';
-    try {
-      output = git(['fsck', '--strict', '--no-dangling'], { cwd: repo });
-    } catch (error) {
-      const failed = error as { stdout?: Buffer; stderr?: Buffer };
-      output = `${failed.stdout?.toString() ?? ''}${failed.stderr?.toString() ?? ''}`;
-    }
-    const found = new Map<string, Set<string>>();
-    for (const match of output.matchAll(/(?:error|warning) in \w+ ([0-9a-f]{40}): (\w+):/g)) {
-      const set = found.get(match[1]) ?? new Set<string>();
-      set.add(match[2]);
-      found.set(match[1], set);
-    }
-    return found;
-  }
 
   const GITMODULES_CASES = [
     '[submodule "x"]\n\tpath = x\n\turl = https://example.com/x.git\n',
@@ -465,7 +453,7 @@ describe('.gitmodules and .gitattributes blobs, against git fsck --strict', () =
       .split('\n');
     expect(treeIds).toHaveLength(trees.length);
 
-    const theirs = gitFsckObjectIds();
+    const theirs = gitFsckMessageIds(repo);
     const ours = new Map<string, Set<string>>();
     for (const treeId of treeIds) {
       const raw = gitBytes(['cat-file', 'tree', treeId], { cwd: repo });
