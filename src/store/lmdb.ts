@@ -12,6 +12,7 @@
  * | shelves   | project u32 BE + 8-byte random id    | pack-ready forms, concatenated (see SHELF_POINTER) |
  * | introduced| project u32 BE + 20-byte id          | the commit's object list (src/git/introducedObjects.ts) |
  * | gcjournal | project u32 BE + 20-byte id          | one byte: an id journalled while a garbage collection runs |
+ * | recent    | sequence number (8 bytes BE)         | an `objects` key and value: a small write's new object, until moved (recentObjects.ts) |
  *
  * Object bodies are stored raw: hashing them is the only work on the write path. Their deflated form
  * is filled in after the write, off the request path (src/service/deflateCache.ts), so a clone
@@ -61,6 +62,7 @@ import {
 import { decodeCommitInfo, encodeCommitInfo, commitInfoFromBody } from './commitIndex.js';
 import { LmdbAsyncStore, RAW_REMOVED_SINCE_REPACK_PREFIX, REMOVED_SINCE_REPACK_PREFIX } from './lmdbAsync.js';
 import { LruCache } from './lruCache.js';
+import { RecentObjects } from './recentObjects.js';
 import type { ObjectCursor, UndeflatedPage } from './asyncTypes.js';
 
 const PROJECT_PREFIX_BYTES = 4;
@@ -83,9 +85,25 @@ const JOURNALLED = Buffer.of(1);
 /** Journal entries endCollection removes in its own transaction; a collector forgets the rest as it goes. */
 const JOURNAL_CLEAR_MAX = 10_000;
 const STORE_FORMAT_RECORD = 'store-format';
-const STORE_FORMAT = 3;
-/** Formats this build reads and upgrades by writing the new format record (format 3 added shelves). */
-const STORE_FORMATS_UPGRADED = new Set([2]);
+const STORE_FORMAT = 4;
+/**
+ * Formats this build reads and upgrades by writing the new format record (format 3 added shelves,
+ * format 4 the log of recent objects, which a build before it would not read).
+ */
+const STORE_FORMATS_UPGRADED = new Set([2, 3]);
+/**
+ * A write's new objects go to the log of recent objects (recentObjects.ts) up to this many and
+ * these many bytes of values; the rest, and any value larger than RECENT_VALUE_BYTES_MAX, go to
+ * `objects` at once (a large write dirties each page once anyway, and would be copied twice).
+ */
+const RECENT_PER_WRITE_MAX = 1024;
+const RECENT_PER_WRITE_BYTES_MAX = 4 * 1024 * 1024;
+const RECENT_VALUE_BYTES_MAX = 64 * 1024;
+/** The log is moved into `objects` once it holds this many entries, in writes of RECENT_MOVE_BATCH. */
+const RECENT_MOVE_AT = 2048;
+const RECENT_MOVE_BATCH = 512;
+/** Past this many entries new objects go to `objects` until the move has caught up. */
+const RECENT_LOG_MAX = 4 * RECENT_MOVE_AT;
 /** Type byte and inflated size (u32 BE) before the zlib stream in the packed cache. */
 const PACKED_HEADER_BYTES = 5;
 /** In a pack-ready form's type byte: the stream is a delta. */
@@ -312,6 +330,11 @@ export class LmdbStore implements Store {
   private readonly shelves: Database<Buffer, Buffer>;
   private readonly introduced: Database<Buffer, Buffer>;
   private readonly journal: Database<Buffer, Buffer>;
+  /** @internal The log of recent objects and this instance's index of it. */
+  readonly recent: RecentObjects;
+  /** The move of the log into `objects` under way, if any. */
+  private moving: Promise<void> | null = null;
+  private readonly readOnly: boolean;
   /** @internal the databases, for the transaction objects below. */
   readonly dbs: {
     objects: Database<Buffer, Buffer>;
@@ -323,6 +346,7 @@ export class LmdbStore implements Store {
     shelves: Database<Buffer, Buffer>;
     introduced: Database<Buffer, Buffer>;
     journal: Database<Buffer, Buffer>;
+    recent: Database<Buffer, Buffer>;
   };
   private readonly objectListeners: Array<(project: number, stored: NewObject[]) => void> = [];
   private readonly writeListeners: Array<(durationMs: number, committed: boolean) => void> = [];
@@ -366,6 +390,7 @@ export class LmdbStore implements Store {
     this.introduced = this.env.openDB({ name: 'introduced', keyEncoding: 'binary', encoding: 'binary' });
     // What writers reference while a garbage collection runs (LmdbProjectTx.beginCollection).
     this.journal = this.env.openDB({ name: 'gcjournal', keyEncoding: 'binary', encoding: 'binary' });
+    const recent: Database<Buffer, Buffer> = this.env.openDB({ name: 'recent', keyEncoding: 'binary', encoding: 'binary' });
     this.dbs = {
       objects: this.objects,
       commits: this.commits,
@@ -376,8 +401,17 @@ export class LmdbStore implements Store {
       shelves: this.shelves,
       introduced: this.introduced,
       journal: this.journal,
+      recent,
     };
-    this.checkFormat(options.path, options.readOnly ?? false);
+    this.readOnly = options.readOnly ?? false;
+    this.checkFormat(options.path, this.readOnly);
+    this.recent = new RecentObjects(recent, PROJECT_PREFIX_BYTES + OID_BYTES);
+    // What a stopped process left in the log goes where every other reader looks (the deflate
+    // cache's scan at start, a collection's listings) before anything else runs.
+    if (!this.readOnly && this.recent.size > 0) {
+      const moved = this.env.transactionSync(() => this.recent.move(Infinity, (key, value) => putIfAbsent(this.objects, key, value)));
+      this.recent.forget(moved);
+    }
   }
 
   /**
@@ -477,8 +511,12 @@ export class LmdbStore implements Store {
     const undeflated: ObjectCursor[] = [];
     let looked = 0;
     let last: Buffer | null = null;
-    for (const key of this.objects.getKeys({ start, limit })) {
-      last = key as Buffer;
+    // The first `limit` keys of `objects` and of the log together are among the first `limit` of each.
+    const keys: Buffer[] = [...this.objects.getKeys({ start, limit })].map((key) => Buffer.from(key as Buffer));
+    const startName = start?.toString('latin1');
+    keys.push(...this.recent.sortedKeys((name) => startName === undefined || name >= startName).slice(0, limit));
+    for (const key of keys.sort(Buffer.compare).slice(0, limit)) {
+      last = key;
       looked++;
       if (!this.deflated.doesExist(last)) undeflated.push({ project: last.readUInt32BE(0), oid: Buffer.from(last.subarray(PROJECT_PREFIX_BYTES)) });
     }
@@ -518,11 +556,12 @@ export class LmdbStore implements Store {
     const stored = new Map<number, NewObject[]>();
     const started = performance.now();
     let result: T;
+    let tx: LmdbTx | null = null;
     try {
       result = (await this.env.childTransaction(() => {
         this.storedInTransaction = stored;
         try {
-          const tx = new LmdbTx(this, true);
+          tx = new LmdbTx(this, true);
           const result = action(tx);
           tx.closeShelves();
           return result;
@@ -531,6 +570,8 @@ export class LmdbStore implements Store {
         }
       })) as T;
     } catch (thrown) {
+      // Rolled back: what it appended is not in the log (and its numbers are not given again).
+      this.recent.forget((tx as LmdbTx | null)?.recentAppended ?? []);
       this.noteWriteDone(started, false);
       const error = await commitFailure(thrown);
       if (isStorageFull(error)) throw new StorageFullError(String((error as Error).message));
@@ -540,6 +581,8 @@ export class LmdbStore implements Store {
     // the newest batch when it is asked: asked after afterCommit (which lets the next writer queue
     // its batch), it would hold this write's acknowledgement until that one is durable too.
     const flushed = new Promise<void>((resolve, reject) => this.env.flushed.then(() => resolve(), reject));
+    this.recent.forget((tx as LmdbTx | null)?.recentMoved ?? []);
+    if (this.recent.size >= RECENT_MOVE_AT && !this.moving) this.moving = this.moveRecent().finally(() => (this.moving = null));
     options.afterCommit?.();
     await flushed;
     this.noteWriteDone(started, true);
@@ -554,9 +597,30 @@ export class LmdbStore implements Store {
     for (const listener of this.writeListeners) listener(durationMs, committed);
   }
 
+  /**
+   * Moves the log of recent objects into `objects`, RECENT_MOVE_BATCH entries per write, until it is
+   * empty. A failed move leaves the log as it was, for the next one.
+   */
+  private async moveRecent(): Promise<void> {
+    try {
+      while (!this.closed && this.recent.size > 0) {
+        let moved: Array<[string, number]> = [];
+        await this.env.childTransaction(() => {
+          moved = this.recent.move(RECENT_MOVE_BATCH, (key, value) => putIfAbsent(this.objects, key, value));
+        });
+        this.recent.forget(moved);
+        if (moved.length < RECENT_MOVE_BATCH) return;
+        await new Promise((resolve) => setImmediate(resolve));
+      }
+    } catch {
+      // Committed nothing; the log is read as before, and the next write past the threshold tries again.
+    }
+  }
+
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    await this.moving;
     await this.env.flushed;
     await this.env.close();
   }
@@ -623,7 +687,11 @@ class LmdbTx implements StoreWriteTx {
     this.assertWritable();
     const prefix = projectPrefix(project);
     const { objects, commits, refs, worktrees, deflated, shelves, introduced, journal } = this.store.dbs;
-    let removed = 0;
+    const ofProject = (key: Buffer) => key.compare(prefix, 0, PROJECT_PREFIX_BYTES, 0, PROJECT_PREFIX_BYTES) === 0;
+    const dropped = this.store.recent.move(keysMax, () => {}, ofProject);
+    this.recentMoved.push(...dropped);
+    let removed = dropped.length;
+    if (removed >= keysMax) return removed;
     for (const db of [objects, commits, refs, worktrees, deflated, shelves, introduced, journal] as Array<Database<unknown, Buffer>>) {
       for (const key of db.getKeys({ start: prefix, end: prefixEnd(prefix), limit: keysMax - removed })) {
         db.removeSync(key);
@@ -701,6 +769,23 @@ class LmdbTx implements StoreWriteTx {
 
   assertWritable(): void {
     if (!this.writable) throw new Error('write outside a write transaction');
+  }
+
+  /** Log entries this transaction moved or removed: forgotten by the index once it commits. */
+  readonly recentMoved: Array<[string, number]> = [];
+  /** Log entries this transaction appended: forgotten by the index if it rolls back. */
+  readonly recentAppended: Array<[string, number]> = [];
+  private recentBytes = 0;
+
+  /**
+   * Whether a new object's value goes to the log of recent objects: up to RECENT_PER_WRITE_MAX per
+   * write, and none while the log is RECENT_LOG_MAX long (writes outpacing the move go to `objects`).
+   */
+  appendsRecent(valueBytes: number): boolean {
+    if (valueBytes > RECENT_VALUE_BYTES_MAX || this.recentAppended.length >= RECENT_PER_WRITE_MAX || this.recentBytes + valueBytes > RECENT_PER_WRITE_BYTES_MAX) return false;
+    if (this.store.recent.size >= RECENT_LOG_MAX) return false;
+    this.recentBytes += valueBytes;
+    return true;
   }
 
   /** Open shelves of this transaction, by project. */
@@ -832,19 +917,36 @@ class LmdbProjectTx implements ProjectWriteTx {
     return Buffer.concat([this.prefix, Buffer.from(branch, 'utf8'), Buffer.of(NUL)]);
   }
 
+  /**
+   * The raw value under `key`: in `objects`, else in the log of recent objects. `fast`: a view into
+   * lmdb-js's shared buffer (getBinaryFast), valid until the next read; else a copy of its own.
+   */
+  private rawValue(key: Buffer, fast: boolean): Buffer | undefined {
+    const { objects } = this.store.dbs;
+    return (fast ? objects.getBinaryFast(key) : objects.getBinary(key)) ?? this.store.recent.get(key, fast);
+  }
+
+  /**
+   * Whether another thread's or process's store appended to the log since this one looked: a read
+   * that found nothing anywhere asks before it answers that nothing is there.
+   */
+  private recentMayHave(): boolean {
+    return this.store.recent.catchUp();
+  }
+
   getObject(oid: Oid): StoredObject | undefined {
     const key = this.objectKey(oid);
     // getBinary returns a copy of its own, so the body can be a view into it.
-    const value = this.store.dbs.objects.getBinary(key);
-    if (!value) return this.rebuild(key, true);
+    const value = this.rawValue(key, false);
+    if (!value) return this.rebuild(key, true) ?? (this.recentMayHave() ? this.getObject(oid) : undefined);
     return { type: TYPE_NAMES[valueTypeCode(value)], body: valueBody(value) };
   }
 
   peekObject(oid: Oid): StoredObject | undefined {
     const key = this.objectKey(oid);
     // getBinaryFast's buffer is lmdb-js's shared one, sized to this value: bound every view by hand.
-    const value = this.store.dbs.objects.getBinaryFast(key);
-    if (!value) return this.rebuild(key, false);
+    const value = this.rawValue(key, true);
+    if (!value) return this.rebuild(key, false) ?? (this.recentMayHave() ? this.peekObject(oid) : undefined);
     const start = (value[0] & ANNEX_FLAG) === 0 ? 1 : ANNEX_HEADER_BYTES;
     return { type: TYPE_NAMES[valueTypeCode(value)], body: value.subarray(start, start + valueBodyLength(value)) };
   }
@@ -852,9 +954,10 @@ class LmdbProjectTx implements ProjectWriteTx {
   getObjectWithAnnex(oid: Oid): AnnexedObject | undefined {
     const key = this.objectKey(oid);
     // getBinary copies the value once; body and annex are views into that copy.
-    const value = this.store.dbs.objects.getBinary(key);
+    const value = this.rawValue(key, false);
     if (!value) {
       const rebuilt = this.rebuild(key, true);
+      if (!rebuilt && this.recentMayHave()) return this.getObjectWithAnnex(oid);
       return rebuilt && { ...rebuilt, annex: null };
     }
     return { type: TYPE_NAMES[valueTypeCode(value)], body: valueBody(value), annex: valueAnnex(value) };
@@ -862,14 +965,17 @@ class LmdbProjectTx implements ProjectWriteTx {
 
   hasObject(oid: Oid): boolean {
     const key = this.objectKey(oid);
-    return this.store.dbs.objects.doesExist(key) || this.store.dbs.deflated.doesExist(key);
+    const { objects, deflated } = this.store.dbs;
+    if (objects.doesExist(key) || deflated.doesExist(key) || this.store.recent.has(key)) return true;
+    return this.recentMayHave() && this.store.recent.has(key);
   }
 
   objectSize(oid: Oid): number | undefined {
     const key = this.objectKey(oid);
-    const value = this.store.dbs.objects.getBinaryFast(key);
+    const value = this.rawValue(key, true);
     if (value) return valueBodyLength(value);
-    return this.readPacked(key)?.readUInt32BE(1);
+    const size = this.readPacked(key)?.readUInt32BE(1);
+    return size === undefined && this.recentMayHave() ? this.objectSize(oid) : size;
   }
 
   /**
@@ -899,7 +1005,7 @@ class LmdbProjectTx implements ProjectWriteTx {
       const value = this.readPacked(current);
       if (!value) {
         // Forms are never removed alone, so a base without one is kept raw.
-        const raw = objects.getBinary(current);
+        const raw = objects.getBinary(current) ?? this.store.recent.get(current, false);
         if (!raw) throw new Error(`object ${current.subarray(PROJECT_PREFIX_BYTES).toString('hex')} is missing: a delta's base (corrupt store)`);
         body = valueBody(raw);
         break;
@@ -932,9 +1038,9 @@ class LmdbProjectTx implements ProjectWriteTx {
     const end = hexPrefix.length % 2 === 0 ? prefixEnd(start) : prefixEnd(Buffer.concat([this.prefix, Buffer.from(`${hexPrefix}f`, 'hex')]));
     // Objects kept raw, and those kept as a pack-ready form alone; an id in both counts once.
     const found = new Map<string, Oid>();
-    for (const db of [this.store.dbs.objects, this.store.dbs.deflated]) {
+    for (const keys of [this.store.dbs.objects.getKeys({ start, end }), this.store.dbs.deflated.getKeys({ start, end }), this.store.recent.keysStartingWith(start.subarray(0, PROJECT_PREFIX_BYTES + (hexPrefix.length >> 1)))]) {
       let taken = 0;
-      for (const key of db.getKeys({ start, end })) {
+      for (const key of keys) {
         const oid = Buffer.from((key as Buffer).subarray(PROJECT_PREFIX_BYTES));
         const hex = oid.toString('hex');
         if (!hex.startsWith(hexPrefix)) continue;
@@ -961,7 +1067,7 @@ class LmdbProjectTx implements ProjectWriteTx {
   putDeflated(oid: Oid, deflated: Buffer): void {
     this.parent.assertWritable();
     const key = this.objectKey(oid);
-    const raw = this.store.dbs.objects.getBinaryFast(key);
+    const raw = this.rawValue(key, true);
     if (!raw) return;
     putIfAbsent(this.store.dbs.deflated, key, packedValue(valueTypeCode(raw), valueBodyLength(raw), deflated, null));
   }
@@ -970,7 +1076,7 @@ class LmdbProjectTx implements ProjectWriteTx {
     this.parent.assertWritable();
     const key = this.objectKey(oid);
     if (this.store.dbs.deflated.doesExist(key) || !this.deltaFits(oid, delta)) return false;
-    const raw = this.store.dbs.objects.getBinaryFast(key);
+    const raw = this.rawValue(key, true);
     if (!raw) return false;
     if (!putIfAbsent(this.store.dbs.deflated, key, packedValue(valueTypeCode(raw), valueBodyLength(raw), deflated, delta))) return false;
     // Its base must stay while this form does: a collector keeps what a journalled id's form names.
@@ -983,7 +1089,7 @@ class LmdbProjectTx implements ProjectWriteTx {
     if (type === 'commit') throw new Error('a commit is stored whole (putObjectWithId), so it is indexed');
     const key = this.objectKey(oid);
     const { objects, deflated: packed } = this.store.dbs;
-    if (objects.doesExist(key) || packed.doesExist(key)) return true;
+    if (objects.doesExist(key) || packed.doesExist(key) || this.store.recent.has(key)) return true;
     if (form.delta && !this.deltaFits(oid, form.delta)) return false;
     this.parent.putForm(this.project, key, packedValue(TYPE_CODES[type], inflatedBytes, form.deflated, form.delta ?? null));
     this.journalled(oid);
@@ -998,7 +1104,7 @@ class LmdbProjectTx implements ProjectWriteTx {
     for (let i = 0; i < forms.length; i++) {
       const { oid, type, inflatedBytes, form } = forms[i];
       const key = this.objectKey(oid);
-      if (objects.doesExist(key)) continue;
+      if (objects.doesExist(key) || this.store.recent.has(key)) continue;
       if (form.delta) {
         // A base this transaction put (most are) is not read back.
         const baseDepth = depths.get(form.delta.base);
@@ -1079,7 +1185,15 @@ class LmdbProjectTx implements ProjectWriteTx {
     this.parent.assertWritable();
     const key = this.objectKey(oid);
     const { objects, commits } = this.store.dbs;
-    if (!putIfAbsent(objects, key, this.store.objectValue(TYPE_CODES[type], body, annex))) return;
+    const value = this.store.objectValue(TYPE_CODES[type], body, annex);
+    // While a collection of the project runs its new objects go straight to `objects`, which its
+    // listings read (beginCollection moved the project's log there).
+    if (!this.isJournalling() && this.parent.appendsRecent(value.length)) {
+      if (objects.doesExist(key) || this.store.recent.has(key)) return;
+      this.parent.recentAppended.push(this.store.recent.append(key, value, this.parent));
+    } else if (this.store.recent.has(key) || !putIfAbsent(objects, key, value)) {
+      return;
+    }
     this.store.noteStored(this.project, oid, similarTo, nameHash);
     // An object kept as its form alone was there already; only one that was absent is journalled
     // (looked up only while a collection runs: a merge stores dozens of new trees).
@@ -1152,6 +1266,10 @@ class LmdbProjectTx implements ProjectWriteTx {
       return found;
     };
     for (const key of this.keysAfter(objects, after, limit)) entry(key).raw = true;
+    const afterName = after && this.objectKey(after).toString('latin1');
+    const prefixName = this.prefix.toString('latin1');
+    const recent = this.store.recent.sortedKeys((name) => name.startsWith(prefixName) && (afterName === null || name > afterName));
+    for (const key of recent.slice(0, limit)) entry(key).raw = true;
     for (const key of this.keysAfter(commits, after, limit)) entry(key).commit = true;
     for (const key of this.keysAfter(introduced, after, limit)) entry(key);
     const inShelves = new Map<string, Array<{ entry: ListedEntry; offset: number }>>();
@@ -1226,7 +1344,7 @@ class LmdbProjectTx implements ProjectWriteTx {
     for (const key of keys) {
       const entry: StoredEntry = { oid: Buffer.from(key.subarray(PROJECT_PREFIX_BYTES)), type: undefined, rawBytes: 0, formBytes: 0, formBase: null, formDepth: 0, indexBytes: 0 };
       // getBinaryFast's buffer is reused by the next read: each value is used before the next get.
-      const raw = objects.getBinaryFast(key);
+      const raw = objects.getBinaryFast(key) ?? this.store.recent.get(key, true);
       if (raw) {
         entry.rawBytes = raw.length;
         entry.type = TYPE_NAMES[valueTypeCode(raw)];
@@ -1249,6 +1367,11 @@ class LmdbProjectTx implements ProjectWriteTx {
   beginCollection(state: CollectionState): void {
     this.parent.putRecord(COLLECTION_RECORD_PREFIX + this.project, state);
     this.journalling = true;
+    // The collection lists `objects`: the project's log goes there first, and its writes go there
+    // until the collection ends (storeObject).
+    const ofProject = (key: Buffer) => key.compare(this.prefix, 0, PROJECT_PREFIX_BYTES, 0, PROJECT_PREFIX_BYTES) === 0;
+    const { objects } = this.store.dbs;
+    this.parent.recentMoved.push(...this.store.recent.move(Infinity, (key, value) => putIfAbsent(objects, key, value), ofProject));
   }
 
   endCollection(): void {
@@ -1267,11 +1390,15 @@ class LmdbProjectTx implements ProjectWriteTx {
     this.parent.assertWritable();
     const { objects, deflated, commits, introduced } = this.store.dbs;
     let removed = 0;
+    const names = new Set<string>();
     for (const oid of oids) {
       const key = this.objectKey(oid);
       for (const db of [objects, deflated, commits, introduced]) if (db.removeSync(key)) removed++;
+      names.add(key.toString('latin1'));
     }
-    return removed;
+    const gone = this.store.recent.remove(names);
+    this.parent.recentMoved.push(...gone);
+    return removed + gone.length;
   }
 
   replaceFormWhole(oid: Oid, base: Oid, deflated: Buffer): boolean {
@@ -1291,6 +1418,7 @@ class LmdbProjectTx implements ProjectWriteTx {
     const { objects: raws, deflated } = this.store.dbs;
     let rawDropped = 0;
     let formsMoved = 0;
+    const recentDropped = new Set<string>();
     for (const { oid, dropRaw } of objects) {
       const key = this.objectKey(oid);
       // A copy: the shelf keeps it until the transaction writes the shelf.
@@ -1303,8 +1431,14 @@ class LmdbProjectTx implements ProjectWriteTx {
       if (!dropRaw) continue;
       const raw = raws.getBinaryFast(key);
       if (raw && valueTypeCode(raw) !== TYPE_CODES.commit && raws.removeSync(key)) rawDropped++;
+      else if (!raw) {
+        const logged = this.store.recent.get(key, true);
+        if (logged && valueTypeCode(logged) !== TYPE_CODES.commit) recentDropped.add(key.toString('latin1'));
+      }
     }
-    return { rawDropped, formsMoved };
+    const gone = this.store.recent.remove(recentDropped);
+    this.parent.recentMoved.push(...gone);
+    return { rawDropped: rawDropped + gone.length, formsMoved };
   }
 
   replaceForms(changes: readonly FormChange[]): boolean {

@@ -94,14 +94,14 @@ describe('LmdbStore', () => {
       const worktrees = old.openDB({ name: 'worktrees', keyEncoding: 'binary', encoding: 'msgpack' });
       await worktrees.put(Buffer.from('\0\0\0\x01main\0src', 'latin1'), { t: null, n: [] });
       await old.close();
-      expect(() => new LmdbStore({ path: parent.path })).toThrow(/store of format 1; this build reads format 3/);
+      expect(() => new LmdbStore({ path: parent.path })).toThrow(/store of format 1; this build reads format 4/);
       expect(() => new LmdbStore({ path: parent.path })).toThrow(/format 1/);
       // A new store records its format, so it opens again.
       const fresh = scratchDir('treehouse-format-new-');
       try {
         await new LmdbStore({ path: fresh.path }).close();
         const again = new LmdbStore({ path: fresh.path });
-        expect(again.read((tx) => tx.getRecord('store-format'))).toBe(3);
+        expect(again.read((tx) => tx.getRecord('store-format'))).toBe(4);
         await again.close();
       } finally {
         fresh.remove();
@@ -111,7 +111,7 @@ describe('LmdbStore', () => {
     }
   });
 
-  it('opens a format-2 store (forms as values of their own), reads its forms and marks it format 3', async () => {
+  it('opens a format-2 store (forms as values of their own), reads its forms and marks it format 4', async () => {
     const parent = scratchDir('treehouse-format2-');
     try {
       const first = new LmdbStore({ path: parent.path });
@@ -122,7 +122,7 @@ describe('LmdbStore', () => {
       await first.close();
       const reopened = new LmdbStore({ path: parent.path });
       try {
-        expect(reopened.read((tx) => tx.getRecord('store-format'))).toBe(3);
+        expect(reopened.read((tx) => tx.getRecord('store-format'))).toBe(4);
         expect(reopened.read((tx) => tx.project(1).getObject(oid))?.body.equals(body)).toBe(true);
       } finally {
         await reopened.close();

@@ -1,0 +1,207 @@
+/**
+ * The log of recent objects (src/store/recentObjects.ts) inside the real LMDB store: a small
+ * write's new objects are appended there and every read of the store finds them; the log moves
+ * into `objects` once long enough and when the store opens; a rolled-back write leaves nothing; a
+ * collection, a project's removal and garbage removal see the logged objects too.
+ */
+import { afterEach, describe, expect, it } from 'vitest';
+import { hashObject, type Oid } from '../../src/git/oid.js';
+import { LmdbStore } from '../../src/store/lmdb.js';
+import { scratchDir } from '../support/git.js';
+
+const dirs: Array<{ remove(): void }> = [];
+afterEach(() => {
+  for (const dir of dirs.splice(0)) dir.remove();
+});
+
+function freshStore(): { store: LmdbStore; path: string } {
+  const dir = scratchDir('treehouse-recent-');
+  dirs.push(dir);
+  return { store: new LmdbStore({ path: dir.path }), path: dir.path };
+}
+
+/** Entries in the log and in `objects`, read from the databases themselves. */
+function counts(store: LmdbStore): { recent: number; objects: number } {
+  return { recent: store.dbs.recent.getKeysCount(), objects: store.dbs.objects.getKeysCount() };
+}
+
+const blob = (text: string) => Buffer.from(`${text}\n`);
+
+async function putBlobs(store: LmdbStore, project: number, texts: string[]): Promise<Oid[]> {
+  return store.write((tx) => texts.map((text) => tx.project(project).putObject('blob', blob(text))));
+}
+
+async function until(condition: () => boolean): Promise<void> {
+  const deadline = Date.now() + 10_000;
+  while (!condition()) {
+    if (Date.now() > deadline) throw new Error('timed out');
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}
+
+describe('the log of recent objects (LMDB)', () => {
+  it('appends a small write\'s new objects to the log, where every read of the store finds them', async () => {
+    const { store } = freshStore();
+    try {
+      const annex = Buffer.from('an annex');
+      const [one, two] = await putBlobs(store, 1, ['one', 'two']);
+      const withAnnex = await store.write((tx) => tx.project(1).putObject('blob', blob('three'), annex));
+      expect(counts(store)).toEqual({ recent: 3, objects: 0 });
+      store.read((tx) => {
+        const p = tx.project(1);
+        expect(p.getObject(one)?.body.toString()).toBe('one\n');
+        expect(p.peekObject(two)?.body.toString()).toBe('two\n');
+        const annexed = p.getObjectWithAnnex(withAnnex);
+        expect([annexed?.body.toString(), annexed?.annex?.toString()]).toEqual(['three\n', 'an annex']);
+        expect([p.hasObject(one), p.hasObject(hashObject('blob', blob('absent')))]).toEqual([true, false]);
+        expect(p.objectSize(two)).toBe(4);
+        expect(p.findObjectsByPrefix(one.toString('hex').slice(0, 7), 10)).toEqual([one]);
+        expect(p.listStored(null, 10).map((entry) => [entry.oid.toString('hex'), entry.raw])).toEqual(
+          [one, two, withAnnex].map((oid) => oid.toString('hex')).sort().map((hex) => [hex, true]),
+        );
+        expect(p.describeStored([one])[0]).toMatchObject({ type: 'blob', rawBytes: 5 });
+        // Another project's log entries are not this project's objects.
+        expect(tx.project(2).hasObject(one)).toBe(false);
+      });
+      expect(store.listUndeflated(null, 10).undeflated.map(({ oid }) => oid.toString('hex')).sort()).toEqual([one, two, withAnnex].map((oid) => oid.toString('hex')).sort());
+      // Stored once: a second write of the same object appends nothing.
+      await putBlobs(store, 1, ['one']);
+      expect(counts(store).recent).toBe(3);
+      // The deflate cache's form is made from the logged copy.
+      await store.write((tx) => tx.project(1).putDeflated(one, Buffer.from('a form')));
+      expect(store.read((tx) => tx.project(1).peekDeflated(one))?.inflatedBytes).toBe(4);
+    } finally {
+      await store.close();
+    }
+  });
+
+  it('sends a write\'s objects past the first 1,024 to `objects` at once', async () => {
+    const { store } = freshStore();
+    try {
+      const oids = await putBlobs(store, 1, Array.from({ length: 1100 }, (_, i) => `object ${i}`));
+      expect(counts(store)).toEqual({ recent: 1024, objects: 76 });
+      expect(store.read((tx) => oids.every((oid) => tx.project(1).hasObject(oid)))).toBe(true);
+    } finally {
+      await store.close();
+    }
+  });
+
+  it('moves the log into `objects` once it holds 2,048 entries, and every object is found before, during and after', async () => {
+    const { store } = freshStore();
+    try {
+      const oids: Oid[] = [];
+      for (let write = 0; write < 3; write++) {
+        oids.push(...(await putBlobs(store, 1, Array.from({ length: 700 }, (_, i) => `write ${write} object ${i}`))));
+        expect(store.read((tx) => oids.every((oid) => tx.project(1).getObject(oid) !== undefined))).toBe(true);
+      }
+      await until(() => counts(store).recent === 0 && store.recent.size === 0);
+      expect(counts(store)).toEqual({ recent: 0, objects: 2100 });
+      expect(store.read((tx) => oids.every((oid) => tx.project(1).getObject(oid) !== undefined))).toBe(true);
+      expect(store.recent.size).toBe(0);
+    } finally {
+      await store.close();
+    }
+  });
+
+  it('moves what the log holds into `objects` when the store opens (after a stop or a crash)', async () => {
+    const { store, path } = freshStore();
+    const oids = await putBlobs(store, 1, ['kept', 'also kept']);
+    expect(counts(store).recent).toBe(2);
+    await store.close();
+    const reopened = new LmdbStore({ path });
+    try {
+      expect(counts(reopened)).toEqual({ recent: 0, objects: 2 });
+      expect(reopened.read((tx) => oids.map((oid) => tx.project(1).getObject(oid)?.body.toString()))).toEqual(['kept\n', 'also kept\n']);
+    } finally {
+      await reopened.close();
+    }
+  });
+
+  it('is read by a store opened before the write (a worker thread\'s view), which looks at the log again when it finds nothing', async () => {
+    const { store, path } = freshStore();
+    const reader = new LmdbStore({ path, readOnly: true });
+    // lmdb-js keeps a read snapshot until a timer (setTimeout 0) resets it; a worker thread's read
+    // comes in a message after that, and so do these (a read before it sees the older snapshot,
+    // of the log as of `objects`).
+    const nextTask = () => new Promise((resolve) => setTimeout(resolve, 10));
+    try {
+      const [oid] = await putBlobs(store, 1, ['written after the reader opened']);
+      await nextTask();
+      expect(reader.read((tx) => tx.project(1).getObject(oid)?.body.toString())).toBe('written after the reader opened\n');
+      const [other] = await putBlobs(store, 1, ['and another']);
+      await nextTask();
+      expect(reader.read((tx) => tx.project(1).hasObject(other))).toBe(true);
+      // Moved by the writer: the reader's index names an entry that is gone, and it reads `objects`.
+      for (let write = 0; write < 3; write++) await putBlobs(store, 1, Array.from({ length: 700 }, (_, i) => `filler ${write} ${i}`));
+      await until(() => counts(store).recent === 0);
+      await nextTask();
+      expect(reader.read((tx) => tx.project(1).getObject(oid)?.body.toString())).toBe('written after the reader opened\n');
+      // Its next look at the log forgets what was moved: its index holds what the log holds.
+      const [last] = await putBlobs(store, 1, ['after the move']);
+      await nextTask();
+      expect(reader.read((tx) => tx.project(1).hasObject(last))).toBe(true);
+      expect(reader.recent.size).toBe(1);
+    } finally {
+      await reader.close();
+      await store.close();
+    }
+  });
+
+  it('keeps nothing of a write that rolled back, and stores the same object again later', async () => {
+    const { store } = freshStore();
+    try {
+      const size = store.recent.size;
+      let oid: Oid | undefined;
+      await expect(
+        store.write((tx) => {
+          oid = tx.project(1).putObject('blob', blob('rolled back'));
+          throw new Error('refused after the put');
+        }),
+      ).rejects.toThrow('refused after the put');
+      expect(store.recent.size).toBe(size);
+      expect(counts(store).recent).toBe(0);
+      expect(store.read((tx) => tx.project(1).hasObject(oid!))).toBe(false);
+      await putBlobs(store, 1, ['rolled back']);
+      expect(store.read((tx) => tx.project(1).getObject(oid!)?.body.toString())).toBe('rolled back\n');
+    } finally {
+      await store.close();
+    }
+  });
+
+  it('moves a project\'s log into `objects` when its collection begins, and its writes go there until the collection ends', async () => {
+    const { store } = freshStore();
+    try {
+      const [mine] = await putBlobs(store, 1, ['project one']);
+      const [theirs] = await putBlobs(store, 2, ['project two']);
+      await store.write((tx) => tx.project(1).beginCollection({ id: 'run', startedAt: new Date(0).toISOString() }));
+      expect(counts(store)).toEqual({ recent: 1, objects: 1 });
+      await putBlobs(store, 1, ['during the collection']);
+      expect(counts(store)).toEqual({ recent: 1, objects: 2 });
+      await store.write((tx) => tx.project(1).endCollection());
+      await putBlobs(store, 1, ['after the collection']);
+      expect(counts(store)).toEqual({ recent: 2, objects: 2 });
+      expect(store.read((tx) => [tx.project(1).hasObject(mine), tx.project(2).hasObject(theirs)])).toEqual([true, true]);
+    } finally {
+      await store.close();
+    }
+  });
+
+  it('removes logged objects with their project, or when a collection removes them or keeps their form alone', async () => {
+    const { store } = freshStore();
+    try {
+      const [removed, compacted, kept] = await putBlobs(store, 1, ['removed', 'compacted', 'kept']);
+      const [otherProject] = await putBlobs(store, 2, ['another project']);
+      await store.write((tx) => tx.project(1).putDeflated(compacted, Buffer.from('its form')));
+      expect(await store.write((tx) => tx.project(1).removeStored([removed]))).toBe(1);
+      expect(await store.write((tx) => tx.project(1).keepCompact([{ oid: compacted, dropRaw: true }]))).toMatchObject({ rawDropped: 1 });
+      expect(store.read((tx) => [tx.project(1).hasObject(removed), tx.project(1).objectSize(compacted), tx.project(1).hasObject(kept)])).toEqual([false, 10, true]);
+      expect(counts(store).recent).toBe(2);
+      expect(await store.write((tx) => tx.dropProjectKeys(1, 100))).toBeGreaterThanOrEqual(1);
+      await store.write((tx) => tx.dropProjectKeys(1, 100));
+      expect(store.read((tx) => [tx.project(1).hasObject(kept), tx.project(2).hasObject(otherProject)])).toEqual([false, true]);
+      expect(counts(store).recent).toBe(1);
+    } finally {
+      await store.close();
+    }
+  });
+});
