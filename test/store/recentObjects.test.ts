@@ -14,10 +14,11 @@ afterEach(() => {
   for (const dir of dirs.splice(0)) dir.remove();
 });
 
-function freshStore(): { store: LmdbStore; path: string } {
+/** A store whose log moves once writes pause for `recentIdleMs` (by default never, so a test sees what its writes logged). */
+function freshStore(recentIdleMs = 2 ** 31 - 1): { store: LmdbStore; path: string } {
   const dir = scratchDir('treehouse-recent-');
   dirs.push(dir);
-  return { store: new LmdbStore({ path: dir.path }), path: dir.path };
+  return { store: new LmdbStore({ path: dir.path, recentIdleMs }), path: dir.path };
 }
 
 /** Entries in the log and in `objects`, read from the databases themselves. */
@@ -75,29 +76,53 @@ describe('the log of recent objects (LMDB)', () => {
     }
   });
 
-  it('sends a write\'s objects past the first 1,024 to `objects` at once', async () => {
+  it('sends a write\'s objects past the first 1,024 to `objects` at once, and any too large for a leaf page\'s node', async () => {
     const { store } = freshStore();
     try {
       const oids = await putBlobs(store, 1, Array.from({ length: 1100 }, (_, i) => `object ${i}`));
       expect(counts(store)).toEqual({ recent: 1024, objects: 76 });
       expect(store.read((tx) => oids.every((oid) => tx.project(1).hasObject(oid)))).toBe(true);
+      // 1,899 bytes of body and the type byte fit a node; one byte more goes to overflow pages, and to `objects`.
+      const [fits, overflows] = await putBlobs(store, 2, ['x'.repeat(1898), 'y'.repeat(1899)]);
+      expect(counts(store)).toEqual({ recent: 1025, objects: 77 });
+      expect(store.read((tx) => [tx.project(2).objectSize(fits), tx.project(2).objectSize(overflows)])).toEqual([1899, 1900]);
     } finally {
       await store.close();
     }
   });
 
-  it('moves the log into `objects` once it holds 2,048 entries, and every object is found before, during and after', async () => {
+  it('moves the log into `objects` once writes pause, a batch at a time, not while they keep coming; every object is found before, during and after', async () => {
+    const { store } = freshStore(200);
+    try {
+      const oids: Oid[] = [];
+      // Writes every 20 ms for 0.6 s: the log only grows meanwhile.
+      for (let write = 0; write < 30; write++) {
+        oids.push(...(await putBlobs(store, 1, Array.from({ length: 70 }, (_, i) => `write ${write} object ${i}`))));
+        expect(counts(store)).toEqual({ recent: oids.length, objects: 0 });
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+      expect(store.read((tx) => oids.every((oid) => tx.project(1).getObject(oid) !== undefined))).toBe(true);
+      // Then the pause: moved in writes of 256, each a look at whether a write came.
+      const seen = new Set<number>();
+      await until(() => {
+        seen.add(counts(store).recent);
+        return store.read((tx) => oids.every((oid) => tx.project(1).hasObject(oid))) && counts(store).recent === 0 && store.recent.size === 0;
+      });
+      expect(seen.size).toBeGreaterThan(1);
+      expect(counts(store)).toEqual({ recent: 0, objects: 2100 });
+      expect(store.read((tx) => oids.every((oid) => tx.project(1).getObject(oid) !== undefined))).toBe(true);
+    } finally {
+      await store.close();
+    }
+  });
+
+  it('sends new objects to `objects` at once while the log holds 8,192 (writes that never pause)', async () => {
     const { store } = freshStore();
     try {
       const oids: Oid[] = [];
-      for (let write = 0; write < 3; write++) {
-        oids.push(...(await putBlobs(store, 1, Array.from({ length: 700 }, (_, i) => `write ${write} object ${i}`))));
-        expect(store.read((tx) => oids.every((oid) => tx.project(1).getObject(oid) !== undefined))).toBe(true);
-      }
-      await until(() => counts(store).recent === 0 && store.recent.size === 0);
-      expect(counts(store)).toEqual({ recent: 0, objects: 2100 });
-      expect(store.read((tx) => oids.every((oid) => tx.project(1).getObject(oid) !== undefined))).toBe(true);
-      expect(store.recent.size).toBe(0);
+      for (let write = 0; write < 9; write++) oids.push(...(await putBlobs(store, 1, Array.from({ length: 1000 }, (_, i) => `write ${write} object ${i}`))));
+      expect(counts(store)).toEqual({ recent: 8192, objects: 808 });
+      expect(store.read((tx) => oids.every((oid) => tx.project(1).hasObject(oid)))).toBe(true);
     } finally {
       await store.close();
     }
@@ -118,7 +143,7 @@ describe('the log of recent objects (LMDB)', () => {
   });
 
   it('is read by a store opened before the write (a worker thread\'s view), which looks at the log again when it finds nothing', async () => {
-    const { store, path } = freshStore();
+    const { store, path } = freshStore(300);
     const reader = new LmdbStore({ path, readOnly: true });
     // lmdb-js keeps a read snapshot until a timer (setTimeout 0) resets it; a worker thread's read
     // comes in a message after that, and so do these (a read before it sees the older snapshot,
@@ -132,7 +157,6 @@ describe('the log of recent objects (LMDB)', () => {
       await nextTask();
       expect(reader.read((tx) => tx.project(1).hasObject(other))).toBe(true);
       // Moved by the writer: the reader's index names an entry that is gone, and it reads `objects`.
-      for (let write = 0; write < 3; write++) await putBlobs(store, 1, Array.from({ length: 700 }, (_, i) => `filler ${write} ${i}`));
       await until(() => counts(store).recent === 0);
       await nextTask();
       expect(reader.read((tx) => tx.project(1).getObject(oid)?.body.toString())).toBe('written after the reader opened\n');
@@ -143,6 +167,23 @@ describe('the log of recent objects (LMDB)', () => {
       expect(reader.recent.size).toBe(1);
     } finally {
       await reader.close();
+      await store.close();
+    }
+  });
+
+  it('forgets what another writer moved once its own move finds the log empty', async () => {
+    const { store, path } = freshStore(20);
+    try {
+      const oids = await putBlobs(store, 1, ['one', 'two']);
+      // Another writer opening the store (the command-line tool, say) moves the log at its start.
+      await new LmdbStore({ path }).close();
+      expect([counts(store).recent, store.recent.size]).toEqual([0, 2]);
+      expect(store.read((tx) => oids.every((oid) => tx.project(1).hasObject(oid)))).toBe(true);
+      const [third] = await putBlobs(store, 1, ['three']);
+      await until(() => store.recent.size === 0);
+      expect(counts(store)).toEqual({ recent: 0, objects: 3 });
+      expect(store.read((tx) => tx.project(1).hasObject(third))).toBe(true);
+    } finally {
       await store.close();
     }
   });
