@@ -1228,7 +1228,7 @@ class LmdbProjectTx implements ProjectWriteTx {
     // listings read (beginCollection moved the project's log there).
     if (!this.isJournalling() && this.parent.appendsRecent(value.length)) {
       if (objects.doesExist(key) || this.store.recent.has(key)) return;
-      this.parent.recentAppended.push(this.store.recent.append(key, value, this.parent));
+      this.parent.recentAppended.push(this.store.recent.append(key, value));
     } else if (this.store.recent.has(key) || !putIfAbsent(objects, key, value)) {
       return;
     }

@@ -8,7 +8,9 @@
  * append lands on the log's last page), and the store moves the log into `objects` in batches
  * while writes pause (LmdbStore.moveRecentWhenIdle), where nobody waits for those pages.
  *
- * A log entry's value is the object's `objects` key followed by its `objects` value. Each store
+ * A log entry's value is the object's `objects` key followed by its `objects` value; the key of
+ * sequence number 0 holds the last number given, so numbers only grow across moves, processes and
+ * threads, and entries commit in the order of their numbers (LMDB has one writer). Each store
  * instance keeps an index of the log in memory (key -> sequence number), filled by its own appends
  * and by reading entries it has not seen (at open, and when a read misses everywhere: another
  * thread's store may have appended). An index entry may be stale (its append was rolled back, or
@@ -23,14 +25,10 @@ const SEQ_BYTES = 8;
 export class RecentObjects {
   /** The `objects` key (latin1) of each entry this instance knows of, and its sequence number. */
   private readonly index = new Map<string, number>();
-  /** The highest sequence number this instance has appended or read. */
+  /** The highest sequence number this instance has read in the log (its own appends are read again). */
   private seen = 0;
-  /** The highest sequence number this instance has appended (never lower than before, see append). */
-  private used = 0;
   /** Index entries below this sequence number have been pruned. */
   private prunedBelow = 0;
-  /** The write transaction that last appended: the log's end is read once per transaction. */
-  private appendingIn: object | null = null;
 
   constructor(
     private readonly log: Database<Buffer, Buffer>,
@@ -69,6 +67,7 @@ export class RecentObjects {
     this.prune();
     let found = false;
     for (const { key, value } of this.log.getRange({ start: seqKey(this.seen + 1) })) {
+      if ((value as Buffer).length < this.keyBytes) continue;
       const seq = (key as Buffer).readUIntBE(2, 6);
       this.index.set((value as Buffer).toString('latin1', 0, this.keyBytes), seq);
       if (seq > this.seen) this.seen = seq;
@@ -84,34 +83,27 @@ export class RecentObjects {
    */
   private prune(): void {
     let first = 0;
-    for (const key of this.log.getKeys({ limit: 1 })) first = (key as Buffer).readUIntBE(2, 6);
+    for (const key of this.log.getKeys({ start: seqKey(1), limit: 1 })) first = (key as Buffer).readUIntBE(2, 6);
     if (first <= this.prunedBelow) return;
     for (const [name, seq] of this.index) if (seq < first) this.index.delete(name);
     this.prunedBelow = first;
   }
 
   /**
-   * Appends `value` under `key`; inside a write transaction, which must have found the key in
-   * neither `objects` nor the log. The sequence number follows both the log's last entry (another
-   * process may have appended) and every number this instance used (a rolled-back append's number
-   * is not given again here, so no stale index entry of this instance names a reused one).
-   * `transaction` identifies the write transaction: nobody else appends while it is open.
+   * Appends `value` under `key`, inside a write transaction that found the key in neither `objects`
+   * nor the log, under the number after the last one given (kept under number 0, in the same
+   * transaction: a rolled-back append gives its number back, which nobody has read).
    */
-  append(key: Buffer, value: Buffer, transaction: object): [string, number] {
-    if (this.appendingIn !== transaction) {
-      this.appendingIn = transaction;
-      for (const found of this.log.getKeys({ reverse: true, limit: 1 })) this.used = Math.max(this.used, (found as Buffer).readUIntBE(2, 6));
-    }
-    const seq = Math.max(this.used, this.seen) + 1;
-    this.used = seq;
+  append(key: Buffer, value: Buffer): [string, number] {
+    const last = this.log.getBinary(LAST_KEY);
+    const seq = (last ? last.readUIntBE(2, 6) : 0) + 1;
+    this.log.putSync(LAST_KEY, seqKey(seq));
     const entry = Buffer.allocUnsafe(this.keyBytes + value.length);
     key.copy(entry, 0, 0, this.keyBytes);
     value.copy(entry, this.keyBytes);
     this.log.putSync(seqKey(seq), entry);
     const name = key.toString('latin1', 0, this.keyBytes);
     this.index.set(name, seq);
-    // Entries another opener appended in between are read by the next catchUp, from `seen` on.
-    if (seq === this.seen + 1) this.seen = seq;
     return [name, seq];
   }
 
@@ -122,7 +114,7 @@ export class RecentObjects {
    */
   move(limit: number, put: (key: Buffer, value: Buffer) => void, take?: (key: Buffer) => boolean): Array<[string, number]> {
     const moved: Array<{ seq: Buffer; key: Buffer; value: Buffer }> = [];
-    for (const { key, value } of this.log.getRange({})) {
+    for (const { key, value } of this.log.getRange({ start: seqKey(1) })) {
       const entry = value as Buffer;
       const objectKey = entry.subarray(0, this.keyBytes);
       if (take && !take(objectKey)) continue;
@@ -170,6 +162,9 @@ export class RecentObjects {
     return this.move(Infinity, () => {}, (key) => keys.has(key.toString('latin1')));
   }
 }
+
+/** Sequence number 0: its value is the last number given. */
+const LAST_KEY = Buffer.alloc(SEQ_BYTES);
 
 /** Sequence numbers are kept below 2^48 (a million appends a second for eight years), written as 8 bytes so keys sort by number. */
 function seqKey(seq: number): Buffer {

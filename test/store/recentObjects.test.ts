@@ -21,9 +21,10 @@ function freshStore(recentIdleMs = 2 ** 31 - 1): { store: LmdbStore; path: strin
   return { store: new LmdbStore({ path: dir.path, recentIdleMs }), path: dir.path };
 }
 
-/** Entries in the log and in `objects`, read from the databases themselves. */
+/** Objects in the log and in `objects`, read from the databases themselves. */
 function counts(store: LmdbStore): { recent: number; objects: number } {
-  return { recent: store.dbs.recent.getKeysCount(), objects: store.dbs.objects.getKeysCount() };
+  // Sequence number 0 holds the last number given, not an object.
+  return { recent: store.dbs.recent.getKeysCount({ start: Buffer.from([0, 0, 0, 0, 0, 0, 0, 1]) }), objects: store.dbs.objects.getKeysCount() };
 }
 
 const blob = (text: string) => Buffer.from(`${text}\n`);
@@ -167,6 +168,22 @@ describe('the log of recent objects (LMDB)', () => {
       expect(reader.recent.size).toBe(1);
     } finally {
       await reader.close();
+      await store.close();
+    }
+  });
+
+  it('numbers entries after every number given before, so a writer that moved its log still finds what another writer appends next', async () => {
+    const { store, path } = freshStore(20);
+    // A second writer on the same data directory (another node, the command-line tool), open before either writes.
+    const other = new LmdbStore({ path, recentIdleMs: 2 ** 31 - 1 });
+    try {
+      await putBlobs(store, 1, ['first', 'second']);
+      await until(() => counts(store).recent === 0);
+      const [appended] = await putBlobs(other, 1, ['from the other writer']);
+      await new Promise((resolve) => setTimeout(resolve, 10));
+      expect(store.read((tx) => tx.project(1).getObject(appended)?.body.toString())).toBe('from the other writer\n');
+    } finally {
+      await other.close();
       await store.close();
     }
   });
