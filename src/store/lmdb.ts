@@ -725,8 +725,7 @@ class LmdbTx implements StoreWriteTx {
     this.assertWritable();
     const prefix = projectPrefix(project);
     const { objects, commits, refs, worktrees, deflated, shelves, introduced, journal } = this.store.dbs;
-    const ofProject = (key: Buffer) => key.compare(prefix, 0, PROJECT_PREFIX_BYTES, 0, PROJECT_PREFIX_BYTES) === 0;
-    const dropped = this.store.recent.move(keysMax, () => {}, ofProject);
+    const dropped = this.store.recent.move(keysMax, () => {}, RecentObjects.inProject(prefix));
     this.recentMoved.push(...dropped);
     let removed = dropped.length;
     if (removed >= keysMax) return removed;
@@ -964,19 +963,14 @@ class LmdbProjectTx implements ProjectWriteTx {
     return (fast ? objects.getBinaryFast(key) : objects.getBinary(key)) ?? this.store.recent.get(key, fast);
   }
 
-  /**
-   * Whether another thread's or process's store appended to the log since this one looked: a read
-   * that found nothing anywhere asks before it answers that nothing is there.
-   */
-  private recentMayHave(): boolean {
-    return this.store.recent.catchUp();
-  }
+  // A read that finds an object nowhere reads the log's new entries (another thread's or process's
+  // store may have appended) and looks once more before it answers that the object is absent.
 
   getObject(oid: Oid): StoredObject | undefined {
     const key = this.objectKey(oid);
     // getBinary returns a copy of its own, so the body can be a view into it.
     const value = this.rawValue(key, false);
-    if (!value) return this.rebuild(key, true) ?? (this.recentMayHave() ? this.getObject(oid) : undefined);
+    if (!value) return this.rebuild(key, true) ?? (this.store.recent.catchUp() ? this.getObject(oid) : undefined);
     return { type: TYPE_NAMES[valueTypeCode(value)], body: valueBody(value) };
   }
 
@@ -984,7 +978,7 @@ class LmdbProjectTx implements ProjectWriteTx {
     const key = this.objectKey(oid);
     // getBinaryFast's buffer is lmdb-js's shared one, sized to this value: bound every view by hand.
     const value = this.rawValue(key, true);
-    if (!value) return this.rebuild(key, false) ?? (this.recentMayHave() ? this.peekObject(oid) : undefined);
+    if (!value) return this.rebuild(key, false) ?? (this.store.recent.catchUp() ? this.peekObject(oid) : undefined);
     const start = (value[0] & ANNEX_FLAG) === 0 ? 1 : ANNEX_HEADER_BYTES;
     return { type: TYPE_NAMES[valueTypeCode(value)], body: value.subarray(start, start + valueBodyLength(value)) };
   }
@@ -995,7 +989,7 @@ class LmdbProjectTx implements ProjectWriteTx {
     const value = this.rawValue(key, false);
     if (!value) {
       const rebuilt = this.rebuild(key, true);
-      if (!rebuilt && this.recentMayHave()) return this.getObjectWithAnnex(oid);
+      if (!rebuilt && this.store.recent.catchUp()) return this.getObjectWithAnnex(oid);
       return rebuilt && { ...rebuilt, annex: null };
     }
     return { type: TYPE_NAMES[valueTypeCode(value)], body: valueBody(value), annex: valueAnnex(value) };
@@ -1005,7 +999,7 @@ class LmdbProjectTx implements ProjectWriteTx {
     const key = this.objectKey(oid);
     const { objects, deflated } = this.store.dbs;
     if (objects.doesExist(key) || deflated.doesExist(key) || this.store.recent.has(key)) return true;
-    return this.recentMayHave() && this.store.recent.has(key);
+    return this.store.recent.catchUp() && this.store.recent.has(key);
   }
 
   objectSize(oid: Oid): number | undefined {
@@ -1013,7 +1007,7 @@ class LmdbProjectTx implements ProjectWriteTx {
     const value = this.rawValue(key, true);
     if (value) return valueBodyLength(value);
     const size = this.readPacked(key)?.readUInt32BE(1);
-    return size === undefined && this.recentMayHave() ? this.objectSize(oid) : size;
+    return size === undefined && this.store.recent.catchUp() ? this.objectSize(oid) : size;
   }
 
   /**
@@ -1407,9 +1401,8 @@ class LmdbProjectTx implements ProjectWriteTx {
     this.journalling = true;
     // The collection lists `objects`: the project's log goes there first, and its writes go there
     // until the collection ends (storeObject).
-    const ofProject = (key: Buffer) => key.compare(this.prefix, 0, PROJECT_PREFIX_BYTES, 0, PROJECT_PREFIX_BYTES) === 0;
     const { objects } = this.store.dbs;
-    this.parent.recentMoved.push(...this.store.recent.move(Infinity, (key, value) => putIfAbsent(objects, key, value), ofProject));
+    this.parent.recentMoved.push(...this.store.recent.move(Infinity, (key, value) => putIfAbsent(objects, key, value), RecentObjects.inProject(this.prefix)));
   }
 
   endCollection(): void {

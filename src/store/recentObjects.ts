@@ -61,9 +61,13 @@ export class RecentObjects {
 
   /**
    * Reads the entries appended since this instance last looked (by another thread's or process's
-   * store); true when there were any, so a read that missed everywhere may look again.
+   * store); true when there were any, so a read that missed everywhere may look again. The last
+   * number given (number 0) tells whether there are any in one read, so a read of an object that
+   * is nowhere costs no walk of the log.
    */
   catchUp(): boolean {
+    const last = this.log.getBinaryFast(LAST_KEY);
+    if (last && last.readUIntBE(2, 6) <= this.seen) return false;
     this.prune();
     let found = false;
     for (const { key, value } of this.log.getRange({ start: seqKey(this.seen + 1) })) {
@@ -154,6 +158,11 @@ export class RecentObjects {
       if (this.has(key)) out.push(key);
     }
     return out.sort(Buffer.compare);
+  }
+
+  /** The test `move` takes for one project's entries: their keys start with `prefix`. */
+  static inProject(prefix: Buffer): (key: Buffer) => boolean {
+    return (key) => key.compare(prefix, 0, prefix.length, 0, prefix.length) === 0;
   }
 
   /** Removes the entries of `keys` (latin1) inside a write transaction; returns what to forget once it has committed. */
