@@ -390,9 +390,12 @@ export class Webhooks {
           if (scanned >= LINE_SCAN_MAX) return { deliveries: page, next_cursor: cursorAt(from!) };
         }
       }
+      // Records of events past `passed` were made after it was read (a read is not one snapshot):
+      // the scan above listed those events already, so the records start at `passed`.
+      const recordsBefore = before === null ? passed + 1 : Math.min(before, passed + 1);
       const found = await tx.listRecords<DeliveryRecord>(prefix, {
         reverse: true,
-        after: before === null ? undefined : deliveryKey(id, String(before)),
+        after: deliveryKey(id, String(recordsBefore)),
         limit: input.limit - page.length + 1,
       });
       const records = found.slice(0, input.limit - page.length);

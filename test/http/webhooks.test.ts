@@ -330,6 +330,45 @@ describe('deliveries waiting in their line (one delivery at a time)', () => {
     expect(target.requests.map((got) => JSON.parse(got.body).data.paths[0]).sort()).toEqual(['a.txt', 'a.txt', 'b.txt', 'c.txt', 'd.txt']);
   });
 
+  it('lists each delivery once when its line moves while the page is read', async () => {
+    const { webhook, events } = await queued('Moving line', ['j.txt', 'k.txt']);
+    const [j, k] = events;
+    const store = single.th.store;
+    const lineKey = `webhooks/line/${webhook.id}`;
+    const read = store.read.bind(store);
+    const lineAt = () => read(async (tx) => tx.getRecord<number>(lineKey));
+    expect(await lineAt()).toBe(Number(j.id));
+    // The page reads the line while k waits in it, then its other reads find the line moved past k
+    // (the hung attempt times out, and the one slot takes k): a PostgreSQL read is no snapshot.
+    (store as any).read = (action: (tx: any) => Promise<unknown>) =>
+      read((tx) =>
+        action(
+          new Proxy(tx, {
+            get(target, name) {
+              const value = Reflect.get(target, name);
+              if (name !== 'getRecord') return typeof value === 'function' ? value.bind(target) : value;
+              return async (key: string) => {
+                const found = await target.getRecord(key);
+                if (key !== lineKey) return found;
+                for (const started = Date.now(); ((await lineAt()) ?? 0) < Number(k.id); ) {
+                  if (Date.now() - started > 10_000) throw new Error('the line never moved');
+                  await new Promise((resolve) => setTimeout(resolve, 20));
+                }
+                return found;
+              };
+            },
+          }),
+        ),
+      );
+    let listed: any[];
+    try {
+      listed = await deliveries(single, webhook.id);
+    } finally {
+      delete (store as any).read;
+    }
+    expect(listed.map((one) => one.event_id)).toEqual([k.id, j.id]);
+  });
+
   it('refuses cursors it did not issue, of another webhook, or with other digits, and pages past the end to nothing', async () => {
     const { webhook } = await queued('Cursors', ['e.txt', 'f.txt']);
     const other = await ok(single, 'POST', '/api/v1/webhooks', { url: (await receiver(() => 200)).url, events: ['files.changed'] });
