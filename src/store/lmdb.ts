@@ -585,8 +585,10 @@ export class LmdbStore implements Store {
   private async writeTransaction<T>(action: (tx: StoreWriteTx) => T, options: { afterCommit?: () => void }, stored: Map<number, NewObject[]>, started: number): Promise<T> {
     let result: T;
     let tx: LmdbTx | null = null;
+    let seenBefore = Infinity;
     try {
       result = (await this.env.childTransaction(() => {
+        seenBefore = Math.min(seenBefore, this.recent.lastSeen);
         this.storedInTransaction = stored;
         try {
           tx = new LmdbTx(this, true);
@@ -599,7 +601,7 @@ export class LmdbStore implements Store {
       })) as T;
     } catch (thrown) {
       // Rolled back: what it appended is not in the log (and its numbers are not given again).
-      this.recent.forget((tx as LmdbTx | null)?.recentAppended ?? []);
+      this.recent.rolledBack((tx as LmdbTx | null)?.recentAppended ?? [], seenBefore);
       this.noteWriteDone(started, false);
       const error = await commitFailure(thrown);
       if (isStorageFull(error)) throw new StorageFullError(String((error as Error).message));

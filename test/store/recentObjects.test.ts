@@ -229,6 +229,44 @@ describe('the log of recent objects (LMDB)', () => {
     }
   });
 
+  it('reads again, after a write rolled back, the numbers that write gave or read (another writer gives them next)', async () => {
+    const { store, path } = freshStore();
+    const other = new LmdbStore({ path, recentIdleMs: 2 ** 31 - 1 });
+    try {
+      const absent = hashObject('blob', blob('never stored'));
+      await expect(
+        store.write((tx) => {
+          tx.project(1).putObject('blob', blob('rolled back'));
+          // A miss inside the write reads the log, its own append included.
+          expect(tx.project(1).hasObject(absent)).toBe(false);
+          throw new Error('refused after the put');
+        }),
+      ).rejects.toThrow('refused after the put');
+      // The other writer is given the same number, for another object.
+      const [appended] = await putBlobs(other, 1, ['from the other writer']);
+      await new Promise((resolve) => setTimeout(resolve, 10));
+      expect(store.read((tx) => tx.project(1).getObject(appended)?.body.toString())).toBe('from the other writer\n');
+    } finally {
+      await other.close();
+      await store.close();
+    }
+  });
+
+  it('walks the log once, not at every read that misses, once a move has emptied it', async () => {
+    const { store } = freshStore(20);
+    try {
+      await putBlobs(store, 1, ['one', 'two']);
+      await until(() => counts(store).recent === 0);
+      await new Promise((resolve) => setTimeout(resolve, 10));
+      const walks = store.recent.walks;
+      const absent = Array.from({ length: 100 }, (_, index) => hashObject('blob', blob(`absent ${index}`)));
+      expect(store.read((tx) => absent.filter((oid) => tx.project(1).hasObject(oid)))).toEqual([]);
+      expect(store.recent.walks - walks).toBeLessThanOrEqual(1);
+    } finally {
+      await store.close();
+    }
+  });
+
   it('moves a project\'s log into `objects` when its collection begins, and its writes go there until the collection ends', async () => {
     const { store } = freshStore();
     try {
