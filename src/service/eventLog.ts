@@ -40,6 +40,12 @@ export type Announce = <T extends ChangeType>(type: T, project: ProjectRecord, d
  */
 export type ChangeHook = (tx: AsyncStoreWriteTx, events: readonly ChangeEvent[]) => Promise<void> | void;
 
+/**
+ * Adds to a change, in its transaction, what its announced events call for (writes, and events of
+ * its own through `announce`), before the events are appended.
+ */
+export type AnnouncedHook = (tx: AsyncStoreWriteTx, announced: ReadonlyArray<Omit<ChangeEvent, 'id' | 'at'>>, announce: Announce) => Promise<void>;
+
 /** Runs once the change it belongs to is durable (never for a change that failed or ran again). */
 export type AfterCommit = () => void;
 
@@ -105,12 +111,18 @@ const PRUNE_EVERY_MS = 60 * 60_000;
 
 export class EventLog {
   private readonly hooks: ChangeHook[] = [];
+  private readonly announcedHooks: AnnouncedHook[] = [];
   private pruning: PeriodicJob | null = null;
 
   constructor(
     private readonly store: AsyncStore,
     private readonly bus: EventBus,
   ) {}
+
+  /** Runs `hook` in every change's transaction, on the events its action announced. */
+  onAnnounced(hook: AnnouncedHook): void {
+    this.announcedHooks.push(hook);
+  }
 
   /** Runs `hook` in every change's transaction, after its events are appended. */
   onChange(hook: ChangeHook): void {
@@ -129,7 +141,9 @@ export class EventLog {
     const result = await this.store.write(async (tx) => {
       afterCommit = undefined;
       const drafts: Array<Omit<ChangeEvent, 'id' | 'at'>> = [];
-      const out = await action(tx, (type, project, data) => drafts.push({ type, project, data } as Omit<ChangeEvent, 'id' | 'at'>));
+      const announce: Announce = (type, project, data) => drafts.push({ type, project, data } as Omit<ChangeEvent, 'id' | 'at'>);
+      const out = await action(tx, announce);
+      if (drafts.length > 0) for (const hook of this.announcedHooks) await hook(tx, drafts.slice(), announce);
       appended = await appendInTx(tx, drafts);
       for (const hook of this.hooks) await hook(tx, appended);
       if (join) afterCommit = await join.inTx(tx, out);

@@ -32,6 +32,7 @@ import type { Principal } from './accounts.js';
 import type { Config } from './config.js';
 import { checkRemoteHost, endpointFromUrl, pushBranch, RemoteError, type RemoteEndpoint } from './gitClient.js';
 import type { Announce, ChangeJoin } from './eventLog.js';
+import type { ChangeEvent } from './events.js';
 import { projectInTx, type GitRemoteRecord, type ProjectRecord, type Projects } from './projects.js';
 
 export type SyncStatus = 'synced' | 'pending' | 'diverged' | 'error';
@@ -146,8 +147,6 @@ export class RemoteSync {
   private readonly dueAtStart = new Set<string>();
   /** Set by start(): the drain's first look at the queue fills dueAtStart. */
   private listDueAtStart = false;
-  /** Queue writes started by branch changes, awaited by stop() so none is cut off by the store closing. */
-  private readonly writes = new Set<Promise<unknown>>();
   /** Push attempts since start, by outcome (metrics). */
   readonly attempts = { completed: 0, failed: 0 };
 
@@ -159,6 +158,11 @@ export class RemoteSync {
   ) {
     this.options = { ...DEFAULT_REMOTE_SYNC_OPTIONS, ...options };
     projects.onDelete((tx, record) => forgetProject(tx, record.id));
+    projects.outbox.onAnnounced((tx, announced, announce) => this.queueAnnounced(tx, announced, announce));
+    // A push queued by a change of this node runs once that change is durable.
+    projects.events.on((event) => {
+      if (event.type === 'sync.status' && event.data.status === 'pending') this.wake();
+    });
   }
 
   // -------------------------------------------------------------------------------------------
@@ -267,31 +271,39 @@ export class RemoteSync {
   // -------------------------------------------------------------------------------------------
   // Queueing
 
-  /** The Workspace listener: queues a push of `branch` when the project has a linked repository. */
-  branchChanged(record: ProjectRecord, branch: string): void {
-    const write = this.enqueueBranch(record, branch)
-      .then((queued) => {
-        if (queued) this.wake();
-      })
-      .catch(() => {
-        // The store is closing or full; the change stays unsynced until the next commit or sync request.
-      })
-      .finally(() => this.writes.delete(write));
-    this.writes.add(write);
-  }
-
-  private async enqueueBranch(given: ProjectRecord, branch: string): Promise<boolean> {
-    // The caller's record was read before its change; the link may have changed since.
-    const record = await this.projectOf({ project_id: given.id, team_id: given.team_id });
-    if (!record?.git_remote) return false;
-    return this.projects.outbox.change(async (tx, announce) => {
-      const head = await tx.project(record.seq).getRef(`${BRANCH_REF_PREFIX}${branch}`);
-      if (!head) return false;
-      const queued = await tx.getRecord<QueueEntry>(queueKey(record.id, branch));
-      const state = this.enqueueInTx(tx, record, [{ branch, oid: head }], new Map(queued ? [[branch, queued]] : []));
+  /**
+   * In every change's transaction: a branch that moved or appeared (commit.created other than a
+   * seed's, whose push its link queues; branch.created) is queued for a push when its project has a
+   * linked repository, so an acknowledged commit is queued with it (a crash cannot drop its push, and
+   * the sync state never shows an older push as the latest once the commit is answered).
+   */
+  private async queueAnnounced(tx: AsyncStoreWriteTx, announced: ReadonlyArray<Omit<ChangeEvent, 'id' | 'at'>>, announce: Announce): Promise<void> {
+    const branchesOf = new Map<string, Set<string>>();
+    for (const event of announced) {
+      // (Both types' data name the branch; a commit's also its source.)
+      const data = event.data as { branch: string; source?: string };
+      const moved = event.type === 'branch.created' || (event.type === 'commit.created' && data.source !== 'seed');
+      if (!moved) continue;
+      const branches = branchesOf.get(event.project.id) ?? new Set<string>();
+      branches.add(data.branch);
+      branchesOf.set(event.project.id, branches);
+    }
+    for (const [projectId, branches] of branchesOf) {
+      // The record the verb was given may be older than a link made since: the one this change commits over.
+      const record = await projectInTx(tx, projectId);
+      if (!record?.git_remote) continue;
+      const heads: Array<{ branch: string; oid: Oid }> = [];
+      const queued = new Map<string, QueueEntry>();
+      for (const branch of branches) {
+        const head = await tx.project(record.seq).getRef(`${BRANCH_REF_PREFIX}${branch}`);
+        if (!head) continue;
+        heads.push({ branch, oid: head });
+        const entry = await tx.getRecord<QueueEntry>(queueKey(record.id, branch));
+        if (entry) queued.set(branch, entry);
+      }
+      const state = this.enqueueInTx(tx, record, heads, queued);
       if (state) announceState(announce, record, state.branch, state.state);
-      return state !== null;
-    });
+    }
   }
 
   private async enqueueAllAnnounced(tx: AsyncStoreWriteTx, record: ProjectRecord, announce: Announce): Promise<void> {
@@ -349,7 +361,7 @@ export class RemoteSync {
     this.sweepTimer.unref();
   }
 
-  /** Stops pushing and waits for the push under way (cut short) and queued writes; the queue stays. */
+  /** Stops pushing and waits for the push under way (cut short); the queue stays. */
   async stop(): Promise<void> {
     this.running = false;
     if (this.timer) clearTimeout(this.timer);
@@ -357,7 +369,6 @@ export class RemoteSync {
     this.timer = this.sweepTimer = null;
     this.abort.abort();
     await this.drain;
-    await Promise.allSettled([...this.writes]);
   }
 
   /** Looks at the queue now (after a write outside this class queued work, as a linked creation does). */

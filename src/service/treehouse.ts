@@ -123,10 +123,6 @@ export function openTreehouse(config: Config, store: AsyncStore): Treehouse {
   const creation = new ProjectCreation(projects, remoteSync, packChecker, config);
   // Other nodes' changes (a store several nodes share): their streams and webhooks' lines run here too.
   const nodeSignals = new NodeSignals(store, projects.outbox);
-  // A branch that moved or appeared is pushed to the linked repository (a seed's is queued by its link).
-  projects.events.on((event) => {
-    if (event.type === 'branch.created' || (event.type === 'commit.created' && event.data.source !== 'seed')) remoteSync.branchChanged(event.project, event.data.branch);
-  });
   return {
     config,
     store,

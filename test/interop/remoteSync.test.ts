@@ -302,6 +302,30 @@ describe('linked repositories', () => {
     git(['fsck', '--strict'], { cwd: join(root, name) });
   });
 
+  it('queues a commit\'s push in the commit\'s own transaction: once it is answered, the sync state names it', async () => {
+    const name = newUpstream();
+    const created = await server.call('POST', '/api/v1/projects', {
+      title: 'Queued with the commit',
+      source: { kind: 'files', files: [{ path: 'a.txt', content: 'a\n' }] },
+      git_remote: { url: `${backend.url}/${name}` },
+    });
+    const id = created.body.project.id;
+    await waitForSync(server, id, syncedAt(await mainHead(server, id)));
+    for (let round = 0; round < 5; round++) {
+      const head = await writeAndCommit(server, id, { [`f${round}.txt`]: `${round}\n` });
+      // Asked at once: never the earlier push's "synced", nor a state the commit's push has not reached.
+      const { sync } = (await server.call('GET', `/api/v1/projects/${id}/git/remote`)).body.remote;
+      expect(sync.oid, `round ${round}`).toBe(head);
+      expect(['pending', 'synced']).toContain(sync.status);
+      const events = (await server.call('GET', '/api/v1/events?limit=1000')).body.events.filter((event: any) => event.project_id === id);
+      const committed = events.findIndex((event: any) => event.type === 'commit.created' && event.data.oid === head);
+      expect(events[committed + 1]).toMatchObject({ type: 'sync.status', data: { branch: 'main', status: 'pending', oid: head } });
+      expect(Number(events[committed + 1].id)).toBe(Number(events[committed].id) + 1);
+    }
+    await waitForSync(server, id, (sync) => sync.status === 'synced');
+    expect(upstreamRef(name, 'refs/heads/main')).toBe(await mainHead(server, id));
+  });
+
   it('keeps queued pushes across a restart and completes them once the upstream is back', async () => {
     const name = newUpstream();
     const dataDir = scratchDir('treehouse-sync-data-');
