@@ -309,6 +309,12 @@ export interface AsyncStore extends Partial<PackFormBacklog> {
    * how many it removed: 0 when none are left.
    */
   dropProjectKeys(project: number, keysMax: number): Promise<number>;
+  /**
+   * Optional: putObjectsAsForms in a write of its own, for objects nobody refers to yet (a git
+   * seed's, under its reserved project number), read and written in one pass where the backend's
+   * write callbacks would otherwise be replayed (LMDB). Answers as putObjectsAsForms.
+   */
+  putFormsAlone?(project: number, entries: readonly ReceivedForm[], depthMax: number): Promise<boolean[]>;
   /** Called after each committed write with the objects it stored, per project (the deflate cache). */
   onObjectsStored(listener: (project: number, stored: NewObject[]) => void): void;
   /** Called after each write transaction, committed or not, with how long it took (metrics). */

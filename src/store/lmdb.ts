@@ -1156,6 +1156,48 @@ class LmdbProjectTx implements ProjectWriteTx {
     return -1;
   }
 
+  putReceivedForms(entries: ReadonlyArray<{ oid: Oid; type: ObjectType; inflatedBytes: number; deflated: Buffer; delta: { base: Oid; bytes: number } | null }>, depthMax: number): boolean[] {
+    this.parent.assertWritable();
+    if (entries.some(({ type }) => type === 'commit')) throw new Error('a commit is stored whole (putObjectWithId), so it is indexed');
+    const { objects, deflated: packed } = this.store.dbs;
+    const depths = this.parent.formDepthsPut(this.project);
+    const deepest = Math.min(depthMax, PACKED_DEPTH_MAX);
+    const answers = new Array<boolean>(entries.length).fill(false);
+    for (let i = 0; i < entries.length; i++) {
+      const { oid, type, inflatedBytes, deflated, delta } = entries[i];
+      const key = this.objectKey(oid);
+      if (objects.doesExist(key) || this.store.recent.has(key)) {
+        answers[i] = true;
+        continue;
+      }
+      let depth = 0;
+      if (delta) {
+        // One that has a form already is there, whether its delta would fit or not.
+        if (delta.base.equals(oid)) {
+          answers[i] = packed.doesExist(key);
+          continue;
+        }
+        // A base this transaction put (most are) is not read back.
+        let baseDepth = depths.get(delta.base);
+        if (baseDepth < 0) {
+          const base = this.readPacked(this.objectKey(delta.base));
+          if (base) baseDepth = (base[0] & DELTA_FLAG) === 0 ? 0 : base[PACKED_HEADER_BYTES + 4];
+        }
+        if (baseDepth < 0 || baseDepth + 1 > deepest) {
+          answers[i] = packed.doesExist(key);
+          continue;
+        }
+        depth = baseDepth + 1;
+      }
+      answers[i] = true;
+      // (A form there already is kept, and so is its depth.)
+      if (!this.parent.putFormIfAbsent(this.project, key, packedValue(TYPE_CODES[type], inflatedBytes, deflated, delta ? { base: delta.base, bytes: delta.bytes, depth } : null))) continue;
+      this.journalled(oid);
+      depths.add(oid, 0, depth);
+    }
+    return answers;
+  }
+
   /** A delta form may name only another object with a form of its own, at 1 + that form's depth. */
   private deltaFits(oid: Oid, delta: DeltaForm): boolean {
     if (delta.base.equals(oid) || delta.depth > PACKED_DEPTH_MAX) return false;

@@ -941,6 +941,11 @@ export class LmdbAsyncStore implements AsyncStore {
     }
   }
 
+  async putFormsAlone(project: number, entries: readonly ReceivedForm[], depthMax: number): Promise<boolean[]> {
+    if (entries.length === 0) return [];
+    return this.writeAlone((tx) => tx.project(project).putReceivedForms(entries, depthMax));
+  }
+
   async dropProjectKeys(project: number, keysMax: number): Promise<number> {
     return this.writeAlone((tx) => tx.dropProjectKeys(project, keysMax));
   }

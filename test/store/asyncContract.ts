@@ -76,7 +76,7 @@ function collectionWrites(p: ProjectWrites & Partial<CollectionWrites>): Project
 /** What a read or write transaction can read, so one helper can look at the same data from inside a write and from a reader beside it. */
 type Reader = RecordReads & { project(project: number): ProjectReads };
 
-export function asyncStoreContract(backendName: string, openStore: () => AsyncStore, options: { packForms: boolean; formsAlone?: boolean; collection: boolean; visitObjects: boolean }): void {
+export function asyncStoreContract(backendName: string, openStore: () => AsyncStore, options: { packForms: boolean; formsAlone?: boolean; putFormsAlone?: boolean; collection: boolean; visitObjects: boolean }): void {
   const formsAlone = options.formsAlone ?? false;
   describe(`AsyncStore contract: ${backendName}`, () => {
     let store: AsyncStore;
@@ -100,6 +100,7 @@ export function asyncStoreContract(backendName: string, openStore: () => AsyncSt
         });
         expect(methods).toEqual([options.packForms, options.packForms, options.packForms, options.packForms, options.packForms]);
         expect(store.formsAlone ?? false).toBe(formsAlone);
+        expect(typeof store.putFormsAlone === 'function').toBe(options.putFormsAlone ?? false);
         expect(store.collection).toBe(options.collection);
         const collecting = await store.write(async (tx) => typeof tx.project(project).removeStored === 'function');
         expect(collecting).toBe(options.collection);
@@ -698,6 +699,60 @@ export function asyncStoreContract(backendName: string, openStore: () => AsyncSt
           });
         });
       });
+
+      if (options.putFormsAlone) {
+        describe('a received pack\'s entries in writes of their own (putFormsAlone)', () => {
+          it('answers as putObjectsAsForms, deltas at 1 + their base\'s depth across writes, and a refusal stores nothing', async () => {
+            const project = freshProject();
+            const versions = Array.from({ length: 8 }, (_, round) => Buffer.from(Array.from({ length: 150 }, (_, line) => `line ${line} ${line === round * 17 ? 'edited' : ''}`).join('\n')));
+            const oids = versions.map((body) => hashObject('blob', body));
+            const deltas = versions.map((body, index) => (index === 0 ? null : createDelta(versions[index - 1], body)));
+            const entry = (index: number): ReceivedForm => ({
+              oid: oids[index],
+              type: 'blob',
+              inflatedBytes: versions[index].length,
+              deflated: deflateSync(deltas[index] ?? versions[index]),
+              delta: deltas[index] ? { base: oids[index - 1], bytes: deltas[index]!.length } : null,
+            });
+            expect(await store.putFormsAlone!(project, [0, 1, 2].map(entry), 50)).toEqual([true, true, true]);
+            const orphan = Buffer.from('orphan body, long enough');
+            const orphanOid = hashObject('blob', orphan);
+            const stranger = Buffer.from('a blob stored whole before');
+            const strangerOid = await store.write(async (tx) => tx.project(project).putObject('blob', stranger));
+            const answers = await store.putFormsAlone!(
+              project,
+              [
+                entry(3),
+                entry(4),
+                // Depth 5 is over a limit of 4: nothing stored, and so nothing for the next to build on.
+                entry(5),
+                entry(6),
+                // Stored already (a form, and a whole object): true, the first copy kept.
+                { ...entry(1), deflated: deflateSync(Buffer.from('other')), delta: null },
+                { oid: strangerOid, type: 'blob', inflatedBytes: stranger.length, deflated: deflateSync(Buffer.from('x')), delta: null },
+                // On a base that has no form, or on itself.
+                { oid: orphanOid, type: 'blob', inflatedBytes: orphan.length, deflated: deflateSync(Buffer.from('x')), delta: { base: hashObject('blob', Buffer.from('none')), bytes: 1 } },
+                { oid: orphanOid, type: 'blob', inflatedBytes: orphan.length, deflated: deflateSync(Buffer.from('x')), delta: { base: orphanOid, bytes: 1 } },
+              ],
+              4,
+            );
+            expect(answers).toEqual([true, true, false, false, true, true, false, false]);
+            // A commit is refused whole: nothing of the call is stored.
+            const lone = Buffer.from('a blob in a refused call');
+            await expect(
+              settled(() => store.putFormsAlone!(project, [{ oid: hashObject('blob', lone), type: 'blob', inflatedBytes: lone.length, deflated: deflateSync(lone), delta: null }, { oid: orphanOid, type: 'commit', inflatedBytes: orphan.length, deflated: deflateSync(orphan), delta: null }], 5)),
+            ).rejects.toThrow();
+            await store.read(async (tx) => {
+              const p = formReads(tx.project(project));
+              expect(await p.getObjects(oids.slice(0, 5))).toEqual(versions.slice(0, 5).map((body) => ({ type: 'blob', body })));
+              expect((await p.getDeflated(oids.slice(0, 5))).map((form) => form!.delta?.depth ?? 0)).toEqual([0, 1, 2, 3, 4]);
+              expect((await p.getDeflated([oids[1]]))[0]!.deflated).toEqual(deflateSync(deltas[1]!));
+              expect(await p.hasObjects([oids[5], oids[6], orphanOid, hashObject('blob', lone)])).toEqual([false, false, false, false]);
+              expect(await p.getObjects([strangerOid])).toEqual([{ type: 'blob', body: stranger }]);
+            });
+          });
+        });
+      }
 
       describe('many pack-ready forms in one write (a seed, a push)', () => {
         it('read back inside the write and after it, across several hundred KB, and an aborted write leaves none', async () => {

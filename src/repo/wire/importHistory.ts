@@ -15,12 +15,10 @@ import { decodeTag } from '../../git/tag.js';
 import { decodeTree, ENTRY_GITLINK, ENTRY_TREE, MODE_GITLINK, MODE_TREE, TreeCursor } from '../../git/tree.js';
 import { commitTreesDepthProblem } from '../../git/treeDepth.js';
 import { resetWorkingTree } from '../worktree/moveWorkingTree.js';
-import { formsInBaseOrder, keepPackedForm, storeReceivedObjects } from './packedForms.js';
+import { formsInBaseOrder, keepPackedForm, storeFormsAlone, storeReceivedObjectsInWrites } from './packedForms.js';
 import { MAIN_BRANCH, type Repo, type WriteTx } from '../repo.js';
 import { Slicer } from '../slices.js';
 
-/** Bytes of objects stored per write by storeHistoryObjects: a few milliseconds of work each. */
-const HISTORY_WRITE_BYTES = 4 * 1024 * 1024;
 
 /** The walks look at the clock once per this many steps plus one (a power of two, less one). */
 const PAUSE_EVERY_MASK = 63;
@@ -65,7 +63,10 @@ export async function prepareHistory(
   // turn between slices of the walks (held 0.15-0.7 s by the realistic history's in one piece).
   const slicer = new Slicer();
   const indexOf = new OidTable(fetched.length);
-  fetched.forEach((object, index) => indexOf.add(object.oid, 0, index));
+  for (let index = 0; index < fetched.length; index++) {
+    indexOf.add(fetched[index].oid, 0, index);
+    if ((index & PAUSE_EVERY_MASK) === PAUSE_EVERY_MASK) await slicer.pause();
+  }
   const byId = (oid: Oid): PackObject | undefined => {
     const index = indexOf.get(oid);
     return index < 0 ? undefined : fetched[index];
@@ -199,33 +200,21 @@ async function commitsParentsFirst(
   return { commits, trees };
 }
 
-/** Stores the prepared history and points main (which must not exist yet) and its working tree at it. */
 /**
- * Stores a prepared history's objects under `repo.project`, a write of at most HISTORY_WRITE_BYTES
- * at a time (in order, so each commit's parents are indexed before it), so a large seed never holds
- * the event loop for long. Nothing points at them until startMainAt() runs.
+ * Stores a prepared history's objects under `repo.project`, a few hundred per write (in order, so
+ * each commit's parents are indexed before it), so a large seed never holds the event loop for
+ * long. Nothing points at them until startMainAt() runs.
  */
 export async function storeHistoryObjects(repo: Pick<Repo, 'store' | 'project'>, history: PreparedHistory): Promise<void> {
   // Trees and blobs bases first, so each is stored as the fetched pack's entry in the write that
   // stores its base or a later one (src/repo/wire/packedForms.ts); commits after them, parents first.
   const commits = history.objects.filter((object) => object.type === 'commit');
   const contents = history.objects.filter((object) => object.type !== 'commit');
-  const ordered = [...formsInBaseOrder(contents), ...contents.filter((object) => !object.packed), ...commits];
-  const late: PackObject[] = [];
-  let start = 0;
-  while (start < ordered.length) {
-    let end = start;
-    let bytes = 0;
-    while (end < ordered.length && (end === start || bytes < HISTORY_WRITE_BYTES)) {
-      // What the write stores: the pack's entry when there is one, else the body.
-      bytes += ordered[end].packed?.deflated.length ?? ordered[end].body.length;
-      end++;
-    }
-    const chunk = ordered.slice(start, end);
-    // The callback only stores (a store may run it again): what it leaves late is taken from its result.
-    late.push(...(await repo.store.write((store) => storeReceivedObjects(store.project(repo.project), chunk))));
-    start = end;
-  }
+  // Nobody refers to them yet (the project is reserved, not created): in writes of their own when
+  // the store can (half the work of a write whose callback is replayed), else with the rest.
+  const unkept = await storeFormsAlone(repo.store, repo.project, formsInBaseOrder(contents));
+  const ordered = [...unkept, ...contents.filter((object) => !object.packed), ...commits];
+  const late = await storeReceivedObjectsInWrites(repo.store, repo.project, ordered);
   // An entry whose delta base came in a later write (commits against commits, rarely), once all are stored.
   if (late.length > 0) {
     await repo.store.write(async (store) => {

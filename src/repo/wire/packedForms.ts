@@ -11,7 +11,7 @@
 import type { Oid } from '../../git/oid.js';
 import type { PackObject } from '../../git/pack.js';
 import { parentsFirst } from '../../git/packOrder.js';
-import type { PackFormWrites, ReceivedForm } from '../../store/asyncTypes.js';
+import type { AsyncStore, PackFormWrites, ReceivedForm } from '../../store/asyncTypes.js';
 import type { DeltaForm } from '../../store/types.js';
 import type { WriteTx } from '../repo.js';
 import { Slicer } from '../slices.js';
@@ -21,6 +21,17 @@ export const DELTA_DEPTH_MAX = 50;
 
 /** Received entries handed to the store in one call: about a millisecond of its work. */
 const FORMS_PER_CALL = 1_000;
+
+/**
+ * Entries (and their streams' bytes) stored per write by storeFormsAlone: the write runs in one
+ * piece on the event loop (about 8 µs an entry in LMDB), so it is kept to some 16 ms.
+ */
+const FORMS_ALONE_PER_WRITE = 2_048;
+const FORMS_ALONE_BYTES_PER_WRITE = 4 * 1024 * 1024;
+
+/** Objects, and bytes, stored per write by storeReceivedObjectsInWrites. */
+const RECEIVED_WRITE_OBJECTS = 500;
+const RECEIVED_WRITE_BYTES = 4 * 1024 * 1024;
 
 /**
  * The received objects that carry their pack entry, ordered so every delta comes after its base
@@ -106,6 +117,56 @@ export async function storeReceivedObjects(tx: WriteTx, objects: readonly PackOb
   const others = parentsFirst(objects.filter((object) => object.type !== 'tree' && object.type !== 'blob'));
   for (const object of others) tx.putObjectWithId(object.oid, object.type, object.body);
   for (const object of formsInBaseOrder(others)) if (!(await keepPackedForm(tx, object))) late.push(object);
+  return late;
+}
+
+/**
+ * Stores received trees and blobs that carry their pack entry (`carried`, in base order) as their
+ * forms alone, in writes of their own (AsyncStore.putFormsAlone), when the store offers that: for
+ * objects nobody refers to yet (a git seed's). Returns those it did not keep (all of them when the
+ * store does not offer it), which the caller stores through its writes.
+ */
+export async function storeFormsAlone(store: AsyncStore, project: number, carried: readonly PackObject[]): Promise<PackObject[]> {
+  if (!store.putFormsAlone) return [...carried];
+  const unkept: PackObject[] = [];
+  let start = 0;
+  while (start < carried.length) {
+    let end = start;
+    let bytes = 0;
+    while (end < carried.length && end - start < FORMS_ALONE_PER_WRITE && bytes < FORMS_ALONE_BYTES_PER_WRITE) bytes += carried[end++].packed!.deflated.length;
+    const chunk = carried.slice(start, end);
+    const answers = await store.putFormsAlone(project, chunk.map(receivedForm), DELTA_DEPTH_MAX);
+    chunk.forEach((object, index) => {
+      if (!answers[index]) unkept.push(object);
+    });
+    start = end;
+  }
+  return unkept;
+}
+
+/**
+ * storeReceivedObjects in writes of a few hundred objects each (RECEIVED_WRITE_OBJECTS, and
+ * RECEIVED_WRITE_BYTES of entries or bodies), in the order given (a commit after its parents), so a
+ * large pack never holds the event loop for long: a write's replay runs in one piece (3,000 commits,
+ * indexed, took some 100 ms). Returns the objects whose entry could not be kept yet (see
+ * storeReceivedObjects), for keepPackedForm once everything is stored.
+ */
+export async function storeReceivedObjectsInWrites(store: AsyncStore, project: number, ordered: readonly PackObject[]): Promise<PackObject[]> {
+  const late: PackObject[] = [];
+  let start = 0;
+  while (start < ordered.length) {
+    let end = start;
+    let bytes = 0;
+    while (end < ordered.length && (end === start || (bytes < RECEIVED_WRITE_BYTES && end - start < RECEIVED_WRITE_OBJECTS))) {
+      // What the write stores: the pack's entry when there is one, else the body.
+      bytes += ordered[end].packed?.deflated.length ?? ordered[end].body.length;
+      end++;
+    }
+    const chunk = ordered.slice(start, end);
+    // The callback only stores (a store may run it again): what it leaves late is taken from its result.
+    late.push(...(await store.write((tx) => storeReceivedObjects(tx.project(project), chunk))));
+    start = end;
+  }
   return late;
 }
 

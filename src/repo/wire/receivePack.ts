@@ -2,7 +2,8 @@
  * A push: the received pack is parsed and every object checked like `git fsck --strict` before
  * anything is stored; then each ref update is a compare-and-swap that must be a fast-forward of a
  * branch whose working tree is clean and whose locked files stay as they are, to a commit whose
- * whole history is here. Objects and ref moves land in one transaction; a bad pack moves no ref.
+ * whole history is here. Objects and ref moves land in one transaction (a large pack's trees and
+ * blobs in writes of their own just before it); a bad pack stores nothing and moves no ref.
  * With `atomic`, one refused update refuses them all.
  *
  * Connectivity is judged per ref, as git's receive-pack does: a pushed commit whose history
@@ -14,13 +15,20 @@
 import { oidToHex, type Oid } from '../../git/oid.js';
 import { OidTable } from '../../git/oidTable.js';
 import type { PackObject } from '../../git/pack.js';
-import { storeReceivedObjects } from './packedForms.js';
+import { parentsFirst } from '../../git/packOrder.js';
+import { formsInBaseOrder, keepPackedForm, storeFormsAlone, storeReceivedObjects, storeReceivedObjectsInWrites } from './packedForms.js';
 import { checkReceivedPackWithAsyncLookups, type AsyncStoreLookups, type Gap, type PackCheckResult, type PackLimits } from '../../git/packCheck.js';
 import { BRANCH_REF_PREFIX, branchNameProblem } from '../../git/refname.js';
 import type { RefResult, RefUpdateCommand } from '../../git/smartProtocol.js';
 import { isAncestor } from '../ancestry.js';
 import { lockedChanges, resetWorkingTree, uncommittedPaths } from '../worktree/moveWorkingTree.js';
 import { commitInfo, hasObject, inReadTx, inWriteTx, MAIN_BRANCH, type Repo, type WriteTx } from '../repo.js';
+
+/** Trees and blobs a checked pack must carry for them to be stored before the write that moves the refs. */
+const PACK_STORED_FIRST_MIN = 2_048;
+
+/** Ids asked per hasObjects call by allStored: some 4 ms of reading each. */
+const STORED_ASKED_PER_CALL = 2_048;
 
 export interface ReceivePackInput {
   commands: RefUpdateCommand[];
@@ -56,6 +64,12 @@ export interface CheckedPush {
    * the write asks for them again: its answers are checked at its commit (src/store/asyncTypes.ts).
    */
   relied?: readonly Oid[];
+  /**
+   * The objects of a large pack were stored in writes before this one (`ids`; `late`: those whose
+   * pack entry still waits to be kept as a form). The write stores them again only if any is gone:
+   * a collection may remove objects no branch reaches between those writes and this one.
+   */
+  storedFirst?: { ids: readonly Oid[]; late: readonly PackObject[] };
 }
 
 export interface ReceivePackResult {
@@ -118,7 +132,24 @@ export async function receivePack(repo: Repo, input: ReceivePackInput): Promise<
     forgetCommitObjects = checked.forgetCommitObjects ?? forgetCommitObjects;
   }
   try {
-    const push = { objects, gaps, commands: input.commands, atomic: input.atomic, relied: relied.list() };
+    // A large pack's trees and blobs go in first, in writes of their own that nobody refers to yet
+    // (the replay of one write storing them all held the event loop some 300 ms for 40,000). The
+    // write that moves the refs finds them stored; had a collection removed them meanwhile, its
+    // check of what it found present makes it run again and store them. Like git's receive-pack,
+    // which moves a checked pack into the repository before it updates refs, they stay when an
+    // update is then refused, until a collection.
+    const kept = gaps.size === 0 ? objects : objects.filter((object) => !gaps.has(oidToHex(object.oid)));
+    const contents = kept.filter((object) => object.type === 'tree' || object.type === 'blob');
+    const carried = contents.filter((object) => object.packed);
+    let storedFirst: CheckedPush['storedFirst'];
+    if (carried.length >= PACK_STORED_FIRST_MIN) {
+      const unkept = await storeFormsAlone(repo.store, repo.project, formsInBaseOrder(carried));
+      // The rest too: what was not kept as a form, and the commits (each indexed, parents first).
+      const rest = [...unkept, ...contents.filter((object) => !object.packed), ...parentsFirst(kept.filter((object) => object.type !== 'tree' && object.type !== 'blob'))];
+      const late = await storeReceivedObjectsInWrites(repo.store, repo.project, rest);
+      storedFirst = { ids: kept.map((object) => object.oid), late };
+    }
+    const push = { objects, gaps, commands: input.commands, atomic: input.atomic, relied: relied.list(), storedFirst };
     const apply = (tx: WriteTx) => applyPushInTx(tx, push);
     let result: ReceivePackResult;
     try {
@@ -158,14 +189,26 @@ class ReliedObjects {
   }
 }
 
+/** Whether every one of `ids` is stored, asked a batch at a time (a batch is read in one piece). */
+async function allStored(tx: WriteTx, ids: readonly Oid[]): Promise<boolean> {
+  for (let start = 0; start < ids.length; start += STORED_ASKED_PER_CALL) {
+    if ((await tx.hasObjects(ids.slice(start, start + STORED_ASKED_PER_CALL))).includes(false)) return false;
+  }
+  return true;
+}
+
 /** Objects the pack check found stored are gone: the push is refused whole, as one with a gap would be. */
 class ReliedObjectsGone extends Error {}
 
 /** A checked push in the caller's transaction: its objects stored (those of a gap left out), then each ref command applied. */
 export async function applyPushInTx(tx: WriteTx, push: CheckedPush): Promise<ReceivePackResult> {
   const { objects, gaps, commands, atomic } = push;
-  // Parents before children, so every commit's generation number is computed from indexed parents.
-  await storeReceivedObjects(tx, gaps.size === 0 ? objects : objects.filter((object) => !gaps.has(oidToHex(object.oid))));
+  if (push.storedFirst && (await allStored(tx, push.storedFirst.ids))) {
+    for (const object of formsInBaseOrder(push.storedFirst.late)) await keepPackedForm(tx, object);
+  } else {
+    // Parents before children, so every commit's generation number is computed from indexed parents.
+    await storeReceivedObjects(tx, gaps.size === 0 ? objects : objects.filter((object) => !gaps.has(oidToHex(object.oid))));
+  }
   // After the pack's own objects are stored, so an id that is both is found.
   if (push.relied && push.relied.length > 0 && (await tx.hasObjects(push.relied)).includes(false)) throw new ReliedObjectsGone();
   const results: RefResult[] = [];

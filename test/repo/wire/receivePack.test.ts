@@ -2,9 +2,11 @@
  * receivePack on a real LMDB store: the ref-update cap, and the branch-name clash check, which
  * must cost one branch listing per push however many branches the push creates (it cost one per
  * new branch: 8,000 new branches froze the server for 97 s); and a garbage collection removing
- * what a pushed pack relied on between its check and its write.
+ * what a pushed pack relied on between its check and its write; a large pack's trees and blobs,
+ * stored before the write that moves the refs, kept when the update is refused and stored again
+ * when a collection removed them in between.
  */
-import { writeFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { hashObject, oidToHex } from '../../../src/git/oid.js';
@@ -16,7 +18,7 @@ import { writeFiles } from '../../../src/repo/writeFiles.js';
 import { git, gitBytes, initBareRepo, scratchDir } from '../../support/git.js';
 import { branchRef } from '../../../src/git/refname.js';
 import { receivePack } from '../../../src/repo/wire/receivePack.js';
-import type { Repo } from '../../../src/repo/repo.js';
+import { inWriteTx, type Repo } from '../../../src/repo/repo.js';
 import type { AsyncStore, AsyncStoreReadTx, ProjectReads } from '../../../src/store/asyncTypes.js';
 import { newTestRepo, openTestStore } from '../../support/store.js';
 
@@ -179,5 +181,76 @@ describe('receivePack beside a garbage collection', () => {
     const result = await receivePack(repo, { commands: [{ old: null, new: pushed, ref: 'refs/heads/feature' }], pack, atomic: false });
     expect(result.results).toEqual([{ ref: 'refs/heads/feature', ok: true }]);
     expect(await repo.store.read((tx) => tx.project(repo.project).hasObjects([pushed, blob]))).toEqual([true, true]);
+  });
+});
+
+describe('receivePack of a large pack: trees and blobs stored before the write that moves the refs', () => {
+  /** A pushed commit adding 2,100 files in 30 directories (more trees and blobs than one write of them takes), built with the git CLI. */
+  async function largePush(repo: Repo): Promise<{ pack: Buffer; pushed: Buffer; ids: Buffer[] }> {
+    const dir = scratchDir('treehouse-large-push-');
+    try {
+      const bare = join(dir.path, 'bare.git');
+      initBareRepo(bare);
+      await exportToBareRepo(repo, bare);
+      const work = join(dir.path, 'work');
+      git(['clone', '--quiet', bare, work]);
+      for (let d = 0; d < 30; d++) {
+        mkdirSync(join(work, `dir${d}`));
+        for (let f = 0; f < 70; f++) writeFileSync(join(work, `dir${d}`, `f${f}.txt`), `file ${d}/${f}\n`);
+      }
+      git(['add', '-A'], { cwd: work });
+      git(['commit', '--quiet', '-m', 'adds 2,100 files'], { cwd: work });
+      const pushed = git(['rev-parse', 'HEAD'], { cwd: work }).trim();
+      const ids = git(['rev-list', '--objects', 'HEAD', '^origin/main'], { cwd: work })
+        .split('\n')
+        .map((line) => line.slice(0, 40))
+        .filter(Boolean);
+      const pack = gitBytes(['pack-objects', '--stdout', '-q'], { cwd: work, input: `${ids.join('\n')}\n` });
+      return { pack, pushed: Buffer.from(pushed, 'hex'), ids: ids.map((hex) => Buffer.from(hex, 'hex')) };
+    } finally {
+      dir.remove();
+    }
+  }
+
+  it('keeps them when the update is then refused, as git does', async () => {
+    const repo = await newTestRepo(opened.store);
+    const { pack, pushed, ids } = await largePush(repo);
+    expect(ids.length).toBeGreaterThan(2_100);
+    const stale = hashObject('commit', Buffer.from('not the branch head'));
+    const result = await receivePack(repo, { commands: [{ old: stale, new: pushed, ref: 'refs/heads/main' }], pack, atomic: false });
+    expect(result.results[0].ok).toBe(false);
+    expect((await headOf(repo)).equals(pushed)).toBe(false);
+    const stored = await repo.store.read((tx) => tx.project(repo.project).hasObjects(ids));
+    expect(stored.every(Boolean)).toBe(true);
+  });
+
+  it('stores them again in the write that moves the refs when a collection removed them in between, and the clone is fsck-clean', async () => {
+    const repo = await newTestRepo(opened.store);
+    const { pack, pushed, ids } = await largePush(repo);
+    let removedBefore: boolean[] = [];
+    const result = await receivePack(repo, {
+      commands: [{ old: null, new: pushed, ref: 'refs/heads/feature' }],
+      pack,
+      atomic: false,
+      runInTx: async (apply) => {
+        // Stored, unreferenced: a collection with no grace removes them before the refs move.
+        await collectGarbage(repo, { graceMs: 0 });
+        removedBefore = await repo.store.read((tx) => tx.project(repo.project).hasObjects(ids));
+        return inWriteTx(repo, apply);
+      },
+    });
+    expect(removedBefore.filter(Boolean).length).toBeLessThan(ids.length);
+    expect(result.results).toEqual([{ ref: 'refs/heads/feature', ok: true }]);
+    expect((await repo.store.read((tx) => tx.project(repo.project).hasObjects(ids))).every(Boolean)).toBe(true);
+    const dir = scratchDir('treehouse-large-push-check-');
+    try {
+      const bare = join(dir.path, 'check.git');
+      initBareRepo(bare);
+      await exportToBareRepo(repo, bare);
+      expect(git(['rev-parse', 'refs/heads/feature'], { cwd: bare }).trim()).toBe(oidToHex(pushed));
+      git(['fsck', '--strict'], { cwd: bare });
+    } finally {
+      dir.remove();
+    }
   });
 });
