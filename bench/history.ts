@@ -45,7 +45,7 @@ import { startGitHttpBackend, type GitHttpBackend } from '../test/support/httpBa
 import { startServerProcess, type ServerProcess } from '../test/support/process.js';
 import { runApiHistoryBench } from './apiHistory.js';
 import { FETCH_COMMITS, historyTables, type HistoryBenchResult, type HistoryRun, type StoreBytes } from './historyReport.js';
-import { sampleMemory, summarise, type Summary } from './measure.js';
+import { probeHealthz, sampleMemory, summarise, type Summary } from './measure.js';
 
 const GIT_ENV = isolatedGitEnv({ noAutoGc: true });
 /** Any one git command or API call of the benchmark; past it the scenario is reported as failed. */
@@ -203,7 +203,7 @@ async function runHistory(ctx: Context, name: HistoryKind, commits: number): Pro
   const upstreamUrl = `${backend.url}/${name}.git`;
 
   // Seeds, each into a fresh server, beside git clone --bare from the http-backend.
-  const seed = { ours: [] as number[], git: [] as number[], peakAnon: 0, catchUp: null as number | null };
+  const seed = { ours: [] as number[], git: [] as number[], peakAnon: 0, catchUp: null as number | null, worstGap: 0 };
   let store: StoreBytes | null = null;
   let served: { dataDir: string; key: string; projectId: string } | null = null;
   for (let rep = 0; rep < reps; rep++) {
@@ -214,10 +214,12 @@ async function runHistory(ctx: Context, name: HistoryKind, commits: number): Pro
     let projectId: string | null = null;
     try {
       const sampler = sampleMemory(ours.server.child.pid!);
+      const probe = probeHealthz(ours.server.url);
       const started = performance.now();
       const created = await api(ours.server, ours.key, 'POST', '/projects', { title: `Seed ${name}`, source: { kind: 'git', url: upstreamUrl } });
       const ms = performance.now() - started;
       seed.peakAnon = Math.max(seed.peakAnon, sampler.stop().anonBytes);
+      seed.worstGap = Math.max(seed.worstGap, (await probe.stop()).worstMs);
       seed.ours.push(ms);
       projectId = created.project.id;
       const catchUp = await deflateCatchUp(dataDir);
@@ -333,7 +335,7 @@ async function runHistory(ctx: Context, name: HistoryKind, commits: number): Pro
   }
 
   // Pushes of the whole history, each into a fresh server's empty project, beside an empty bare repository.
-  const push = { ours: [] as number[], git: [] as number[], peakAnon: 0 };
+  const push = { ours: [] as number[], git: [] as number[], peakAnon: 0, worstGap: 0 };
   for (let rep = 0; rep < reps; rep++) {
     const dataDir = join(work, `${name}-push-${rep}`);
     rmSync(dataDir, { recursive: true, force: true });
@@ -341,8 +343,10 @@ async function runHistory(ctx: Context, name: HistoryKind, commits: number): Pro
     try {
       const created = await api(ours.server, ours.key, 'POST', '/projects', { title: `Push ${name}` });
       const sampler = sampleMemory(ours.server.child.pid!);
+      const probe = probeHealthz(ours.server.url);
       const { ms } = await runGit(['push', '-q', ourRemote(ours, created.project.id), 'main:refs/heads/imported'], { cwd: repo });
       push.peakAnon = Math.max(push.peakAnon, sampler.stop().anonBytes);
+      push.worstGap = Math.max(push.worstGap, (await probe.stop()).worstMs);
       push.ours.push(ms);
       progress(`${name} push ${rep + 1}/${reps} ours: ${(ms / 1000).toFixed(1)} s`);
     } catch (error) {
@@ -371,10 +375,10 @@ async function runHistory(ctx: Context, name: HistoryKind, commits: number): Pro
     gitPackBytes,
     gitStoreBytes: packBytesIn(repo, ['.pack', '.idx']),
     gitRepoBytes: duBytes(repo),
-    seed: { ours: orNull(seed.ours), git: orNull(seed.git), oursPeakAnonBytes: seed.peakAnon, deflateCatchUpMs: seed.catchUp },
+    seed: { ours: orNull(seed.ours), git: orNull(seed.git), oursPeakAnonBytes: seed.peakAnon, deflateCatchUpMs: seed.catchUp, worstHealthzMs: seed.worstGap },
     clone: { ours: orNull(clone.ours), git: orNull(clone.git), oursPackBytes: clone.oursBytes, gitPackBytes: clone.gitBytes, oursPeakAnonBytes: clone.peakAnon, oursFsckClean: clone.oursFsckClean, oursFirstMs: clone.oursFirstMs },
     fetch: { ours: orNull(fetched.ours), git: orNull(fetched.git), oursPackBytes: fetched.oursBytes, gitPackBytes: fetched.gitBytes, commits: fetched.commits, objects: fetched.objects },
-    push: { ours: orNull(push.ours), git: orNull(push.git), oursPeakAnonBytes: push.peakAnon },
+    push: { ours: orNull(push.ours), git: orNull(push.git), oursPeakAnonBytes: push.peakAnon, worstHealthzMs: push.worstGap },
     store,
     failures,
   };

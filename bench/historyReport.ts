@@ -42,7 +42,8 @@ export interface HistoryRun {
   /** The pack and its index: git's store of the history. */
   gitStoreBytes: number;
   gitRepoBytes: number;
-  seed: Pair & { oursPeakAnonBytes: number; deflateCatchUpMs: number | null };
+  /** worstHealthzMs: the slowest /healthz answer during our seeds (asked every 5 ms), when measured. */
+  seed: Pair & { oursPeakAnonBytes: number; deflateCatchUpMs: number | null; worstHealthzMs?: number };
   /**
    * oursFsckClean: `git fsck --strict` passed on our first clone (item 6); absent in older results.
    * oursFirstMs: our first clone after the server started, the one planned; the repetitions after it
@@ -50,7 +51,7 @@ export interface HistoryRun {
    */
   clone: Pair & { oursPackBytes: number | null; gitPackBytes: number | null; oursPeakAnonBytes: number; oursFsckClean?: boolean; oursFirstMs?: number };
   fetch: Pair & { commits: number; objects: number; oursPackBytes: number | null; gitPackBytes: number | null };
-  push: Pair & { oursPeakAnonBytes: number };
+  push: Pair & { oursPeakAnonBytes: number; worstHealthzMs?: number };
   store: StoreBytes | null;
   failures: string[];
 }
@@ -201,11 +202,11 @@ export function historyTables(result: HistoryBenchResult, clone100k?: { ms: numb
       lines.push(
         `| ${title} | ${scenario} | ${seconds(pair.ours)} | ${seconds(gitSide)} | ${ratioText(ratio(pair.ours?.medianMs, gitSide?.medianMs))} | ${megabytes(oursBytes)} | ${megabytes(gitBytes)} | ${ratioText(ratio(oursBytes, gitBytes))} | ${anon ? megabytes(anon) : '—'} |`,
       );
-    row(`seed from git (git: clone --bare); deflate cache caught up ${run.seed.deflateCatchUpMs === null ? '—' : `${(run.seed.deflateCatchUpMs / 1000).toFixed(1)} s`} later`, run.seed, run.seed.git, null, null, run.seed.oursPeakAnonBytes);
+    row(`seed from git (git: clone --bare); deflate cache caught up ${run.seed.deflateCatchUpMs === null ? '—' : `${(run.seed.deflateCatchUpMs / 1000).toFixed(1)} s`} later${worstHealthz(run.seed.worstHealthzMs)}`, run.seed, run.seed.git, null, null, run.seed.oursPeakAnonBytes);
     const firstClone = run.clone.oursFirstMs === undefined ? '' : `; our first ${(run.clone.oursFirstMs / 1000).toFixed(2)} s (planned), the others answered with the pack it made`;
     row(`full clone (git clone --bare), pack bytes received; git fsck --strict of our clone: ${run.clone.oursFsckClean ? 'clean' : 'not clean or not run'}${firstClone}`, run.clone, run.clone.git, run.clone.oursPackBytes, run.clone.gitPackBytes, run.clone.oursPeakAnonBytes);
     row(`fetch of the last ${FETCH_COMMITS} commits (${run.fetch.commits} commits, ${run.fetch.objects} objects), pack bytes received`, run.fetch, run.fetch.git, run.fetch.oursPackBytes, run.fetch.gitPackBytes, null);
-    row('push of the whole history (git: into an empty bare repository)', run.push, run.push.git, null, null, run.push.oursPeakAnonBytes);
+    row(`push of the whole history (git: into an empty bare repository)${worstHealthz(run.push.worstHealthzMs)}`, run.push, run.push.git, null, null, run.push.oursPeakAnonBytes);
     if (run.store) {
       const byDb = Object.entries(run.store.usedBytesByDb)
         .filter(([, bytes]) => bytes > 0)
@@ -224,3 +225,8 @@ export function historyTables(result: HistoryBenchResult, clone100k?: { ms: numb
   return lines.join('\n');
 }
 
+
+/** The slowest /healthz answer while ours ran, for a scenario's description (older reports have none). */
+function worstHealthz(ms: number | undefined): string {
+  return ms === undefined ? '' : `; slowest /healthz answer meanwhile ${Math.round(ms)} ms`;
+}

@@ -156,3 +156,34 @@ export function sampleMemory(pid: number, intervalMs = 25): { stop(): MemoryPeak
     },
   };
 }
+
+/**
+ * Asks `url`/healthz every `intervalMs` (one request at a time) until stopped: the slowest answer
+ * is the longest the server's event loop was held meanwhile, give or take a round trip.
+ */
+export function probeHealthz(url: string, intervalMs = 5): { stop(): Promise<{ answers: number; worstMs: number }> } {
+  let probing = true;
+  let answers = 0;
+  let worstMs = 0;
+  const loop = (async () => {
+    while (probing) {
+      const started = performance.now();
+      try {
+        await (await fetch(`${url}/healthz`)).arrayBuffer();
+      } catch {
+        // A server going down ends the probe with what it saw.
+        return;
+      }
+      answers++;
+      worstMs = Math.max(worstMs, performance.now() - started);
+      await new Promise((resolve) => setTimeout(resolve, intervalMs));
+    }
+  })();
+  return {
+    async stop() {
+      probing = false;
+      await loop;
+      return { answers, worstMs };
+    },
+  };
+}
