@@ -286,6 +286,11 @@ export interface AsyncStore extends Partial<PackFormBacklog> {
    * form beside it, so a received pack's bodies are wanted whole (src/service/packChecker.ts wholeBlobs).
    */
   readonly formsAlone?: boolean;
+  /**
+   * Optional: the objects a write should store at most, for a store that replays a write's callback
+   * in one piece on the event loop (LMDB: 3,000 indexed commits held it some 100 ms). Absent: no bound.
+   */
+  readonly writeObjectsMax?: number;
   /** Whether transactions offer garbage collection (CollectionReads, CollectionWrites). */
   readonly collection: boolean;
   /**

@@ -76,6 +76,9 @@ const SHELF_LIVE_SHARE_MIN = 0.75;
 const REPACK_ENTRIES = 4_000;
 const REPACK_BYTES = 1024 * 1024;
 
+/** Objects a write should store at most (AsyncStore.writeObjectsMax): its replay, in one piece on the event loop, some 17 ms. */
+const WRITE_OBJECTS_MAX = 500;
+
 /** Runs of a write callback before a conflict with a synchronous writer is reported. */
 const WRITE_ATTEMPTS_MAX = 8;
 
@@ -867,6 +870,7 @@ class WriteTx implements AsyncStoreWriteTx {
 export class LmdbAsyncStore implements AsyncStore {
   readonly packForms = true;
   readonly formsAlone = true;
+  readonly writeObjectsMax = WRITE_OBJECTS_MAX;
   readonly collection = true;
   private readonly writers = new WriterQueue();
   private readonly queued = new QueuedWrites();

@@ -76,7 +76,7 @@ function collectionWrites(p: ProjectWrites & Partial<CollectionWrites>): Project
 /** What a read or write transaction can read, so one helper can look at the same data from inside a write and from a reader beside it. */
 type Reader = RecordReads & { project(project: number): ProjectReads };
 
-export function asyncStoreContract(backendName: string, openStore: () => AsyncStore, options: { packForms: boolean; formsAlone?: boolean; putFormsAlone?: boolean; collection: boolean; visitObjects: boolean }): void {
+export function asyncStoreContract(backendName: string, openStore: () => AsyncStore, options: { packForms: boolean; formsAlone?: boolean; putFormsAlone?: boolean; writeObjectsMax?: number; collection: boolean; visitObjects: boolean }): void {
   const formsAlone = options.formsAlone ?? false;
   describe(`AsyncStore contract: ${backendName}`, () => {
     let store: AsyncStore;
@@ -101,6 +101,7 @@ export function asyncStoreContract(backendName: string, openStore: () => AsyncSt
         expect(methods).toEqual([options.packForms, options.packForms, options.packForms, options.packForms, options.packForms]);
         expect(store.formsAlone ?? false).toBe(formsAlone);
         expect(typeof store.putFormsAlone === 'function').toBe(options.putFormsAlone ?? false);
+        expect(store.writeObjectsMax).toBe(options.writeObjectsMax);
         expect(store.collection).toBe(options.collection);
         const collecting = await store.write(async (tx) => typeof tx.project(project).removeStored === 'function');
         expect(collecting).toBe(options.collection);

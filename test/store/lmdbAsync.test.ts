@@ -10,7 +10,7 @@ import { asyncStoreContract } from './asyncContract.js';
 const dir = scratchDir('treehouse-async-contract-');
 afterAll(() => dir.remove());
 
-asyncStoreContract('LmdbAsyncStore', () => new LmdbAsyncStore(new LmdbStore({ path: dir.path })), { packForms: true, formsAlone: true, putFormsAlone: true, collection: true, visitObjects: true });
+asyncStoreContract('LmdbAsyncStore', () => new LmdbAsyncStore(new LmdbStore({ path: dir.path })), { packForms: true, formsAlone: true, putFormsAlone: true, writeObjectsMax: 500, collection: true, visitObjects: true });
 
 describe('LmdbAsyncStore beside writers of the synchronous interface', () => {
   it('runs a write callback again when a synchronous writer changed what it read, and loses no update', async () => {

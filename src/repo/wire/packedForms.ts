@@ -29,8 +29,7 @@ const FORMS_PER_CALL = 1_000;
 const FORMS_ALONE_PER_WRITE = 2_048;
 const FORMS_ALONE_BYTES_PER_WRITE = 4 * 1024 * 1024;
 
-/** Objects, and bytes, stored per write by storeReceivedObjectsInWrites. */
-const RECEIVED_WRITE_OBJECTS = 500;
+/** Bytes stored per write by storeReceivedObjectsInWrites (and at most the store's writeObjectsMax objects). */
 const RECEIVED_WRITE_BYTES = 4 * 1024 * 1024;
 
 /**
@@ -145,19 +144,19 @@ export async function storeFormsAlone(store: AsyncStore, project: number, carrie
 }
 
 /**
- * storeReceivedObjects in writes of a few hundred objects each (RECEIVED_WRITE_OBJECTS, and
- * RECEIVED_WRITE_BYTES of entries or bodies), in the order given (a commit after its parents), so a
- * large pack never holds the event loop for long: a write's replay runs in one piece (3,000 commits,
- * indexed, took some 100 ms). Returns the objects whose entry could not be kept yet (see
- * storeReceivedObjects), for keepPackedForm once everything is stored.
+ * storeReceivedObjects in writes of at most RECEIVED_WRITE_BYTES of entries or bodies, and of the
+ * store's writeObjectsMax objects (LMDB replays a write in one piece on the event loop), in the
+ * order given (a commit after its parents). Returns the objects whose entry could not be kept yet
+ * (see storeReceivedObjects), for keepPackedForm once everything is stored.
  */
 export async function storeReceivedObjectsInWrites(store: AsyncStore, project: number, ordered: readonly PackObject[]): Promise<PackObject[]> {
+  const objectsMax = store.writeObjectsMax ?? Infinity;
   const late: PackObject[] = [];
   let start = 0;
   while (start < ordered.length) {
     let end = start;
     let bytes = 0;
-    while (end < ordered.length && (end === start || (bytes < RECEIVED_WRITE_BYTES && end - start < RECEIVED_WRITE_OBJECTS))) {
+    while (end < ordered.length && (end === start || (bytes < RECEIVED_WRITE_BYTES && end - start < objectsMax))) {
       // What the write stores: the pack's entry when there is one, else the body.
       bytes += ordered[end].packed?.deflated.length ?? ordered[end].body.length;
       end++;

@@ -132,17 +132,17 @@ export async function receivePack(repo: Repo, input: ReceivePackInput): Promise<
     forgetCommitObjects = checked.forgetCommitObjects ?? forgetCommitObjects;
   }
   try {
-    // A large pack's trees and blobs go in first, in writes of their own that nobody refers to yet
-    // (the replay of one write storing them all held the event loop some 300 ms for 40,000). The
-    // write that moves the refs finds them stored; had a collection removed them meanwhile, its
-    // check of what it found present makes it run again and store them. Like git's receive-pack,
-    // which moves a checked pack into the repository before it updates refs, they stay when an
-    // update is then refused, until a collection.
+    // In a store that replays a write in one piece on the event loop (writeObjectsMax), a large
+    // pack's objects go in first, in writes of their own that nobody refers to yet (one write
+    // storing 40,000 held the loop some 300 ms). The write that moves the refs checks they are all
+    // still there, and stores them all again if a collection removed some meanwhile. Like git's
+    // receive-pack, which moves a checked pack into the repository before it updates refs, they
+    // stay when an update is then refused, until a collection.
     const kept = gaps.size === 0 ? objects : objects.filter((object) => !gaps.has(oidToHex(object.oid)));
     const contents = kept.filter((object) => object.type === 'tree' || object.type === 'blob');
     const carried = contents.filter((object) => object.packed);
     let storedFirst: CheckedPush['storedFirst'];
-    if (carried.length >= PACK_STORED_FIRST_MIN) {
+    if (repo.store.writeObjectsMax !== undefined && carried.length >= PACK_STORED_FIRST_MIN) {
       const unkept = await storeFormsAlone(repo.store, repo.project, formsInBaseOrder(carried));
       // The rest too: what was not kept as a form, and the commits (each indexed, parents first).
       const rest = [...unkept, ...contents.filter((object) => !object.packed), ...parentsFirst(kept.filter((object) => object.type !== 'tree' && object.type !== 'blob'))];
