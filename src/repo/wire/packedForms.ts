@@ -128,17 +128,11 @@ export async function storeReceivedObjects(tx: WriteTx, objects: readonly PackOb
 export async function storeFormsAlone(store: AsyncStore, project: number, carried: readonly PackObject[]): Promise<PackObject[]> {
   if (!store.putFormsAlone) return [...carried];
   const unkept: PackObject[] = [];
-  let start = 0;
-  while (start < carried.length) {
-    let end = start;
-    let bytes = 0;
-    while (end < carried.length && end - start < FORMS_ALONE_PER_WRITE && bytes < FORMS_ALONE_BYTES_PER_WRITE) bytes += carried[end++].packed!.deflated.length;
-    const chunk = carried.slice(start, end);
-    const answers = await store.putFormsAlone(project, chunk.map(receivedForm), DELTA_DEPTH_MAX);
-    chunk.forEach((object, index) => {
+  for (const run of runsOf(carried, FORMS_ALONE_PER_WRITE, FORMS_ALONE_BYTES_PER_WRITE)) {
+    const answers = await store.putFormsAlone(project, run.map(receivedForm), DELTA_DEPTH_MAX);
+    run.forEach((object, index) => {
       if (!answers[index]) unkept.push(object);
     });
-    start = end;
   }
   return unkept;
 }
@@ -150,23 +144,29 @@ export async function storeFormsAlone(store: AsyncStore, project: number, carrie
  * (see storeReceivedObjects), for keepPackedForm once everything is stored.
  */
 export async function storeReceivedObjectsInWrites(store: AsyncStore, project: number, ordered: readonly PackObject[]): Promise<PackObject[]> {
-  const objectsMax = store.writeObjectsMax ?? Infinity;
   const late: PackObject[] = [];
-  let start = 0;
-  while (start < ordered.length) {
-    let end = start;
-    let bytes = 0;
-    while (end < ordered.length && (end === start || (bytes < RECEIVED_WRITE_BYTES && end - start < objectsMax))) {
-      // What the write stores: the pack's entry when there is one, else the body.
-      bytes += ordered[end].packed?.deflated.length ?? ordered[end].body.length;
-      end++;
-    }
-    const chunk = ordered.slice(start, end);
+  for (const run of runsOf(ordered, store.writeObjectsMax ?? Infinity, RECEIVED_WRITE_BYTES)) {
     // The callback only stores (a store may run it again): what it leaves late is taken from its result.
-    late.push(...(await store.write((tx) => storeReceivedObjects(tx.project(project), chunk))));
-    start = end;
+    late.push(...(await store.write((tx) => storeReceivedObjects(tx.project(project), run))));
   }
   return late;
+}
+
+/**
+ * `objects` cut into runs of at most `countMax` objects and about `bytesMax` bytes of what a write
+ * stores of them (the pack's entry when there is one, else the body); a run holds at least one.
+ */
+function* runsOf(objects: readonly PackObject[], countMax: number, bytesMax: number): Generator<PackObject[]> {
+  for (let start = 0; start < objects.length; ) {
+    let end = start;
+    let bytes = 0;
+    while (end < objects.length && (end === start || (end - start < countMax && bytes < bytesMax))) {
+      bytes += objects[end].packed?.deflated.length ?? objects[end].body.length;
+      end++;
+    }
+    yield objects.slice(start, end);
+    start = end;
+  }
 }
 
 /** A received tree or blob with its pack entry, as the store takes it to keep as its form alone. */
