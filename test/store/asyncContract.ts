@@ -44,6 +44,43 @@ function settled<T>(call: () => T | Promise<T>): Promise<T> {
   return Promise.resolve().then(call);
 }
 
+/**
+ * Eight versions of a 150-line blob, each with one line edited from the one before: their ids,
+ * each version's delta on the one before (none for the first), and each as a received pack's
+ * entry (a delta on the version before, from the second on).
+ */
+function receivedVersions(): { versions: Buffer[]; oids: Oid[]; deltas: Array<Buffer | null>; entry: (index: number) => ReceivedForm } {
+  const versions = Array.from({ length: 8 }, (_, round) => Buffer.from(Array.from({ length: 150 }, (_, line) => `line ${line} ${line === round * 17 ? 'edited' : ''}`).join('\n')));
+  const oids = versions.map((body) => hashObject('blob', body));
+  const deltas = versions.map((body, index) => (index === 0 ? null : createDelta(versions[index - 1], body)));
+  const entry = (index: number): ReceivedForm => ({
+    oid: oids[index],
+    type: 'blob',
+    inflatedBytes: versions[index].length,
+    deflated: deflateSync(deltas[index] ?? versions[index]),
+    delta: deltas[index] ? { base: oids[index - 1], bytes: deltas[index]!.length } : null,
+  });
+  return { versions, oids, deltas, entry };
+}
+
+/**
+ * What a call after entries 0-2 of receivedVersions() were stored is given: 3 and 4 (kept), 5 and 6
+ * (over a limit of 4, and so on nothing), an entry stored already as a form and one stored whole
+ * (true, the first copy kept), and deltas on a base that has no form and on themselves (false).
+ */
+function mixedEntries(entry: (index: number) => ReceivedForm, stranger: { oid: Oid; body: Buffer }, orphan: { oid: Oid; body: Buffer }): ReceivedForm[] {
+  return [
+    entry(3),
+    entry(4),
+    entry(5),
+    entry(6),
+    { ...entry(1), deflated: deflateSync(Buffer.from('other')), delta: null },
+    { oid: stranger.oid, type: 'blob', inflatedBytes: stranger.body.length, deflated: deflateSync(Buffer.from('x')), delta: null },
+    { oid: orphan.oid, type: 'blob', inflatedBytes: orphan.body.length, deflated: deflateSync(Buffer.from('x')), delta: { base: hashObject('blob', Buffer.from('none')), bytes: 1 } },
+    { oid: orphan.oid, type: 'blob', inflatedBytes: orphan.body.length, deflated: deflateSync(Buffer.from('x')), delta: { base: orphan.oid, bytes: 1 } },
+  ];
+}
+
 /** A transaction's project as one offering pack-ready forms; only the tests registered when `options.packForms` is true call these. */
 function formReads(p: ProjectReads & Partial<PackFormReads>): ProjectReads & PackFormReads {
   if (typeof p.getDeflated !== 'function') throw new Error('the store said it offers pack-ready forms, but a read transaction has no getDeflated');
@@ -650,16 +687,7 @@ export function asyncStoreContract(backendName: string, openStore: () => AsyncSt
       describe('a received pack\'s entries in one call (putObjectsAsForms)', () => {
         it('keeps each delta at 1 + its base\'s depth up to the limit, answers as putObjectAsForm would, and reads back', async () => {
           const project = freshProject();
-          const versions = Array.from({ length: 8 }, (_, round) => Buffer.from(Array.from({ length: 150 }, (_, line) => `line ${line} ${line === round * 17 ? 'edited' : ''}`).join('\n')));
-          const oids = versions.map((body) => hashObject('blob', body));
-          const deltas = versions.map((body, index) => (index === 0 ? null : createDelta(versions[index - 1], body)));
-          const entry = (index: number): ReceivedForm => ({
-            oid: oids[index],
-            type: 'blob',
-            inflatedBytes: versions[index].length,
-            deflated: deflateSync(deltas[index] ?? versions[index]),
-            delta: deltas[index] ? { base: oids[index - 1], bytes: deltas[index]!.length } : null,
-          });
+          const { versions, oids, deltas, entry } = receivedVersions();
           // The first three in one write, so the rest build on forms the store holds.
           await store.write(async (tx) => formWrites(tx.project(project)).putObjectsAsForms([0, 1, 2].map(entry), 50));
           const orphan = Buffer.from('orphan body, long enough');
@@ -668,22 +696,7 @@ export function asyncStoreContract(backendName: string, openStore: () => AsyncSt
           const strangerOid = await store.write(async (tx) => tx.project(project).putObject('blob', stranger));
           const { answers, seen } = await store.write(async (tx) => {
             const p = formWrites(tx.project(project));
-            const answers = await p.putObjectsAsForms(
-              [
-                entry(3),
-                entry(4),
-                // Depth 5 is over a limit of 4: nothing stored, and so nothing for the next to build on.
-                entry(5),
-                entry(6),
-                // Stored already (a form, and a whole object): true, the first copy kept.
-                { ...entry(1), deflated: deflateSync(Buffer.from('other')), delta: null },
-                { oid: strangerOid, type: 'blob', inflatedBytes: stranger.length, deflated: deflateSync(Buffer.from('x')), delta: null },
-                // On a base that has no form, or on itself.
-                { oid: orphanOid, type: 'blob', inflatedBytes: orphan.length, deflated: deflateSync(Buffer.from('x')), delta: { base: hashObject('blob', Buffer.from('none')), bytes: 1 } },
-                { oid: orphanOid, type: 'blob', inflatedBytes: orphan.length, deflated: deflateSync(Buffer.from('x')), delta: { base: orphanOid, bytes: 1 } },
-              ],
-              4,
-            );
+            const answers = await p.putObjectsAsForms(mixedEntries(entry, { oid: strangerOid, body: stranger }, { oid: orphanOid, body: orphan }), 4);
             await expect(settled(() => p.putObjectsAsForms([{ oid: orphanOid, type: 'commit', inflatedBytes: orphan.length, deflated: deflateSync(orphan), delta: null }], 5))).rejects.toThrow();
             const seen = (await p.getObjects([oids[4], oids[5], strangerOid])).map((object) => object?.body);
             return { answers, seen };
@@ -705,38 +718,13 @@ export function asyncStoreContract(backendName: string, openStore: () => AsyncSt
         describe('a received pack\'s entries in writes of their own (putFormsAlone)', () => {
           it('answers as putObjectsAsForms, deltas at 1 + their base\'s depth across writes, and a refusal stores nothing', async () => {
             const project = freshProject();
-            const versions = Array.from({ length: 8 }, (_, round) => Buffer.from(Array.from({ length: 150 }, (_, line) => `line ${line} ${line === round * 17 ? 'edited' : ''}`).join('\n')));
-            const oids = versions.map((body) => hashObject('blob', body));
-            const deltas = versions.map((body, index) => (index === 0 ? null : createDelta(versions[index - 1], body)));
-            const entry = (index: number): ReceivedForm => ({
-              oid: oids[index],
-              type: 'blob',
-              inflatedBytes: versions[index].length,
-              deflated: deflateSync(deltas[index] ?? versions[index]),
-              delta: deltas[index] ? { base: oids[index - 1], bytes: deltas[index]!.length } : null,
-            });
+            const { versions, oids, deltas, entry } = receivedVersions();
             expect(await store.putFormsAlone!(project, [0, 1, 2].map(entry), 50)).toEqual([true, true, true]);
             const orphan = Buffer.from('orphan body, long enough');
             const orphanOid = hashObject('blob', orphan);
             const stranger = Buffer.from('a blob stored whole before');
             const strangerOid = await store.write(async (tx) => tx.project(project).putObject('blob', stranger));
-            const answers = await store.putFormsAlone!(
-              project,
-              [
-                entry(3),
-                entry(4),
-                // Depth 5 is over a limit of 4: nothing stored, and so nothing for the next to build on.
-                entry(5),
-                entry(6),
-                // Stored already (a form, and a whole object): true, the first copy kept.
-                { ...entry(1), deflated: deflateSync(Buffer.from('other')), delta: null },
-                { oid: strangerOid, type: 'blob', inflatedBytes: stranger.length, deflated: deflateSync(Buffer.from('x')), delta: null },
-                // On a base that has no form, or on itself.
-                { oid: orphanOid, type: 'blob', inflatedBytes: orphan.length, deflated: deflateSync(Buffer.from('x')), delta: { base: hashObject('blob', Buffer.from('none')), bytes: 1 } },
-                { oid: orphanOid, type: 'blob', inflatedBytes: orphan.length, deflated: deflateSync(Buffer.from('x')), delta: { base: orphanOid, bytes: 1 } },
-              ],
-              4,
-            );
+            const answers = await store.putFormsAlone!(project, mixedEntries(entry, { oid: strangerOid, body: stranger }, { oid: orphanOid, body: orphan }), 4);
             expect(answers).toEqual([true, true, false, false, true, true, false, false]);
             // A commit is refused whole: nothing of the call is stored.
             const lone = Buffer.from('a blob in a refused call');

@@ -119,6 +119,35 @@ describe('receivePack', () => {
   });
 });
 
+/**
+ * A commit made with the git CLI in a clone of the project's export, after `change` edits the
+ * clone's files: its id, the ids of the objects it adds that `take` passes, and those in a pack.
+ */
+async function commitInAClone(repo: Repo, change: (work: string) => void, take: (id: Buffer) => boolean = () => true): Promise<{ pack: Buffer; pushed: Buffer; ids: Buffer[] }> {
+  const dir = scratchDir('treehouse-push-clone-');
+  try {
+    const bare = join(dir.path, 'bare.git');
+    initBareRepo(bare);
+    await exportToBareRepo(repo, bare);
+    const work = join(dir.path, 'work');
+    git(['clone', '--quiet', bare, work]);
+    change(work);
+    git(['add', '-A'], { cwd: work });
+    git(['commit', '--quiet', '-m', 'pushed'], { cwd: work });
+    const pushed = Buffer.from(git(['rev-parse', 'HEAD'], { cwd: work }).trim(), 'hex');
+    const ids = git(['rev-list', '--objects', 'HEAD', '^origin/main'], { cwd: work })
+      .split('\n')
+      .map((line) => line.slice(0, 40))
+      .filter(Boolean)
+      .map((hex) => Buffer.from(hex, 'hex'))
+      .filter(take);
+    const pack = gitBytes(['pack-objects', '--stdout', '-q'], { cwd: work, input: `${ids.map(oidToHex).join('\n')}\n` });
+    return { pack, pushed, ids };
+  } finally {
+    dir.remove();
+  }
+}
+
 describe('receivePack beside a garbage collection', () => {
   /**
    * A pushed commit whose tree names a blob the pack leaves out because the store holds it: an
@@ -129,26 +158,12 @@ describe('receivePack beside a garbage collection', () => {
     await writeFiles(repo, { branch: 'scratch', files: [{ path: 'x.txt', content: 'soon garbage\n' }] });
     await writeFiles(repo, { branch: 'scratch', files: [{ path: 'x.txt', content: 'what scratch holds now\n' }] });
     const blob = hashObject('blob', Buffer.from('soon garbage\n'));
-    const dir = scratchDir('treehouse-relied-');
-    try {
-      const bare = join(dir.path, 'bare.git');
-      initBareRepo(bare);
-      await exportToBareRepo(repo, bare);
-      const work = join(dir.path, 'work');
-      git(['clone', '--quiet', bare, work]);
-      writeFileSync(join(work, 'x.txt'), 'soon garbage\n');
-      git(['add', 'x.txt'], { cwd: work });
-      git(['commit', '--quiet', '-m', 'adds x'], { cwd: work });
-      const pushed = git(['rev-parse', 'HEAD'], { cwd: work }).trim();
-      const ids = git(['rev-list', '--objects', 'HEAD', '^origin/main'], { cwd: work })
-        .split('\n')
-        .map((line) => line.slice(0, 40))
-        .filter((hex) => hex && hex !== oidToHex(blob));
-      const pack = gitBytes(['pack-objects', '--stdout', '-q'], { cwd: work, input: `${ids.join('\n')}\n` });
-      return { pack, pushed: Buffer.from(pushed, 'hex'), blob };
-    } finally {
-      dir.remove();
-    }
+    const { pack, pushed } = await commitInAClone(
+      repo,
+      (work) => writeFileSync(join(work, 'x.txt'), 'soon garbage\n'),
+      (id) => !id.equals(blob),
+    );
+    return { pack, pushed, blob };
   }
 
   it('refuses a push whose pack relied on a stored object that a collection removed between its check and its write', async () => {
@@ -187,29 +202,12 @@ describe('receivePack beside a garbage collection', () => {
 describe('receivePack of a large pack: trees and blobs stored before the write that moves the refs', () => {
   /** A pushed commit adding 2,100 files in 30 directories (more trees and blobs than one write of them takes), built with the git CLI. */
   async function largePush(repo: Repo): Promise<{ pack: Buffer; pushed: Buffer; ids: Buffer[] }> {
-    const dir = scratchDir('treehouse-large-push-');
-    try {
-      const bare = join(dir.path, 'bare.git');
-      initBareRepo(bare);
-      await exportToBareRepo(repo, bare);
-      const work = join(dir.path, 'work');
-      git(['clone', '--quiet', bare, work]);
+    return commitInAClone(repo, (work) => {
       for (let d = 0; d < 30; d++) {
         mkdirSync(join(work, `dir${d}`));
         for (let f = 0; f < 70; f++) writeFileSync(join(work, `dir${d}`, `f${f}.txt`), `file ${d}/${f}\n`);
       }
-      git(['add', '-A'], { cwd: work });
-      git(['commit', '--quiet', '-m', 'adds 2,100 files'], { cwd: work });
-      const pushed = git(['rev-parse', 'HEAD'], { cwd: work }).trim();
-      const ids = git(['rev-list', '--objects', 'HEAD', '^origin/main'], { cwd: work })
-        .split('\n')
-        .map((line) => line.slice(0, 40))
-        .filter(Boolean);
-      const pack = gitBytes(['pack-objects', '--stdout', '-q'], { cwd: work, input: `${ids.join('\n')}\n` });
-      return { pack, pushed: Buffer.from(pushed, 'hex'), ids: ids.map((hex) => Buffer.from(hex, 'hex')) };
-    } finally {
-      dir.remove();
-    }
+    });
   }
 
   it('keeps them when the update is then refused, as git does', async () => {
