@@ -1179,10 +1179,7 @@ class LmdbProjectTx implements ProjectWriteTx {
         }
         // A base this transaction put (most are) is not read back.
         let baseDepth = depths.get(delta.base);
-        if (baseDepth < 0) {
-          const base = this.readPacked(this.objectKey(delta.base));
-          if (base) baseDepth = (base[0] & DELTA_FLAG) === 0 ? 0 : base[PACKED_HEADER_BYTES + 4];
-        }
+        if (baseDepth < 0) baseDepth = this.storedFormDepth(delta.base);
         if (baseDepth < 0 || baseDepth + 1 > deepest) {
           answers[i] = packed.doesExist(key);
           continue;
@@ -1201,10 +1198,15 @@ class LmdbProjectTx implements ProjectWriteTx {
   /** A delta form may name only another object with a form of its own, at 1 + that form's depth. */
   private deltaFits(oid: Oid, delta: DeltaForm): boolean {
     if (delta.base.equals(oid) || delta.depth > PACKED_DEPTH_MAX) return false;
-    const base = this.readPacked(this.objectKey(delta.base));
-    if (!base) return false;
-    const baseDepth = (base[0] & DELTA_FLAG) === 0 ? 0 : base[PACKED_HEADER_BYTES + 4];
-    return delta.depth === baseDepth + 1;
+    const baseDepth = this.storedFormDepth(delta.base);
+    return baseDepth >= 0 && delta.depth === baseDepth + 1;
+  }
+
+  /** The depth of `oid`'s stored pack-ready form (0 for a whole stream), or -1 when it has none. */
+  private storedFormDepth(oid: Oid): number {
+    const form = this.readPacked(this.objectKey(oid));
+    if (!form) return -1;
+    return (form[0] & DELTA_FLAG) === 0 ? 0 : form[PACKED_HEADER_BYTES + 4];
   }
 
   getCommitObjects(commit: Oid): Buffer | undefined {

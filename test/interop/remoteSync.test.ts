@@ -65,6 +65,20 @@ async function waitForSync(target: TestServer, id: string, done: (sync: any) => 
   }
 }
 
+/** A new project linked at creation to a new empty upstream, once its first push is done: the upstream's name and the project's id. */
+async function linkedAndSynced(title: string, files: Record<string, string>): Promise<{ name: string; id: string }> {
+  const name = newUpstream();
+  const created = await server.call('POST', '/api/v1/projects', {
+    title,
+    source: { kind: 'files', files: Object.entries(files).map(([path, content]) => ({ path, content })) },
+    git_remote: { url: `${backend.url}/${name}` },
+  });
+  expect(created.status).toBe(201);
+  const id = created.body.project.id;
+  await waitForSync(server, id, syncedAt(await mainHead(server, id)));
+  return { name, id };
+}
+
 const syncedAt = (oid: string) => (sync: any) => sync.status === 'synced' && sync.oid === oid;
 
 async function mainHead(target: TestServer, id: string): Promise<string> {
@@ -148,14 +162,7 @@ describe('linked repositories', () => {
   });
 
   it('forgets the queued pushes and sync state of a deleted project with it', async () => {
-    const name = newUpstream();
-    const created = await server.call('POST', '/api/v1/projects', {
-      title: 'Deleted later',
-      source: { kind: 'files', files: [{ path: 'index.html', content: 'soon gone\n' }] },
-      git_remote: { url: `${backend.url}/${name}` },
-    });
-    const id = created.body.project.id;
-    await waitForSync(server, id, syncedAt(await mainHead(server, id)));
+    const { name, id } = await linkedAndSynced('Deleted later', { 'index.html': 'soon gone\n' });
     const syncRecords = async () => (await server.th.store.read(async (tx) => tx.listRecords('remote-sync/'))).filter((r) => r.key.includes(id));
     expect((await syncRecords()).map((r) => r.key)).toEqual([`remote-sync/state/${id}`]);
     expect((await server.call('DELETE', `/api/v1/projects/${id}`)).status).toBe(200);
@@ -222,14 +229,7 @@ describe('linked repositories', () => {
   });
 
   it('never force-pushes: an upstream that moved on is reported as diverged and left unchanged', async () => {
-    const name = newUpstream();
-    const created = await server.call('POST', '/api/v1/projects', {
-      title: 'Diverge',
-      source: { kind: 'files', files: [{ path: 'a.txt', content: 'a\n' }] },
-      git_remote: { url: `${backend.url}/${name}` },
-    });
-    const id = created.body.project.id;
-    await waitForSync(server, id, syncedAt(await mainHead(server, id)));
+    const { name, id } = await linkedAndSynced('Diverge', { 'a.txt': 'a\n' });
 
     // Someone else pushes to the upstream directly.
     const other = join(work.path, `other-${id}`);
@@ -253,14 +253,7 @@ describe('linked repositories', () => {
   });
 
   it('pushes no branch another node holds a live claim on, keeps that claim for a change queued meanwhile, and takes the branch over once the claim lapses', async () => {
-    const name = newUpstream();
-    const created = await server.call('POST', '/api/v1/projects', {
-      title: 'Claims',
-      source: { kind: 'files', files: [{ path: 'a.txt', content: 'a\n' }] },
-      git_remote: { url: `${backend.url}/${name}` },
-    });
-    const id = created.body.project.id;
-    await waitForSync(server, id, syncedAt(await mainHead(server, id)));
+    const { name, id } = await linkedAndSynced('Claims', { 'a.txt': 'a\n' });
     // What a node that is pushing (or died pushing) leaves on the queue: entries under its claim.
     // This node's worker is stopped while they are made, so they are not pushed first.
     await server.th.remoteSync.stop();
@@ -303,14 +296,7 @@ describe('linked repositories', () => {
   });
 
   it('queues a commit\'s push in the commit\'s own transaction: once it is answered, the sync state names it', async () => {
-    const name = newUpstream();
-    const created = await server.call('POST', '/api/v1/projects', {
-      title: 'Queued with the commit',
-      source: { kind: 'files', files: [{ path: 'a.txt', content: 'a\n' }] },
-      git_remote: { url: `${backend.url}/${name}` },
-    });
-    const id = created.body.project.id;
-    await waitForSync(server, id, syncedAt(await mainHead(server, id)));
+    const { name, id } = await linkedAndSynced('Queued with the commit', { 'a.txt': 'a\n' });
     for (let round = 0; round < 5; round++) {
       const head = await writeAndCommit(server, id, { [`f${round}.txt`]: `${round}\n` });
       // Asked at once: never the earlier push's "synced", nor a state the commit's push has not reached.
