@@ -179,6 +179,11 @@ export async function runLagBench(options: {
       const at = Date.parse(window.at);
       return at - window.window_ms / 2 > started && at - window.window_ms / 2 <= ended;
     });
+    // A failed request's cause is in the server's log (a 500 names only "Internal error").
+    if (failures.length > 0) {
+      const logged = server.output().split('\n').filter((line) => line.includes('"level":50'));
+      for (const line of logged.slice(0, 3)) failures.push(`server log: ${line.slice(0, 1500)}`);
+    }
     return {
       durationMs: ended - started,
       seedFiles: options.seedFiles,

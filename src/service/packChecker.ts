@@ -8,8 +8,8 @@
  * names are there; the store answers asynchronously (src/store/asyncTypes.ts). Inline, the check
  * runs in passes, the store asked in batches between them (checkReceivedPackWithAsyncLookups); a
  * pack that needs too many passes goes to the worker. The worker asks each question on a channel
- * of its own and blocks (Atomics.wait) until this thread has the store's answer, so the check keeps
- * its synchronous lookups and only one question is in flight at a time. Objects are never deleted,
+ * of its own and blocks until this thread has the store's answer (src/service/syncQuestions.ts), so
+ * the check keeps its synchronous lookups and only one question is in flight at a time. Objects are never deleted,
  * so an answer stays true until the write that stores the pack.
  *
  * The worker answers twice: once the pack is parsed (its objects), then with the rest of the
@@ -29,6 +29,7 @@ import { oidToHex, type ObjectType, type Oid } from '../git/oid.js';
 import { OidTable } from '../git/oidTable.js';
 import { Slicer } from '../repo/slices.js';
 import { startModuleWorker } from './moduleWorker.js';
+import { answerQuestions, ASK_SOURCE, questionSignal } from './syncQuestions.js';
 
 /** How long the worker keeps a passed pack's objects for lists nobody has asked for yet. */
 const LISTS_UNASKED_MS_MAX = 60_000;
@@ -43,7 +44,7 @@ export const PACK_INLINE_BYTES_MAX = 16 * 1024;
 const CHECK_NICE = 5;
 
 /** The worker's code (src/service/moduleWorker.ts runs it; `load()` imports src/git/packCheck.ts). */
-const WORKER_SOURCE = `
+const WORKER_SOURCE = `${ASK_SOURCE}
 /** Per job whose check passed: settles with whether its commits' object lists are wanted. */
 const listRequests = new Map();
 parentPort.on('message', async ({ warm, listsFor, wanted, id, pack, limits, clientShallow, port, signal, wholeBlobs }) => {
@@ -55,20 +56,13 @@ parentPort.on('message', async ({ warm, listsFor, wanted, id, pack, limits, clie
   }
   try {
     const { parseReceivedPack, checkParsedPack } = await load();
-    const flag = new Int32Array(signal);
-    const ask = (want, oid) => {
-      Atomics.store(flag, 0, 0);
-      port.postMessage({ want, oid });
-      Atomics.wait(flag, 0, 0);
-      const answer = receiveMessageOnPort(port);
-      return answer && answer.message;
-    };
+    const ask = questionsTo(port, signal);
     const lookups = {
       object: (oid) => {
-        const found = ask('object', oid);
+        const found = ask({ want: 'object', oid });
         return found ? { type: found.type, body: Buffer.from(found.body.buffer, found.body.byteOffset, found.body.byteLength) } : undefined;
       },
-      has: (oid) => ask('has', oid) === true,
+      has: (oid) => ask({ want: 'has', oid }) === true,
     };
     const packBytes = Buffer.from(pack.buffer, pack.byteOffset, pack.byteLength);
     const parsed = parseReceivedPack(packBytes, limits, lookups);
@@ -257,24 +251,12 @@ export class PackChecker {
     const worker = (this.worker ??= this.spawn());
     const id = this.nextId++;
     const { port1, port2 } = new MessageChannel();
-    const signal = new SharedArrayBuffer(Int32Array.BYTES_PER_ELEMENT);
-    const flag = new Int32Array(signal);
-    port1.on('message', async ({ want, oid }: { want: 'object' | 'has'; oid: Uint8Array }) => {
-      let answer: { type: ObjectType; body: Uint8Array } | boolean | null = null;
-      try {
-        const id = Buffer.from(oid.buffer, oid.byteOffset, oid.byteLength);
-        if (want === 'has') answer = (await lookups.has([id]))[0];
-        else {
-          const [found] = await lookups.objects([id]);
-          if (found) answer = { type: found.type, body: new Uint8Array(found.body) };
-        }
-      } catch {
-        // A store that cannot answer has nothing: the worker refuses what needed it.
-      }
-      // The worker waits on the flag; it must wake whatever happened.
-      port1.postMessage(answer);
-      Atomics.store(flag, 0, 1);
-      Atomics.notify(flag, 0);
+    const signal = questionSignal();
+    answerQuestions(port1, signal, async ({ want, oid }: { want: 'object' | 'has'; oid: Uint8Array }) => {
+      const id = Buffer.from(oid.buffer, oid.byteOffset, oid.byteLength);
+      if (want === 'has') return (await lookups.has([id]))[0];
+      const [found] = await lookups.objects([id]);
+      return found ? { type: found.type, body: new Uint8Array(found.body) } : null;
     });
     const copy = new Uint8Array(pack);
     let settleLists: (lists: Map<number, Buffer> | Error) => void = () => {};
