@@ -14,7 +14,7 @@
  * between slices, and stops at the limit (one match past it tells `truncated`).
  */
 import { TreehouseError } from '../errors.js';
-import { oidToHex, type Oid } from '../git/oid.js';
+import { OID_BYTES, oidToHex, type Oid } from '../git/oid.js';
 import { MODE_EXECUTABLE, MODE_FILE } from '../git/tree.js';
 import { BLOB_BATCH_BYTES, BLOB_BATCH_MAX, nextWalked, visitBlobs, walkTreeChunks, type WalkedEntry } from './diff/batchedReads.js';
 import { PathFilter } from './pathFilter.js';
@@ -32,7 +32,6 @@ const BINARY_PROBE_BYTES = 8000;
 export const SEARCH_LIMIT_MAX = 1000;
 /** Files in one batch for another thread (about 3.5 MB of source files: a few milliseconds there). */
 const THREAD_BATCH_FILES = 1024;
-const OID_BYTES = 20;
 
 export interface SearchMatch {
   path: string;

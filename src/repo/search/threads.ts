@@ -9,6 +9,7 @@
  * where it ran (test/interop/search.test.ts runs through the server, which has the threads;
  * test/repo/search/ runs the verb without them).
  */
+import { OID_BYTES } from '../../git/oid.js';
 import type { AsyncStore, StoreThreadAccess } from '../../store/asyncTypes.js';
 import { openStoreInThread } from '../../store/open.js';
 import { matcherFor, scanBlob, type SearchQuery } from '../search.js';
@@ -44,7 +45,6 @@ export interface SearchThreads {
   readonly parallelism: number;
 }
 
-const OID_BYTES = 20;
 /** Stores and matchers a thread keeps between jobs. */
 const stores = new Map<string, AsyncStore>();
 const matchers = new Map<string, LineMatcher>();
