@@ -14,6 +14,7 @@ const ON_POSTGRES = [
   'test/http/events.test.ts',
   'test/http/framework.test.ts',
   'test/http/gitHttp.test.ts',
+  'test/http/internalErrors.test.ts',
   'test/http/idempotency.test.ts',
   'test/http/merge.test.ts',
   'test/http/mergeResolutions.test.ts',

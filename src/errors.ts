@@ -66,3 +66,21 @@ export class TreehouseError extends Error {
 export function isTreehouseError(error: unknown): error is TreehouseError {
   return error instanceof TreehouseError;
 }
+
+/**
+ * An object that must be stored is not: a ref, a tree or an index names it. A broken invariant, not
+ * a client's mistake: the HTTP layer answers it `internal`, and its log line names the object
+ * (`type` is what it should have been: tree, blob, commit; `context` says where it was named).
+ */
+export class MissingObjectError extends Error {
+  readonly type: string;
+  readonly oid: string;
+
+  constructor(type: string, oid: string | Uint8Array, context?: string) {
+    const hex = typeof oid === 'string' ? oid : Buffer.from(oid.buffer, oid.byteOffset, oid.byteLength).toString('hex');
+    super(`${type} ${hex}${context ? ` ${context}` : ''} is missing`);
+    this.name = 'MissingObjectError';
+    this.type = type;
+    this.oid = hex;
+  }
+}

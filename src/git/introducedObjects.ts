@@ -15,6 +15,7 @@ import { OID_BYTES, type Oid } from './oid.js';
 import { OidTable } from './oidTable.js';
 import { OBJ_BLOB, OBJ_TREE } from './pack.js';
 import { ENTRY_GITLINK, ENTRY_TREE, TreeCursor } from './tree.js';
+import { MissingObjectError } from '../errors.js';
 
 export const OBJECT_RECORD_BYTES = 1 + OID_BYTES;
 
@@ -72,7 +73,7 @@ const SLASH = 0x2f;
 
 function need(readTree: (oid: Oid) => Buffer | undefined, oid: Oid): Buffer {
   const body = readTree(oid);
-  if (!body) throw new Error(`tree ${oid.toString('hex')} is missing`);
+  if (!body) throw new MissingObjectError('tree', oid);
   return body;
 }
 

@@ -36,11 +36,13 @@ const WRITE_METHODS: ReadonlySet<string> = new Set(['POST', 'PUT', 'PATCH', 'DEL
 
 export interface AppOptions {
   logLevel?: string;
+  /** Where log lines go (pino's destination; stdout by default). */
+  logStream?: { write(line: string): void };
 }
 
 export function buildApp(th: Treehouse, options: AppOptions = {}): FastifyInstance {
   const app = Fastify({
-    logger: { level: options.logLevel ?? 'info' },
+    logger: { level: options.logLevel ?? 'info', ...(options.logStream ? { stream: options.logStream } : {}) },
     bodyLimit: th.config.limits.requestBodyBytesMax,
     genReqId: (request) => {
       const given = request.headers['x-request-id'];

@@ -14,7 +14,7 @@
  * of work.
  */
 import { Readable } from 'node:stream';
-import { TreehouseError } from '../errors.js';
+import { TreehouseError, MissingObjectError } from '../errors.js';
 import { oidToHex, type Oid } from '../git/oid.js';
 import { pathProblem } from '../git/path.js';
 import { tarEntry, tarGlobalHeader, tarTrailer } from '../git/tar.js';
@@ -180,7 +180,7 @@ async function* archiveEntries(repo: Repo, root: Oid, prefix: Buffer): AsyncGene
         yield { path: above.path, mode: DIRECTORY_MODE, oid: above.oid, content: Buffer.alloc(0) };
       }
       // A blob the store lacks is reported here, after every entry before it.
-      if (!object || object.type !== 'blob') throw new Error(`blob ${oidToHex(entry.oid)} is missing`);
+      if (!object || object.type !== 'blob') throw new MissingObjectError('blob', entry.oid);
       yield { path: name, mode: parseInt(entry.mode, 8), oid: Buffer.from(entry.oid), content: object.body };
       if (slicer.due) await slicer.pause();
     }

@@ -17,7 +17,7 @@
  * `worktree:<branch>` blames the working tree, as `git blame <path>` in a checkout does: lines not
  * committed yet belong to the all-zero commit, whose parent is the branch head.
  */
-import { TreehouseError } from '../errors.js';
+import { TreehouseError, MissingObjectError } from '../errors.js';
 import { decodeCommit } from '../git/commit.js';
 import { oidToHex, type Oid } from '../git/oid.js';
 import { pathProblem } from '../git/path.js';
@@ -406,7 +406,7 @@ function inLineOrder(suspects: readonly Suspect[]): boolean {
 }
 
 function describeCommit(oid: Oid, object: StoredObject | undefined): BlameCommit {
-  if (!object || object.type !== 'commit') throw new Error(`commit ${oidToHex(oid)} is missing`);
+  if (!object || object.type !== 'commit') throw new MissingObjectError('commit', oid);
   const commit = decodeCommit(object.body);
   return {
     message: messageForClient(commit.message),

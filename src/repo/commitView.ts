@@ -4,6 +4,7 @@ import { oidToHex, type Oid } from '../git/oid.js';
 import type { ProjectReads } from '../store/asyncTypes.js';
 import type { CommitInfo } from '../store/types.js';
 import { messageForClient } from './signature.js';
+import { MissingObjectError } from '../errors.js';
 
 /** Commits made through the API carry the key id in the author's email: KEY_ID@users.treehouse.invalid. */
 export const AUTHOR_EMAIL_DOMAIN = 'users.treehouse.invalid';
@@ -18,7 +19,7 @@ export interface CommitView {
 
 export async function readCommit(tx: ProjectReads, oid: Oid): Promise<Commit> {
   const object = await tx.getObject(oid);
-  if (!object || object.type !== 'commit') throw new Error(`commit ${oidToHex(oid)} is missing`);
+  if (!object || object.type !== 'commit') throw new MissingObjectError('commit', oid);
   return decodeCommit(object.body);
 }
 
@@ -36,7 +37,7 @@ export async function indexedCommitViews(tx: ProjectReads, commits: ReadonlyArra
   const objects = await tx.getObjects(commits.map((commit) => commit.oid));
   return commits.map(({ oid, info }, i) => {
     const object = objects[i];
-    if (!object || object.type !== 'commit') throw new Error(`commit ${oidToHex(oid)} is missing`);
+    if (!object || object.type !== 'commit') throw new MissingObjectError('commit', oid);
     return indexedView(oid, object.body, info);
   });
 }

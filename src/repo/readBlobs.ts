@@ -4,6 +4,7 @@
  */
 import { oidFromHex } from '../git/oid.js';
 import { inReadTx, type Repo } from './repo.js';
+import { MissingObjectError } from '../errors.js';
 
 export async function readBlobs(repo: Repo, oids: Iterable<string>): Promise<Map<string, Buffer>> {
   const wanted = [...new Set(oids)];
@@ -11,7 +12,7 @@ export async function readBlobs(repo: Repo, oids: Iterable<string>): Promise<Map
   const out = new Map<string, Buffer>();
   wanted.forEach((oid, i) => {
     const object = objects[i];
-    if (!object || object.type !== 'blob') throw new Error(`blob ${oid} is missing`);
+    if (!object || object.type !== 'blob') throw new MissingObjectError('blob', oid);
     out.set(oid, object.body);
   });
   return out;

@@ -7,6 +7,7 @@ import { oidToHex, type Oid } from '../git/oid.js';
 import { pathProblem } from '../git/path.js';
 import { decodeTree, MODE_EXECUTABLE, MODE_FILE, MODE_TREE } from '../git/tree.js';
 import { branchHead, commitTree, inReadTx, objectSize, type Repo } from './repo.js';
+import { MissingObjectError } from '../errors.js';
 
 export type CommitPathLookup =
   | {
@@ -30,7 +31,7 @@ export async function readCommitFile(
     const components = input.path === '' ? [] : input.path.split('/');
     for (let i = 0; i < components.length; i++) {
       const object = await tx.getObject(tree);
-      if (!object || object.type !== 'tree') throw new Error(`tree ${oidToHex(tree)} is missing`);
+      if (!object || object.type !== 'tree') throw new MissingObjectError('tree', tree);
       const entry = decodeTree(object.body).find((candidate) => candidate.name === components[i]);
       if (!entry) return { kind: 'missing' };
       const last = i === components.length - 1;
@@ -42,7 +43,7 @@ export async function readCommitFile(
       const oid = oidToHex(entry.oid);
       if (input.wantContent && !input.wantContent(oid)) return { kind: 'file', oid, size: (await objectSize(tx, entry.oid)) ?? 0 };
       const blob = await tx.getObject(entry.oid);
-      if (!blob) throw new Error(`blob ${oid} is missing`);
+      if (!blob) throw new MissingObjectError('blob', oid);
       return { kind: 'file', oid, size: blob.body.length, body: blob.body };
     }
     return { kind: 'directory' };

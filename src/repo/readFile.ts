@@ -1,5 +1,5 @@
 /** Reads one file of a branch's working tree. */
-import { TreehouseError } from '../errors.js';
+import { TreehouseError, MissingObjectError } from '../errors.js';
 import { oidToHex } from '../git/oid.js';
 import { MODE_GITLINK } from '../git/tree.js';
 import { encodeContent } from './fileContent.js';
@@ -34,7 +34,7 @@ export async function readFile(repo: Repo, input: { branch: string; path: string
       });
     }
     const body = (await tx.getObject(found.entry.oid))?.body;
-    if (!body) throw new Error(`blob ${oidToHex(found.entry.oid)} is missing`);
+    if (!body) throw new MissingObjectError('blob', found.entry.oid);
     return { path: input.path, ...encodeContent(body), locked: found.entry.locked, size: body.length, oid: oidToHex(found.entry.oid) };
   });
 }

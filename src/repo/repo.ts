@@ -2,7 +2,7 @@
  * What every operation on one project needs: the store, the project's number in it, and the limits.
  * Also the lookups most verbs share (a branch's head, a commit named by id or prefix).
  */
-import { TreehouseError } from '../errors.js';
+import { TreehouseError, MissingObjectError } from '../errors.js';
 import { isOidHex, isOidHexPrefix, oidFromHex, oidToHex, type Oid } from '../git/oid.js';
 import { branchRef } from '../git/refname.js';
 import type { AsyncStore, PackFormReads, PackFormWrites, ProjectReads, ProjectWrites } from '../store/asyncTypes.js';
@@ -73,7 +73,7 @@ export async function objectSize(tx: ProjectReads, oid: Oid): Promise<number | u
 /** A stored object of the given type, or an error naming it (a broken invariant: `internal`). */
 export async function requireObject(tx: ProjectReads, oid: Oid, type: 'tree' | 'blob' | 'commit'): Promise<Buffer> {
   const object = await tx.getObject(oid);
-  if (!object || object.type !== type) throw new Error(`${type} ${oidToHex(oid)} is missing`);
+  if (!object || object.type !== type) throw new MissingObjectError(type, oid);
   return object.body;
 }
 

@@ -13,8 +13,8 @@
  * it (ProjectReads.visitObjects: no copy of 100,000 files on LMDB), gives the event loop a turn
  * between slices, and stops at the limit (one match past it tells `truncated`).
  */
-import { TreehouseError } from '../errors.js';
-import { OID_BYTES, oidToHex, type Oid } from '../git/oid.js';
+import { TreehouseError, MissingObjectError } from '../errors.js';
+import { OID_BYTES, type Oid } from '../git/oid.js';
 import { MODE_EXECUTABLE, MODE_FILE } from '../git/tree.js';
 import { BLOB_BATCH_BYTES, BLOB_BATCH_MAX, nextWalked, visitBlobs, walkTreeChunks, type WalkedEntry } from './diff/batchedReads.js';
 import { PathFilter } from './pathFilter.js';
@@ -197,7 +197,7 @@ async function searchHere(reads: ReadTx, files: WalkedFile[], matcher: LineMatch
 }
 
 function missingBlob(oid: Oid): Error {
-  return new Error(`blob ${oidToHex(oid)} is missing`);
+  return new MissingObjectError('blob', oid);
 }
 
 /**

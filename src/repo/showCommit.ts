@@ -5,6 +5,7 @@ import { decodeTree, MODE_GITLINK, MODE_SYMLINK, MODE_TREE } from '../git/tree.j
 import { commitView, readCommit, type CommitView } from './commitView.js';
 import { encodeContent } from './fileContent.js';
 import { inReadTx, resolveCommit, type ReadTx, type Repo } from './repo.js';
+import { MissingObjectError } from '../errors.js';
 
 export interface CommitFile {
   path: string;
@@ -44,7 +45,7 @@ async function collectFiles(tx: ReadTx, root: string, rootTree: Oid, withContent
     const next: Array<{ dir: string; tree: Oid }> = [];
     level.forEach(({ dir, tree }, i) => {
       const object = objects[i];
-      if (!object) throw new Error(`tree ${oidToHex(tree)} is missing`);
+      if (!object) throw new MissingObjectError('tree', tree);
       for (const entry of decodeTree(object.body)) {
         const path = joinPath(dir, entry.name);
         if (entry.mode === MODE_TREE) next.push({ dir: path, tree: entry.oid });

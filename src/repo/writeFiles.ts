@@ -5,11 +5,10 @@
  * edits (src/repo/snippetEdits.ts) applied to the text the working tree holds in this same
  * transaction, so concurrent batches never edit a stale copy.
  */
-import { TreehouseError } from '../errors.js';
+import { TreehouseError, MissingObjectError } from '../errors.js';
 import { packNameHash } from '../git/nameHash.js';
 import { pathProblem } from '../git/path.js';
 import { hasLoneSurrogate } from '../git/pathBytes.js';
-import { oidToHex } from '../git/oid.js';
 import { MODE_FILE, MODE_GITLINK, type TreeMode } from '../git/tree.js';
 import { specialFileProblem } from './worktree/specialFiles.js';
 import { decodeContent, type ContentEncoding } from './fileContent.js';
@@ -118,7 +117,7 @@ async function contentsOf(tx: WriteTx, tree: WorkingTree, writes: readonly Prepa
     }
     const file = editableFile(tree, write.path)!;
     const blob = await tx.getObject(file.oid);
-    if (!blob || blob.type !== 'blob') throw new Error(`blob ${oidToHex(file.oid)} of ${write.path} is missing`);
+    if (!blob || blob.type !== 'blob') throw new MissingObjectError('blob', file.oid, `of ${write.path}`);
     const field = `files.${write.index}`;
     const bytes = await applySnippetEdits({ path: write.path, field }, blob.body, write.edits, budget);
     requireWritableContent(limits, write.path, `${field}.edits`, file.mode, bytes);

@@ -60,6 +60,7 @@ import {
   type StoreWriteTx,
   type WorkingTreeState,
 } from './types.js';
+import { MissingObjectError } from '../errors.js';
 
 /** Ids (or shelves) per page of a shelf compaction's listing: a few milliseconds each. */
 const SHELF_PAGE = 5_000;
@@ -415,7 +416,7 @@ class WriteProject extends ReadOnlyProject implements ProjectWrites, PackFormWri
     const inflated = inflateSync(form.deflated);
     if (!form.delta) return { type: form.type, body: inflated };
     const [base] = await this.getObjects([form.delta.base]);
-    if (!base) throw new Error(`the delta base ${oidToHex(form.delta.base)} of ${oidToHex(oid)} is missing`);
+    if (!base) throw new MissingObjectError('delta base', form.delta.base, `of ${oidToHex(oid)}`);
     return { type: form.type, body: applyDelta(base.body, inflated) };
   }
 

@@ -6,12 +6,13 @@
  * what it answers: search and archive report a missing tree or blob where they reach it, after
  * everything before it, as when they read one object at a time.
  */
-import { oidToHex, type Oid } from '../../git/oid.js';
+import type { Oid } from '../../git/oid.js';
 import { decodeTree, MODE_TREE, type TreeEntry } from '../../git/tree.js';
 import type { ProjectReads } from '../../store/asyncTypes.js';
 import { inReadTx, type Repo } from '../repo.js';
 import { annexedSize, SIZE_UNKNOWN } from '../worktree/workingDir.js';
 import type { BlobAccess } from './renames.js';
+import { MissingObjectError } from '../../errors.js';
 
 /** Blobs in one read at most. */
 export const BLOB_BATCH_MAX = 256;
@@ -34,7 +35,7 @@ export async function readTrees(tx: ProjectReads, oids: ReadonlyArray<Oid | null
 
 /** A tree readTrees found, or the error a walk reports for a tree the store lacks. */
 export function requireTree(entries: TreeEntry[] | undefined, oid: Oid): TreeEntry[] {
-  if (!entries) throw new Error(`tree ${oidToHex(oid)} is missing`);
+  if (!entries) throw new MissingObjectError('tree', oid);
   return entries;
 }
 
@@ -61,7 +62,7 @@ export function batchEnds(sizes: ReadonlyArray<number | undefined>): number[] {
 
 /** A blob's bytes, or the error for one the store lacks. */
 function blobBody(object: { type: string; body: Buffer } | undefined, oid: Oid): Buffer {
-  if (!object || object.type !== 'blob') throw new Error(`blob ${oidToHex(oid)} is missing`);
+  if (!object || object.type !== 'blob') throw new MissingObjectError('blob', oid);
   return object.body;
 }
 
@@ -177,7 +178,7 @@ export async function* walkTreeChunks(reads: ProjectReads, root: Oid, descend: (
   type Frame = { dir: string; tree: WalkedTree; next: number; subtrees: Map<number, WalkedTree | undefined> };
   const pathOf = (frame: Frame, entry: TreeEntry) => (frame.dir === '' ? entry.name : `${frame.dir}/${entry.name}`);
   const [rootTree] = await readWalkedTrees(reads, [root]);
-  if (!rootTree) throw new Error(`tree ${oidToHex(root)} is missing`);
+  if (!rootTree) throw new MissingObjectError('tree', root);
   const frames: Frame[] = [{ dir: '', tree: rootTree, next: 0, subtrees: new Map() }];
   let chunk: WalkedEntry[] = [];
   while (frames.length > 0) {
@@ -215,7 +216,7 @@ export async function* walkTreeChunks(reads: ProjectReads, root: Oid, descend: (
     const tree = frame.subtrees.get(index);
     if (!tree) {
       if (chunk.length > 0) yield chunk;
-      throw new Error(`tree ${oidToHex(entry.oid)} is missing`);
+      throw new MissingObjectError('tree', entry.oid);
     }
     frame.subtrees.delete(index);
     frames.push({ dir: path, tree, next: 0, subtrees: new Map() });

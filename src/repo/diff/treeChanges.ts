@@ -4,13 +4,14 @@
  * differs is one change (a type change included); a file replaced by a directory is a deletion and
  * additions. Changes come in git's order, which is the byte order of their paths.
  */
-import { OID_BYTES, oidToHex, type Oid } from '../../git/oid.js';
+import { OID_BYTES, type Oid } from '../../git/oid.js';
 import { ENTRY_TREE, MODE_TREE, TreeCursor, type TreeMode } from '../../git/tree.js';
 import type { ProjectReads } from '../../store/asyncTypes.js';
 import type { PathFilter } from '../pathFilter.js';
 import type { Repo } from '../repo.js';
 import { readInSlices, type Slicer } from '../slices.js';
 import { TREE_BATCH_MAX } from './batchedReads.js';
+import { MissingObjectError } from '../../errors.js';
 
 /** A file, symlink or submodule as a tree holds it. */
 export interface FileVersion {
@@ -90,7 +91,7 @@ async function readAhead(tx: ProjectReads, work: DirectoryWork, stack: Work[]): 
 const EMPTY = Buffer.alloc(0);
 
 function requireBody(body: Buffer | undefined, oid: Oid | null): Buffer {
-  if (!body) throw new Error(`tree ${oidToHex(oid!)} is missing`);
+  if (!body) throw new MissingObjectError('tree', oid!);
   return body;
 }
 

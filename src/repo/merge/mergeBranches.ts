@@ -8,7 +8,7 @@
  * (`expectedTargetHead`, `expectedSourceHead`), a dirty target working tree, or a locked file the
  * result would change refuses the merge before anything is written.
  */
-import { TreehouseError } from '../../errors.js';
+import { TreehouseError, MissingObjectError } from '../../errors.js';
 import { oidToHex, type Oid } from '../../git/oid.js';
 import { branchRef } from '../../git/refname.js';
 import { decodeTree, encodeTree, MODE_GITLINK, MODE_TREE } from '../../git/tree.js';
@@ -163,7 +163,7 @@ export function mergeObjects(tx: ReadTx): MergeObjects {
   const getObject = batchedReads<StoredObject | undefined>((oids) => tx.getObjects(oids));
   const read = async (oid: Oid, type: 'tree' | 'blob') => {
     const object = await getObject(oid);
-    if (!object || object.type !== type) throw new Error(`${type} ${oidToHex(oid)} is missing`);
+    if (!object || object.type !== type) throw new MissingObjectError(type, oid);
     return object.body;
   };
   return {
@@ -189,7 +189,7 @@ export function commitGraph(tx: ReadTx): CommitGraph {
     let found = infos.get(hex);
     if (!found) {
       found = getInfo(oid).then((read) => {
-        if (!read) throw new Error(`commit ${oidToHex(oid)} is missing`);
+        if (!read) throw new MissingObjectError('commit', oid);
         return read;
       });
       infos.set(hex, found);

@@ -32,6 +32,7 @@ import type { ProjectReads } from '../../store/asyncTypes.js';
 import type { CommitInfo } from '../../store/types.js';
 import { MAIN_BRANCH } from '../repo.js';
 import { whole, type Steps } from '../slices.js';
+import { MissingObjectError } from '../../errors.js';
 
 export interface PackPlan {
   /** Objects to send, commits first, then trees and blobs in walk order. */
@@ -494,7 +495,7 @@ async function* addTree(tx: ProjectReads, tree: Oid, excluded: OidTable, added: 
     const index = out.push(oid, 'tree', offset);
     paths?.push(path);
     const body = bodies.take(out.oidView(index));
-    if (!body) throw new Error(`tree ${oidToHex(out.oid(index))} is missing`);
+    if (!body) throw new MissingObjectError('tree', out.oid(index));
     return new TreeCursor(body);
   };
   const root = open(tree, 0, '');

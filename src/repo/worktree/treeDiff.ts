@@ -6,6 +6,7 @@ import type { Oid } from '../../git/oid.js';
 import { joinPath } from '../../git/path.js';
 import { decodeTree, MODE_TREE, type TreeEntry } from '../../git/tree.js';
 import type { ProjectReads } from '../../store/asyncTypes.js';
+import { MissingObjectError } from '../../errors.js';
 
 /** Reads trees that may not be stored yet (a merge's staged objects). */
 export interface TreeSource {
@@ -26,7 +27,7 @@ export async function changedPaths(tx: ProjectReads, before: Oid | null, after: 
 
 async function storedTree(tx: ProjectReads, tree: Oid): Promise<TreeEntry[]> {
   const object = await tx.getObject(tree);
-  if (!object) throw new Error(`tree ${tree.toString('hex')} is missing`);
+  if (!object) throw new MissingObjectError('tree', tree);
   return decodeTree(object.body);
 }
 

@@ -27,6 +27,7 @@ import { pathDepth } from '../../git/treeDepth.js';
 import type { ProjectReads, ProjectWrites } from '../../store/asyncTypes.js';
 import type { WorkingTreeState } from '../../store/types.js';
 import { scanStoredTree, SIZE_UNKNOWN, WorkingDir, type WorkingEntry } from './workingDir.js';
+import { MissingObjectError } from '../../errors.js';
 
 
 export type { WorkingEntry } from './workingDir.js';
@@ -415,6 +416,6 @@ export class WorkingTree {
 
 /** A stored tree's body and annex, or an error naming it. */
 function treeOf(object: { type: string; body: Buffer; annex: Buffer | null } | undefined, tree: Oid): [Buffer, Buffer | null] {
-  if (!object || object.type !== 'tree') throw new Error(`tree ${tree.toString('hex')} is missing`);
+  if (!object || object.type !== 'tree') throw new MissingObjectError('tree', tree);
   return [object.body, object.annex];
 }
