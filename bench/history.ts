@@ -9,7 +9,7 @@
  *   deflate cache caught up, as bench/clone.ts does), time and pack bytes received; our first
  *   clone is then checked with `git fsck --strict` (untimed). Our first clone is planned; the
  *   repetitions after it get the pack it made (src/repo/wire/clonePacks.ts), as git's pack reuse
- *   serves the repacked pack: the first is reported on its own (oursFirstMs);
+ *   serves the repacked pack: the first is reported on its own too (oursFirstMs), and counts in the median;
  * - fetch: the last 10 commits of main's first-parent line (merged topic commits with them) into a
  *   bare clone that lacks them, time and pack bytes received;
  * - push: `git push` of main's whole history from the packed repository, to ours as a new branch
