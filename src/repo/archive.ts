@@ -14,7 +14,7 @@
  * of work.
  */
 import { Readable } from 'node:stream';
-import { TreehouseError, MissingObjectError } from '../errors.js';
+import { TreehouseError } from '../errors.js';
 import { oidToHex, type Oid } from '../git/oid.js';
 import { pathProblem } from '../git/path.js';
 import { tarEntry, tarGlobalHeader, tarTrailer } from '../git/tar.js';
@@ -23,7 +23,7 @@ import { ZipWriter } from '../git/zip.js';
 import type { StoredObject } from '../store/types.js';
 import { BLOB_BATCH_MAX, batchEnds, nextWalked, walkTreeChunks, type WalkedEntry } from './diff/batchedReads.js';
 import { parallelGzip } from './parallelGzip.js';
-import { commitInfo, inReadTx, resolveRef, type Repo } from './repo.js';
+import { bodyOf, commitInfo, inReadTx, resolveRef, type Repo } from './repo.js';
 import { projectReads, Slicer } from './slices.js';
 
 export type ArchiveFormat = 'zip' | 'tar.gz' | 'tar';
@@ -180,8 +180,8 @@ async function* archiveEntries(repo: Repo, root: Oid, prefix: Buffer): AsyncGene
         yield { path: above.path, mode: DIRECTORY_MODE, oid: above.oid, content: Buffer.alloc(0) };
       }
       // A blob the store lacks is reported here, after every entry before it.
-      if (!object || object.type !== 'blob') throw new MissingObjectError('blob', entry.oid);
-      yield { path: name, mode: parseInt(entry.mode, 8), oid: Buffer.from(entry.oid), content: object.body };
+      const content = bodyOf(object, 'blob', entry.oid);
+      yield { path: name, mode: parseInt(entry.mode, 8), oid: Buffer.from(entry.oid), content };
       if (slicer.due) await slicer.pause();
     }
   }

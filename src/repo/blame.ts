@@ -17,7 +17,7 @@
  * `worktree:<branch>` blames the working tree, as `git blame <path>` in a checkout does: lines not
  * committed yet belong to the all-zero commit, whose parent is the branch head.
  */
-import { TreehouseError, MissingObjectError } from '../errors.js';
+import { TreehouseError } from '../errors.js';
 import { decodeCommit } from '../git/commit.js';
 import { oidToHex, type Oid } from '../git/oid.js';
 import { pathProblem } from '../git/path.js';
@@ -31,7 +31,7 @@ import { treeChanges, type FileVersion } from './diff/treeChanges.js';
 import { LineTable } from './diff/lineTable.js';
 import { diffLineIds, LineClasses } from './merge/lineDiff.js';
 import { PathFilter } from './pathFilter.js';
-import { inReadTx, resolveRef, type Repo } from './repo.js';
+import { bodyOf, inReadTx, resolveRef, type Repo } from './repo.js';
 import { projectReads, Slicer } from './slices.js';
 import { messageForClient } from './signature.js';
 import { TreeLookup } from './treeLookup.js';
@@ -406,8 +406,7 @@ function inLineOrder(suspects: readonly Suspect[]): boolean {
 }
 
 function describeCommit(oid: Oid, object: StoredObject | undefined): BlameCommit {
-  if (!object || object.type !== 'commit') throw new MissingObjectError('commit', oid);
-  const commit = decodeCommit(object.body);
+  const commit = decodeCommit(bodyOf(object, 'commit', oid));
   return {
     message: messageForClient(commit.message),
     author: { name: commit.author.name, email: commit.author.email },

@@ -3,8 +3,8 @@ import { CommitFormatError, decodeCommit, parseHeaders, parseSignature, type Com
 import { oidToHex, type Oid } from '../git/oid.js';
 import type { ProjectReads } from '../store/asyncTypes.js';
 import type { CommitInfo } from '../store/types.js';
+import { bodyOf, requireObject } from './repo.js';
 import { messageForClient } from './signature.js';
-import { MissingObjectError } from '../errors.js';
 
 /** Commits made through the API carry the key id in the author's email: KEY_ID@users.treehouse.invalid. */
 export const AUTHOR_EMAIL_DOMAIN = 'users.treehouse.invalid';
@@ -18,9 +18,7 @@ export interface CommitView {
 }
 
 export async function readCommit(tx: ProjectReads, oid: Oid): Promise<Commit> {
-  const object = await tx.getObject(oid);
-  if (!object || object.type !== 'commit') throw new MissingObjectError('commit', oid);
-  return decodeCommit(object.body);
+  return decodeCommit(await requireObject(tx, oid, 'commit'));
 }
 
 export function commitView(oid: Oid, commit: Commit): CommitView {
@@ -36,9 +34,7 @@ export async function indexedCommitViews(tx: ProjectReads, commits: ReadonlyArra
   if (commits.length === 0) return [];
   const objects = await tx.getObjects(commits.map((commit) => commit.oid));
   return commits.map(({ oid, info }, i) => {
-    const object = objects[i];
-    if (!object || object.type !== 'commit') throw new MissingObjectError('commit', oid);
-    return indexedView(oid, object.body, info);
+    return indexedView(oid, bodyOf(objects[i], 'commit', oid), info);
   });
 }
 

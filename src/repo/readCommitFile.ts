@@ -6,7 +6,7 @@
 import { oidToHex, type Oid } from '../git/oid.js';
 import { pathProblem } from '../git/path.js';
 import { decodeTree, MODE_EXECUTABLE, MODE_FILE, MODE_TREE } from '../git/tree.js';
-import { branchHead, commitTree, inReadTx, objectSize, type Repo } from './repo.js';
+import { bodyOf, branchHead, commitTree, inReadTx, objectSize, type Repo } from './repo.js';
 import { MissingObjectError } from '../errors.js';
 
 export type CommitPathLookup =
@@ -30,9 +30,7 @@ export async function readCommitFile(
     let tree: Oid = await commitTree(tx, await branchHead(tx, input.branch));
     const components = input.path === '' ? [] : input.path.split('/');
     for (let i = 0; i < components.length; i++) {
-      const object = await tx.getObject(tree);
-      if (!object || object.type !== 'tree') throw new MissingObjectError('tree', tree);
-      const entry = decodeTree(object.body).find((candidate) => candidate.name === components[i]);
+      const entry = decodeTree(bodyOf(await tx.getObject(tree), 'tree', tree)).find((candidate) => candidate.name === components[i]);
       if (!entry) return { kind: 'missing' };
       const last = i === components.length - 1;
       if (entry.mode === MODE_TREE) {

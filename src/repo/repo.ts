@@ -72,8 +72,15 @@ export async function objectSize(tx: ProjectReads, oid: Oid): Promise<number | u
 
 /** A stored object of the given type, or an error naming it (a broken invariant: `internal`). */
 export async function requireObject(tx: ProjectReads, oid: Oid, type: 'tree' | 'blob' | 'commit'): Promise<Buffer> {
-  const object = await tx.getObject(oid);
-  if (!object || object.type !== type) throw new MissingObjectError(type, oid);
+  return bodyOf(await tx.getObject(oid), type, oid);
+}
+
+/**
+ * The body of `object`, read for `oid`, when it is the `type` something named it as; else the error
+ * naming it (`context`: where it was named).
+ */
+export function bodyOf(object: { type: string; body: Buffer } | undefined, type: 'tree' | 'blob' | 'commit', oid: Oid | string, context?: string): Buffer {
+  if (!object || object.type !== type) throw new MissingObjectError(type, oid, context);
   return object.body;
 }
 

@@ -5,7 +5,7 @@
 import { oidToHex, type Oid } from '../git/oid.js';
 import { decodeTree, MODE_TREE, type TreeEntry } from '../git/tree.js';
 import type { ProjectReads } from '../store/asyncTypes.js';
-import { MissingObjectError } from '../errors.js';
+import { bodyOf } from './repo.js';
 
 /** Decoded trees kept at most; the cache starts over past this (one request's walk). */
 const CACHED_TREES_MAX = 20_000;
@@ -30,9 +30,7 @@ export class TreeLookup {
     const key = oidToHex(tree);
     let entries = this.trees.get(key);
     if (!entries) {
-      const object = await tx.getObject(tree);
-      if (!object || object.type !== 'tree') throw new MissingObjectError('tree', key);
-      entries = new Map(decodeTree(object.body, true).map((entry) => [entry.name, entry]));
+      entries = new Map(decodeTree(bodyOf(await tx.getObject(tree), 'tree', key), true).map((entry) => [entry.name, entry]));
       if (this.trees.size >= CACHED_TREES_MAX) this.trees.clear();
       this.trees.set(key, entries);
     }

@@ -5,14 +5,14 @@
  * edits (src/repo/snippetEdits.ts) applied to the text the working tree holds in this same
  * transaction, so concurrent batches never edit a stale copy.
  */
-import { TreehouseError, MissingObjectError } from '../errors.js';
+import { TreehouseError } from '../errors.js';
 import { packNameHash } from '../git/nameHash.js';
 import { pathProblem } from '../git/path.js';
 import { hasLoneSurrogate } from '../git/pathBytes.js';
 import { MODE_FILE, MODE_GITLINK, type TreeMode } from '../git/tree.js';
 import { specialFileProblem } from './worktree/specialFiles.js';
 import { decodeContent, type ContentEncoding } from './fileContent.js';
-import { branchHead, inWriteTx, type Repo, type RepoLimits, type WriteTx } from './repo.js';
+import { bodyOf, branchHead, inWriteTx, type Repo, type RepoLimits, type WriteTx } from './repo.js';
 import { applySnippetEdits, EditBudget, type SnippetEdit } from './snippetEdits.js';
 import { WorkingTree } from './worktree/workingTree.js';
 
@@ -116,10 +116,9 @@ async function contentsOf(tx: WriteTx, tree: WorkingTree, writes: readonly Prepa
       continue;
     }
     const file = editableFile(tree, write.path)!;
-    const blob = await tx.getObject(file.oid);
-    if (!blob || blob.type !== 'blob') throw new MissingObjectError('blob', file.oid, `of ${write.path}`);
+    const body = bodyOf(await tx.getObject(file.oid), 'blob', file.oid, `of ${write.path}`);
     const field = `files.${write.index}`;
-    const bytes = await applySnippetEdits({ path: write.path, field }, blob.body, write.edits, budget);
+    const bytes = await applySnippetEdits({ path: write.path, field }, body, write.edits, budget);
     requireWritableContent(limits, write.path, `${field}.edits`, file.mode, bytes);
     contents.push(bytes);
   }

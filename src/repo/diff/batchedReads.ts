@@ -9,7 +9,7 @@
 import type { Oid } from '../../git/oid.js';
 import { decodeTree, MODE_TREE, type TreeEntry } from '../../git/tree.js';
 import type { ProjectReads } from '../../store/asyncTypes.js';
-import { inReadTx, type Repo } from '../repo.js';
+import { bodyOf, inReadTx, type Repo } from '../repo.js';
 import { annexedSize, SIZE_UNKNOWN } from '../worktree/workingDir.js';
 import type { BlobAccess } from './renames.js';
 import { MissingObjectError } from '../../errors.js';
@@ -60,11 +60,6 @@ export function batchEnds(sizes: ReadonlyArray<number | undefined>): number[] {
   return ends;
 }
 
-/** A blob's bytes, or the error for one the store lacks. */
-function blobBody(object: { type: string; body: Buffer } | undefined, oid: Oid): Buffer {
-  if (!object || object.type !== 'blob') throw new MissingObjectError('blob', oid);
-  return object.body;
-}
 
 /** Blob reads with their batched forms, each call a read of its own (walks pause between them). */
 export function blobReads(repo: Repo): Required<BlobAccess> {
@@ -72,7 +67,7 @@ export function blobReads(repo: Repo): Required<BlobAccess> {
   const readBlobs = async (oids: readonly Oid[]): Promise<Buffer[]> => {
     if (oids.length === 0) return [];
     const objects = await inReadTx(repo, (tx) => tx.getObjects(oids));
-    return objects.map((object, i) => blobBody(object, oids[i]));
+    return objects.map((object, i) => bodyOf(object, 'blob', oids[i]));
   };
   return {
     readBlob: async (oid) => (await readBlobs([oid]))[0],
@@ -114,7 +109,7 @@ export async function* blobBatches(
  */
 export async function visitBlobs(reads: ProjectReads, oids: readonly Oid[], visit: (body: Buffer, index: number) => boolean): Promise<number> {
   if (oids.length === 0) return 0;
-  const each = (object: { type: string; body: Buffer } | undefined, index: number) => visit(blobBody(object, oids[index]), index);
+  const each = (object: { type: string; body: Buffer } | undefined, index: number) => visit(bodyOf(object, 'blob', oids[index]), index);
   if (reads.visitObjects) return reads.visitObjects(oids, each);
   const objects = await reads.getObjects(oids);
   for (let i = 0; i < objects.length; i++) if (!each(objects[i], i)) return i + 1;

@@ -18,7 +18,7 @@ import { isAncestor } from '../ancestry.js';
 import { computeMerge, type CommitGraph } from './mergeBase.js';
 import type { DecidedEntry, MergeObjects, StagedObjects, TreeMergeOutcome } from './mergeTrees.js';
 import { requireCleanWorkingTree, requireUnlockedChanges, resetWorkingTree } from '../worktree/moveWorkingTree.js';
-import { branchHead, commitTree, headMatches, inWriteTx, type ReadTx, type Repo, type WriteTx } from '../repo.js';
+import { bodyOf, branchHead, commitTree, headMatches, inWriteTx, type ReadTx, type Repo, type WriteTx } from '../repo.js';
 import { prepareResolutions, requireNoResolutions, resolveConflicts, type MergeResolution, type PreparedResolution } from './resolveConflicts.js';
 import { specialFileProblem } from '../worktree/specialFiles.js';
 import { writeCommit, type CommitAuthors } from '../writeCommit.js';
@@ -161,11 +161,7 @@ async function requireStorableResult(outcome: Pick<TreeMergeOutcome, 'pathDepthM
  */
 export function mergeObjects(tx: ReadTx): MergeObjects {
   const getObject = batchedReads<StoredObject | undefined>((oids) => tx.getObjects(oids));
-  const read = async (oid: Oid, type: 'tree' | 'blob') => {
-    const object = await getObject(oid);
-    if (!object || object.type !== type) throw new MissingObjectError(type, oid);
-    return object.body;
-  };
+  const read = async (oid: Oid, type: 'tree' | 'blob') => bodyOf(await getObject(oid), type, oid);
   return {
     // getObjects returns copies, so the entries' ids may be views into them.
     readTree: async (oid) => decodeTree(await read(oid, 'tree'), true),
