@@ -11,6 +11,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { SourceTree, writeFilesToDirectory } from '../../fixtures/sourceTree.js';
 import { strictClone } from '../support/clones.js';
 import { gitAsyncOk, scratchDir } from '../support/git.js';
+import { remoteUrl } from '../support/history.js';
 import { startServerProcess, type ServerProcess } from '../support/process.js';
 
 const ROUNDS = 3;
@@ -42,7 +43,8 @@ describe('kill -9 under a mixed load', () => {
     const id = (await call('POST', '/projects', { title: 'Crash' })).body.project.id as string;
     expect((await call('POST', `/projects/${id}/files/batch`, { files: [...tree.files()].map((file) => ({ path: file.path, content: file.content.toString('utf8') })) })).status).toBe(200);
     expect((await call('POST', `/projects/${id}/git/commit`, { message: 'Seed' })).status).toBe(201);
-    const remote = () => `${server.url.replace('http://', `http://git:${key}@`)}/git/${id}.git`;
+    // Read at each call: the server restarts on another port.
+    const remote = () => remoteUrl({ url: server.url, key }, id);
     const pushClone = join(work.path, 'push');
     await gitAsyncOk(['clone', '-q', remote(), pushClone]);
     await gitAsyncOk(['checkout', '-q', '-b', 'pushes'], { cwd: pushClone });

@@ -15,6 +15,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SourceTree, writeFilesToDirectory } from '../../fixtures/sourceTree.js';
 import { strictClone } from '../support/clones.js';
 import { gitAsyncOk, scratchDir } from '../support/git.js';
+import { remoteUrl } from '../support/history.js';
 import { startTestServer, type TestServer } from '../support/server.js';
 
 const DURATION_MS = Number(process.env.TREEHOUSE_MIXED_LOAD_MS ?? 8_000);
@@ -38,7 +39,7 @@ describe('a mixed load on one project', () => {
     const files = [...tree.files()].map((file) => ({ path: file.path, content: file.content.toString('utf8') }));
     expect((await server.call('POST', `/api/v1/projects/${id}/files/batch`, { files })).status).toBe(200);
     expect((await server.call('POST', `/api/v1/projects/${id}/git/commit`, { message: 'Seed' })).status).toBe(201);
-    const remote = `${server.url.replace('http://', `http://git:${server.key}@`)}/git/${id}.git`;
+    const remote = remoteUrl(server, id);
     const pushClone = join(work.path, 'push');
     await gitAsyncOk(['clone', '-q', remote, pushClone]);
     await gitAsyncOk(['checkout', '-q', '-b', 'pushes'], { cwd: pushClone });

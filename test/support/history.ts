@@ -37,7 +37,8 @@ export interface ClonedProject {
   root: string;
 }
 
-export function remoteUrl(server: TestServer, projectId: string): string {
+/** A project's git remote on `server`, its key as the password (a test server, or a server process and its key). */
+export function remoteUrl(server: Pick<TestServer, 'url' | 'key'>, projectId: string): string {
   return `${server.url.replace('http://', `http://git:${server.key}@`)}/git/${projectId}.git`;
 }
 
