@@ -320,6 +320,17 @@ export interface AsyncStore extends Partial<PackFormBacklog> {
    * write callbacks would otherwise be replayed (LMDB). Answers as putObjectsAsForms.
    */
   putFormsAlone?(project: number, entries: readonly ReceivedForm[], depthMax: number): Promise<boolean[]>;
+  /**
+   * Optional, for a project number reserved for a git seed (nobody else writes it): from now until
+   * settleForms, the backend may hold back part of what writes store for it (LMDB: the pointers of
+   * pack-ready forms, to put them in key order at the end), so those forms read as absent meanwhile.
+   */
+  holdForms?(project: number): void;
+  /**
+   * Ends holdForms: with `keep`, what was held is stored now; without (the seed failed, and its
+   * number will be dropped), it is let go.
+   */
+  settleForms?(project: number, keep: boolean): Promise<void>;
   /** Called after each committed write with the objects it stored, per project (the deflate cache). */
   onObjectsStored(listener: (project: number, stored: NewObject[]) => void): void;
   /** Called after each write transaction, committed or not, with how long it took (metrics). */

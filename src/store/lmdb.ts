@@ -61,6 +61,7 @@ import {
 } from './types.js';
 import { decodeCommitInfo, encodeCommitInfo, commitInfoFromBody } from './commitIndex.js';
 import { LmdbAsyncStore, RAW_REMOVED_SINCE_REPACK_PREFIX, REMOVED_SINCE_REPACK_PREFIX } from './lmdbAsync.js';
+import { HeldForms, type HeldForm } from './heldForms.js';
 import { LruCache } from './lruCache.js';
 import { RecentObjects } from './recentObjects.js';
 import type { ObjectCursor, UndeflatedPage } from './asyncTypes.js';
@@ -149,7 +150,7 @@ const REBUILT_CACHE_ENTRY_BYTES_MAX = 8 * 1024 * 1024;
 const SHELF_POINTER = 0;
 const SHELF_ID_BYTES = 8;
 const SHELF_POINTER_BYTES = 1 + SHELF_ID_BYTES + 4 + 4;
-const SHELF_BYTES_MAX = 64 * 1024;
+const SHELF_BYTES_MAX = Number(process.env.TH_SHELF ?? 64 * 1024);
 const SHELF_ENTRIES_MIN = 16;
 const SHELF_VALUE_BYTES_MAX = 16 * 1024;
 /** Shelves kept in memory for reads (copies; lmdb-js copies a value on every read anyway). */
@@ -371,6 +372,7 @@ export class LmdbStore implements Store {
   /** @internal Bodies rebuilt from pack-ready forms (see LruCache). */
   readonly rebuilt = new LruCache<string, StoredObject>(REBUILT_CACHE_BYTES, REBUILT_CACHE_ENTRY_BYTES_MAX, (object) => object.body.length);
   /** @internal Shelves read lately (copies), by project prefix and shelf id. */
+  private readonly heldForms = new Map<number, HeldForms>();
   readonly shelfCache = new LruCache<number, CachedShelf>(SHELF_CACHE_BYTES, SHELF_BYTES_MAX + SHELF_VALUE_BYTES_MAX, (shelf) => shelf.bytes.length);
   /** See VALUE_SCRATCH_BYTES; one per store, since write transactions never overlap. */
   private readonly valueScratch = Buffer.allocUnsafeSlow(VALUE_SCRATCH_BYTES);
@@ -568,6 +570,35 @@ export class LmdbStore implements Store {
    * the event loop never waits for the disk; several writes that queue up meanwhile share one commit.
    * The promise resolves after `flushed`, when the commit is durable, so the caller may acknowledge it.
    */
+  /**
+   * Holds back, from now until releaseHeldForms(project), the `packed` pointers of the forms every
+   * write puts for `project` (src/store/heldForms.ts): a number reserved for a seed, which nobody
+   * else writes. Reads miss them meanwhile.
+   */
+  holdForms(project: number): HeldForms {
+    let held = this.heldForms.get(project);
+    if (!held) this.heldForms.set(project, (held = new HeldForms()));
+    return held;
+  }
+
+  /** Stops holding `project`'s pointers; what is held (HeldForms.drain()) is the caller's to put or let go. */
+  releaseHeldForms(project: number): HeldForms | undefined {
+    const held = this.heldForms.get(project);
+    this.heldForms.delete(project);
+    return held;
+  }
+
+  /** @internal The pointers held for `project`, if any (LmdbTx). */
+  heldFormsOf(project: number): HeldForms | undefined {
+    return this.heldForms.size === 0 ? undefined : this.heldForms.get(project);
+  }
+
+  /** Puts held pointers (a run of HeldForms.drain(), in key order) into `packed`. */
+  putHeldPointers(tx: StoreWriteTx, entries: ReadonlyArray<{ key: Buffer; value: Buffer }>): void {
+    if (!(tx instanceof LmdbTx)) throw new Error('held forms need an LMDB write');
+    tx.putHeldPointers(entries);
+  }
+
   async write<T>(action: (tx: StoreWriteTx) => T, options: { afterCommit?: () => void } = {}): Promise<T> {
     this.assertOpen();
     const stored = new Map<number, NewObject[]>();
@@ -612,6 +643,7 @@ export class LmdbStore implements Store {
     // its batch), it would hold this write's acknowledgement until that one is durable too.
     const flushed = new Promise<void>((resolve, reject) => this.env.flushed.then(() => resolve(), reject));
     this.recent.forget((tx as LmdbTx | null)?.recentMoved ?? []);
+    for (const [project, added] of (tx as LmdbTx | null)?.heldAdded ?? []) this.heldForms.get(project)?.take(added);
     options.afterCommit?.();
     await flushed;
     this.noteWriteDone(started, true);
@@ -688,6 +720,9 @@ export class LmdbStore implements Store {
 }
 
 class LmdbTx implements StoreWriteTx {
+  /** Forms this transaction shelved with their pointers held back (LmdbStore.holdForms), by project. */
+  readonly heldAdded = new Map<number, HeldForm[]>();
+
   constructor(
     private readonly store: LmdbStore,
     private readonly writable: boolean,
@@ -843,33 +878,63 @@ class LmdbTx implements StoreWriteTx {
    * check and the put); false when it had.
    */
   putFormIfAbsent(project: number, key: Buffer, value: Buffer): boolean {
+    const held = this.store.heldFormsOf(project);
+    if (held) return this.holdForm(project, held, key, value);
     const { deflated } = this.store.dbs;
     if (value.length > SHELF_VALUE_BYTES_MAX) return putIfAbsent(deflated, key, value);
-    let shelf = this.openShelves.get(project);
-    if (!shelf) this.openShelves.set(project, (shelf = new ShelfBuilder()));
+    const shelf = this.shelfFor(project, value.length);
     if (!putIfAbsent(deflated, key, shelf.pointerToNext(value))) return false;
     shelf.add(key, value);
-    if (shelf.bytes >= SHELF_BYTES_MAX) {
-      this.closeShelf(project, shelf);
-      this.openShelves.delete(project);
-    }
     return true;
+  }
+
+  /**
+   * Shelves a form whose pointer is held back (putReceivedFormsHeld), unless `packed` has one;
+   * false when it had.
+   */
+  holdForm(project: number, held: HeldForms, key: Buffer, value: Buffer): boolean {
+    const depths = this.formDepthsPut(project);
+    const depth = (value[0] & DELTA_FLAG) === 0 ? 0 : value[PACKED_HEADER_BYTES + 4];
+    if (held.depths.has(key, PROJECT_PREFIX_BYTES) || depths.has(key, PROJECT_PREFIX_BYTES) || this.store.dbs.deflated.doesExist(key)) return false;
+    const pointer = value.length > SHELF_VALUE_BYTES_MAX ? value : this.shelfFor(project, value.length).add(key, value);
+    let added = this.heldAdded.get(project);
+    if (!added) this.heldAdded.set(project, (added = []));
+    added.push({ key, value: pointer, depth });
+    depths.add(key, PROJECT_PREFIX_BYTES, depth);
+    return true;
+  }
+
+  /** Puts pointers held back by putReceivedFormsHeld, in the order given (key order). */
+  putHeldPointers(entries: ReadonlyArray<{ key: Buffer; value: Buffer }>): void {
+    this.assertWritable();
+    const { deflated } = this.store.dbs;
+    for (const { key, value } of entries) deflated.putSync(key, value);
   }
 
   /** Puts a pack-ready form under `key`, which the caller has found absent from `packed`. */
   putForm(project: number, key: Buffer, value: Buffer): void {
+    const held = this.store.heldFormsOf(project);
+    if (held) {
+      this.holdForm(project, held, key, value);
+      return;
+    }
     const { deflated } = this.store.dbs;
     if (value.length > SHELF_VALUE_BYTES_MAX) {
       deflated.putSync(key, value);
       return;
     }
+    deflated.putSync(key, this.shelfFor(project, value.length).add(key, value));
+  }
+
+  /** The project's open shelf with room for `bytes` more; a full one is written first. */
+  shelfFor(project: number, bytes: number): ShelfBuilder {
     let shelf = this.openShelves.get(project);
-    if (!shelf) this.openShelves.set(project, (shelf = new ShelfBuilder()));
-    deflated.putSync(key, shelf.add(key, value));
-    if (shelf.bytes >= SHELF_BYTES_MAX) {
-      this.closeShelf(project, shelf);
-      this.openShelves.delete(project);
+    if (shelf && shelf.bytes > 0 && shelf.bytes + bytes > SHELF_BYTES_MAX) {
+      this.closeShelf(project, shelf, true);
+      shelf = undefined;
     }
+    if (!shelf) this.openShelves.set(project, (shelf = new ShelfBuilder()));
+    return shelf;
   }
 
   /** A form in a shelf this transaction has not written yet, if `id` names one. */
@@ -880,13 +945,19 @@ class LmdbTx implements StoreWriteTx {
 
   /** Writes every open shelf; the transaction's last step. */
   closeShelves(): void {
-    for (const [project, shelf] of this.openShelves) this.closeShelf(project, shelf);
+    for (const [project, shelf] of this.openShelves) this.closeShelf(project, shelf, false);
     this.openShelves.clear();
+    this.projectsShelved.clear();
   }
 
-  private closeShelf(project: number, shelf: ShelfBuilder): void {
+  /** Projects that had a full shelf written in this transaction. */
+  private readonly projectsShelved = new Set<number>();
+
+  private closeShelf(project: number, shelf: ShelfBuilder, full: boolean): void {
     const { deflated, shelves } = this.store.dbs;
-    if (shelf.keys.length < SHELF_ENTRIES_MIN) {
+    if (full) this.projectsShelved.add(project);
+    // (A held form's pointer is given already: it stays in its shelf, however few share it.)
+    else if (!this.store.heldFormsOf(project) && !this.projectsShelved.has(project) && shelf.keys.length < SHELF_ENTRIES_MIN) {
       shelf.keys.forEach((key, index) => deflated.putSync(key, shelf.values[index]));
       return;
     }
@@ -1103,7 +1174,10 @@ class LmdbProjectTx implements ProjectWriteTx {
     const key = this.objectKey(oid);
     const raw = this.rawValue(key, true);
     if (!raw) return;
-    putIfAbsent(this.store.dbs.deflated, key, packedValue(valueTypeCode(raw), valueBodyLength(raw), deflated, null));
+    const value = packedValue(valueTypeCode(raw), valueBodyLength(raw), deflated, null);
+    const held = this.store.heldFormsOf(this.project);
+    if (held) this.parent.holdForm(this.project, held, key, value);
+    else putIfAbsent(this.store.dbs.deflated, key, value);
   }
 
   putDeflatedDelta(oid: Oid, delta: DeltaForm, deflated: Buffer): boolean {
@@ -1112,7 +1186,9 @@ class LmdbProjectTx implements ProjectWriteTx {
     if (this.store.dbs.deflated.doesExist(key) || !this.deltaFits(oid, delta)) return false;
     const raw = this.rawValue(key, true);
     if (!raw) return false;
-    if (!putIfAbsent(this.store.dbs.deflated, key, packedValue(valueTypeCode(raw), valueBodyLength(raw), deflated, delta))) return false;
+    const value = packedValue(valueTypeCode(raw), valueBodyLength(raw), deflated, delta);
+    const held = this.store.heldFormsOf(this.project);
+    if (!(held ? this.parent.holdForm(this.project, held, key, value) : putIfAbsent(this.store.dbs.deflated, key, value))) return false;
     // Its base must stay while this form does: a collector keeps what a journalled id's form names.
     this.journalled(oid);
     return true;
@@ -1161,12 +1237,13 @@ class LmdbProjectTx implements ProjectWriteTx {
     if (entries.some(({ type }) => type === 'commit')) throw new Error('a commit is stored whole (putObjectWithId), so it is indexed');
     const { objects, deflated: packed } = this.store.dbs;
     const depths = this.parent.formDepthsPut(this.project);
+    const held = this.store.heldFormsOf(this.project);
     const deepest = Math.min(depthMax, PACKED_DEPTH_MAX);
     const answers = new Array<boolean>(entries.length).fill(false);
     for (let i = 0; i < entries.length; i++) {
       const { oid, type, inflatedBytes, deflated, delta } = entries[i];
       const key = this.objectKey(oid);
-      if (objects.doesExist(key) || this.store.recent.has(key)) {
+      if (objects.doesExist(key) || this.store.recent.has(key) || (held && (held.depths.has(oid) || depths.has(oid)))) {
         answers[i] = true;
         continue;
       }
@@ -1179,7 +1256,7 @@ class LmdbProjectTx implements ProjectWriteTx {
         }
         // A base this transaction put (most are) is not read back.
         let baseDepth = depths.get(delta.base);
-        if (baseDepth < 0) baseDepth = this.storedFormDepth(delta.base);
+                if (baseDepth < 0) baseDepth = this.storedFormDepth(delta.base);
         if (baseDepth < 0 || baseDepth + 1 > deepest) {
           answers[i] = packed.doesExist(key);
           continue;
@@ -1187,8 +1264,9 @@ class LmdbProjectTx implements ProjectWriteTx {
         depth = baseDepth + 1;
       }
       answers[i] = true;
+      const value = packedValue(TYPE_CODES[type], inflatedBytes, deflated, delta ? { base: delta.base, bytes: delta.bytes, depth } : null);
       // (A form there already is kept, and so is its depth.)
-      if (!this.parent.putFormIfAbsent(this.project, key, packedValue(TYPE_CODES[type], inflatedBytes, deflated, delta ? { base: delta.base, bytes: delta.bytes, depth } : null))) continue;
+      if (!this.parent.putFormIfAbsent(this.project, key, value)) continue;
       this.journalled(oid);
       depths.add(oid, 0, depth);
     }
@@ -1204,6 +1282,12 @@ class LmdbProjectTx implements ProjectWriteTx {
 
   /** The depth of `oid`'s stored pack-ready form (0 for a whole stream), or -1 when it has none. */
   private storedFormDepth(oid: Oid): number {
+    const held = this.store.heldFormsOf(this.project);
+    if (held) {
+      // Held back (LmdbStore.holdForms): by an earlier write, or by this one.
+      const depth = Math.max(held.depths.get(oid), this.parent.formDepthsPut(this.project).get(oid));
+      if (depth >= 0) return depth;
+    }
     const form = this.readPacked(this.objectKey(oid));
     if (!form) return -1;
     return (form[0] & DELTA_FLAG) === 0 ? 0 : form[PACKED_HEADER_BYTES + 4];

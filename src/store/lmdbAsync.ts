@@ -40,6 +40,7 @@ import type {
   UndeflatedPage,
 } from './asyncTypes.js';
 import { commitInfoFromBody } from './commitIndex.js';
+import type { HeldForms } from './heldForms.js';
 import type { LmdbStore } from './lmdb.js';
 import {
   RefChangedError,
@@ -76,6 +77,13 @@ const SHELF_LIVE_SHARE_MIN = 0.75;
 /** Entries, and bytes of values, a repack write takes out and puts back: a few milliseconds. */
 const REPACK_ENTRIES = 4_000;
 const REPACK_BYTES = 1024 * 1024;
+
+/**
+ * Held pointers (src/store/heldForms.ts) put per write: in key order, a few milliseconds each; and
+ * how many a seed holds at most before it puts them (some 60 bytes each in memory).
+ */
+const HELD_POINTERS_PER_WRITE = 4_096;
+const HELD_POINTERS_MAX = 1_000_000;
 
 /** Objects a write should store at most (AsyncStore.writeObjectsMax): its replay, in one piece on the event loop, some 17 ms. */
 const WRITE_OBJECTS_MAX = 500;
@@ -948,7 +956,29 @@ export class LmdbAsyncStore implements AsyncStore {
 
   async putFormsAlone(project: number, entries: readonly ReceivedForm[], depthMax: number): Promise<boolean[]> {
     if (entries.length === 0) return [];
-    return this.writeAlone((tx) => tx.project(project).putReceivedForms(entries, depthMax));
+    const answers = await this.writeAlone((tx) => tx.project(project).putReceivedForms(entries, depthMax));
+    // A history too large to hold every pointer of: what is held goes in now, sorted still.
+    const held = this.sync.heldFormsOf(project);
+    if (held && held.size >= HELD_POINTERS_MAX) await this.putHeldPointers(held);
+    return answers;
+  }
+
+  holdForms(project: number): void {
+    this.sync.holdForms(project);
+  }
+
+  async settleForms(project: number, keep: boolean): Promise<void> {
+    const held = this.sync.releaseHeldForms(project);
+    if (held && keep) await this.putHeldPointers(held);
+  }
+
+  private async putHeldPointers(held: HeldForms): Promise<void> {
+    const entries = held.drain();
+    for (let start = 0; start < entries.length; start += HELD_POINTERS_PER_WRITE) {
+      const run = entries.slice(start, start + HELD_POINTERS_PER_WRITE);
+      await this.writeAlone((tx) => this.sync.putHeldPointers(tx, run));
+      if (start + HELD_POINTERS_PER_WRITE < entries.length) await turn();
+    }
   }
 
   async dropProjectKeys(project: number, keysMax: number): Promise<number> {

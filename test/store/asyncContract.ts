@@ -740,6 +740,41 @@ export function asyncStoreContract(backendName: string, openStore: () => AsyncSt
               expect(await p.getObjects([strangerOid])).toEqual([{ type: 'blob', body: stranger }]);
             });
           });
+
+          it('held (holdForms): the same answers and depths across writes, a commit\'s form too, read once settled; let go without keep', async () => {
+            const project = freshProject();
+            const { versions, oids, deltas, entry } = receivedVersions();
+            store.holdForms?.(project);
+            expect(await store.putFormsAlone!(project, [0, 1, 2].map(entry), 50)).toEqual([true, true, true]);
+            // A duplicate across writes, a delta on a base held by an earlier write, and one over the depth limit.
+            expect(await store.putFormsAlone!(project, [entry(2), entry(3), entry(4)], 50)).toEqual([true, true, true]);
+            expect(await store.putFormsAlone!(project, [entry(5), entry(6)], 5)).toEqual([true, false]);
+            const commit = Buffer.from(`tree ${EMPTY_TREE_HEX}\nauthor A <a@example.com> 1 +0000\ncommitter A <a@example.com> 1 +0000\n\nheld\n`);
+            const commitOid = await store.write(async (tx) => {
+              const p = formWrites(tx.project(project));
+              const oid = p.putObject('commit', commit);
+              p.putDeflated(oid, deflateSync(commit));
+              return oid;
+            });
+            await store.settleForms?.(project, true);
+            await store.read(async (tx) => {
+              const p = formReads(tx.project(project));
+              expect(await p.getObjects(oids.slice(0, 6))).toEqual(versions.slice(0, 6).map((body) => ({ type: 'blob', body })));
+              expect((await p.getDeflated(oids.slice(0, 7))).map((form) => (form ? (form.delta?.depth ?? 0) : null))).toEqual([0, 1, 2, 3, 4, 5, null]);
+              expect((await p.getDeflated([oids[3]]))[0]!.deflated).toEqual(deflateSync(deltas[3]!));
+              expect((await p.getDeflated([commitOid]))[0]!.deflated).toEqual(deflateSync(commit));
+            });
+            if (!store.holdForms) return;
+            // Let go: nothing of it is read, then or after another write.
+            const other = freshProject();
+            store.holdForms(other);
+            expect(await store.putFormsAlone!(other, [0, 1].map(entry), 50)).toEqual([true, true]);
+            await store.settleForms!(other, false);
+            await store.write(async (tx) => void tx.project(other).putObject('blob', Buffer.from('after')));
+            await store.read(async (tx) => {
+              expect(await formReads(tx.project(other)).getDeflated([oids[0], oids[1]])).toEqual([undefined, undefined]);
+            });
+          });
         });
       }
 

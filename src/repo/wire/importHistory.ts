@@ -210,11 +210,21 @@ export async function storeHistoryObjects(repo: Pick<Repo, 'store' | 'project'>,
   // stores its base or a later one (src/repo/wire/packedForms.ts); commits after them, parents first.
   const commits = history.objects.filter((object) => object.type === 'commit');
   const contents = history.objects.filter((object) => object.type !== 'commit');
-  // Nobody refers to them yet (the project is reserved, not created): in writes of their own when
-  // the store can (half the work of a write whose callback is replayed), else with the rest.
-  const unkept = await storeFormsAlone(repo.store, repo.project, formsInBaseOrder(contents));
-  const ordered = [...unkept, ...contents.filter((object) => !object.packed), ...commits];
-  const late = await storeReceivedObjectsInWrites(repo.store, repo.project, ordered);
+  // The store may hold back part of these writes and store it in an order of its own at the end
+  // (AsyncStore.holdForms): nobody reads the reserved number meanwhile.
+  repo.store.holdForms?.(repo.project);
+  let late: PackObject[];
+  try {
+    // Nobody refers to them yet (the project is reserved, not created): in writes of their own when
+    // the store can (half the work of a write whose callback is replayed), else with the rest.
+    const unkept = await storeFormsAlone(repo.store, repo.project, formsInBaseOrder(contents));
+    const ordered = [...unkept, ...contents.filter((object) => !object.packed), ...commits];
+    late = await storeReceivedObjectsInWrites(repo.store, repo.project, ordered);
+  } catch (error) {
+    await repo.store.settleForms?.(repo.project, false);
+    throw error;
+  }
+  await repo.store.settleForms?.(repo.project, true);
   // An entry whose delta base came in a later write (commits against commits, rarely), once all are stored.
   if (late.length > 0) {
     await repo.store.write(async (store) => {
@@ -232,7 +242,8 @@ export async function indexHistoryCommits(repo: Pick<Repo, 'store' | 'project'>,
   try {
     const listed = await history.commitObjects();
     if (listed.size === 0) return;
-    const commits = history.objects.filter((object) => object.type === 'commit');
+    // In id order: each list lands at the end of the page before it, which LMDB then leaves full.
+    const commits = history.objects.filter((object) => object.type === 'commit').sort((a, b) => Buffer.compare(a.oid, b.oid));
     await repo.store.write(async (store) => {
       const tx = store.project(repo.project);
       for (const commit of commits) {

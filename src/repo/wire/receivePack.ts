@@ -248,7 +248,9 @@ async function indexCommitObjects(repo: Repo, objects: PackObject[], lists: Prom
     if (listed.size === 0) return;
     await repo.store.write(async (store) => {
       const tx = store.project(repo.project);
-      for (const [index, list] of listed) tx.putCommitObjects(objects[index].oid, list);
+      // In id order: each list lands at the end of the page before it, which LMDB then leaves full.
+      const ordered = [...listed].sort(([a], [b]) => Buffer.compare(objects[a].oid, objects[b].oid));
+      for (const [index, list] of ordered) tx.putCommitObjects(objects[index].oid, list);
     });
   } catch {
     // Only an index: see above.

@@ -1,0 +1,45 @@
+/**
+ * Forms a git seed stores in several writes (LmdbAsyncStore.putFormsAlone) whose `packed` pointers
+ * are held back and put at the end, sorted by key, in writes of their own (LmdbStore.putHeldPointers).
+ * A seed's ids are random, so each of its writes put pointers all over the project's keys: every
+ * write copied nearly every leaf page of `packed` (leaving them two thirds full), and the pages it
+ * freed could serve only the writes after the next one, so the data file grew by that copy each
+ * time. Put in key order into the project's empty range, each pointer lands at the end of a page,
+ * which LMDB then leaves full, and a write copies only the pages it appends to.
+ */
+import { OidTable } from '../git/oidTable.js';
+
+/** Bytes before the id in a project's key (lmdb.ts). */
+const PROJECT_PREFIX_BYTES = 4;
+
+/** A form a write shelved with its pointer held back: its `packed` key and value, and its chain depth. */
+export interface HeldForm {
+  key: Buffer;
+  value: Buffer;
+  depth: number;
+}
+
+export class HeldForms {
+  /** Each held form's chain depth (0 for a whole stream), by id. */
+  readonly depths = new OidTable();
+  /** `packed` keys and values (a shelf pointer, or a form of its own), in the order put. */
+  private entries: Array<{ key: Buffer; value: Buffer }> = [];
+
+  get size(): number {
+    return this.entries.length;
+  }
+
+  /** Takes what a committed write held back. */
+  take(added: readonly HeldForm[]): void {
+    for (const { key, value, depth } of added) {
+      if (this.depths.add(key, PROJECT_PREFIX_BYTES, depth)) this.entries.push({ key, value });
+    }
+  }
+
+  /** The entries in key order, once: the list is empty afterwards (the depths stay). */
+  drain(): Array<{ key: Buffer; value: Buffer }> {
+    const sorted = this.entries.sort((a, b) => Buffer.compare(a.key, b.key));
+    this.entries = [];
+    return sorted;
+  }
+}
