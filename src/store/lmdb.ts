@@ -142,15 +142,18 @@ const REBUILT_CACHE_ENTRY_BYTES_MAX = 8 * 1024 * 1024;
  * of random keys about two thirds full, plus a node header per value: a history's 43,000 forms of
  * 200 bytes each took 16 MB of pages for 8.6 MB of forms; a shelf is written once, whole, on pages
  * of its own. A transaction that puts fewer than SHELF_ENTRIES_MIN forms for a project keeps them
- * as values of their own, and so does a form larger than SHELF_VALUE_BYTES_MAX (its own overflow
- * pages waste little). The deflate cache's forms (putDeflated*) stay values of their own: it may
- * fill them in any order (a restart catches up in id order), and a shelf of unrelated objects
- * would make every read of a walk load another shelf.
+ * as values of their own (unless it has filled a shelf already, or their pointers are held for a
+ * seed: src/store/heldForms.ts), and so does a form larger than SHELF_VALUE_BYTES_MAX (its own
+ * overflow pages waste little). The deflate cache's forms (putDeflated*) stay values of their own:
+ * it may fill them in any order (a restart catches up in id order), and a shelf of unrelated
+ * objects would make every read of a walk load another shelf. A seed's commits are the exception:
+ * their pack entries are shelved in the order the seed stores them (parents first).
  */
 const SHELF_POINTER = 0;
 const SHELF_ID_BYTES = 8;
 const SHELF_POINTER_BYTES = 1 + SHELF_ID_BYTES + 4 + 4;
-const SHELF_BYTES_MAX = Number(process.env.TH_SHELF ?? 64 * 1024);
+/** A shelf is closed before a form would take it past this: 16 overflow pages of 4 KB, less the first page's header. */
+const SHELF_BYTES_MAX = 64 * 1024 - 16;
 const SHELF_ENTRIES_MIN = 16;
 const SHELF_VALUE_BYTES_MAX = 16 * 1024;
 /** Shelves kept in memory for reads (copies; lmdb-js copies a value on every read anyway). */
