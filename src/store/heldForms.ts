@@ -36,10 +36,28 @@ export class HeldForms {
     }
   }
 
-  /** The entries in key order, once: the list is empty afterwards (the depths stay). */
-  drain(): Array<{ key: Buffer; value: Buffer }> {
-    const sorted = this.entries.sort((a, b) => Buffer.compare(a.key, b.key));
+  /**
+   * The entries in key order, in runs of about `runLength`, once: the list is empty afterwards (the
+   * depths stay). Sorted a run at a time, so the caller can give the event loop a turn between
+   * runs: one sort of a seed's 43,000 keys through Buffer.compare held it for 90-150 ms.
+   */
+  *drain(runLength: number): Generator<Array<{ key: Buffer; value: Buffer }>> {
+    // Bucketed on the id's first byte (a project's keys share their prefix); within a bucket, on
+    // the next 8 bytes as two numbers and the keys themselves only on a tie.
+    const buckets: Array<Array<{ key: Buffer; value: Buffer }>> = Array.from({ length: 256 }, () => []);
+    for (const entry of this.entries) buckets[entry.key[PROJECT_PREFIX_BYTES]].push(entry);
     this.entries = [];
-    return sorted;
+    let run: Array<{ key: Buffer; value: Buffer }> = [];
+    for (const bucket of buckets) {
+      const keyed = bucket.map((entry) => ({ entry, high: entry.key.readUInt32BE(PROJECT_PREFIX_BYTES + 1), low: entry.key.readUInt32BE(PROJECT_PREFIX_BYTES + 5) }));
+      keyed.sort((a, b) => a.high - b.high || a.low - b.low || Buffer.compare(a.entry.key, b.entry.key));
+      for (const { entry } of keyed) run.push(entry);
+      if (run.length >= runLength) {
+        yield run;
+        run = [];
+      }
+    }
+    if (run.length > 0) yield run;
   }
+
 }

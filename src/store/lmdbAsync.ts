@@ -973,13 +973,14 @@ export class LmdbAsyncStore implements AsyncStore {
   }
 
   private async putHeldPointers(held: HeldForms): Promise<void> {
-    const entries = held.drain();
-    for (let start = 0; start < entries.length; start += HELD_POINTERS_PER_WRITE) {
-      const run = entries.slice(start, start + HELD_POINTERS_PER_WRITE);
+    let first = true;
+    for (const run of held.drain(HELD_POINTERS_PER_WRITE)) {
+      if (!first) await turn();
+      first = false;
       await this.writeAlone((tx) => this.sync.putHeldPointers(tx, run));
-      if (start + HELD_POINTERS_PER_WRITE < entries.length) await turn();
     }
   }
+
 
   async dropProjectKeys(project: number, keysMax: number): Promise<number> {
     return this.writeAlone((tx) => tx.dropProjectKeys(project, keysMax));
