@@ -106,6 +106,17 @@ export interface EventPage {
   next_after: string;
 }
 
+/** A change waiting to run (EventLog.changeOfProject), and how its caller is answered. */
+interface PendingChange {
+  action: (tx: AsyncStoreWriteTx, announce: Announce) => Promise<unknown>;
+  join?: ChangeJoin;
+  resolve?: (value: unknown) => void;
+  reject?: (error: unknown) => void;
+}
+
+/** Changes of one project run together in one transaction at most. */
+const COMBINED_CHANGES_MAX = 16;
+
 /** How often the pruning job runs. */
 const PRUNE_EVERY_MS = 60 * 60_000;
 
@@ -136,23 +147,100 @@ export class EventLog {
    * this change's transaction (ChangeJoin).
    */
   async change<T>(action: (tx: AsyncStoreWriteTx, announce: Announce) => Promise<T>, join?: ChangeJoin): Promise<T> {
-    let appended: ChangeEvent[] = [];
-    let afterCommit: AfterCommit | void = undefined;
-    const result = await this.store.write(async (tx) => {
-      afterCommit = undefined;
-      const drafts: Array<Omit<ChangeEvent, 'id' | 'at'>> = [];
-      const announce: Announce = (type, project, data) => drafts.push({ type, project, data } as Omit<ChangeEvent, 'id' | 'at'>);
-      const out = await action(tx, announce);
-      if (drafts.length > 0) for (const hook of this.announcedHooks) await hook(tx, drafts.slice(), announce);
-      appended = await appendInTx(tx, drafts);
-      for (const hook of this.hooks) await hook(tx, appended);
-      if (join) afterCommit = await join.inTx(tx, out);
-      return out;
+    const [result] = await this.changes([{ action, join }]);
+    return result as T;
+  }
+
+  /**
+   * Changes in one transaction, each after the one before it (each sees what those made), with
+   * their events and joins; each result, or the first error (then none of them is made).
+   */
+  private async changes(members: ReadonlyArray<PendingChange>, failed?: { at: number }): Promise<unknown[]> {
+    let made: Array<{ appended: ChangeEvent[]; afterCommit: AfterCommit | void }> = [];
+    const results = await this.store.write(async (tx) => {
+      made = [];
+      if (failed) failed.at = -1;
+      const outs: unknown[] = [];
+      for (const [index, { action, join }] of members.entries()) {
+        const drafts: Array<Omit<ChangeEvent, 'id' | 'at'>> = [];
+        const announce: Announce = (type, project, data) => drafts.push({ type, project, data } as Omit<ChangeEvent, 'id' | 'at'>);
+        let out: unknown;
+        try {
+          out = await action(tx, announce);
+        } catch (error) {
+          if (failed) failed.at = index;
+          throw error;
+        }
+        if (drafts.length > 0) for (const hook of this.announcedHooks) await hook(tx, drafts.slice(), announce);
+        const appended = await appendInTx(tx, drafts);
+        for (const hook of this.hooks) await hook(tx, appended);
+        made.push({ appended, afterCommit: join ? await join.inTx(tx, out) : undefined });
+        outs.push(out);
+      }
+      return outs;
     });
-    // Before the events go out: a listener's own change must already see this one as made.
-    (afterCommit as AfterCommit | void)?.();
-    for (const event of appended) this.bus.publish(event);
-    return result;
+    for (const { appended, afterCommit } of made) {
+      // Before the events go out: a listener's own change must already see this one as made.
+      afterCommit?.();
+      for (const event of appended) this.bus.publish(event);
+    }
+    return results;
+  }
+
+  /** Per project: whether a change of it is under way on this node, and the changes waiting for it. */
+  private readonly projectChanges = new Map<number, PendingChange[]>();
+
+  /**
+   * A change of project `seq`: alone when none is under way, else queued behind it; the changes
+   * queued meanwhile then run together in one transaction (up to COMBINED_CHANGES_MAX). Writers of
+   * one project wait for each other anyway (its lock), so a transaction, its commit and its
+   * fsync, and on PostgreSQL the lock's handoff, are paid once for all of them. When one of them
+   * fails, so does that transaction, and each then runs alone, in order, for its own outcome.
+   */
+  private changeOfProject<T>(seq: number, action: (tx: AsyncStoreWriteTx, announce: Announce) => Promise<T>, join?: ChangeJoin): Promise<T> {
+    const waiting = this.projectChanges.get(seq);
+    if (waiting) return new Promise<T>((resolve, reject) => waiting.push({ action, join, resolve: resolve as (value: unknown) => void, reject }));
+    const queue: PendingChange[] = [];
+    this.projectChanges.set(seq, queue);
+    const first = this.change(action, join);
+    void first.then(
+      () => this.runQueued(seq, queue),
+      () => this.runQueued(seq, queue),
+    );
+    return first;
+  }
+
+  private async runQueued(seq: number, queue: PendingChange[]): Promise<void> {
+    const alone = (member: PendingChange) => this.change(member.action, member.join).then(member.resolve, member.reject);
+    while (queue.length > 0) {
+      const batch = queue.splice(0, COMBINED_CHANGES_MAX);
+      if (batch.length === 1) {
+        await alone(batch[0]);
+        continue;
+      }
+      const failed = { at: -1 };
+      const results = await this.changes(batch, failed).catch(() => null);
+      if (results) {
+        batch.forEach((member, index) => member.resolve!(results[index]));
+        continue;
+      }
+      if (failed.at < 0) {
+        // The transaction failed, not a change in it (a conflict, the store): each alone.
+        for (const member of batch) await alone(member);
+        continue;
+      }
+      // A change refused (an expected head that moved, a path that is not there): the ones before
+      // it together again, it alone for its own answer, and the ones after it back in the queue.
+      queue.unshift(...batch.slice(failed.at + 1));
+      const before = batch.slice(0, failed.at);
+      if (before.length > 0) {
+        const again = await this.changes(before).catch(() => null);
+        if (again) before.forEach((member, index) => member.resolve!(again[index]));
+        else for (const member of before) await alone(member);
+      }
+      await alone(batch[failed.at]);
+    }
+    this.projectChanges.delete(seq);
   }
 
   /**
@@ -165,12 +253,16 @@ export class EventLog {
     eventsOf: (result: T, tx: WriteTx, announce: Announce) => Promise<void> | void,
     join?: ChangeJoin,
   ): Promise<T> {
-    return this.change(async (tx, announce) => {
-      const project = tx.project(record.seq);
-      const result = await core(project);
-      await eventsOf(result, project, announce);
-      return result;
-    }, join);
+    return this.changeOfProject(
+      record.seq,
+      async (tx, announce) => {
+        const project = tx.project(record.seq);
+        const result = await core(project);
+        await eventsOf(result, project, announce);
+        return result;
+      },
+      join,
+    );
   }
 
   /** The team's last event id (0 before its first). */
