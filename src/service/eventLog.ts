@@ -153,7 +153,8 @@ export class EventLog {
 
   /**
    * Changes in one transaction, each after the one before it (each sees what those made), with
-   * their events and joins; each result, or the first error (then none of them is made).
+   * their events and joins; each result, or the first error (then none of them is made). The
+   * results may be fewer than the changes: those past them were not run (AsyncStore.writeObjectsMax).
    */
   private async changes(members: ReadonlyArray<PendingChange>, failed?: { at: number }): Promise<unknown[]> {
     let made: Array<{ appended: ChangeEvent[]; afterCommit: AfterCommit | void }> = [];
@@ -161,7 +162,12 @@ export class EventLog {
       made = [];
       if (failed) failed.at = -1;
       const outs: unknown[] = [];
+      const bufferedMax = this.store.writeObjectsMax;
       for (const [index, { action, join }] of members.entries()) {
+        // A group ends once it has buffered a write's worth for a store that replays a write in one
+        // piece on the event loop (LMDB): sixteen large batch writes would hold the loop sixteen
+        // times as long. The rest are given back (the result is shorter than `members`).
+        if (index > 0 && bufferedMax !== undefined && (tx.bufferedWrites ?? 0) >= bufferedMax) break;
         const drafts: Array<Omit<ChangeEvent, 'id' | 'at'>> = [];
         const announce: Announce = (type, project, data) => drafts.push({ type, project, data } as Omit<ChangeEvent, 'id' | 'at'>);
         let out: unknown;
@@ -221,7 +227,8 @@ export class EventLog {
       const failed = { at: -1 };
       const results = await this.changes(batch, failed).catch(() => null);
       if (results) {
-        batch.forEach((member, index) => member.resolve!(results[index]));
+        results.forEach((result, index) => batch[index].resolve!(result));
+        queue.unshift(...batch.slice(results.length));
         continue;
       }
       if (failed.at < 0) {
@@ -235,8 +242,16 @@ export class EventLog {
       const before = batch.slice(0, failed.at);
       if (before.length > 0) {
         const again = await this.changes(before).catch(() => null);
-        if (again) before.forEach((member, index) => member.resolve!(again[index]));
-        else for (const member of before) await alone(member);
+        if (!again) {
+          for (const member of before) await alone(member);
+        } else {
+          again.forEach((result, index) => before[index].resolve!(result));
+          // The group did not get to all of them this time: they, then the refused one, go first.
+          if (again.length < before.length) {
+            queue.unshift(...before.slice(again.length), batch[failed.at]);
+            continue;
+          }
+        }
       }
       await alone(batch[failed.at]);
     }

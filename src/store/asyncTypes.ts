@@ -230,6 +230,11 @@ export interface AsyncStoreWriteTx extends RecordReads {
    * transaction commits, and nothing when it does not; present exactly when the store has `signals`.
    */
   signal?(channel: string, message: string): void;
+  /**
+   * For a store with writeObjectsMax: the writes (objects, refs, records) the transaction has
+   * buffered so far, which its replay makes in one piece on the event loop.
+   */
+  readonly bufferedWrites?: number;
 }
 
 /**

@@ -827,6 +827,10 @@ class WriteTx implements AsyncStoreWriteTx {
 
   private readonly projects = new Map<number, WriteProject>();
 
+  get bufferedWrites(): number {
+    return this.buffer.replay.length;
+  }
+
   project(project: number): WriteProject {
     let tx = this.projects.get(project);
     if (!tx) this.projects.set(project, (tx = new WriteProject(this.store, project, this.buffer)));

@@ -46,6 +46,32 @@ describe('changes of one project combined into one transaction', () => {
     }
   });
 
+  it('ends a group once it has buffered a write\'s worth for LMDB\'s replay (writeObjectsMax), and runs the rest after it, in order', async () => {
+    const { store, log, committedWrites } = openLog(`${dir.path}/c`);
+    try {
+      expect(store.writeObjectsMax).toBe(500);
+      const record = { seq: 3 } as ProjectRecord;
+      const before = committedWrites();
+      const results = await Promise.all(
+        Array.from({ length: 17 }, (_, change) =>
+          log.runChange(
+            record,
+            async (tx) => {
+              for (let blob = 0; blob < 200; blob++) tx.putObject('blob', Buffer.from(`change ${change} blob ${blob}\n`));
+              return tx.bumpVersion();
+            },
+            () => {},
+          ),
+        ),
+      );
+      expect(results).toEqual(Array.from({ length: 17 }, (_, index) => index + 1));
+      // The first alone, then groups of three (600 buffered writes) rather than one of sixteen.
+      expect(committedWrites() - before).toBe(1 + 6);
+    } finally {
+      await store.close();
+    }
+  });
+
   it('refuses a change that fails alone, and makes the others before and after it, in order', async () => {
     const { store, log } = openLog(`${dir.path}/b`);
     try {
