@@ -1,6 +1,7 @@
 /**
- * Forms a git seed stores in several writes (LmdbAsyncStore.putFormsAlone) whose `packed` pointers
- * are held back and put at the end, sorted by key, in writes of their own (LmdbStore.putHeldPointers).
+ * Forms a git seed stores in several writes (its trees and blobs through putFormsAlone, its commits'
+ * pack entries beside them) whose `packed` pointers are held back (LmdbStore.holdForms) and put at
+ * the end, sorted by key, in writes of their own (LmdbAsyncStore.settleForms).
  * A seed's ids are random, so each of its writes put pointers all over the project's keys: every
  * write copied nearly every leaf page of `packed` (leaving them two thirds full), and the pages it
  * freed could serve only the writes after the next one, so the data file grew by that copy each
@@ -59,5 +60,4 @@ export class HeldForms {
     }
     if (run.length > 0) yield run;
   }
-
 }

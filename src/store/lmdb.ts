@@ -374,8 +374,9 @@ export class LmdbStore implements Store {
   private storedInTransaction: Map<number, NewObject[]> | null = null;
   /** @internal Bodies rebuilt from pack-ready forms (see LruCache). */
   readonly rebuilt = new LruCache<string, StoredObject>(REBUILT_CACHE_BYTES, REBUILT_CACHE_ENTRY_BYTES_MAX, (object) => object.body.length);
-  /** @internal Shelves read lately (copies), by project prefix and shelf id. */
+  /** Pointers held back for seeds (holdForms), by project. */
   private readonly heldForms = new Map<number, HeldForms>();
+  /** @internal Shelves read lately (copies), by project prefix and shelf id. */
   readonly shelfCache = new LruCache<number, CachedShelf>(SHELF_CACHE_BYTES, SHELF_BYTES_MAX + SHELF_VALUE_BYTES_MAX, (shelf) => shelf.bytes.length);
   /** See VALUE_SCRATCH_BYTES; one per store, since write transactions never overlap. */
   private readonly valueScratch = Buffer.allocUnsafeSlow(VALUE_SCRATCH_BYTES);
@@ -568,12 +569,6 @@ export class LmdbStore implements Store {
   }
 
   /**
-   * One lmdb-js child transaction: `action` runs on this thread (a throw rolls back only its own
-   * changes), while the commit and the fdatasync that follows it run on lmdb-js's writer thread, so
-   * the event loop never waits for the disk; several writes that queue up meanwhile share one commit.
-   * The promise resolves after `flushed`, when the commit is durable, so the caller may acknowledge it.
-   */
-  /**
    * Holds back, from now until releaseHeldForms(project), the `packed` pointers of the forms every
    * write puts for `project` (src/store/heldForms.ts): a number reserved for a seed, which nobody
    * else writes. Reads miss them meanwhile.
@@ -602,6 +597,12 @@ export class LmdbStore implements Store {
     tx.putHeldPointers(entries);
   }
 
+  /**
+   * One lmdb-js child transaction: `action` runs on this thread (a throw rolls back only its own
+   * changes), while the commit and the fdatasync that follows it run on lmdb-js's writer thread, so
+   * the event loop never waits for the disk; several writes that queue up meanwhile share one commit.
+   * The promise resolves after `flushed`, when the commit is durable, so the caller may acknowledge it.
+   */
   async write<T>(action: (tx: StoreWriteTx) => T, options: { afterCommit?: () => void } = {}): Promise<T> {
     this.assertOpen();
     const stored = new Map<number, NewObject[]>();
@@ -892,8 +893,8 @@ class LmdbTx implements StoreWriteTx {
   }
 
   /**
-   * Shelves a form whose pointer is held back (putReceivedFormsHeld), unless `packed` has one;
-   * false when it had.
+   * Shelves a form whose pointer is held back (LmdbStore.holdForms), unless `packed` or what is
+   * held has one; false when it had.
    */
   holdForm(project: number, held: HeldForms, key: Buffer, value: Buffer): boolean {
     const depths = this.formDepthsPut(project);
@@ -907,7 +908,7 @@ class LmdbTx implements StoreWriteTx {
     return true;
   }
 
-  /** Puts pointers held back by putReceivedFormsHeld, in the order given (key order). */
+  /** Puts pointers held back (LmdbStore.holdForms), in the order given (key order). */
   putHeldPointers(entries: ReadonlyArray<{ key: Buffer; value: Buffer }>): void {
     this.assertWritable();
     const { deflated } = this.store.dbs;
@@ -1259,7 +1260,7 @@ class LmdbProjectTx implements ProjectWriteTx {
         }
         // A base this transaction put (most are) is not read back.
         let baseDepth = depths.get(delta.base);
-                if (baseDepth < 0) baseDepth = this.storedFormDepth(delta.base);
+        if (baseDepth < 0) baseDepth = this.storedFormDepth(delta.base);
         if (baseDepth < 0 || baseDepth + 1 > deepest) {
           answers[i] = packed.doesExist(key);
           continue;
