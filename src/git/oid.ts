@@ -75,3 +75,18 @@ export function oidEquals(a: Oid | null | undefined, b: Oid | null | undefined):
 /** The ids every git repository knows without storing them. */
 export const EMPTY_TREE_OID = oidFromHex('4b825dc642cb6eb9a060e54bf8d69288fbee4904');
 export const EMPTY_BLOB_OID = oidFromHex('e69de29bb2d1d6434b8b29ae775ad8c2e48c5391');
+
+/**
+ * Sorts `items` in place by their ids' bytes (each id read at `offset` of what `idOf` gives),
+ * comparing the first 8 bytes as two numbers and the whole id only on a tie: Buffer.compare is a
+ * call into C++ per comparison, and sorting 43,000 ids through it held the event loop 90-150 ms.
+ */
+export function sortByOid<T>(items: T[], idOf: (item: T) => Buffer, offset = 0): T[] {
+  const keyed = items.map((item) => {
+    const id = idOf(item);
+    return { item, id, high: id.readUInt32BE(offset), low: id.readUInt32BE(offset + 4) };
+  });
+  keyed.sort((a, b) => a.high - b.high || a.low - b.low || Buffer.compare(a.id.subarray(offset, offset + OID_BYTES), b.id.subarray(offset, offset + OID_BYTES)));
+  keyed.forEach(({ item }, index) => (items[index] = item));
+  return items;
+}

@@ -8,6 +8,7 @@
  * time. Put in key order into the project's empty range, each pointer lands at the end of a page,
  * which LMDB then leaves full, and a write copies only the pages it appends to.
  */
+import { sortByOid } from '../git/oid.js';
 import { OidTable } from '../git/oidTable.js';
 
 /** Bytes before the id in a project's key (lmdb.ts). */
@@ -40,19 +41,16 @@ export class HeldForms {
   /**
    * The entries in key order, in runs of about `runLength`, once: the list is empty afterwards (the
    * depths stay). Sorted a run at a time, so the caller can give the event loop a turn between
-   * runs: one sort of a seed's 43,000 keys through Buffer.compare held it for 90-150 ms.
+   * runs (sortByOid).
    */
   *drain(runLength: number): Generator<Array<{ key: Buffer; value: Buffer }>> {
-    // Bucketed on the id's first byte (a project's keys share their prefix); within a bucket, on
-    // the next 8 bytes as two numbers and the keys themselves only on a tie.
+    // Bucketed on the id's first byte (a project's keys share their prefix), each bucket sorted alone.
     const buckets: Array<Array<{ key: Buffer; value: Buffer }>> = Array.from({ length: 256 }, () => []);
     for (const entry of this.entries) buckets[entry.key[PROJECT_PREFIX_BYTES]].push(entry);
     this.entries = [];
     let run: Array<{ key: Buffer; value: Buffer }> = [];
     for (const bucket of buckets) {
-      const keyed = bucket.map((entry) => ({ entry, high: entry.key.readUInt32BE(PROJECT_PREFIX_BYTES + 1), low: entry.key.readUInt32BE(PROJECT_PREFIX_BYTES + 5) }));
-      keyed.sort((a, b) => a.high - b.high || a.low - b.low || Buffer.compare(a.entry.key, b.entry.key));
-      for (const { entry } of keyed) run.push(entry);
+      for (const entry of sortByOid(bucket, (held) => held.key, PROJECT_PREFIX_BYTES)) run.push(entry);
       if (run.length >= runLength) {
         yield run;
         run = [];

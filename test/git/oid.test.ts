@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { afterAll, describe, expect, it } from 'vitest';
-import { EMPTY_BLOB_OID, EMPTY_TREE_OID, hashFramedObject, hashObject, objectHeaderLength, oidFromHex, oidToHex, writeObjectHeader, type ObjectType } from '../../src/git/oid.js';
+import { EMPTY_BLOB_OID, EMPTY_TREE_OID, hashFramedObject, hashObject, objectHeaderLength, oidFromHex, oidToHex, sortByOid, writeObjectHeader, type ObjectType } from '../../src/git/oid.js';
 import { git, initBareRepo, scratchDir } from '../support/git.js';
 
 const scratch = scratchDir();
@@ -46,5 +46,21 @@ describe('hashObject', () => {
     expect(oidToHex(oidFromHex(hex))).toBe(hex);
     expect(() => oidFromHex('XYZ')).toThrow();
     expect(() => oidFromHex(hex.toUpperCase())).toThrow();
+  });
+});
+
+describe('sortByOid', () => {
+  it('orders ids as their bytes do, ties in the first 8 bytes and ids at an offset included', () => {
+    fc.assert(
+      fc.property(fc.array(fc.uint8Array({ minLength: 20, maxLength: 20 }), { maxLength: 60 }), fc.uint8Array({ minLength: 9, maxLength: 9 }), (ids, shared) => {
+        // Half the ids share their first 9 bytes, which the numeric comparison cannot tell apart.
+        const all = ids.map((id, index) => (index % 2 === 0 ? Buffer.from(id) : Buffer.concat([shared, Buffer.from(id).subarray(9)])));
+        const expected = [...all].sort(Buffer.compare).map((id) => id.toString('hex'));
+        expect(sortByOid([...all], (id) => id).map((id) => id.toString('hex'))).toEqual(expected);
+        // The same ids behind a 4-byte prefix that varies and must not count.
+        const prefixed = all.map((id, index) => Buffer.concat([Buffer.from([index & 0xff, 9, 9, 9]), id]));
+        expect(sortByOid(prefixed, (key) => key, 4).map((key) => key.subarray(4).toString('hex'))).toEqual(expected);
+      }),
+    );
   });
 });

@@ -7,7 +7,7 @@
  */
 import { decodeCommit } from '../../git/commit.js';
 import { FsckError, assertObjectsFsckClean } from '../../git/fsck.js';
-import { OID_BYTES, oidToHex, type Oid } from '../../git/oid.js';
+import { OID_BYTES, oidToHex, sortByOid, type Oid } from '../../git/oid.js';
 import { OidTable } from '../../git/oidTable.js';
 import type { PackObject } from '../../git/pack.js';
 import { branchRef } from '../../git/refname.js';
@@ -243,7 +243,10 @@ export async function indexHistoryCommits(repo: Pick<Repo, 'store' | 'project'>,
     const listed = await history.commitObjects();
     if (listed.size === 0) return;
     // In id order: each list lands at the end of the page before it, which LMDB then leaves full.
-    const commits = history.objects.filter((object) => object.type === 'commit').sort((a, b) => Buffer.compare(a.oid, b.oid));
+    const commits = sortByOid(
+      history.objects.filter((object) => object.type === 'commit'),
+      (commit) => commit.oid,
+    );
     await repo.store.write(async (store) => {
       const tx = store.project(repo.project);
       for (const commit of commits) {

@@ -12,7 +12,7 @@
  * and none of its objects is stored, so everything in the store keeps a complete history. Every
  * refusal comes with a hint the client shows as a "remote:" line.
  */
-import { oidToHex, type Oid } from '../../git/oid.js';
+import { oidToHex, sortByOid, type Oid } from '../../git/oid.js';
 import { OidTable } from '../../git/oidTable.js';
 import type { PackObject } from '../../git/pack.js';
 import { parentsFirst } from '../../git/packOrder.js';
@@ -249,7 +249,7 @@ async function indexCommitObjects(repo: Repo, objects: PackObject[], lists: Prom
     await repo.store.write(async (store) => {
       const tx = store.project(repo.project);
       // In id order: each list lands at the end of the page before it, which LMDB then leaves full.
-      const ordered = [...listed].sort(([a], [b]) => Buffer.compare(objects[a].oid, objects[b].oid));
+      const ordered = sortByOid([...listed], ([index]) => objects[index].oid);
       for (const [index, list] of ordered) tx.putCommitObjects(objects[index].oid, list);
     });
   } catch {
