@@ -1,3 +1,4 @@
+import { writeFileSync as __wfs } from 'node:fs';
 /**
  * The transactional outbox (../shared/API.md "Events and webhooks (v1.1)"): every change runs in one
  * write transaction that also appends the change's events to its team's event log, so an
@@ -155,19 +156,26 @@ export class EventLog {
    * Changes in one transaction, each after the one before it (each sees what those made), with
    * their events and joins; each result, or the first error (then none of them is made). The
    * results may be fewer than the changes: those past them were not run (AsyncStore.writeObjectsMax).
+   * With `joining`, changes queued there join at the end of `members` (which then holds them) while
+   * the transaction runs, up to COMBINED_CHANGES_MAX: on PostgreSQL its first read of the project
+   * may wait for another node's transaction to let go of the project's lock, and what arrived
+   * meanwhile goes in with it rather than waiting for one more.
    */
-  private async changes(members: ReadonlyArray<PendingChange>, failed?: { at: number }): Promise<unknown[]> {
+  private async changes(members: PendingChange[], failed?: { at: number }, joining?: PendingChange[]): Promise<unknown[]> {
     let made: Array<{ appended: ChangeEvent[]; afterCommit: AfterCommit | void }> = [];
     const results = await this.store.write(async (tx) => {
       made = [];
       if (failed) failed.at = -1;
       const outs: unknown[] = [];
       const bufferedMax = this.store.writeObjectsMax;
-      for (const [index, { action, join }] of members.entries()) {
+      // A run again (a conflict) runs every member taken so far, then may take more.
+      for (let index = 0; index < members.length || (joining && joining.length > 0 && members.length < COMBINED_CHANGES_MAX); index++) {
         // A group ends once it has buffered a write's worth for a store that replays a write in one
         // piece on the event loop (LMDB): sixteen large batch writes would hold the loop sixteen
         // times as long. The rest are given back (the result is shorter than `members`).
         if (index > 0 && bufferedMax !== undefined && (tx.bufferedWrites ?? 0) >= bufferedMax) break;
+        if (index === members.length) members.push(joining!.shift()!);
+        const { action, join } = members[index];
         const drafts: Array<Omit<ChangeEvent, 'id' | 'at'>> = [];
         const announce: Announce = (type, project, data) => drafts.push({ type, project, data } as Omit<ChangeEvent, 'id' | 'at'>);
         let out: unknown;
@@ -185,6 +193,12 @@ export class EventLog {
       }
       return outs;
     });
+    {
+      const g = (globalThis as any).__groups ??= { n: 0, members: 0, hist: new Map<number, number>(), t: 0 };
+      (g.recs ??= []).push({ m: results.length, w: (globalThis as any).__last }); (globalThis as any).__runs = [];
+      g.n++; g.members += results.length; g.hist.set(results.length, (g.hist.get(results.length) ?? 0) + 1);
+      if (!g.timer) { g.timer = setInterval(() => { __wfs(`/tmp/w/groups-${process.pid}.txt`, JSON.stringify({ recs: g.recs.slice(-60), action: g.action, commit: g.commit, writes: g.writes, lockWait: g.lockWait, locks: g.locks, n: g.n, members: g.members, hist: [...g.hist].sort((a: number[], b: number[]) => a[0] - b[0]) })); }, 2000); g.timer.unref(); }
+    }
     for (const { appended, afterCommit } of made) {
       // Before the events go out: a listener's own change must already see this one as made.
       afterCommit?.();
@@ -197,35 +211,42 @@ export class EventLog {
   private readonly projectChanges = new Map<number, PendingChange[]>();
 
   /**
-   * A change of project `seq`: alone when none is under way, else queued behind it; the changes
-   * queued meanwhile then run together in one transaction (up to COMBINED_CHANGES_MAX). Writers of
-   * one project wait for each other anyway (its lock), so a transaction, its commit and its
-   * fsync, and on PostgreSQL the lock's handoff, are paid once for all of them. When one of them
-   * fails, so does that transaction, and each then runs alone, in order, for its own outcome.
+   * A change of project `seq`: started at once when none is under way, else queued behind it. The
+   * changes queued while a transaction runs join it (changes() with `joining`), up to
+   * COMBINED_CHANGES_MAX; those that come later start the next. Writers of one project wait for each
+   * other anyway (its lock), so a transaction, its commit and its fsync, and on PostgreSQL the
+   * lock's handoff, are paid once for all of them. When one of them fails, so does that
+   * transaction, and each then runs alone, in order, for its own outcome.
    */
   private changeOfProject<T>(seq: number, action: (tx: AsyncStoreWriteTx, announce: Announce) => Promise<T>, join?: ChangeJoin): Promise<T> {
-    const waiting = this.projectChanges.get(seq);
-    if (waiting) return new Promise<T>((resolve, reject) => waiting.push({ action, join, resolve: resolve as (value: unknown) => void, reject }));
-    const queue: PendingChange[] = [];
-    this.projectChanges.set(seq, queue);
-    const first = this.change(action, join);
-    void first.then(
-      () => this.runQueued(seq, queue),
-      () => this.runQueued(seq, queue),
-    );
-    return first;
+    return new Promise<T>((resolve, reject) => {
+      const pending: PendingChange = { action, join, resolve: resolve as (value: unknown) => void, reject };
+      const waiting = this.projectChanges.get(seq);
+      if (waiting) {
+        waiting.push(pending);
+        return;
+      }
+      const queue = [pending];
+      this.projectChanges.set(seq, queue);
+      void this.runQueued(seq, queue);
+    });
   }
 
   private async runQueued(seq: number, queue: PendingChange[]): Promise<void> {
     const alone = (member: PendingChange) => this.change(member.action, member.join).then(member.resolve, member.reject);
     while (queue.length > 0) {
-      const batch = queue.splice(0, COMBINED_CHANGES_MAX);
-      if (batch.length === 1) {
-        await alone(batch[0]);
+      const batch = [queue.shift()!];
+      const failed = { at: -1 };
+      let error: unknown;
+      const results = await this.changes(batch, failed, queue).catch((reason: unknown) => {
+        error = reason;
+        return null;
+      });
+      if (!results && batch.length === 1) {
+        // It ran alone: that is its own outcome.
+        batch[0].reject!(error);
         continue;
       }
-      const failed = { at: -1 };
-      const results = await this.changes(batch, failed).catch(() => null);
       if (results) {
         results.forEach((result, index) => batch[index].resolve!(result));
         queue.unshift(...batch.slice(results.length));

@@ -1,5 +1,5 @@
 /**
- * Changes of one project queued behind the one under way run together in one transaction
+ * Changes of one project that come while one is under way run together in one transaction
  * (src/service/eventLog.ts, EventLog.runChange), on a real LMDB store: in the order they came,
  * each seeing the ones before it, and a refused one refused alone.
  */
@@ -38,9 +38,41 @@ describe('changes of one project combined into one transaction', () => {
       );
       // One version each, in the order the changes came: each saw every one before it.
       expect(results.map((result) => result.version)).toEqual(Array.from({ length: 40 }, (_, index) => index + 1));
-      // The first alone, then the 39 queued behind it in batches of at most 16.
-      expect(committedWrites() - before).toBe(4);
+      // All 40 were queued before the first transaction ran its first change: 16, 16, then 8.
+      expect(committedWrites() - before).toBe(3);
       await store.read(async (tx) => expect(await tx.project(1).hasObjects(results.map((result) => result.oid))).toEqual(results.map(() => true)));
+    } finally {
+      await store.close();
+    }
+  });
+
+  it('takes the changes that came while its first change waited (a lock) into the same transaction', async () => {
+    const { store, log, committedWrites } = openLog(`${dir.path}/d`);
+    try {
+      const record = { seq: 4 } as ProjectRecord;
+      let release!: () => void;
+      const gate = new Promise<void>((resolve) => (release = resolve));
+      let started!: () => void;
+      const firstStarted = new Promise<void>((resolve) => (started = resolve));
+      const before = committedWrites();
+      const first = log.runChange(
+        record,
+        async (tx) => {
+          started();
+          await gate;
+          return tx.bumpVersion();
+        },
+        () => {},
+      );
+      // The first transaction is under way (its change waits), and these come meanwhile.
+      await firstStarted;
+      const later = Array.from({ length: 5 }, () => log.runChange(record, (tx) => tx.bumpVersion(), () => {}));
+      release();
+      expect(await Promise.all([first, ...later])).toEqual([1, 2, 3, 4, 5, 6]);
+      expect(committedWrites() - before).toBe(1);
+      // Once it is done, the next change starts a transaction of its own.
+      expect(await log.runChange(record, (tx) => tx.bumpVersion(), () => {})).toBe(7);
+      expect(committedWrites() - before).toBe(2);
     } finally {
       await store.close();
     }
@@ -65,8 +97,8 @@ describe('changes of one project combined into one transaction', () => {
         ),
       );
       expect(results).toEqual(Array.from({ length: 17 }, (_, index) => index + 1));
-      // The first alone, then groups of three (600 buffered writes) rather than one of sixteen.
-      expect(committedWrites() - before).toBe(1 + 6);
+      // Groups of three (600 buffered writes) rather than one of sixteen: 3, 3, 3, 3, 3, 2.
+      expect(committedWrites() - before).toBe(6);
     } finally {
       await store.close();
     }
