@@ -30,6 +30,7 @@ import { decodeTree, ENTRY_FILE, ENTRY_GITLINK, ENTRY_TREE, MODE_GITLINK, MODE_T
 import type { ObjectType } from '../../git/oid.js';
 import type { ProjectReads } from '../../store/asyncTypes.js';
 import type { CommitInfo } from '../../store/types.js';
+import { MaxHeap } from '../maxHeap.js';
 import { MAIN_BRANCH } from '../repo.js';
 import { whole, type Steps } from '../slices.js';
 import { MissingObjectError } from '../../errors.js';
@@ -100,6 +101,11 @@ class CommitInfos {
     if (missing.length === 0) return;
     const infos = await this.tx.getCommitInfos(missing);
     missing.forEach((oid, i) => this.known.set(oidToHex(oid), infos[i] ?? null));
+  }
+
+  /** Whether `oid`'s entry was read (stored or not). */
+  has(oid: Oid): boolean {
+    return this.known.has(oidToHex(oid));
   }
 
   /** A loaded entry; undefined when the id is not a stored commit. */
@@ -342,8 +348,9 @@ export async function* planPackSteps(tx: ProjectReads, input: PackInput): Steps<
   const infos = new CommitInfos(tx);
   await infos.load(shallow.unshallow);
   const unshallowParents = shallow.unshallow.flatMap((oid) => infos.get(oid)?.parents ?? []);
-  const uninteresting = yield* reachableSteps(tx, [...(await commonHaves(tx, input.haves)), ...shallow.unshallow], shallow.grafted);
-  const { commits, edges } = yield* commitsToSend(infos, [...input.wants, ...unshallowParents], uninteresting, shallow.grafted);
+  const starts = [...input.wants, ...unshallowParents];
+  const uninteresting = yield* uninterestingSteps(infos, starts, [...(await commonHaves(tx, input.haves)), ...shallow.unshallow], shallow.grafted);
+  const { commits, edges } = yield* commitsToSend(infos, starts, uninteresting, shallow.grafted);
   const excluded = new OidTable();
   for (const edge of [...edges, ...shallow.unshallow]) yield* markTree(tx, infos.get(edge)!.tree, excluded);
   const objects = new OidList();
@@ -369,6 +376,79 @@ export async function* planPackSteps(tx: ProjectReads, input: PackInput): Steps<
     });
   }
   return { objects, clientHas: excluded, thinBases };
+}
+
+/** Parents read ahead at once in the walk below, the parents of this many queued commits at most. */
+const WALK_READ_AHEAD = 256;
+
+/** Flags of the walk below. */
+const WANTED = 1;
+const HELD = 2;
+const QUEUED = 4;
+
+/**
+ * The commits reachable from `held` that the walk from `wants` may meet (with others reachable
+ * from `held`): what commitsToSend needs to know of the client's history, without walking all of
+ * it. As git's revision walk with its "everybody uninteresting" stop, but ordered by generation
+ * number (a commit's parents have smaller ones): commits are taken from a max-heap, a commit
+ * reachable from `held` passes that on to its parents, and the walk ends once every commit still
+ * queued is held. A commit taken is complete then, for every commit that could reach it was taken
+ * before it; and whatever the wants reach below a queued held commit is held too. So an
+ * incremental fetch reads the commits it sends and those beside them, not the whole history.
+ */
+async function* uninterestingSteps(infos: CommitInfos, wants: Oid[], held: Oid[], grafted: Set<string>): Steps<Set<string>> {
+  const uninteresting = new Set<string>();
+  if (held.length === 0) return uninteresting;
+  interface Entry {
+    oid: Oid;
+    key: string;
+    info: CommitInfo;
+  }
+  const flags = new Map<string, number>();
+  const queue = new MaxHeap<Entry>((a, b) => a.info.generation - b.info.generation);
+  // Queued commits not known to be held: the walk goes on while there are any.
+  let wantedQueued = 0;
+  const taken = new Set<string>();
+  const mark = (oid: Oid, flag: number) => {
+    const info = infos.get(oid);
+    if (!info) return;
+    const key = oidToHex(oid);
+    const before = flags.get(key) ?? 0;
+    const after = before | flag;
+    if (after === before) return;
+    flags.set(key, after);
+    if ((before & QUEUED) === 0) {
+      flags.set(key, after | QUEUED);
+      queue.push({ oid, key, info });
+      if ((after & HELD) === 0) wantedQueued++;
+    } else if ((before & HELD) === 0 && (after & HELD) !== 0) {
+      // Queued as wanted, now known held (a commit already taken is not counted any more).
+      if (!taken.has(key)) wantedQueued--;
+    }
+  };
+  await infos.load([...wants, ...held]);
+  for (const oid of held) mark(oid, HELD);
+  for (const oid of wants) mark(oid, WANTED);
+  while (wantedQueued > 0) {
+    const entry = queue.pop()!;
+    taken.add(entry.key);
+    const flag = flags.get(entry.key)! & (WANTED | HELD);
+    if ((flag & HELD) === 0) wantedQueued--;
+    if (grafted.has(entry.key)) continue;
+    if (entry.info.parents.some((parent) => !infos.has(parent))) {
+      // This commit's parents and those of others queued, in one read.
+      const ahead: Oid[] = [...entry.info.parents];
+      for (const queued of queue.peekAll()) {
+        if (ahead.length >= WALK_READ_AHEAD * 2) break;
+        if (!grafted.has(queued.key)) ahead.push(...queued.info.parents);
+      }
+      await infos.load(ahead);
+    }
+    for (const parent of entry.info.parents) mark(parent, (flag & HELD) !== 0 ? HELD : WANTED);
+    yield;
+  }
+  for (const [key, flag] of flags) if ((flag & HELD) !== 0) uninteresting.add(key);
+  return uninteresting;
 }
 
 /**
