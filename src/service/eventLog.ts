@@ -1,4 +1,3 @@
-import { writeFileSync as __wfs } from 'node:fs';
 /**
  * The transactional outbox (../shared/API.md "Events and webhooks (v1.1)"): every change runs in one
  * write transaction that also appends the change's events to its team's event log, so an
@@ -193,12 +192,6 @@ export class EventLog {
       }
       return outs;
     });
-    {
-      const g = (globalThis as any).__groups ??= { n: 0, members: 0, hist: new Map<number, number>(), t: 0 };
-      (g.recs ??= []).push({ m: results.length, w: (globalThis as any).__last }); (globalThis as any).__runs = [];
-      g.n++; g.members += results.length; g.hist.set(results.length, (g.hist.get(results.length) ?? 0) + 1);
-      if (!g.timer) { g.timer = setInterval(() => { __wfs(`/tmp/w/groups-${process.pid}.txt`, JSON.stringify({ recs: g.recs.slice(-60), action: g.action, commit: g.commit, writes: g.writes, lockWait: g.lockWait, locks: g.locks, n: g.n, members: g.members, hist: [...g.hist].sort((a: number[], b: number[]) => a[0] - b[0]) })); }, 2000); g.timer.unref(); }
-    }
     for (const { appended, afterCommit } of made) {
       // Before the events go out: a listener's own change must already see this one as made.
       afterCommit?.();
