@@ -368,7 +368,7 @@ export async function* planPackSteps(tx: ProjectReads, input: PackInput): Steps<
   }
   const thinBases = new Map<number, Oid>();
   if (paths && objects.length <= THIN_BASE_OBJECTS_MAX) {
-    const held = yield* pathsOf(tx, infos.get(edges[0])!.tree);
+    const held = yield* pathsOf(tx, infos.get(edges[0])!.tree, new Set(paths));
     paths.forEach((path, index) => {
       const type = objects.type(index);
       const base = type === 'commit' ? undefined : held.get(path);
@@ -378,13 +378,14 @@ export async function* planPackSteps(tx: ProjectReads, input: PackInput): Steps<
   return { objects, clientHas: excluded, thinBases };
 }
 
-/** Parents read ahead at once in the walk below, the parents of this many queued commits at most. */
-const WALK_READ_AHEAD = 256;
+/** Parents read ahead at once in the walk below: those of the commit taken and of others queued, up to this many. */
+const WALK_READ_AHEAD = 512;
 
 /** Flags of the walk below. */
 const WANTED = 1;
 const HELD = 2;
 const QUEUED = 4;
+const TAKEN = 8;
 
 /**
  * The commits reachable from `held` that the walk from `wants` may meet (with others reachable
@@ -408,7 +409,6 @@ async function* uninterestingSteps(infos: CommitInfos, wants: Oid[], held: Oid[]
   const queue = new MaxHeap<Entry>((a, b) => a.info.generation - b.info.generation);
   // Queued commits not known to be held: the walk goes on while there are any.
   let wantedQueued = 0;
-  const taken = new Set<string>();
   const mark = (oid: Oid, flag: number) => {
     const info = infos.get(oid);
     if (!info) return;
@@ -423,7 +423,7 @@ async function* uninterestingSteps(infos: CommitInfos, wants: Oid[], held: Oid[]
       if ((after & HELD) === 0) wantedQueued++;
     } else if ((before & HELD) === 0 && (after & HELD) !== 0) {
       // Queued as wanted, now known held (a commit already taken is not counted any more).
-      if (!taken.has(key)) wantedQueued--;
+      if ((before & TAKEN) === 0) wantedQueued--;
     }
   };
   await infos.load([...wants, ...held]);
@@ -431,15 +431,15 @@ async function* uninterestingSteps(infos: CommitInfos, wants: Oid[], held: Oid[]
   for (const oid of wants) mark(oid, WANTED);
   while (wantedQueued > 0) {
     const entry = queue.pop()!;
-    taken.add(entry.key);
-    const flag = flags.get(entry.key)! & (WANTED | HELD);
+    const flag = flags.get(entry.key)!;
+    flags.set(entry.key, flag | TAKEN);
     if ((flag & HELD) === 0) wantedQueued--;
     if (grafted.has(entry.key)) continue;
     if (entry.info.parents.some((parent) => !infos.has(parent))) {
       // This commit's parents and those of others queued, in one read.
       const ahead: Oid[] = [...entry.info.parents];
       for (const queued of queue.peekAll()) {
-        if (ahead.length >= WALK_READ_AHEAD * 2) break;
+        if (ahead.length >= WALK_READ_AHEAD) break;
         if (!grafted.has(queued.key)) ahead.push(...queued.info.parents);
       }
       await infos.load(ahead);
@@ -611,9 +611,23 @@ async function* addListed(list: Buffer, added: OidTable, out: OidList): Steps<vo
   }
 }
 
-/** Every tree and blob of `tree` by path ('' for the root itself), a level of trees at a time. */
-async function* pathsOf(tx: ProjectReads, tree: Oid): Steps<Map<string, { oid: Oid; type: 'tree' | 'blob' }>> {
-  const out = new Map<string, { oid: Oid; type: 'tree' | 'blob' }>([['', { oid: tree, type: 'tree' }]]);
+/**
+ * The trees and blobs of `tree` at the `wanted` paths ('' for the root itself), a level of trees at
+ * a time: only directories on the way to a wanted path are read (a fetch sends a few paths of a
+ * large tree).
+ */
+async function* pathsOf(tx: ProjectReads, tree: Oid, wanted: ReadonlySet<string>): Steps<Map<string, { oid: Oid; type: 'tree' | 'blob' }>> {
+  const out = new Map<string, { oid: Oid; type: 'tree' | 'blob' }>();
+  if (wanted.has('')) out.set('', { oid: tree, type: 'tree' });
+  // Every directory a wanted path lies in (a directory's own directories are added with it).
+  const entered = new Set<string>(['']);
+  for (const path of wanted) {
+    for (let at = path.lastIndexOf('/'); at > 0; at = path.lastIndexOf('/', at - 1)) {
+      const dir = path.slice(0, at);
+      if (entered.has(dir)) break;
+      entered.add(dir);
+    }
+  }
   for (let level: Array<{ oid: Oid; dir: string }> = [{ oid: tree, dir: '' }]; level.length > 0; ) {
     const next: Array<{ oid: Oid; dir: string }> = [];
     for (let start = 0; start < level.length; start += TREES_PER_READ) {
@@ -626,8 +640,8 @@ async function* pathsOf(tx: ProjectReads, tree: Oid): Steps<Map<string, { oid: O
           if (entry.mode === MODE_GITLINK) continue;
           const path = dir === '' ? entry.name : `${dir}/${entry.name}`;
           const isTree = entry.mode === MODE_TREE;
-          out.set(path, { oid: entry.oid, type: isTree ? 'tree' : 'blob' });
-          if (isTree) next.push({ oid: entry.oid, dir: path });
+          if (wanted.has(path)) out.set(path, { oid: entry.oid, type: isTree ? 'tree' : 'blob' });
+          if (isTree && entered.has(path)) next.push({ oid: entry.oid, dir: path });
         }
       });
       yield;
