@@ -29,6 +29,7 @@ import { trimCommonTail } from './diff/patch.js';
 import { detectRenames } from './diff/renames.js';
 import { treeChanges, type FileVersion } from './diff/treeChanges.js';
 import { LineTable } from './diff/lineTable.js';
+import { MaxHeap } from './maxHeap.js';
 import { diffLineIds, LineClasses } from './merge/lineDiff.js';
 import { PathFilter } from './pathFilter.js';
 import { bodyOf, inReadTx, resolveRef, type Repo } from './repo.js';
@@ -111,7 +112,8 @@ class BlameWalk {
   private readonly trees = new TreeLookup();
   private readonly commits = new Map<string, BlameCommitNode>();
   private readonly origins = new Map<string, Origin>();
-  private readonly queue: Origin[] = [];
+  // Origins by commit time, first arrival first among equals (git's prio_queue).
+  private readonly queue = new MaxHeap<Origin>((a, b) => (a.commit.time !== b.commit.time ? a.commit.time - b.commit.time : this.order.get(b)! - this.order.get(a)!));
   private arrivals = 0;
   private readonly order = new Map<Origin, number>();
   /** Per final line: the origin it was pinned on and its line there. */
@@ -347,49 +349,17 @@ class BlameWalk {
     return oids.map((oid) => this.commits.get(oidToHex(oid)) ?? null);
   }
 
-  // A max-heap of origins by commit time, first arrival first among equals (git's prio_queue).
-
   private enqueue(origin: Origin): void {
     if (origin.queued) return;
     origin.queued = true;
     this.order.set(origin, this.arrivals++);
-    const heap = this.queue;
-    heap.push(origin);
-    let i = heap.length - 1;
-    while (i > 0) {
-      const up = (i - 1) >> 1;
-      if (!this.before(heap[i], heap[up])) break;
-      [heap[i], heap[up]] = [heap[up], heap[i]];
-      i = up;
-    }
+    this.queue.push(origin);
   }
 
   private dequeue(): Origin | undefined {
-    const heap = this.queue;
-    const top = heap[0];
-    if (!top) return undefined;
-    const last = heap.pop()!;
-    if (heap.length > 0) {
-      heap[0] = last;
-      let i = 0;
-      for (;;) {
-        const left = 2 * i + 1;
-        const right = left + 1;
-        let best = i;
-        if (left < heap.length && this.before(heap[left], heap[best])) best = left;
-        if (right < heap.length && this.before(heap[right], heap[best])) best = right;
-        if (best === i) break;
-        [heap[i], heap[best]] = [heap[best], heap[i]];
-        i = best;
-      }
-    }
-    top.queued = false;
+    const top = this.queue.pop();
+    if (top) top.queued = false;
     return top;
-  }
-
-  private before(a: Origin, b: Origin): boolean {
-    if (a.commit.time !== b.commit.time) return a.commit.time > b.commit.time;
-    return this.order.get(a)! < this.order.get(b)!;
   }
 }
 

@@ -19,6 +19,7 @@ import { pathProblem } from '../git/path.js';
 import type { TreeEntry } from '../git/tree.js';
 import type { CommitInfo } from '../store/types.js';
 import { indexedCommitViews, type CommitView } from './commitView.js';
+import { MaxHeap } from './maxHeap.js';
 import { branchHead, commitInfo, inReadTx, type ReadTx, type Repo } from './repo.js';
 import { readInSlices } from './slices.js';
 import { sameEntry, TreeLookup } from './treeLookup.js';
@@ -158,52 +159,22 @@ interface Queued {
   order: number;
 }
 
-/** A binary heap ordered by commit time (latest first), then by arrival. */
+/** Commits ordered by commit time (latest first), then by arrival. */
 class CommitQueue {
-  private readonly items: Queued[] = [];
+  private readonly heap = new MaxHeap<Queued>((x, y) => (x.info.commitTime !== y.info.commitTime ? x.info.commitTime - y.info.commitTime : y.order - x.order));
   private arrivals = 0;
 
   get size(): number {
-    return this.items.length;
+    return this.heap.size;
   }
 
   push(oid: Oid, info: CommitInfo): void {
-    const items = this.items;
-    items.push({ oid, info, order: this.arrivals++ });
-    let index = items.length - 1;
-    while (index > 0) {
-      const parent = (index - 1) >> 1;
-      if (!this.before(index, parent)) break;
-      [items[index], items[parent]] = [items[parent], items[index]];
-      index = parent;
-    }
+    this.heap.push({ oid, info, order: this.arrivals++ });
   }
 
+  /** The next commit; the queue must not be empty. */
   pop(): Queued {
-    const items = this.items;
-    const top = items[0];
-    const last = items.pop()!;
-    if (items.length > 0) {
-      items[0] = last;
-      let index = 0;
-      for (;;) {
-        const left = index * 2 + 1;
-        const right = left + 1;
-        let best = index;
-        if (left < items.length && this.before(left, best)) best = left;
-        if (right < items.length && this.before(right, best)) best = right;
-        if (best === index) break;
-        [items[index], items[best]] = [items[best], items[index]];
-        index = best;
-      }
-    }
-    return top;
-  }
-
-  private before(a: number, b: number): boolean {
-    const x = this.items[a];
-    const y = this.items[b];
-    return x.info.commitTime !== y.info.commitTime ? x.info.commitTime > y.info.commitTime : x.order < y.order;
+    return this.heap.pop()!;
   }
 }
 
