@@ -235,8 +235,10 @@ export class EventLog {
         error = reason;
         return null;
       });
-      if (!results && batch.length === 1) {
-        // It ran alone: that is its own outcome.
+      if (!results && (batch.length === 1 || failed.at === 0)) {
+        // It failed first in its transaction, with nothing before it: that is its outcome alone, and
+        // the ones after it (not run) go back to the front of the queue.
+        queue.unshift(...batch.slice(1));
         batch[0].reject!(error);
         continue;
       }

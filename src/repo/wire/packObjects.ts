@@ -378,7 +378,7 @@ export async function* planPackSteps(tx: ProjectReads, input: PackInput): Steps<
   return { objects, clientHas: excluded, thinBases };
 }
 
-/** Parents read ahead at once in the walk below: those of the commit taken and of others queued, up to this many. */
+/** Queued commits whose unread parents the walk below reads with those of the commit it takes. */
 const WALK_READ_AHEAD = 512;
 
 /** Flags of the walk below. */
@@ -436,11 +436,12 @@ async function* uninterestingSteps(infos: CommitInfos, wants: Oid[], held: Oid[]
     if ((flag & HELD) === 0) wantedQueued--;
     if (grafted.has(entry.key)) continue;
     if (entry.info.parents.some((parent) => !infos.has(parent))) {
-      // This commit's parents and those of others queued, in one read.
+      // This commit's parents and the unread ones of up to WALK_READ_AHEAD others queued, in one read.
       const ahead: Oid[] = [...entry.info.parents];
-      for (const queued of queue.peekAll()) {
-        if (ahead.length >= WALK_READ_AHEAD) break;
-        if (!grafted.has(queued.key)) ahead.push(...queued.info.parents);
+      const queued = queue.peekAll();
+      for (let i = 0; i < queued.length && i < WALK_READ_AHEAD; i++) {
+        if (grafted.has(queued[i].key)) continue;
+        for (const parent of queued[i].info.parents) if (!infos.has(parent)) ahead.push(parent);
       }
       await infos.load(ahead);
     }
