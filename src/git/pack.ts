@@ -335,6 +335,12 @@ export interface ParsePackOptions {
    * every file (a 3,000-commit history rebuilds 140 MB of blobs from a pack of 8 MB).
    */
   dropBlobBodies?: boolean;
+  /**
+   * Told of each object as soon as it is resolved, every delta after its base (whole entries first,
+   * in pack order, then each delta after the object it applies to): `index` is its place in the
+   * pack. `object.body` is valid only during the call (a dropped blob's memory is reused).
+   */
+  onResolved?: (index: number, object: PackObject) => void;
 }
 
 export interface PackObject {
@@ -426,15 +432,22 @@ export function parsePack(pack: Buffer, options: ParsePackOptions = {}): ParsedP
   const budget = { inflatedBytes: 0 };
   const entries = readEntries(pack, count, bodyEnd, limits, budget);
   const dropBlobBodies = options.dropBlobBodies ?? false;
-  const { resolved, externalBases } = resolveEntries(entries, limits, budget, options.resolveExternal, dropBlobBodies);
-  const objects = entries.map((entry, index): PackObject => {
-    const object = resolved[index];
-    if (!object) throw new PackFormatError('internal: unresolved entry survived resolution');
+  const packObject = (index: number, object: Resolved): PackObject => {
+    const entry = entries[index];
     const base = entry.typeCode === OBJ_OFS_DELTA ? resolved[entry.baseIndex]!.oid : entry.typeCode === OBJ_REF_DELTA ? Buffer.from(entry.baseKey, 'latin1') : null;
     const packed: PackedEntry = { deflated: pack.subarray(entry.dataStart, entry.dataEnd), dataBytes: entry.dataBytes, base };
     const parsed: PackObject = { type: object.type, body: object.body, oid: object.oid, offset: entry.offset, deltaDepth: object.depth, packed };
     if (object.bodyBytes >= 0) parsed.bodyBytes = object.bodyBytes;
     return parsed;
+  };
+  const onResolved = options.onResolved;
+  const told = onResolved ? (index: number, object: Resolved) => onResolved(index, packObject(index, object)) : undefined;
+  const resolved: Array<Resolved | undefined> = new Array(entries.length);
+  const { externalBases } = resolveEntries(entries, resolved, limits, budget, options.resolveExternal, dropBlobBodies, told);
+  const objects = entries.map((_, index): PackObject => {
+    const object = resolved[index];
+    if (!object) throw new PackFormatError('internal: unresolved entry survived resolution');
+    return packObject(index, object);
   });
   if (dropBlobBodies) {
     rebuildBodiesOnRead(objects, (index) => resolved[index]!.bodyBytes >= 0, (oid) => options.resolveExternal?.(oid)?.body);
@@ -589,12 +602,13 @@ function inflateEntry(
  */
 function resolveEntries(
   entries: RawEntry[],
+  resolved: Array<Resolved | undefined>,
   limits: Limits,
   budget: { inflatedBytes: number },
   resolveExternal: ParsePackOptions['resolveExternal'],
   dropBlobBodies: boolean,
-): { resolved: Array<Resolved | undefined>; externalBases: Oid[] } {
-  const resolved: Array<Resolved | undefined> = new Array(entries.length);
+  told: ((index: number, object: Resolved) => void) | undefined,
+): { externalBases: Oid[] } {
   const slabs = new RecyclingAllocator(new SlabAllocator());
   const childrenByIndex = new Map<number, number[]>();
   const childrenByKey = new Map<string, number[]>();
@@ -610,8 +624,10 @@ function resolveEntries(
     else {
       const type = TYPES_BY_CODE.get(entry.typeCode) as ObjectType;
       const body = entry.data as Buffer;
-      resolved[index] = { type, body, oid: hashFramedObject(body, entry.headerBytes), depth: 0, bodyBytes: -1 };
+      const object: Resolved = { type, body, oid: hashFramedObject(body, entry.headerBytes), depth: 0, bodyBytes: -1 };
+      resolved[index] = object;
       entry.data = null;
+      told?.(index, object);
       return;
     }
     unresolved++;
@@ -636,6 +652,7 @@ function resolveEntries(
         const object = applyEntryDelta(entries[child], item.object, limits, budget, slabs);
         resolved[child] = object;
         unresolved--;
+        told?.(child, object);
         stack.push({ index: child, object });
       }
       // Every delta on this object has been applied: a blob's body is needed no more, and its
@@ -674,7 +691,7 @@ function resolveEntries(
         (missing.length > 0 ? ` (missing ${missing.join(', ')})` : ''),
     );
   }
-  return { resolved, externalBases };
+  return { externalBases };
 }
 
 /**

@@ -15,7 +15,7 @@ import { OidTable } from './oidTable.js';
 import { ENTRY_GITLINK, ENTRY_TREE, TreeCursor } from './tree.js';
 import { TREE_DEPTH_MAX, commitTreesDepthProblem, treeDepthProblem, treeHeight } from './treeDepth.js';
 
-export type PackLimits = Omit<ParsePackOptions, 'resolveExternal' | 'dropBlobBodies'>;
+export type PackLimits = Omit<ParsePackOptions, 'resolveExternal' | 'dropBlobBodies' | 'onResolved'>;
 
 /** What the receiver's store answers while a pack is checked. */
 export interface StoreLookups {
@@ -68,10 +68,18 @@ export function checkReceivedPack(pack: Buffer, limits: PackLimits, lookups: Sto
   return parsed.ok ? checkParsedPack(parsed.objects, lookups, clientShallow) : parsed;
 }
 
-/** The first part of checkReceivedPack: the pack's entries parsed, deltas resolved and ids computed. */
-export function parseReceivedPack(pack: Buffer, limits: PackLimits, lookups: StoreLookups): { ok: true; objects: PackObject[] } | { ok: false; message: string } {
+/**
+ * The first part of checkReceivedPack: the pack's entries parsed, deltas resolved and ids computed.
+ * `onResolved`: told of each object once resolved, bases first (ParsePackOptions.onResolved).
+ */
+export function parseReceivedPack(
+  pack: Buffer,
+  limits: PackLimits,
+  lookups: StoreLookups,
+  onResolved?: ParsePackOptions['onResolved'],
+): { ok: true; objects: PackObject[] } | { ok: false; message: string } {
   try {
-    return { ok: true, objects: parsePack(pack, { ...limits, resolveExternal: (oid) => lookups.object(oid), dropBlobBodies: true }).objects };
+    return { ok: true, objects: parsePack(pack, { ...limits, resolveExternal: (oid) => lookups.object(oid), dropBlobBodies: true, onResolved }).objects };
   } catch (error) {
     if (error instanceof PackFormatError || error instanceof FsckError) return { ok: false, message: error.message };
     throw error;

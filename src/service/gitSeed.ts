@@ -12,6 +12,7 @@ import { TreehouseError } from '../errors.js';
 import type { AsyncStoreLookups, PackCheckResult } from '../git/packCheck.js';
 import { oidToHex } from '../git/oid.js';
 import type { PackChecker } from './packChecker.js';
+import type { ReceivedForm } from '../store/asyncTypes.js';
 
 /** A seed's store is empty: nothing the pack names can come from it. */
 const NO_STORE: AsyncStoreLookups = { objects: async (oids) => oids.map(() => undefined), has: async (oids) => oids.map(() => false) };
@@ -27,9 +28,11 @@ export const GIT_SEED_TIME_MS_MAX = 10 * 60_000;
 
 /**
  * Fetches and checks a seed's history. Its pack is limited like a pushed one (the request body
- * limit), and parsed with pack.ts's per-object and total limits.
+ * limit), and parsed with pack.ts's per-object and total limits. `onForms` is given the pack's
+ * trees and blobs while it is parsed, to store them meanwhile (src/repo/wire/importHistory.ts
+ * EarlyHistoryForms).
  */
-export async function fetchGitSeed(config: Config, source: GitSeedSource, packChecker: PackChecker): Promise<FetchedSeed> {
+export async function fetchGitSeed(config: Config, source: GitSeedSource, packChecker: PackChecker, onForms?: (forms: ReceivedForm[]) => void): Promise<FetchedSeed> {
   try {
     const endpoint = endpointFromUrl(source.url, { token: source.token ?? null });
     packChecker.prepare();
@@ -39,7 +42,7 @@ export async function fetchGitSeed(config: Config, source: GitSeedSource, packCh
     // runs there while this thread prepares and stores the history for a project nobody sees yet.
     let verdict: Promise<PackCheckResult> | null = null;
     const readPack = async (pack: Buffer) => {
-      const begun = await packChecker.begin(pack, {}, NO_STORE);
+      const begun = await packChecker.begin(pack, {}, NO_STORE, new Set(), onForms);
       if (!('parsed' in begun) && !begun.ok) throw new HistoryImportError(refusal(begun.message));
       verdict = 'parsed' in begun ? begun.result : Promise.resolve(begun);
       return begun.objects;

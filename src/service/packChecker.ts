@@ -28,6 +28,7 @@ import { checkReceivedPackWithAsyncLookups, type AsyncStoreLookups, type Gap, ty
 import { oidToHex, type ObjectType, type Oid } from '../git/oid.js';
 import { OidTable } from '../git/oidTable.js';
 import { Slicer } from '../repo/slices.js';
+import type { ReceivedForm } from '../store/asyncTypes.js';
 import { startModuleWorker } from './moduleWorker.js';
 import { answerQuestions, ASK_SOURCE, questionSignal } from './syncQuestions.js';
 
@@ -43,11 +44,14 @@ export const PACK_INLINE_BYTES_MAX = 16 * 1024;
 /** The worker's priority below the request thread's (src/service/moduleWorker.ts): a push waits on it, but every request waits on the event loop. */
 const CHECK_NICE = 5;
 
+/** Resolved entries the worker sends at once when asked to stream them (begin()'s `onForms`): about a write's worth (src/repo/wire/packedForms.ts). */
+const FORMS_PER_RUN = 2_048;
+
 /** The worker's code (src/service/moduleWorker.ts runs it; `load()` imports src/git/packCheck.ts). */
 const WORKER_SOURCE = `${ASK_SOURCE}
 /** Per job whose check passed: settles with whether its commits' object lists are wanted. */
 const listRequests = new Map();
-parentPort.on('message', async ({ warm, listsFor, wanted, id, pack, limits, clientShallow, port, signal, wholeBlobs }) => {
+parentPort.on('message', async ({ warm, listsFor, wanted, id, pack, limits, clientShallow, port, signal, wholeBlobs, streamForms }) => {
   if (warm) return load().catch(() => {});
   if (listsFor !== undefined) {
     const request = listRequests.get(listsFor);
@@ -65,11 +69,43 @@ parentPort.on('message', async ({ warm, listsFor, wanted, id, pack, limits, clie
       has: (oid) => ask({ want: 'has', oid }) === true,
     };
     const packBytes = Buffer.from(pack.buffer, pack.byteOffset, pack.byteLength);
-    const parsed = parseReceivedPack(packBytes, limits, lookups);
+    // Each tree and blob's entry as soon as it is resolved, in runs (the receiver stores them while
+    // the parse goes on): its id, its zlib stream's span in the pack, its size, its delta's base.
+    let run = null;
+    let inRun = 0;
+    const newRun = () => ({ oids: new Uint8Array(${FORMS_PER_RUN} * 20), trees: new Uint8Array(${FORMS_PER_RUN}), spans: new Float64Array(${FORMS_PER_RUN} * 3), sizes: new Float64Array(${FORMS_PER_RUN}), bases: new Uint8Array(${FORMS_PER_RUN} * 20), deltas: new Uint8Array(${FORMS_PER_RUN}) });
+    const sendRun = () => {
+      if (inRun === 0) return;
+      const { oids, trees, spans, sizes, bases, deltas } = run;
+      parentPort.postMessage({ id, forms: inRun, oids, trees, spans, sizes, bases, deltas }, [oids.buffer, trees.buffer, spans.buffer, sizes.buffer, bases.buffer, deltas.buffer]);
+      run = null;
+      inRun = 0;
+    };
+    const onResolved = streamForms
+      ? (index, object) => {
+          if ((object.type !== 'tree' && object.type !== 'blob') || !object.packed) return;
+          run ??= newRun();
+          const i = inRun++;
+          run.oids.set(object.oid, i * 20);
+          run.trees[i] = object.type === 'tree' ? 1 : 0;
+          const start = object.packed.deflated.byteOffset - packBytes.byteOffset;
+          run.spans[i * 3] = start;
+          run.spans[i * 3 + 1] = start + object.packed.deflated.length;
+          run.spans[i * 3 + 2] = object.packed.dataBytes;
+          run.sizes[i] = object.body.length;
+          if (object.packed.base) {
+            run.deltas[i] = 1;
+            run.bases.set(object.packed.base, i * 20);
+          }
+          if (inRun === ${FORMS_PER_RUN}) sendRun();
+        }
+      : undefined;
+    const parsed = parseReceivedPack(packBytes, limits, lookups, onResolved);
     if (!parsed.ok) {
       port.close();
       return parentPort.postMessage({ id, ok: false, message: parsed.message });
     }
+    sendRun();
     // The parsed objects first, so the receiver prepares to store them while the rest of the check
     // runs here. Every body in one buffer, moved to the other thread rather than copied.
     const objects = parsed.objects;
@@ -174,6 +210,9 @@ interface WorkerAnswer {
   /** Per object: the body's length. */
   sizes?: Float64Array;
   gaps?: Array<[string, Gap]>;
+  /** A run of resolved trees and blobs (streamed: begin()'s `onForms`), this many; `trees` flags the trees. */
+  forms?: number;
+  trees?: Uint8Array;
   /** The commits' object lists, concatenated; per listed commit its object index and the end of its list. */
   lists?: Uint8Array;
   listIndexes?: Float64Array;
@@ -189,6 +228,8 @@ interface Job {
   settleLists(lists: Map<number, Buffer> | Error): void;
   /** The store, for the bases of a thin pack's blobs rebuilt here. */
   lookups: AsyncStoreLookups;
+  /** Takes the runs of resolved trees and blobs, when they are streamed. */
+  onForms: ((forms: ReceivedForm[]) => void) | undefined;
   /** The parsed objects as this thread has them, once the first answer came. */
   objects: Promise<PackObject[]> | null;
   /** Settled by the verdict (or a failure): the whole check's result. */
@@ -241,8 +282,17 @@ export class PackChecker {
    * (a ParsedPack: its objects, and the rest of the check's result to come), so the caller can
    * prepare to store them while the worker checks them (fsck, tree depth, history gaps, about half
    * of the check); a pack refused while parsing, or one checked inline, is answered whole at once.
+   * `onForms`: given the pack's trees and blobs (entries and ids) in runs while the worker still
+   * parses, every delta after its base (none for a pack checked inline); what it is given is
+   * unchecked until the verdict, and may not all be what the pack's refs reach.
    */
-  async begin(pack: Buffer, limits: PackLimits, lookups: AsyncStoreLookups, clientShallow: ReadonlySet<string> = new Set()): Promise<PackCheckResult | ParsedPack> {
+  async begin(
+    pack: Buffer,
+    limits: PackLimits,
+    lookups: AsyncStoreLookups,
+    clientShallow: ReadonlySet<string> = new Set(),
+    onForms?: (forms: ReceivedForm[]) => void,
+  ): Promise<PackCheckResult | ParsedPack> {
     if (pack.length <= this.inlineBytesMax) {
       const checked = await checkReceivedPackWithAsyncLookups(pack, limits, lookups, clientShallow);
       if (checked) return checked;
@@ -279,8 +329,8 @@ export class PackChecker {
     };
     return await new Promise<PackCheckResult | ParsedPack>((resolve, reject) => {
       if (this.jobs.size === 0) worker.ref();
-      this.jobs.set(id, { pack, lookups, lists, requestLists, settleLists, objects: null, verdict, settleVerdict, resolve, reject, done: () => port1.close() });
-      worker.postMessage({ id, pack: copy, limits, clientShallow: [...clientShallow], port: port2, signal, wholeBlobs: this.wholeBlobs }, [copy.buffer, port2]);
+      this.jobs.set(id, { pack, lookups, onForms, lists, requestLists, settleLists, objects: null, verdict, settleVerdict, resolve, reject, done: () => port1.close() });
+      worker.postMessage({ id, pack: copy, limits, clientShallow: [...clientShallow], port: port2, signal, wholeBlobs: this.wholeBlobs, streamForms: onForms !== undefined }, [copy.buffer, port2]);
     });
   }
 
@@ -337,6 +387,10 @@ export class PackChecker {
       job.done();
       if (this.jobs.size === 0) this.worker?.unref();
     };
+    if (answer.forms !== undefined) {
+      job.onForms?.(formsOf(answer, job.pack));
+      return;
+    }
     if (answer.lists) {
       finish();
       return job.settleLists(commitObjectsOf(answer));
@@ -448,6 +502,24 @@ async function objectsOf(answer: WorkerAnswer, pack: Buffer, externalBases: Map<
   }
   rebuildBodiesOnRead(objects, (index) => omitted[index] === 1, (oid) => externalBases.get(oidToHex(oid)));
   return objects;
+}
+
+/** A streamed run of resolved trees and blobs as the store takes them, over the transferred arrays and the pack (views). */
+function formsOf(answer: WorkerAnswer, pack: Buffer): ReceivedForm[] {
+  const { forms: count, oids, trees, spans, sizes, bases, deltas } = answer as Required<WorkerAnswer>;
+  const ids = Buffer.from(oids.buffer, oids.byteOffset, oids.byteLength);
+  const baseIds = Buffer.from(bases.buffer, bases.byteOffset, bases.byteLength);
+  const forms: ReceivedForm[] = new Array(count);
+  for (let i = 0; i < count; i++) {
+    forms[i] = {
+      oid: ids.subarray(i * 20, i * 20 + 20),
+      type: trees[i] ? 'tree' : 'blob',
+      inflatedBytes: sizes[i],
+      deflated: pack.subarray(spans[i * 3], spans[i * 3 + 1]),
+      delta: deltas[i] ? { base: baseIds.subarray(i * 20, i * 20 + 20), bytes: spans[i * 3 + 2] } : null,
+    };
+  }
+  return forms;
 }
 
 function commitObjectsOf(answer: WorkerAnswer): Map<number, Buffer> {

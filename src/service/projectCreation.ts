@@ -4,11 +4,12 @@
  * the order that keeps a failure from leaving anything behind.
  *
  * - A linked repository is checked first and linked in the creation's own transaction.
- * - A git seed's history is fetched and checked before anything is written; its objects then go in
- *   a write at a time under a number reserved for the project, and the project appears only in the
- *   transaction that points main at them (a failure drops what was stored).
+ * - A git seed's objects go in a write at a time under a number reserved for the project (its trees
+ *   and blobs while its pack is still parsed, the rest once the pack is checked), and the project
+ *   appears only in the transaction that points main at them, once the whole pack passed its check
+ *   (a failure drops what was stored).
  */
-import { indexHistoryCommits, startMainAt, storeHistoryObjects } from '../repo/wire/importHistory.js';
+import { EarlyHistoryForms, indexHistoryCommits, startMainAt, storeHistoryObjects } from '../repo/wire/importHistory.js';
 import type { SeedFile } from '../repo/initProject.js';
 import type { AsyncStoreWriteTx } from '../store/asyncTypes.js';
 import type { ContentEncoding } from '../repo/fileContent.js';
@@ -16,7 +17,7 @@ import type { Principal } from './accounts.js';
 import type { Config } from './config.js';
 import type { Announce, ChangeJoin } from './eventLog.js';
 import type { Framework } from './framework.js';
-import { detectionFiles, fetchGitSeed, type GitSeedSource } from './gitSeed.js';
+import { detectionFiles, fetchGitSeed, type FetchedSeed, type GitSeedSource } from './gitSeed.js';
 import type { PackChecker } from './packChecker.js';
 import type { CommerceCredentials, ProjectRecord, Projects } from './projects.js';
 import type { LinkInput, RemoteSync } from './remoteSync.js';
@@ -56,11 +57,15 @@ export class ProjectCreation {
     const link = remote ? (tx: AsyncStoreWriteTx, created: ProjectRecord, announce: Announce) => this.remoteSync.linkInTx(tx, created, remote, announce) : undefined;
     let record: ProjectRecord;
     if (source?.kind === 'git') {
-      const history = await fetchGitSeed(this.config, source, this.packChecker);
+      // Reserved before the fetch, so the pack's trees and blobs are stored while it is parsed.
       const seq = await this.projects.reserveSeq();
+      const repo = { store: this.projects.store, project: seq };
+      const early = new EarlyHistoryForms(repo);
+      let fetched: FetchedSeed | null = null;
       try {
+        const history = (fetched = await fetchGitSeed(this.config, source, this.packChecker, early.wanted ? early.add : undefined));
         try {
-          await storeHistoryObjects({ store: this.projects.store, project: seq }, history);
+          await storeHistoryObjects(repo, history, early);
         } catch (error) {
           // Stored before its pack's check ended: a refusal of the check is the answer when there is one.
           await history.checked;
@@ -76,12 +81,13 @@ export class ProjectCreation {
           alsoInTx: link,
         });
       } catch (error) {
-        history.forgetCommitObjects();
+        fetched?.forgetCommitObjects();
+        await early.abandon();
         await this.projects.releaseSeq(seq);
         throw error;
       }
       // The commits' object lists are made now, not beside the writes, and stored after the answer.
-      this.indexing.add(indexHistoryCommits({ store: this.projects.store, project: seq }, history));
+      this.indexing.add(indexHistoryCommits(repo, fetched));
     } else {
       const files = await this.seedFiles(source);
       record = await this.projects.create(principal, { ...common, files, alsoInTx: link });

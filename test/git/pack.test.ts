@@ -265,6 +265,44 @@ describe('parsePack with dropBlobBodies', () => {
     );
   });
 
+  it('tells of each object once as it is resolved, every delta after its base, as the parse then gives it', () => {
+    // Trees of OFS and REF deltas, a REF_DELTA's base sometimes later in the pack, blobs dropped.
+    const shapes = fc.array(fc.tuple(fc.nat(), fc.boolean(), fc.boolean()), { minLength: 1, maxLength: 30 });
+    fc.assert(
+      fc.property(shapes, (nodes) => {
+        const bodies: Buffer[] = [];
+        const parents: number[] = [];
+        nodes.forEach(([pick], i) => {
+          const parent = i === 0 || pick % 3 === 0 ? -1 : pick % i;
+          bodies.push(Buffer.concat([parent < 0 ? lines(`root ${i}`, 40) : bodies[parent], lines(`v${i}`, 3)]));
+          parents.push(parent);
+        });
+        // Pack order: a node whose REF flag is set goes in before its base (its base id is known).
+        const order = bodies.map((_, i) => i).sort((a, b) => (nodes[a][2] && parents[a] >= 0 ? parents[a] - 0.5 : a) - (nodes[b][2] && parents[b] >= 0 ? parents[b] - 0.5 : b));
+        const entries = order.map((i) => {
+          if (parents[i] < 0) return wholeEntry(OBJ_BLOB, bodies[i]);
+          return refDeltaEntry(hashObject('blob', bodies[parents[i]]), createDelta(bodies[parents[i]], bodies[i]));
+        });
+        const told: Array<{ index: number; oid: string; type: ObjectType; depth: number; base: string | null; deflated: Buffer; body: Buffer }> = [];
+        const parsed = parsePack(packOf(entries), {
+          dropBlobBodies: true,
+          onResolved: (index, object) =>
+            told.push({ index, oid: oidToHex(object.oid), type: object.type, depth: object.deltaDepth, base: object.packed?.base ? oidToHex(object.packed.base) : null, deflated: object.packed!.deflated, body: Buffer.from(object.body) }),
+        });
+        expect(told.map(({ index }) => index).sort((a, b) => a - b)).toEqual(order.map((_, index) => index));
+        const toldAt = new Map(told.map(({ oid }, at) => [oid, at]));
+        told.forEach(({ index, oid, type, depth, base, deflated, body }, at) => {
+          const object = parsed.objects[index];
+          expect({ oid, type, depth, base }).toEqual({ oid: oidToHex(object.oid), type: object.type, depth: object.deltaDepth, base: object.packed?.base ? oidToHex(object.packed.base) : null });
+          expect(deflated).toEqual(object.packed!.deflated);
+          expect(body.equals(bodies[order[index]])).toBe(true);
+          if (base) expect(toldAt.get(base)!).toBeLessThan(at);
+        });
+      }),
+      { numRuns: 200 },
+    );
+  });
+
   it('rebuilds a thin delta from the external base it was resolved against', () => {
     const base = lines('external base', 80);
     const target = Buffer.concat([base, Buffer.from('and one more line\n')]);

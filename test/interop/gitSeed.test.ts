@@ -7,6 +7,9 @@ import { randomBytes } from 'node:crypto';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createDelta } from '../../src/git/delta.js';
+import { PackWriter } from '../../src/git/pack.js';
+import { encodePktLine } from '../../src/git/pktline.js';
 import { git, gitAsyncOk, scratchDir } from '../support/git.js';
 import { startGitHttpBackend, type GitHttpBackend } from '../support/httpBackend.js';
 import { startTestServer, type TestServer } from '../support/server.js';
@@ -227,6 +230,50 @@ describe('git seeds and storage', () => {
     expect((await server.call('DELETE', `/api/v1/projects/${seeded.body.project.id}`)).status).toBe(200);
     expect(await orphanedNumbers(server)).toEqual([]);
     expect(await server.th.store.read(async (tx) => tx.listRecords('project-unowned/'))).toEqual([]);
+  });
+
+  it('refuses a pack that fails to parse after its first blobs were stored meanwhile, and keeps none of them', async () => {
+    // The advertisement is git's; the pack is 3,000 blobs (the checker's worker hands the first
+    // runs to the store while it parses) and then a delta on a base nobody has.
+    const writer = new PackWriter(3_001);
+    const chunks = [writer.start()];
+    for (let i = 0; i < 3_000; i++) chunks.push(writer.addObject('blob', Buffer.from(`blob ${i} ${randomBytes(8).toString('hex')}\n`)).bytes);
+    chunks.push(writer.addRefDelta(randomBytes(20), createDelta(Buffer.from('a base nobody has\n'), Buffer.from('a base nobody has, changed\n'))).bytes);
+    chunks.push(writer.finish());
+    const pack = Buffer.concat(chunks);
+    const crafted = await startGitHttpBackend(root, {
+      protocolV2: false,
+      beforeGit: async (request, response) => {
+        if (request.method !== 'POST') return;
+        for await (const _ of request);
+        const sideband: Buffer[] = [encodePktLine('NAK\n')];
+        for (let at = 0; at < pack.length; at += 60_000) sideband.push(encodePktLine(Buffer.concat([Buffer.from([1]), pack.subarray(at, at + 60_000)])));
+        response.writeHead(200, { 'Content-Type': 'application/x-git-upload-pack-result' }).end(Buffer.concat([...sideband, Buffer.from('0000')]));
+        return 'answered';
+      },
+    });
+    try {
+      // Watched, not replaced: how many runs the store was given (a store that keeps forms alone is).
+      const store = server.th.store;
+      const putFormsAlone = store.putFormsAlone?.bind(store);
+      let runs = 0;
+      if (putFormsAlone) {
+        store.putFormsAlone = (...args) => {
+          runs++;
+          return putFormsAlone(...args);
+        };
+      }
+      const before = await projectCount(server);
+      const refused = await seed(server, { url: `${crafted.url}/site.git` }).finally(() => putFormsAlone && (store.putFormsAlone = putFormsAlone));
+      expect(refused.status).toBe(400);
+      expect(refused.body.error.message).toMatch(/The fetched pack was refused: .*could not be resolved/);
+      expect(runs).toBe(putFormsAlone ? 1 : 0);
+      expect(await projectCount(server)).toBe(before);
+      expect(await orphanedNumbers(server)).toEqual([]);
+      expect(await server.th.store.read(async (tx) => tx.listRecords('project-unowned/'))).toEqual([]);
+    } finally {
+      await crafted.close();
+    }
   });
 
   it('refuses a history that the rest of its pack check fails after it was stored, and keeps none of it', async () => {

@@ -6,6 +6,7 @@ import { PackWriter } from '../../src/git/pack.js';
 import { checkReceivedPack, checkReceivedPackWithAsyncLookups, type AsyncStoreLookups, type StoreLookups } from '../../src/git/packCheck.js';
 import { encodeTree, MODE_FILE, MODE_TREE } from '../../src/git/tree.js';
 import { PackChecker } from '../../src/service/packChecker.js';
+import type { ReceivedForm } from '../../src/store/asyncTypes.js';
 
 const checker = new PackChecker({ inlineBytesMax: 0 });
 afterAll(() => checker.close());
@@ -181,6 +182,61 @@ describe('PackChecker on its worker thread', () => {
     } finally {
       await own.close();
     }
+  });
+
+  it('streams the trees and blobs it resolves (onForms) in runs before it answers, each delta after its base, as the parse gives them', async () => {
+    // 2,600 blobs (every third a delta on the one before it, some on a base outside the pack) and
+    // a tree of them, then a commit: more than one run.
+    const bodies = Array.from({ length: 2_600 }, (_, i) => Buffer.from(`file ${Math.floor(i / 3)} version ${i % 3}\n`.repeat(8 + (i % 5))));
+    const writer = new PackWriter(bodies.length + 2);
+    const chunks = [writer.start()];
+    const offsets: number[] = [];
+    bodies.forEach((body, i) => {
+      const entry =
+        i % 3 === 0
+          ? writer.addObject('blob', body)
+          : i % 97 === 1
+            ? writer.addRefDelta(baseOid, createDelta(base, body))
+            : writer.addOfsDelta(offsets[i - 1], createDelta(bodies[i - 1], body));
+      offsets.push(entry.offset);
+      chunks.push(entry.bytes);
+    });
+    const blobIds = bodies.map((body) => hashObject('blob', body));
+    const tree = encodeTree(blobIds.map((oid, i) => ({ name: `f${String(i).padStart(5, '0')}`, mode: MODE_FILE, oid })));
+    chunks.push(writer.addObject('tree', tree).bytes);
+    const commit = Buffer.from(`tree ${hashObject('tree', tree).toString('hex')}\nauthor A <a@example.com> 1700000000 +0000\ncommitter A <a@example.com> 1700000000 +0000\n\nstreamed\n`);
+    chunks.push(writer.addObject('commit', commit).bytes);
+    chunks.push(writer.finish());
+    const pack = Buffer.concat(chunks);
+    const runs: ReceivedForm[][] = [];
+    let answered = false;
+    const begun = await checker.begin(pack, {}, lookups, new Set(), (forms) => {
+      expect(answered).toBe(false);
+      runs.push(forms);
+    });
+    answered = true;
+    expect('parsed' in begun).toBe(true);
+    if (!('parsed' in begun)) return;
+    expect(runs.length).toBeGreaterThan(1);
+    const streamed = runs.flat();
+    const parsed = new Map(begun.objects.map((object) => [object.oid.toString('hex'), object]));
+    // Every tree and blob once, nothing else.
+    expect(streamed.map((form) => form.oid.toString('hex')).sort()).toEqual(
+      begun.objects.filter((object) => object.type !== 'commit').map((object) => object.oid.toString('hex')).sort(),
+    );
+    const seen = new Set<string>([baseOid.toString('hex')]);
+    for (const form of streamed) {
+      const object = parsed.get(form.oid.toString('hex'))!;
+      expect(form.type).toBe(object.type);
+      expect(form.inflatedBytes).toBe(object.bodyBytes ?? object.body.length);
+      expect(form.deflated.equals(object.packed!.deflated)).toBe(true);
+      expect(form.delta && { base: form.delta.base.toString('hex'), bytes: form.delta.bytes }).toEqual(
+        object.packed!.base && { base: object.packed!.base.toString('hex'), bytes: object.packed!.dataBytes },
+      );
+      if (form.delta) expect(seen.has(form.delta.base.toString('hex'))).toBe(true);
+      seen.add(form.oid.toString('hex'));
+    }
+    expect((await begun.result).ok).toBe(true);
   });
 
   it('runs concurrent checks one after another on the one worker', async () => {

@@ -4,7 +4,7 @@
  * Optional Basic auth: when `password` is set, requests without it get 401. `port` listens on a given
  * port (to bring a closed backend back at the same URL); `protocolV2: false` hides the client's
  * Git-Protocol header from git, so it answers protocol v0 as an old server would; `beforeGit` sees
- * each request first.
+ * each request first, and may answer it instead of git.
  */
 import { spawn } from 'node:child_process';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
@@ -20,15 +20,15 @@ export interface GitHttpBackendOptions {
   password?: string;
   port?: number;
   protocolV2?: boolean;
-  /** Awaited before git runs for a request (to watch or slow requests down). */
-  beforeGit?: (request: IncomingMessage, response: ServerResponse) => Promise<void> | void;
+  /** Awaited before git runs for a request (to watch or slow requests down); 'answered' when it answered the request itself. */
+  beforeGit?: (request: IncomingMessage, response: ServerResponse) => Promise<void | 'answered'> | void | 'answered';
 }
 
 export async function startGitHttpBackend(root: string, options: GitHttpBackendOptions = {}): Promise<GitHttpBackend> {
   const log: string[] = [];
   const server = createServer(async (request, response) => {
     log.push(`${request.method} ${request.url}`);
-    await options.beforeGit?.(request, response);
+    if ((await options.beforeGit?.(request, response)) === 'answered') return;
     if (options.password !== undefined) {
       const header = request.headers.authorization ?? '';
       const given = header.startsWith('Basic ') ? Buffer.from(header.slice(6), 'base64').toString('utf8').split(':').slice(1).join(':') : null;

@@ -15,7 +15,8 @@ import { decodeTag } from '../../git/tag.js';
 import { decodeTree, ENTRY_GITLINK, ENTRY_TREE, MODE_GITLINK, MODE_TREE, TreeCursor } from '../../git/tree.js';
 import { commitTreesDepthProblem } from '../../git/treeDepth.js';
 import { resetWorkingTree } from '../worktree/moveWorkingTree.js';
-import { formsInBaseOrder, keepPackedForm, storeFormsAlone, storeReceivedObjectsInWrites } from './packedForms.js';
+import { formsInBaseOrder, keepPackedForm, storeFormsAlone, storeReceivedFormsAlone, storeReceivedObjectsInWrites } from './packedForms.js';
+import type { ReceivedForm } from '../../store/asyncTypes.js';
 import { MAIN_BRANCH, type Repo, type WriteTx } from '../repo.js';
 import { Slicer } from '../slices.js';
 
@@ -205,11 +206,13 @@ async function commitsParentsFirst(
  * each commit's parents are indexed before it), so a large seed never holds the event loop for
  * long. Nothing points at them until startMainAt() runs.
  */
-export async function storeHistoryObjects(repo: Pick<Repo, 'store' | 'project'>, history: PreparedHistory): Promise<void> {
+export async function storeHistoryObjects(repo: Pick<Repo, 'store' | 'project'>, history: PreparedHistory, early?: EarlyHistoryForms): Promise<void> {
   // Trees and blobs bases first, so each is stored as the fetched pack's entry in the write that
   // stores its base or a later one (src/repo/wire/packedForms.ts); commits after them, parents first.
+  // Those `early` stored while the pack was parsed are not stored again.
+  const kept = early ? await early.settled() : null;
   const commits = history.objects.filter((object) => object.type === 'commit');
-  const contents = history.objects.filter((object) => object.type !== 'commit');
+  const contents = history.objects.filter((object) => object.type !== 'commit' && !kept?.has(object.oid));
   // The store may hold back part of these writes and store it in an order of its own at the end
   // (AsyncStore.holdForms): nobody reads the reserved number meanwhile.
   repo.store.holdForms?.(repo.project);
@@ -231,6 +234,58 @@ export async function storeHistoryObjects(repo: Pick<Repo, 'store' | 'project'>,
       const tx = store.project(repo.project);
       for (const object of formsInBaseOrder(late)) await keepPackedForm(tx, object);
     });
+  }
+}
+
+/**
+ * A seed's trees and blobs stored as their pack entries while the pack is still parsed (the pack
+ * checker streams them, src/service/packChecker.ts begin()), under a reserved number whose forms
+ * are held back (AsyncStore.holdForms), so the store's work falls within the parse instead of after
+ * it. Objects the pack carried beyond the wanted commit's history are stored too (git sends none):
+ * unreachable, they go at the project's next collection. Only for a store that keeps forms alone.
+ */
+export class EarlyHistoryForms {
+  /** Ids stored (or found stored) so far. */
+  private readonly kept = new OidTable();
+  private chain: Promise<void> = Promise.resolve();
+  private failure: { error: unknown } | null = null;
+
+  constructor(private readonly repo: Pick<Repo, 'store' | 'project'>) {
+    repo.store.holdForms?.(repo.project);
+  }
+
+  /** Whether the store keeps forms alone, so streaming them helps. */
+  get wanted(): boolean {
+    return this.repo.store.putFormsAlone !== undefined;
+  }
+
+  /** Stores a run of entries after those given before (each delta after its base). */
+  readonly add = (forms: ReceivedForm[]): void => {
+    this.chain = this.chain.then(async () => {
+      if (this.failure) return;
+      try {
+        const answers = await storeReceivedFormsAlone(this.repo.store, this.repo.project, forms);
+        answers.forEach((kept, index) => {
+          if (kept) this.kept.add(forms[index].oid);
+        });
+      } catch (error) {
+        this.failure = { error };
+      }
+    });
+  };
+
+  /** Once every run given is stored: the ids kept. Rejects with the first failure. */
+  async settled(): Promise<OidTable> {
+    await this.chain;
+    if (this.failure) throw this.failure.error;
+    return this.kept;
+  }
+
+  /** Lets go of what was stored (the seed failed): waits for the runs under way, then drops the held forms. */
+  async abandon(): Promise<void> {
+    this.failure ??= { error: new Error('the seed was abandoned') };
+    await this.chain;
+    await this.repo.store.settleForms?.(this.repo.project, false);
   }
 }
 

@@ -127,14 +127,28 @@ export async function storeReceivedObjects(tx: WriteTx, objects: readonly PackOb
  */
 export async function storeFormsAlone(store: AsyncStore, project: number, carried: readonly PackObject[]): Promise<PackObject[]> {
   if (!store.putFormsAlone) return [...carried];
-  const unkept: PackObject[] = [];
-  for (const run of runsOf(carried, FORMS_ALONE_PER_WRITE, FORMS_ALONE_BYTES_PER_WRITE)) {
-    const answers = await store.putFormsAlone(project, run.map(receivedForm), DELTA_DEPTH_MAX);
-    run.forEach((object, index) => {
-      if (!answers[index]) unkept.push(object);
-    });
+  const answers = await storeReceivedFormsAlone(store, project, carried.map(receivedForm));
+  return carried.filter((_, index) => !answers[index]);
+}
+
+/**
+ * storeFormsAlone for entries given as the store takes them (bases first): whether each was kept,
+ * all false when the store does not offer it.
+ */
+export async function storeReceivedFormsAlone(store: AsyncStore, project: number, forms: readonly ReceivedForm[]): Promise<boolean[]> {
+  if (!store.putFormsAlone) return forms.map(() => false);
+  const answers: boolean[] = [];
+  for (let start = 0; start < forms.length; ) {
+    let end = start;
+    let bytes = 0;
+    while (end < forms.length && (end === start || (end - start < FORMS_ALONE_PER_WRITE && bytes < FORMS_ALONE_BYTES_PER_WRITE))) {
+      bytes += forms[end].deflated.length;
+      end++;
+    }
+    answers.push(...(await store.putFormsAlone(project, forms.slice(start, end), DELTA_DEPTH_MAX)));
+    start = end;
   }
-  return unkept;
+  return answers;
 }
 
 /**
