@@ -8,7 +8,8 @@
  */
 import { decodeCommit } from './commit.js';
 import { FsckError, assertObjectsFsckClean } from './fsck.js';
-import { OID_BYTES, oidToHex, type Oid } from './oid.js';
+import { OID_BYTES, oidToHex, type ObjectType, type Oid } from './oid.js';
+import { decodeTag } from './tag.js';
 import { PackFormatError, parsePack, type ExternalObject, type PackObject, type ParsePackOptions } from './pack.js';
 import { introducedObjects } from './introducedObjects.js';
 import { OidTable } from './oidTable.js';
@@ -100,7 +101,9 @@ export function checkParsedPack(objects: PackObject[], lookups: StoreLookups, cl
       const tree = read(oid);
       return tree?.type === 'tree' ? tree.body : undefined;
     };
-    // The history's gaps, and the height of every received tree in the same walk.
+    checkTagTargets(objects, received);
+    // The history's gaps, and the height of every received tree in the same walk (which refuses
+    // an object named as another type).
     const { gaps, treeHeights, storedHeights } = walkHistory(objects, (oid) => lookups.has(oid), clientShallow, received, readTree);
     // git's core.maxTreeDepth on every received commit's tree, stored subtrees included.
     const tooDeep = treeHeights
@@ -179,6 +182,8 @@ function walkHistory(
       const index = received.get(frame.ids, at);
       let gap: Gap | undefined;
       if (index >= 0) {
+        const expected = frame.expected(entry);
+        if (objects[index].type !== expected) throw typeMismatch(objects[frame.index], entry, objects[index], expected);
         if (state[index] === COMPLETE) {
           if (isSubtree) reach(frame, objects[index].type === 'tree' ? heights[index] : 0);
           continue;
@@ -260,6 +265,8 @@ interface Frame {
   ids: Buffer;
   offsets: number[];
   next: number;
+  /** The type the object named by entry `k` (of offsets) must have. */
+  expected(k: number): ObjectType;
   /** For a tree whose height is measured: 1 for each entry (by offsets' index) that is a subtree. */
   subtrees: Uint8Array | null;
   heightOf: boolean;
@@ -275,10 +282,11 @@ function openFrame(object: PackObject, index: number, measure: boolean): Frame {
   if (object.type === 'commit') {
     const commit = decodeCommit(object.body);
     const ids = Buffer.concat([commit.tree, ...commit.parents]);
-    return { index, ids, offsets: Array.from({ length: 1 + commit.parents.length }, (_, k) => k * OID_BYTES), next: 0, subtrees: null, heightOf: false, height: 0 };
+    const offsets = Array.from({ length: 1 + commit.parents.length }, (_, k) => k * OID_BYTES);
+    return { index, ids, offsets, next: 0, expected: commitEntryType, subtrees: null, heightOf: false, height: 0 };
   }
   // A blob's body is not read: the parse may have dropped it (it would be rebuilt).
-  if (object.type !== 'tree') return { index, ids: NO_IDS, offsets: [], next: 0, subtrees: null, heightOf: false, height: 0 };
+  if (object.type !== 'tree') return { index, ids: NO_IDS, offsets: [], next: 0, expected: commitEntryType, subtrees: null, heightOf: false, height: 0 };
   const offsets: number[] = [];
   const kinds: number[] = [];
   const cursor = new TreeCursor(object.body);
@@ -287,15 +295,46 @@ function openFrame(object: PackObject, index: number, measure: boolean): Frame {
     offsets.push(cursor.oidStart);
     kinds.push(cursor.kind === ENTRY_TREE ? 1 : 0);
   }
+  const subtrees = Uint8Array.from(kinds);
   return {
     index,
     ids: object.body,
     offsets,
     next: 0,
-    subtrees: measure ? Uint8Array.from(kinds) : null,
+    expected: (k) => (subtrees[k] === 1 ? 'tree' : 'blob'),
+    subtrees: measure ? subtrees : null,
     heightOf: measure,
     height: object.body.length > 0 ? 1 : 0,
   };
+}
+
+/** A commit names its tree first, then its parents. */
+const commitEntryType = (k: number): ObjectType => (k === 0 ? 'tree' : 'commit');
+
+/**
+ * A received object named as another type than it is, refused as git's index-pack --strict refuses
+ * it (fsck_walk's links: "object ... is a tree, not a blob", "bad tree pointer", "bad parent"): stored,
+ * every read of the history through it would take one type for the other.
+ */
+function typeMismatch(naming: PackObject, entry: number, named: PackObject, expected: ObjectType): PackFormatError {
+  const named_ = oidToHex(named.oid);
+  if (naming.type === 'commit') {
+    const what = entry === 0 ? 'tree pointer' : 'parent';
+    return new PackFormatError(`bad ${what} ${named_} in commit ${oidToHex(naming.oid)}: it is a ${named.type}`);
+  }
+  return new PackFormatError(`object ${named_} is a ${named.type}, not a ${expected} (named in tree ${oidToHex(naming.oid)})`);
+}
+
+/** Each received tag whose object is received too must name it as the type it is (git: "bad tag pointer"). */
+function checkTagTargets(objects: PackObject[], received: OidTable): void {
+  for (const object of objects) {
+    if (object.type !== 'tag') continue;
+    const tag = decodeTag(object.body);
+    const index = received.get(tag.object);
+    if (index >= 0 && objects[index].type !== tag.type) {
+      throw new PackFormatError(`bad tag pointer to ${oidToHex(tag.object)} in tag ${oidToHex(object.oid)}: it is a ${objects[index].type}, not a ${tag.type}`);
+    }
+  }
 }
 
 /**
