@@ -6,7 +6,7 @@
  * the receiver's store, so it can run on a worker thread (src/service/packChecker.ts) as well as
  * inline; a refusal is a result, not a throw, so it crosses a thread boundary as plain data.
  */
-import { decodeCommit } from './commit.js';
+import { commitLinks } from './commit.js';
 import { FsckError, assertObjectsFsckClean } from './fsck.js';
 import { OID_BYTES, oidToHex, type ObjectType, type Oid } from './oid.js';
 import { decodeTag } from './tag.js';
@@ -110,7 +110,7 @@ export function checkParsedPack(objects: PackObject[], lookups: StoreLookups, cl
       ? receivedCommitsDepthProblem(objects, received, treeHeights, readTree, storedHeights)
       : // A walk cut short by a gap leaves heights unknown: the trees are measured on their own.
         commitTreesDepthProblem(
-          objects.filter((object) => object.type === 'commit').map((object) => ({ commit: object.oid, tree: decodeCommit(object.body).tree })),
+          objects.filter((object) => object.type === 'commit').map((object) => ({ commit: object.oid, tree: commitLinks(object.body).tree })),
           readTree,
         );
     if (tooDeep) return { ok: false, message: tooDeep };
@@ -238,7 +238,7 @@ function receivedCommitsDepthProblem(
 ): string | null {
   for (const object of objects) {
     if (object.type !== 'commit') continue;
-    const tree = decodeCommit(object.body).tree;
+    const tree = commitLinks(object.body).tree;
     const index = received.get(tree);
     const height = index >= 0 ? (objects[index].type === 'tree' ? heights[index] : 0) : treeHeight(tree, readTree, TREE_DEPTH_MAX, storedHeights);
     if (height > TREE_DEPTH_MAX) return treeDepthProblem(object.oid);
@@ -280,7 +280,7 @@ interface Frame {
  */
 function openFrame(object: PackObject, index: number, measure: boolean): Frame {
   if (object.type === 'commit') {
-    const commit = decodeCommit(object.body);
+    const commit = commitLinks(object.body);
     const ids = Buffer.concat([commit.tree, ...commit.parents]);
     const offsets = Array.from({ length: 1 + commit.parents.length }, (_, k) => k * OID_BYTES);
     return { index, ids, offsets, next: 0, expected: commitEntryType, subtrees: null, heightOf: false, height: 0 };
@@ -365,13 +365,13 @@ export function receivedCommitObjects(
   };
   const treeOf = (oid: Oid): Oid | null => {
     const found = read(oid);
-    return found?.type === 'commit' ? decodeCommit(found.body).tree : null;
+    return found?.type === 'commit' ? commitLinks(found.body).tree : null;
   };
   const byPair = new Map<string, Buffer>();
   for (let index = 0; index < objects.length; index++) {
     const object = objects[index];
     if (object.type !== 'commit' || gaps.has(oidToHex(object.oid))) continue;
-    const commit = decodeCommit(object.body);
+    const commit = commitLinks(object.body);
     const parentTree = commit.parents.length > 0 ? treeOf(commit.parents[0]) : null;
     if (commit.parents.length > 0 && !parentTree) continue;
     const pair = `${oidToHex(commit.tree)}${parentTree ? oidToHex(parentTree) : ''}`;

@@ -5,7 +5,7 @@
  * must be stored parents first or their generations come out too small and reachability walks,
  * which stop at the generation floor, miss ancestors.
  */
-import { decodeCommit } from './commit.js';
+import { commitLinks } from './commit.js';
 import type { PackObject } from './pack.js';
 
 /** Every object of `objects`: non-commits in their order, then commits each after its parents in the list. */
@@ -19,7 +19,7 @@ export function parentsFirst(objects: readonly PackObject[]): PackObject[] {
     const stack: Array<{ key: string; parents: string[]; next: number }> = [];
     const open = (key: string) => {
       placed.add(key);
-      const parents = decodeCommit(commits.get(key)!.body).parents.map((parent) => parent.toString('hex'));
+      const parents = commitLinks(commits.get(key)!.body).parents.map((parent) => parent.toString('hex'));
       stack.push({ key, parents, next: 0 });
     };
     const startKey = start.oid.toString('hex');

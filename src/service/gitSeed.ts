@@ -12,7 +12,7 @@ import { TreehouseError } from '../errors.js';
 import type { AsyncStoreLookups, PackCheckResult } from '../git/packCheck.js';
 import { oidToHex } from '../git/oid.js';
 import type { PackChecker } from './packChecker.js';
-import type { ReceivedForm } from '../store/asyncTypes.js';
+import type { ResolvedRun } from '../repo/wire/importHistory.js';
 
 /** A seed's store is empty: nothing the pack names can come from it. */
 const NO_STORE: AsyncStoreLookups = { objects: async (oids) => oids.map(() => undefined), has: async (oids) => oids.map(() => false) };
@@ -28,11 +28,11 @@ export const GIT_SEED_TIME_MS_MAX = 10 * 60_000;
 
 /**
  * Fetches and checks a seed's history. Its pack is limited like a pushed one (the request body
- * limit), and parsed with pack.ts's per-object and total limits. `onForms` is given the pack's
- * trees and blobs while it is parsed, to store them meanwhile (src/repo/wire/importHistory.ts
- * EarlyHistoryForms).
+ * limit), and parsed with pack.ts's per-object and total limits. `onResolved` is given the pack's
+ * trees, blobs and commits while it is parsed, to store them meanwhile (src/repo/wire/importHistory.ts
+ * EarlyHistory).
  */
-export async function fetchGitSeed(config: Config, source: GitSeedSource, packChecker: PackChecker, onForms?: (forms: ReceivedForm[]) => void): Promise<FetchedSeed> {
+export async function fetchGitSeed(config: Config, source: GitSeedSource, packChecker: PackChecker, onResolved?: (run: ResolvedRun) => void): Promise<FetchedSeed> {
   try {
     const endpoint = endpointFromUrl(source.url, { token: source.token ?? null });
     packChecker.prepare();
@@ -41,9 +41,12 @@ export async function fetchGitSeed(config: Config, source: GitSeedSource, packCh
     // The checker answers once the pack is parsed, and the rest of its check (fsck, tree depth)
     // runs there while this thread prepares and stores the history for a project nobody sees yet.
     let verdict: Promise<PackCheckResult> | null = null;
+    // Whether `onResolved` was given every tree, blob and commit (the pack went to the worker).
+    let streamed = false;
     const readPack = async (pack: Buffer) => {
-      const begun = await packChecker.begin(pack, {}, NO_STORE, new Set(), onForms);
+      const begun = await packChecker.begin(pack, {}, NO_STORE, new Set(), onResolved);
       if (!('parsed' in begun) && !begun.ok) throw new HistoryImportError(refusal(begun.message));
+      streamed = onResolved !== undefined && 'parsed' in begun;
       verdict = 'parsed' in begun ? begun.result : Promise.resolve(begun);
       return begun.objects;
     };
@@ -67,13 +70,19 @@ export async function fetchGitSeed(config: Config, source: GitSeedSource, packCh
     try {
       // The objects are not checked yet (fsck, tree depth): whatever they make fail here, a
       // refusal of the check is the answer when there is one.
-      history = await prepareHistory(fetched.objects, fetched.tip, { checked: true, commitObjects, forgetCommitObjects });
+      history = await prepareHistory(fetched.objects, fetched.tip, { checked: true, contentsStored: streamed, commitObjects, forgetCommitObjects });
     } catch (error) {
       forgetCommitObjects();
       await checked;
       throw error;
     }
-    const passed = checked.then(() => undefined);
+    const target = oidToHex(history.commit);
+    const passed = checked.then((result) => {
+      // A history whose trees and blobs were stored as they came was not walked here: the check's
+      // walk says whether the wanted commit's is complete.
+      const gap = streamed ? result.gaps.get(target) : undefined;
+      if (gap) throw seedError(new HistoryImportError(`The remote sent an incomplete history: ${gap.missing} is missing.`), source);
+    });
     // Awaited once the history is stored, which may be after it failed.
     passed.catch(() => {});
     return { ...history, checked: passed };

@@ -28,7 +28,7 @@ import { checkReceivedPackWithAsyncLookups, type AsyncStoreLookups, type Gap, ty
 import { oidToHex, type ObjectType, type Oid } from '../git/oid.js';
 import { OidTable } from '../git/oidTable.js';
 import { Slicer } from '../repo/slices.js';
-import type { ReceivedForm } from '../store/asyncTypes.js';
+import type { ResolvedRun } from '../repo/wire/importHistory.js';
 import { startModuleWorker } from './moduleWorker.js';
 import { answerQuestions, ASK_SOURCE, questionSignal } from './syncQuestions.js';
 
@@ -44,7 +44,7 @@ export const PACK_INLINE_BYTES_MAX = 16 * 1024;
 /** The worker's priority below the request thread's (src/service/moduleWorker.ts): a push waits on it, but every request waits on the event loop. */
 const CHECK_NICE = 5;
 
-/** Resolved entries the worker sends at once when asked to stream them (begin()'s `onForms`): about a write's worth (src/repo/wire/packedForms.ts). */
+/** Resolved entries the worker sends at once when asked to stream them (begin()'s `onResolved`): about a write's worth (src/repo/wire/packedForms.ts). */
 const FORMS_PER_RUN = 2_048;
 
 /** The worker's code (src/service/moduleWorker.ts runs it; `load()` imports src/git/packCheck.ts). */
@@ -69,34 +69,41 @@ parentPort.on('message', async ({ warm, listsFor, wanted, id, pack, limits, clie
       has: (oid) => ask({ want: 'has', oid }) === true,
     };
     const packBytes = Buffer.from(pack.buffer, pack.byteOffset, pack.byteLength);
-    // Each tree and blob's entry as soon as it is resolved, in runs (the receiver stores them while
-    // the parse goes on): its id, its zlib stream's span in the pack, its size, its delta's base.
+    // Each tree, blob and commit's entry as soon as it is resolved, in runs (the receiver stores
+    // them while the parse goes on): its kind (0 blob, 1 tree, 2 commit), id, zlib stream's span in
+    // the pack, size and delta base; a commit's body too, all of a run's in one buffer.
     let run = null;
     let inRun = 0;
-    const newRun = () => ({ oids: new Uint8Array(${FORMS_PER_RUN} * 20), trees: new Uint8Array(${FORMS_PER_RUN}), spans: new Float64Array(${FORMS_PER_RUN} * 3), sizes: new Float64Array(${FORMS_PER_RUN}), bases: new Uint8Array(${FORMS_PER_RUN} * 20), deltas: new Uint8Array(${FORMS_PER_RUN}) });
+    let commitBodies = [];
+    const newRun = () => ({ oids: new Uint8Array(${FORMS_PER_RUN} * 20), kinds: new Uint8Array(${FORMS_PER_RUN}), spans: new Float64Array(${FORMS_PER_RUN} * 3), sizes: new Float64Array(${FORMS_PER_RUN}), bases: new Uint8Array(${FORMS_PER_RUN} * 20), deltas: new Uint8Array(${FORMS_PER_RUN}), depths: new Uint16Array(${FORMS_PER_RUN}) });
     const sendRun = () => {
       if (inRun === 0) return;
-      const { oids, trees, spans, sizes, bases, deltas } = run;
-      parentPort.postMessage({ id, forms: inRun, oids, trees, spans, sizes, bases, deltas }, [oids.buffer, trees.buffer, spans.buffer, sizes.buffer, bases.buffer, deltas.buffer]);
+      const { oids, kinds, spans, sizes, bases, deltas, depths } = run;
+      const bodies = new Uint8Array(Buffer.concat(commitBodies));
+      parentPort.postMessage({ id, forms: inRun, oids, kinds, spans, sizes, bases, deltas, depths, bodies }, [oids.buffer, kinds.buffer, spans.buffer, sizes.buffer, bases.buffer, deltas.buffer, depths.buffer, bodies.buffer]);
       run = null;
       inRun = 0;
+      commitBodies = [];
     };
     const onResolved = streamForms
       ? (index, object) => {
-          if ((object.type !== 'tree' && object.type !== 'blob') || !object.packed) return;
+          const kind = object.type === 'blob' ? 0 : object.type === 'tree' ? 1 : object.type === 'commit' ? 2 : -1;
+          if (kind < 0 || !object.packed) return;
           run ??= newRun();
           const i = inRun++;
           run.oids.set(object.oid, i * 20);
-          run.trees[i] = object.type === 'tree' ? 1 : 0;
+          run.kinds[i] = kind;
           const start = object.packed.deflated.byteOffset - packBytes.byteOffset;
           run.spans[i * 3] = start;
           run.spans[i * 3 + 1] = start + object.packed.deflated.length;
           run.spans[i * 3 + 2] = object.packed.dataBytes;
           run.sizes[i] = object.body.length;
+          run.depths[i] = object.deltaDepth;
           if (object.packed.base) {
             run.deltas[i] = 1;
             run.bases.set(object.packed.base, i * 20);
           }
+          if (kind === 2) commitBodies.push(Buffer.from(object.body));
           if (inRun === ${FORMS_PER_RUN}) sendRun();
         }
       : undefined;
@@ -201,7 +208,8 @@ interface WorkerAnswer {
   bodies?: Uint8Array;
   ends?: Float64Array;
   offsets?: Float64Array;
-  depths?: Float64Array;
+  /** Each object's delta depth (a streamed run's in 16 bits: a chain is at most 4,095 deep). */
+  depths?: Float64Array | Uint16Array;
   spans?: Float64Array;
   bases?: Uint8Array;
   deltas?: Uint8Array;
@@ -210,9 +218,9 @@ interface WorkerAnswer {
   /** Per object: the body's length. */
   sizes?: Float64Array;
   gaps?: Array<[string, Gap]>;
-  /** A run of resolved trees and blobs (streamed: begin()'s `onForms`), this many; `trees` flags the trees. */
+  /** A run of resolved trees, blobs and commits (streamed: begin()'s `onResolved`), this many; `kinds` 0 blob, 1 tree, 2 commit; `bodies` the commits'. */
   forms?: number;
-  trees?: Uint8Array;
+  kinds?: Uint8Array;
   /** The commits' object lists, concatenated; per listed commit its object index and the end of its list. */
   lists?: Uint8Array;
   listIndexes?: Float64Array;
@@ -228,8 +236,8 @@ interface Job {
   settleLists(lists: Map<number, Buffer> | Error): void;
   /** The store, for the bases of a thin pack's blobs rebuilt here. */
   lookups: AsyncStoreLookups;
-  /** Takes the runs of resolved trees and blobs, when they are streamed. */
-  onForms: ((forms: ReceivedForm[]) => void) | undefined;
+  /** Takes the runs of resolved objects, when they are streamed. */
+  onResolved: ((run: ResolvedRun) => void) | undefined;
   /** The parsed objects as this thread has them, once the first answer came. */
   objects: Promise<PackObject[]> | null;
   /** Settled by the verdict (or a failure): the whole check's result. */
@@ -282,16 +290,17 @@ export class PackChecker {
    * (a ParsedPack: its objects, and the rest of the check's result to come), so the caller can
    * prepare to store them while the worker checks them (fsck, tree depth, history gaps, about half
    * of the check); a pack refused while parsing, or one checked inline, is answered whole at once.
-   * `onForms`: given the pack's trees and blobs (entries and ids) in runs while the worker still
-   * parses, every delta after its base (none for a pack checked inline); what it is given is
-   * unchecked until the verdict, and may not all be what the pack's refs reach.
+   * `onResolved`: given the pack's trees and blobs (entries and ids) and commits (whole, with their
+   * entries) in runs while the worker still parses, every delta after its base (nothing for a pack
+   * checked inline); what it is given is unchecked until the verdict, and may not all be what the
+   * pack's refs reach.
    */
   async begin(
     pack: Buffer,
     limits: PackLimits,
     lookups: AsyncStoreLookups,
     clientShallow: ReadonlySet<string> = new Set(),
-    onForms?: (forms: ReceivedForm[]) => void,
+    onResolved?: (run: ResolvedRun) => void,
   ): Promise<PackCheckResult | ParsedPack> {
     if (pack.length <= this.inlineBytesMax) {
       const checked = await checkReceivedPackWithAsyncLookups(pack, limits, lookups, clientShallow);
@@ -329,8 +338,8 @@ export class PackChecker {
     };
     return await new Promise<PackCheckResult | ParsedPack>((resolve, reject) => {
       if (this.jobs.size === 0) worker.ref();
-      this.jobs.set(id, { pack, lookups, onForms, lists, requestLists, settleLists, objects: null, verdict, settleVerdict, resolve, reject, done: () => port1.close() });
-      worker.postMessage({ id, pack: copy, limits, clientShallow: [...clientShallow], port: port2, signal, wholeBlobs: this.wholeBlobs, streamForms: onForms !== undefined }, [copy.buffer, port2]);
+      this.jobs.set(id, { pack, lookups, onResolved, lists, requestLists, settleLists, objects: null, verdict, settleVerdict, resolve, reject, done: () => port1.close() });
+      worker.postMessage({ id, pack: copy, limits, clientShallow: [...clientShallow], port: port2, signal, wholeBlobs: this.wholeBlobs, streamForms: onResolved !== undefined }, [copy.buffer, port2]);
     });
   }
 
@@ -388,7 +397,7 @@ export class PackChecker {
       if (this.jobs.size === 0) this.worker?.unref();
     };
     if (answer.forms !== undefined) {
-      job.onForms?.(formsOf(answer, job.pack));
+      job.onResolved?.(resolvedRunOf(answer, job.pack));
       return;
     }
     if (answer.lists) {
@@ -504,22 +513,27 @@ async function objectsOf(answer: WorkerAnswer, pack: Buffer, externalBases: Map<
   return objects;
 }
 
-/** A streamed run of resolved trees and blobs as the store takes them, over the transferred arrays and the pack (views). */
-function formsOf(answer: WorkerAnswer, pack: Buffer): ReceivedForm[] {
-  const { forms: count, oids, trees, spans, sizes, bases, deltas } = answer as Required<WorkerAnswer>;
+/** A streamed run as the store takes it, over the transferred arrays and the pack (views): trees and blobs as forms, commits whole with their entries. */
+function resolvedRunOf(answer: WorkerAnswer, pack: Buffer): ResolvedRun {
+  const { forms: count, oids, kinds, spans, sizes, bases, deltas, bodies, depths } = answer as Required<WorkerAnswer>;
   const ids = Buffer.from(oids.buffer, oids.byteOffset, oids.byteLength);
   const baseIds = Buffer.from(bases.buffer, bases.byteOffset, bases.byteLength);
-  const forms: ReceivedForm[] = new Array(count);
+  const commitBodies = Buffer.from(bodies.buffer, bodies.byteOffset, bodies.byteLength);
+  const run: ResolvedRun = { forms: [], commits: [] };
+  let bodyAt = 0;
   for (let i = 0; i < count; i++) {
-    forms[i] = {
-      oid: ids.subarray(i * 20, i * 20 + 20),
-      type: trees[i] ? 'tree' : 'blob',
-      inflatedBytes: sizes[i],
-      deflated: pack.subarray(spans[i * 3], spans[i * 3 + 1]),
-      delta: deltas[i] ? { base: baseIds.subarray(i * 20, i * 20 + 20), bytes: spans[i * 3 + 2] } : null,
-    };
+    const oid = ids.subarray(i * 20, i * 20 + 20);
+    const deflated = pack.subarray(spans[i * 3], spans[i * 3 + 1]);
+    const base = deltas[i] ? baseIds.subarray(i * 20, i * 20 + 20) : null;
+    if (kinds[i] === 2) {
+      const body = commitBodies.subarray(bodyAt, bodyAt + sizes[i]);
+      bodyAt += sizes[i];
+      run.commits.push({ type: 'commit', body, oid, offset: spans[i * 3], deltaDepth: depths[i], packed: { deflated, dataBytes: spans[i * 3 + 2], base } });
+      continue;
+    }
+    run.forms.push({ oid, type: kinds[i] === 1 ? 'tree' : 'blob', inflatedBytes: sizes[i], deflated, delta: base ? { base, bytes: spans[i * 3 + 2] } : null });
   }
-  return forms;
+  return run;
 }
 
 function commitObjectsOf(answer: WorkerAnswer): Map<number, Buffer> {

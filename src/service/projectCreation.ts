@@ -9,7 +9,7 @@
  *   appears only in the transaction that points main at them, once the whole pack passed its check
  *   (a failure drops what was stored).
  */
-import { EarlyHistoryForms, indexHistoryCommits, startMainAt, storeHistoryObjects } from '../repo/wire/importHistory.js';
+import { EarlyHistory, indexHistoryCommits, startMainAt, storeHistoryObjects } from '../repo/wire/importHistory.js';
 import type { SeedFile } from '../repo/initProject.js';
 import type { AsyncStoreWriteTx } from '../store/asyncTypes.js';
 import type { ContentEncoding } from '../repo/fileContent.js';
@@ -57,10 +57,10 @@ export class ProjectCreation {
     const link = remote ? (tx: AsyncStoreWriteTx, created: ProjectRecord, announce: Announce) => this.remoteSync.linkInTx(tx, created, remote, announce) : undefined;
     let record: ProjectRecord;
     if (source?.kind === 'git') {
-      // Reserved before the fetch, so the pack's trees and blobs are stored while it is parsed.
+      // Reserved before the fetch, so the pack's objects are stored while it is parsed.
       const seq = await this.projects.reserveSeq();
       const repo = { store: this.projects.store, project: seq };
-      const early = new EarlyHistoryForms(repo);
+      const early = new EarlyHistory(repo);
       let fetched: FetchedSeed | null = null;
       try {
         const history = (fetched = await fetchGitSeed(this.config, source, this.packChecker, early.wanted ? early.add : undefined));

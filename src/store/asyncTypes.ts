@@ -124,7 +124,7 @@ export interface PackFormWrites extends PackFormReads {
   putObjectsAsForms(entries: readonly ReceivedForm[], depthMax: number): Promise<boolean[]>;
 }
 
-/** A received pack's tree or blob entry as putObjectsAsForms takes it. */
+/** A received pack's tree or blob entry as putObjectsAsForms takes it (putFormsAlone takes a commit's too, with its body). */
 export interface ReceivedForm {
   oid: Oid;
   type: ObjectType;
@@ -322,11 +322,13 @@ export interface AsyncStore extends Partial<PackFormBacklog> {
   /**
    * Optional: putObjectsAsForms in a write of its own, for objects nobody refers to yet (a git
    * seed's, under its reserved project number), read and written in one pass where the backend's
-   * write callbacks would otherwise be replayed (LMDB). Answers as putObjectsAsForms.
+   * write callbacks would otherwise be replayed (LMDB). Answers as putObjectsAsForms. A commit
+   * comes with its body, and is stored whole too (indexed, so after its parents) whatever the
+   * answer for its entry.
    */
   putFormsAlone?(project: number, entries: readonly ReceivedForm[], depthMax: number): Promise<boolean[]>;
   /**
-   * Optional, for a project number reserved for a git seed (nobody else writes it): from now until
+   * Optional, for a project number reserved for a git seed (empty, and nobody else writes it): from now until
    * settleForms, the backend may hold back part of what writes store for it (LMDB: the pointers of
    * pack-ready forms, to put them in key order at the end), so those forms read as absent meanwhile.
    */

@@ -570,8 +570,10 @@ export class LmdbStore implements Store {
 
   /**
    * Holds back, from now until releaseHeldForms(project), the `packed` pointers of the forms every
-   * write puts for `project` (src/store/heldForms.ts): a number reserved for a seed, which nobody
-   * else writes. Reads miss them meanwhile.
+   * write puts for `project` (src/store/heldForms.ts): a number reserved for a seed, which holds
+   * nothing yet and which nobody else writes (the seed's commits aside, whose raw copies are not
+   * forms), so a form put is found among those held without a search of `packed` or `objects`.
+   * Reads miss them meanwhile.
    */
   holdForms(project: number): HeldForms {
     let held = this.heldForms.get(project);
@@ -899,7 +901,8 @@ class LmdbTx implements StoreWriteTx {
   holdForm(project: number, held: HeldForms, key: Buffer, value: Buffer): boolean {
     const depths = this.formDepthsPut(project);
     const depth = (value[0] & DELTA_FLAG) === 0 ? 0 : value[PACKED_HEADER_BYTES + 4];
-    if (held.depths.has(key, PROJECT_PREFIX_BYTES) || depths.has(key, PROJECT_PREFIX_BYTES) || this.store.dbs.deflated.doesExist(key)) return false;
+    // (`packed` has none of the project's forms but those held: see holdForms.)
+    if (held.depths.has(key, PROJECT_PREFIX_BYTES) || depths.has(key, PROJECT_PREFIX_BYTES)) return false;
     const pointer = value.length > SHELF_VALUE_BYTES_MAX ? value : this.shelfFor(project, value.length).add(key, value);
     let added = this.heldAdded.get(project);
     if (!added) this.heldAdded.set(project, (added = []));
@@ -1236,18 +1239,22 @@ class LmdbProjectTx implements ProjectWriteTx {
     return -1;
   }
 
-  putReceivedForms(entries: ReadonlyArray<{ oid: Oid; type: ObjectType; inflatedBytes: number; deflated: Buffer; delta: { base: Oid; bytes: number } | null }>, depthMax: number): boolean[] {
+  putReceivedForms(entries: ReadonlyArray<{ oid: Oid; type: ObjectType; inflatedBytes: number; deflated: Buffer; delta: { base: Oid; bytes: number } | null; body?: Buffer }>, depthMax: number): boolean[] {
     this.parent.assertWritable();
-    if (entries.some(({ type }) => type === 'commit')) throw new Error('a commit is stored whole (putObjectWithId), so it is indexed');
+    // A commit is stored whole too (putObjectWithId), so it is indexed: after its parents.
+    if (entries.some(({ type, body }) => type === 'commit' && !body)) throw new Error('a commit is stored whole, so its body must come with its entry');
     const { objects, deflated: packed } = this.store.dbs;
     const depths = this.parent.formDepthsPut(this.project);
     const held = this.store.heldFormsOf(this.project);
     const deepest = Math.min(depthMax, PACKED_DEPTH_MAX);
     const answers = new Array<boolean>(entries.length).fill(false);
     for (let i = 0; i < entries.length; i++) {
-      const { oid, type, inflatedBytes, deflated, delta } = entries[i];
+      const { oid, type, inflatedBytes, deflated, delta, body } = entries[i];
       const key = this.objectKey(oid);
-      if (objects.doesExist(key) || this.store.recent.has(key) || (held && (held.depths.has(oid) || depths.has(oid)))) {
+      if (type === 'commit') this.putObjectWithId(oid, type, body!);
+      // A held project was empty when its forms began to be held, and nothing but them is put in it
+      // meanwhile (holdForms): what it has is in the tables, and the B-tree is not searched.
+      if (held ? held.depths.has(oid) || depths.has(oid) : objects.doesExist(key) || this.store.recent.has(key)) {
         answers[i] = true;
         continue;
       }

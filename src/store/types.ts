@@ -211,9 +211,10 @@ export interface ProjectWriteTx extends ProjectReadTx {
    * Received entries as putObjectsAsForms takes them in the asynchronous interface (every delta
    * after its base), each delta's depth decided here: 1 + its base's form's, at most `depthMax`.
    * One answer per entry: true when stored or already there, false for a delta whose base has no
-   * form or would be too deep (nothing stored for it).
+   * form or would be too deep (nothing stored for it). A commit comes with its body and is stored
+   * whole as well (indexed: after its parents), whatever the answer for its entry.
    */
-  putReceivedForms(entries: ReadonlyArray<{ oid: Oid; type: ObjectType; inflatedBytes: number; deflated: Buffer; delta: { base: Oid; bytes: number } | null }>, depthMax: number): boolean[];
+  putReceivedForms(entries: ReadonlyArray<{ oid: Oid; type: ObjectType; inflatedBytes: number; deflated: Buffer; delta: { base: Oid; bytes: number } | null; body?: Buffer }>, depthMax: number): boolean[];
   /**
    * Records a garbage collection of the project, replacing any. From then on, until endCollection,
    * every write of the project journals ids to be kept: each object stored that was absent, each

@@ -1,5 +1,5 @@
 import { afterAll, describe, expect, it } from 'vitest';
-import { decodeCommit, encodeCommit, type Commit } from '../../src/git/commit.js';
+import { commitLinks, decodeCommit, encodeCommit, type Commit } from '../../src/git/commit.js';
 import { EMPTY_TREE_OID, hashObject, oidFromHex, oidToHex } from '../../src/git/oid.js';
 import { decodeTag } from '../../src/git/tag.js';
 import { git, gitBytes, initBareRepo, scratchDir } from '../support/git.js';
@@ -54,6 +54,45 @@ describe('encodeCommit', () => {
   it('refuses malformed commits', () => {
     expect(() => decodeCommit(Buffer.from('tree nothex\n\n'))).toThrow();
     expect(() => decodeCommit(Buffer.from(`tree ${oidToHex(EMPTY_TREE_OID)}\nauthor bad\n\n`))).toThrow();
+  });
+});
+
+describe('commitLinks', () => {
+  const tree = oidToHex(EMPTY_TREE_OID);
+  const parent = oidToHex(hashObject('blob', Buffer.from('a parent')));
+  const other = oidToHex(hashObject('blob', Buffer.from('another')));
+  const signed = 'author A <a@example.com> 1700000000 +0000\ncommitter C <c@example.com> 1700000000 +0000\n';
+
+  it('gives the tree and parents decodeCommit gives, of no, one and many parents, headers after them and a gpgsig', () => {
+    const bodies = [
+      `tree ${tree}\n${signed}\nroot\n`,
+      `tree ${tree}\nparent ${parent}\n${signed}\nchild\n`,
+      `tree ${tree}\nparent ${parent}\nparent ${other}\nparent ${tree}\n${signed}encoding latin1\ngpgsig -----BEGIN\n line\n -----END\n\nmerge\n`,
+      `tree ${tree}\n${signed}`,
+    ];
+    for (const text of bodies) {
+      const body = Buffer.from(text);
+      const { tree: decodedTree, parents } = decodeCommit(body);
+      expect(commitLinks(body)).toEqual({ tree: decodedTree, parents });
+    }
+  });
+
+  it('leaves first lines it does not read to decodeCommit, which refuses them', () => {
+    const bad = [
+      `tree ${tree.toUpperCase()}\n${signed}\n`,
+      `tree ${tree.slice(1)}\n${signed}\n`,
+      `parent ${parent}\ntree ${tree}\n${signed}\n`,
+      `tree ${tree}\nparent ${parent.slice(0, 39)}g\n${signed}\n`,
+      `tree ${tree}\nparent ${parent}\n continued\n${signed}\n`,
+      `tree ${tree}\nparent  ${parent}\n${signed}\n`,
+      `tree ${tree}\ncommitter C <c@example.com> 1700000000 +0000\n\n`,
+      `tree ${tree}`,
+    ];
+    for (const text of bad) {
+      const body = Buffer.from(text);
+      expect(() => decodeCommit(body), text).toThrow();
+      expect(() => commitLinks(body), text).toThrow();
+    }
   });
 });
 

@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createDelta } from '../../src/git/delta.js';
 import { PackWriter } from '../../src/git/pack.js';
 import { encodePktLine } from '../../src/git/pktline.js';
-import { git, gitAsyncOk, scratchDir } from '../support/git.js';
+import { git, gitAsyncOk, gitBytes, scratchDir } from '../support/git.js';
 import { startGitHttpBackend, type GitHttpBackend } from '../support/httpBackend.js';
 import { startTestServer, type TestServer } from '../support/server.js';
 
@@ -268,6 +268,48 @@ describe('git seeds and storage', () => {
       expect(refused.status).toBe(400);
       expect(refused.body.error.message).toMatch(/The fetched pack was refused: .*could not be resolved/);
       expect(runs).toBe(putFormsAlone ? 1 : 0);
+      expect(await projectCount(server)).toBe(before);
+      expect(await orphanedNumbers(server)).toEqual([]);
+      expect(await server.th.store.read(async (tx) => tx.listRecords('project-unowned/'))).toEqual([]);
+    } finally {
+      await crafted.close();
+    }
+  });
+
+  it('refuses a history whose pack lacks a blob, found by the check once its trees were stored as they came, and keeps none of it', async () => {
+    // 3,000 files (the pack goes to the checker's worker, which streams its objects), and a pack
+    // made by git of every object but one blob.
+    const dir = join(work.path, 'holes-build');
+    git(['init', '-q', '--initial-branch=main', dir]);
+    for (let i = 0; i < 3_000; i++) writeFileSync(join(dir, `f${i}.txt`), `file ${i}\n`);
+    writeFileSync(join(dir, 'missing.txt'), 'the blob the pack leaves out\n');
+    git(['add', '-A'], { cwd: dir });
+    git(['commit', '-q', '-m', 'holes'], { cwd: dir });
+    git(['clone', '-q', '--bare', dir, join(root, 'holes.git')]);
+    const missing = git(['rev-parse', 'HEAD:missing.txt'], { cwd: dir }).trim();
+    const ids = git(['rev-list', '--objects', 'HEAD'], { cwd: dir })
+      .trim()
+      .split('\n')
+      .map((line) => line.slice(0, 40))
+      .filter((id) => id !== missing);
+    const pack = gitBytes(['pack-objects', '--stdout', '-q'], { cwd: dir, input: `${ids.join('\n')}\n` });
+    const crafted = await startGitHttpBackend(root, {
+      protocolV2: false,
+      beforeGit: async (request, response) => {
+        if (request.method !== 'POST') return;
+        for await (const _ of request);
+        const sideband: Buffer[] = [encodePktLine('NAK\n')];
+        for (let at = 0; at < pack.length; at += 60_000) sideband.push(encodePktLine(Buffer.concat([Buffer.from([1]), pack.subarray(at, at + 60_000)])));
+        response.writeHead(200, { 'Content-Type': 'application/x-git-upload-pack-result' }).end(Buffer.concat([...sideband, Buffer.from('0000')]));
+        return 'answered';
+      },
+    });
+    try {
+      const before = await projectCount(server);
+      const refused = await seed(server, { url: `${crafted.url}/holes.git` });
+      expect(refused.status).toBe(400);
+      // Named by the check's walk where the objects were streamed (LMDB), by the seed's own walk where not.
+      expect(refused.body.error.message).toMatch(new RegExp(`The remote sent an incomplete history: (blob )?${missing} is missing\\.`));
       expect(await projectCount(server)).toBe(before);
       expect(await orphanedNumbers(server)).toEqual([]);
       expect(await server.th.store.read(async (tx) => tx.listRecords('project-unowned/'))).toEqual([]);

@@ -6,7 +6,7 @@ import { PackWriter } from '../../src/git/pack.js';
 import { checkReceivedPack, checkReceivedPackWithAsyncLookups, type AsyncStoreLookups, type StoreLookups } from '../../src/git/packCheck.js';
 import { encodeTree, MODE_FILE, MODE_TREE } from '../../src/git/tree.js';
 import { PackChecker } from '../../src/service/packChecker.js';
-import type { ReceivedForm } from '../../src/store/asyncTypes.js';
+import type { ResolvedRun } from '../../src/repo/wire/importHistory.js';
 
 const checker = new PackChecker({ inlineBytesMax: 0 });
 afterAll(() => checker.close());
@@ -184,7 +184,7 @@ describe('PackChecker on its worker thread', () => {
     }
   });
 
-  it('streams the trees and blobs it resolves (onForms) in runs before it answers, each delta after its base, as the parse gives them', async () => {
+  it('streams the objects it resolves (onResolved) in runs before it answers, each delta after its base, as the parse gives them', async () => {
     // 2,600 blobs (every third a delta on the one before it, some on a base outside the pack) and
     // a tree of them, then a commit: more than one run.
     const bodies = Array.from({ length: 2_600 }, (_, i) => Buffer.from(`file ${Math.floor(i / 3)} version ${i % 3}\n`.repeat(8 + (i % 5))));
@@ -208,17 +208,21 @@ describe('PackChecker on its worker thread', () => {
     chunks.push(writer.addObject('commit', commit).bytes);
     chunks.push(writer.finish());
     const pack = Buffer.concat(chunks);
-    const runs: ReceivedForm[][] = [];
+    const runs: ResolvedRun[] = [];
     let answered = false;
-    const begun = await checker.begin(pack, {}, lookups, new Set(), (forms) => {
+    const begun = await checker.begin(pack, {}, lookups, new Set(), (run) => {
       expect(answered).toBe(false);
-      runs.push(forms);
+      runs.push(run);
     });
     answered = true;
     expect('parsed' in begun).toBe(true);
     if (!('parsed' in begun)) return;
     expect(runs.length).toBeGreaterThan(1);
-    const streamed = runs.flat();
+    const streamed = runs.flatMap((run) => run.forms);
+    // The commit whole, with its entry.
+    const commits = runs.flatMap((run) => run.commits);
+    expect(commits.map((object) => [object.type, object.oid.toString('hex'), object.body.toString()])).toEqual([['commit', hashObject('commit', commit).toString('hex'), commit.toString()]]);
+    expect(commits[0].packed!.deflated.equals(begun.objects[begun.objects.length - 1].packed!.deflated)).toBe(true);
     const parsed = new Map(begun.objects.map((object) => [object.oid.toString('hex'), object]));
     // Every tree and blob once, nothing else.
     expect(streamed.map((form) => form.oid.toString('hex')).sort()).toEqual(

@@ -5,7 +5,7 @@
  * ids the upstream gave them. Commits are stored parents first, so each one's generation number is
  * computed from parents already indexed.
  */
-import { decodeCommit } from '../../git/commit.js';
+import { commitLinks, decodeCommit } from '../../git/commit.js';
 import { FsckError, assertObjectsFsckClean } from '../../git/fsck.js';
 import { OID_BYTES, oidToHex, sortByOid, type Oid } from '../../git/oid.js';
 import { OidTable } from '../../git/oidTable.js';
@@ -52,12 +52,14 @@ export interface PreparedHistory {
 /**
  * Checks fetched objects and orders those reachable from `tip` for storing. Throws HistoryImportError.
  * `checked`: the objects already passed src/git/packCheck.ts (fsck, .gitmodules, tree depth), so
- * those checks are not run twice; `commitObjects`: the check's commit object lists, by hex id.
+ * those checks are not run twice; `contentsStored`: the trees and blobs are stored already and the
+ * check finds gaps and type mismatches, so they are not walked; `commitObjects`: the check's
+ * commit object lists, by hex id.
  */
 export async function prepareHistory(
   fetched: PackObject[],
   tip: Oid,
-  options: { checked?: boolean; commitObjects?: () => Promise<Map<string, Buffer>>; forgetCommitObjects?: () => void } = {},
+  options: { checked?: boolean; contentsStored?: boolean; commitObjects?: () => Promise<Map<string, Buffer>>; forgetCommitObjects?: () => void } = {},
 ): Promise<PreparedHistory> {
   // Ids stay bytes (an OidTable of indexes into `fetched`, tree entries read in place): a
   // 3,000-commit seed names some 40,000 objects many times over, on the event loop, which gets a
@@ -123,7 +125,14 @@ export async function prepareHistory(
       }
     }
   };
-  for (const tree of commitTrees) await visitTree(tree);
+  // Trees and blobs stored as the pack was parsed (EarlyHistory) are not walked here: the pack
+  // check's walk refuses a type mismatch and finds whether the history is complete (a gap), which
+  // the caller checks. The objects are all handed on, for those the early writes did not keep.
+  if (options.contentsStored) {
+    for (const object of fetched) if (object.type === 'tree' || object.type === 'blob') trees.push(object);
+  } else {
+    for (const tree of commitTrees) await visitTree(tree);
+  }
   if (!options.checked) {
     const tooDeep = commitTreesDepthProblem(
       commits.map((commit, index) => ({ commit: commit.oid, tree: commitTrees[index] })),
@@ -178,7 +187,7 @@ async function commitsParentsFirst(
     if (object.type !== 'commit') throw new HistoryImportError(`Object ${oidToHex(oid)} should be a commit but is a ${object.type}.`);
     const index = indexOf.get(oid);
     state[index] = OPEN;
-    const { tree, parents } = decodeCommit(object.body);
+    const { tree, parents } = commitLinks(object.body);
     stack.push({ object, index, tree, parents, next: 0 });
   };
   open(tip);
@@ -206,13 +215,13 @@ async function commitsParentsFirst(
  * each commit's parents are indexed before it), so a large seed never holds the event loop for
  * long. Nothing points at them until startMainAt() runs.
  */
-export async function storeHistoryObjects(repo: Pick<Repo, 'store' | 'project'>, history: PreparedHistory, early?: EarlyHistoryForms): Promise<void> {
+export async function storeHistoryObjects(repo: Pick<Repo, 'store' | 'project'>, history: PreparedHistory, early?: EarlyHistory): Promise<void> {
   // Trees and blobs bases first, so each is stored as the fetched pack's entry in the write that
   // stores its base or a later one (src/repo/wire/packedForms.ts); commits after them, parents first.
   // Those `early` stored while the pack was parsed are not stored again.
-  const kept = early ? await early.settled() : null;
-  const commits = history.objects.filter((object) => object.type === 'commit');
-  const contents = history.objects.filter((object) => object.type !== 'commit' && !kept?.has(object.oid));
+  const stored = early ? await early.settled() : null;
+  const commits = history.objects.filter((object) => object.type === 'commit' && !stored?.kept.has(object.oid));
+  const contents = history.objects.filter((object) => object.type !== 'commit' && !stored?.kept.has(object.oid));
   // The store may hold back part of these writes and store it in an order of its own at the end
   // (AsyncStore.holdForms): nobody reads the reserved number meanwhile.
   repo.store.holdForms?.(repo.project);
@@ -222,7 +231,7 @@ export async function storeHistoryObjects(repo: Pick<Repo, 'store' | 'project'>,
     // the store can (half the work of a write whose callback is replayed), else with the rest.
     const unkept = await storeFormsAlone(repo.store, repo.project, formsInBaseOrder(contents));
     const ordered = [...unkept, ...contents.filter((object) => !object.packed), ...commits];
-    late = await storeReceivedObjectsInWrites(repo.store, repo.project, ordered);
+    late = [...(stored?.late ?? []), ...(await storeReceivedObjectsInWrites(repo.store, repo.project, ordered))];
   } catch (error) {
     await repo.store.settleForms?.(repo.project, false);
     throw error;
@@ -237,36 +246,75 @@ export async function storeHistoryObjects(repo: Pick<Repo, 'store' | 'project'>,
   }
 }
 
+/** A run of a pack's objects as its parse resolved them (bases first): trees and blobs as the store takes their entries, commits whole with theirs. */
+export interface ResolvedRun {
+  forms: ReceivedForm[];
+  commits: PackObject[];
+}
+
+/** A commit as putFormsAlone takes it: its entry, and its body to store it whole. */
+function commitForm(commit: PackObject): ReceivedForm {
+  const packed = commit.packed!;
+  return { oid: commit.oid, type: 'commit', inflatedBytes: commit.body.length, deflated: packed.deflated, delta: packed.base ? { base: packed.base, bytes: packed.dataBytes } : null, body: commit.body };
+}
+
+/** What EarlyHistory stored: the ids kept, and the entries whose delta base had no form yet (keepPackedForm them at the end). */
+export interface EarlyStored {
+  kept: OidTable;
+  late: PackObject[];
+}
+
 /**
- * A seed's trees and blobs stored as their pack entries while the pack is still parsed (the pack
- * checker streams them, src/service/packChecker.ts begin()), under a reserved number whose forms
- * are held back (AsyncStore.holdForms), so the store's work falls within the parse instead of after
- * it. Objects the pack carried beyond the wanted commit's history are stored too (git sends none):
- * unreachable, they go at the project's next collection. Only for a store that keeps forms alone.
+ * A seed's objects stored while its pack is still parsed (the pack checker streams them, src/service/packChecker.ts
+ * begin()), under a reserved number whose forms are held back (AsyncStore.holdForms), so the store's
+ * work falls within the parse instead of after it: trees and blobs as their pack entries alone, and
+ * each commit once its parents are stored (the commit index needs theirs). Objects the pack carried
+ * beyond the wanted commit's history are stored too (git sends none): unreachable, they go at the
+ * project's next collection. Only for a store that keeps forms alone.
  */
-export class EarlyHistoryForms {
-  /** Ids stored (or found stored) so far. */
+export class EarlyHistory {
   private readonly kept = new OidTable();
+  private readonly late: PackObject[] = [];
+  /** Commits stored or on their way, and those waiting for a parent: by hex id, each with how many of its parents it waits for. */
+  private readonly commitsTaken = new OidTable();
+  private readonly waiting = new Map<string, { commit: PackObject; parentsAwaited: number }>();
+  private readonly waitingOn = new Map<string, string[]>();
   private chain: Promise<void> = Promise.resolve();
   private failure: { error: unknown } | null = null;
+  private given = false;
 
   constructor(private readonly repo: Pick<Repo, 'store' | 'project'>) {
     repo.store.holdForms?.(repo.project);
   }
 
-  /** Whether the store keeps forms alone, so streaming them helps. */
+  /** Whether the store keeps forms alone, so streaming objects to it helps. */
   get wanted(): boolean {
     return this.repo.store.putFormsAlone !== undefined;
   }
 
-  /** Stores a run of entries after those given before (each delta after its base). */
-  readonly add = (forms: ReceivedForm[]): void => {
+  /** Whether any run was given: then every tree and blob of the pack was (the stream is whole or the parse failed). */
+  get streamed(): boolean {
+    return this.given;
+  }
+
+  /** Stores a run after those given before: its trees and blobs, and the commits whose parents are all stored or in this write. */
+  readonly add = (run: ResolvedRun): void => {
+    this.given = true;
+    const commits = this.commitsReady(run.commits);
     this.chain = this.chain.then(async () => {
       if (this.failure) return;
       try {
-        const answers = await storeReceivedFormsAlone(this.repo.store, this.repo.project, forms);
+        const { store, project } = this.repo;
+        const answers = await storeReceivedFormsAlone(store, project, run.forms);
         answers.forEach((kept, index) => {
-          if (kept) this.kept.add(forms[index].oid);
+          if (kept) this.kept.add(run.forms[index].oid);
+        });
+        if (commits.length === 0) return;
+        // Whole and indexed, each after its parents, with its entry as its form when its base has one.
+        const kept = await storeReceivedFormsAlone(store, project, commits.map(commitForm));
+        commits.forEach((commit, index) => {
+          this.kept.add(commit.oid);
+          if (!kept[index]) this.late.push(commit);
         });
       } catch (error) {
         this.failure = { error };
@@ -274,11 +322,56 @@ export class EarlyHistoryForms {
     });
   };
 
-  /** Once every run given is stored: the ids kept. Rejects with the first failure. */
-  async settled(): Promise<OidTable> {
+  /** Of `commits` and those waiting, the ones whose parents are all taken, each after its parents (Kahn's order). */
+  private commitsReady(commits: readonly PackObject[]): PackObject[] {
+    const ready: PackObject[] = [];
+    const release = (first: PackObject) => {
+      const stack = [first];
+      while (stack.length > 0) {
+        const commit = stack.pop()!;
+        ready.push(commit);
+        this.commitsTaken.add(commit.oid);
+        const hex = oidToHex(commit.oid);
+        for (const child of this.waitingOn.get(hex) ?? []) {
+          const entry = this.waiting.get(child)!;
+          if (--entry.parentsAwaited > 0) continue;
+          this.waiting.delete(child);
+          stack.push(entry.commit);
+        }
+        this.waitingOn.delete(hex);
+      }
+    };
+    for (const commit of commits) {
+      const hex = oidToHex(commit.oid);
+      if (this.commitsTaken.has(commit.oid) || this.waiting.has(hex)) continue;
+      let parents: Oid[];
+      try {
+        parents = commitLinks(commit.body).parents;
+      } catch {
+        // Not checked yet: a malformed commit is left to the check, which refuses it.
+        continue;
+      }
+      const awaited = parents.filter((parent) => !this.commitsTaken.has(parent));
+      if (awaited.length === 0) {
+        release(commit);
+        continue;
+      }
+      this.waiting.set(hex, { commit, parentsAwaited: awaited.length });
+      for (const parent of awaited) {
+        const key = oidToHex(parent);
+        const children = this.waitingOn.get(key);
+        if (children) children.push(hex);
+        else this.waitingOn.set(key, [hex]);
+      }
+    }
+    return ready;
+  }
+
+  /** Once every run given is stored: the ids kept, and the late entries. Rejects with the first failure. */
+  async settled(): Promise<EarlyStored> {
     await this.chain;
     if (this.failure) throw this.failure.error;
-    return this.kept;
+    return { kept: this.kept, late: this.late };
   }
 
   /** Lets go of what was stored (the seed failed): waits for the runs under way, then drops the held forms. */

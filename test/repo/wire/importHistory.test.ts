@@ -10,8 +10,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { oidFromHex, oidToHex } from '../../../src/git/oid.js';
 import type { PackObject } from '../../../src/git/pack.js';
 import { checkReceivedPack } from '../../../src/git/packCheck.js';
-import { HistoryImportError, prepareHistory } from '../../../src/repo/wire/importHistory.js';
+import { EarlyHistory, HistoryImportError, prepareHistory } from '../../../src/repo/wire/importHistory.js';
+import type { ReceivedForm } from '../../../src/store/asyncTypes.js';
 import { git, gitBytes, scratchDir } from '../../support/git.js';
+import { openTestStore } from '../../support/store.js';
 
 const work = scratchDir('treehouse-import-history-');
 let objects: PackObject[] = [];
@@ -70,5 +72,43 @@ describe('prepareHistory', () => {
     const tree = objects.find((object) => object.type === 'tree')!;
     const swapped = objects.map((object) => (object === tree ? { ...object, type: 'blob' as const } : object));
     await expect(prepareHistory(swapped, oidFromHex(tip), { checked: true })).rejects.toThrow(/should be a tree but is a blob/);
+  });
+});
+
+describe('EarlyHistory', () => {
+  it('stores trees, blobs and commits as runs come, each commit once its parents are stored, whatever order they come in', async () => {
+    const opened = openTestStore();
+    try {
+      const store = opened.store.async;
+      const project = 900;
+      const early = new EarlyHistory({ store, project });
+      expect(early.wanted).toBe(true);
+      const forms: ReceivedForm[] = objects
+        .filter((object) => object.type !== 'commit')
+        .map((object) => ({ oid: object.oid, type: object.type, inflatedBytes: object.bodyBytes ?? object.body.length, deflated: object.packed!.deflated, delta: object.packed!.base ? { base: object.packed!.base, bytes: object.packed!.dataBytes } : null }));
+      // git's pack: newest commit first. The newest half comes first, with no parent of the oldest stored.
+      const commits = objects.filter((object) => object.type === 'commit');
+      const newest = commits.slice(0, 75);
+      const oldest = commits.slice(75);
+      early.add({ forms: forms.slice(0, 100), commits: newest });
+      await early.settled();
+      expect(await store.read(async (tx) => (await tx.project(project).getCommitInfos(commits.map((commit) => commit.oid))).filter(Boolean).length)).toBe(0);
+      early.add({ forms: forms.slice(100), commits: [] });
+      early.add({ forms: [], commits: oldest });
+      const { kept, late } = await early.settled();
+      expect(kept.size).toBe(objects.length);
+      // Only a commit whose entry is a delta on a commit stored after it waits for its form (keepPackedForm at the end).
+      for (const object of late) expect(object.type === 'commit' && commits.some((commit) => commit.oid.equals(object.packed!.base!))).toBe(true);
+      await store.settleForms!(project, true);
+      // Generations as git's own order gives them: a line of 150, the root first.
+      const order = git(['rev-list', '--reverse', '--topo-order', tip], { cwd: dir }).trim().split('\n');
+      const infos = await store.read(async (tx) => tx.project(project).getCommitInfos(order.map(oidFromHex)));
+      expect(infos.map((info) => info?.generation)).toEqual(order.map((_, index) => index + 1));
+      // Every tree and blob reads back as git wrote it.
+      const stored = await store.read(async (tx) => tx.project(project).getObjects(objects.map((object) => object.oid)));
+      stored.forEach((object, index) => expect(object?.body.equals(objects[index].body), oidToHex(objects[index].oid)).toBe(true));
+    } finally {
+      await opened.close();
+    }
   });
 });
