@@ -15,7 +15,7 @@ import { decodeTag } from '../../git/tag.js';
 import { decodeTree, ENTRY_GITLINK, ENTRY_TREE, MODE_GITLINK, MODE_TREE, TreeCursor } from '../../git/tree.js';
 import { commitTreesDepthProblem } from '../../git/treeDepth.js';
 import { resetWorkingTree } from '../worktree/moveWorkingTree.js';
-import { formsInBaseOrder, keepPackedForm, storeFormsAlone, storeReceivedFormsAlone, storeReceivedObjectsInWrites } from './packedForms.js';
+import { COMMITS_ALONE_PER_WRITE, formsInBaseOrder, keepPackedForm, storeFormsAlone, storeReceivedFormsAlone, storeReceivedObjectsInWrites } from './packedForms.js';
 import type { ReceivedForm } from '../../store/asyncTypes.js';
 import { MAIN_BRANCH, type Repo, type WriteTx } from '../repo.js';
 import { Slicer } from '../slices.js';
@@ -311,7 +311,7 @@ export class EarlyHistory {
         });
         if (commits.length === 0) return;
         // Whole and indexed, each after its parents, with its entry as its form when its base has one.
-        const kept = await storeReceivedFormsAlone(store, project, commits.map(commitForm));
+        const kept = await storeReceivedFormsAlone(store, project, commits.map(commitForm), COMMITS_ALONE_PER_WRITE);
         commits.forEach((commit, index) => {
           this.kept.add(commit.oid);
           if (!kept[index]) this.late.push(commit);

@@ -27,6 +27,8 @@ const FORMS_PER_CALL = 1_000;
  * piece on the event loop (about 8 µs an entry in LMDB), so it is kept to some 16 ms.
  */
 const FORMS_ALONE_PER_WRITE = 2_048;
+/** Commits per such write: a seed's 2,048 held the event loop a quarter of a second in a server just started. */
+export const COMMITS_ALONE_PER_WRITE = 128;
 const FORMS_ALONE_BYTES_PER_WRITE = 4 * 1024 * 1024;
 
 /** Bytes stored per write by storeReceivedObjectsInWrites (and at most the store's writeObjectsMax objects). */
@@ -133,15 +135,16 @@ export async function storeFormsAlone(store: AsyncStore, project: number, carrie
 
 /**
  * storeFormsAlone for entries given as the store takes them (bases first): whether each was kept,
- * all false when the store does not offer it.
+ * all false when the store does not offer it. `perWrite`: entries per write (fewer for commits,
+ * which the store also keeps whole and indexes: some ten times a form's work each).
  */
-export async function storeReceivedFormsAlone(store: AsyncStore, project: number, forms: readonly ReceivedForm[]): Promise<boolean[]> {
+export async function storeReceivedFormsAlone(store: AsyncStore, project: number, forms: readonly ReceivedForm[], perWrite = FORMS_ALONE_PER_WRITE): Promise<boolean[]> {
   if (!store.putFormsAlone) return forms.map(() => false);
   const answers: boolean[] = [];
   for (let start = 0; start < forms.length; ) {
     let end = start;
     let bytes = 0;
-    while (end < forms.length && (end === start || (end - start < FORMS_ALONE_PER_WRITE && bytes < FORMS_ALONE_BYTES_PER_WRITE))) {
+    while (end < forms.length && (end === start || (end - start < perWrite && bytes < FORMS_ALONE_BYTES_PER_WRITE))) {
       bytes += forms[end].deflated.length;
       end++;
     }
