@@ -5,6 +5,8 @@
  *
  * - seed: POST /api/v1/projects with source {kind: git} from the http-backend, into a fresh server
  *   (each repetition its own data directory), beside `git clone --bare` of it from the http-backend;
+ *   then (reported beside, not judged) the second seed of a fresh server, whose code the first
+ *   seed compiled and warmed as a running server's is;
  * - clone: `git clone --bare` from each (ours: a server restarted on the seeded store once its
  *   deflate cache caught up, as bench/clone.ts does), time and pack bytes received; our first
  *   clone is then checked with `git fsck --strict` (untimed). Our first clone is planned; the
@@ -251,6 +253,27 @@ async function runHistory(ctx: Context, name: HistoryKind, commits: number): Pro
     }
   }
 
+  // Seeds into a server that has seeded once already (its code compiled and warm, as a server's is
+  // after its first seed), each into a fresh server and data directory again.
+  const running: number[] = [];
+  for (let rep = 0; rep < reps; rep++) {
+    const dataDir = join(work, `${name}-seed-running-${rep}`);
+    rmSync(dataDir, { recursive: true, force: true });
+    const ours = await startOurs(ctx, dataDir, null);
+    try {
+      await api(ours.server, ours.key, 'POST', '/projects', { title: `Seed ${name} first`, source: { kind: 'git', url: upstreamUrl } });
+      const started = performance.now();
+      await api(ours.server, ours.key, 'POST', '/projects', { title: `Seed ${name} again`, source: { kind: 'git', url: upstreamUrl } });
+      running.push(performance.now() - started);
+      progress(`${name} seed ${rep + 1}/${reps} into a running server: ${(running[running.length - 1] / 1000).toFixed(1)} s`);
+    } catch (error) {
+      note(`seed into a running server ${rep + 1}`, error);
+    } finally {
+      await stopOurs(ours);
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  }
+
   // Clones and fetches from a server restarted on the last seeded store.
   const clone = { ours: [] as number[], git: [] as number[], oursBytes: null as number | null, gitBytes: null as number | null, peakAnon: 0, oursFsckClean: false, oursFirstMs: undefined as number | undefined };
   const fetched = { ours: [] as number[], git: [] as number[], oursBytes: null as number | null, gitBytes: null as number | null, commits: 0, objects: 0 };
@@ -375,7 +398,7 @@ async function runHistory(ctx: Context, name: HistoryKind, commits: number): Pro
     gitPackBytes,
     gitStoreBytes: packBytesIn(repo, ['.pack', '.idx']),
     gitRepoBytes: duBytes(repo),
-    seed: { ours: orNull(seed.ours), git: orNull(seed.git), oursPeakAnonBytes: seed.peakAnon, deflateCatchUpMs: seed.catchUp, worstHealthzMs: seed.worstGap },
+    seed: { ours: orNull(seed.ours), git: orNull(seed.git), oursPeakAnonBytes: seed.peakAnon, deflateCatchUpMs: seed.catchUp, worstHealthzMs: seed.worstGap, oursRunning: orNull(running) },
     clone: { ours: orNull(clone.ours), git: orNull(clone.git), oursPackBytes: clone.oursBytes, gitPackBytes: clone.gitBytes, oursPeakAnonBytes: clone.peakAnon, oursFsckClean: clone.oursFsckClean, oursFirstMs: clone.oursFirstMs },
     fetch: { ours: orNull(fetched.ours), git: orNull(fetched.git), oursPackBytes: fetched.oursBytes, gitPackBytes: fetched.gitBytes, commits: fetched.commits, objects: fetched.objects },
     push: { ours: orNull(push.ours), git: orNull(push.git), oursPeakAnonBytes: push.peakAnon, worstHealthzMs: push.worstGap },
