@@ -1,9 +1,10 @@
 /**
  * A git seed: history fetched from another repository becomes main's history. Every fetched object
  * is checked like `git fsck --strict`, the history of the chosen commit must be complete (a full
- * clone has no shallow boundary), and only objects reachable from that commit are stored, with the
- * ids the upstream gave them. Commits are stored parents first, so each one's generation number is
- * computed from parents already indexed.
+ * clone has no shallow boundary), and the objects reachable from that commit are stored, with the
+ * ids the upstream gave them (those of a pack stored as it was parsed, EarlyHistory, all of them).
+ * Commits are stored parents first, so each one's generation number is computed from parents
+ * already indexed.
  */
 import { commitLinks, decodeCommit } from '../../git/commit.js';
 import { FsckError, assertObjectsFsckClean } from '../../git/fsck.js';
