@@ -203,6 +203,24 @@ describe('git seeds', () => {
   });
 });
 
+/**
+ * git's http-backend for the advertisement (protocol v0), but every fetch answered with `pack`
+ * (side-band, after a NAK), whatever was asked: a pack git would not send.
+ */
+function craftedUpstream(pack: Buffer): Promise<GitHttpBackend> {
+  return startGitHttpBackend(root, {
+    protocolV2: false,
+    beforeGit: async (request, response) => {
+      if (request.method !== 'POST') return;
+      for await (const _ of request);
+      const sideband: Buffer[] = [encodePktLine('NAK\n')];
+      for (let at = 0; at < pack.length; at += 60_000) sideband.push(encodePktLine(Buffer.concat([Buffer.from([1]), pack.subarray(at, at + 60_000)])));
+      response.writeHead(200, { 'Content-Type': 'application/x-git-upload-pack-result' }).end(Buffer.concat([...sideband, Buffer.from('0000')]));
+      return 'answered';
+    },
+  });
+}
+
 describe('git seeds and storage', () => {
   /** Project numbers that hold stored objects while no project record uses them. */
   function orphanedNumbers(target: TestServer): Promise<number[]> {
@@ -213,6 +231,13 @@ describe('git seeds and storage', () => {
       for (let seq = 1; seq <= last; seq++) if (!owned.has(seq) && (await tx.project(seq).findObjectsByPrefix('', 1)).length > 0) orphaned.push(seq);
       return orphaned;
     });
+  }
+
+  /** No project was added, and no number holds objects or a reservation. */
+  async function expectNothingKept(target: TestServer, projectsBefore: number): Promise<void> {
+    expect(await projectCount(target)).toBe(projectsBefore);
+    expect(await orphanedNumbers(target)).toEqual([]);
+    expect(await target.th.store.read(async (tx) => tx.listRecords('project-unowned/'))).toEqual([]);
   }
 
   it('stores nothing when the project cannot be created after its history was stored, and frees it all on delete', async () => {
@@ -241,17 +266,7 @@ describe('git seeds and storage', () => {
     chunks.push(writer.addRefDelta(randomBytes(20), createDelta(Buffer.from('a base nobody has\n'), Buffer.from('a base nobody has, changed\n'))).bytes);
     chunks.push(writer.finish());
     const pack = Buffer.concat(chunks);
-    const crafted = await startGitHttpBackend(root, {
-      protocolV2: false,
-      beforeGit: async (request, response) => {
-        if (request.method !== 'POST') return;
-        for await (const _ of request);
-        const sideband: Buffer[] = [encodePktLine('NAK\n')];
-        for (let at = 0; at < pack.length; at += 60_000) sideband.push(encodePktLine(Buffer.concat([Buffer.from([1]), pack.subarray(at, at + 60_000)])));
-        response.writeHead(200, { 'Content-Type': 'application/x-git-upload-pack-result' }).end(Buffer.concat([...sideband, Buffer.from('0000')]));
-        return 'answered';
-      },
-    });
+    const crafted = await craftedUpstream(pack);
     try {
       // Watched, not replaced: how many runs the store was given (a store that keeps forms alone is).
       const store = server.th.store;
@@ -268,9 +283,7 @@ describe('git seeds and storage', () => {
       expect(refused.status).toBe(400);
       expect(refused.body.error.message).toMatch(/The fetched pack was refused: .*could not be resolved/);
       expect(runs).toBe(putFormsAlone ? 1 : 0);
-      expect(await projectCount(server)).toBe(before);
-      expect(await orphanedNumbers(server)).toEqual([]);
-      expect(await server.th.store.read(async (tx) => tx.listRecords('project-unowned/'))).toEqual([]);
+      await expectNothingKept(server, before);
     } finally {
       await crafted.close();
     }
@@ -293,26 +306,14 @@ describe('git seeds and storage', () => {
       .map((line) => line.slice(0, 40))
       .filter((id) => id !== missing);
     const pack = gitBytes(['pack-objects', '--stdout', '-q'], { cwd: dir, input: `${ids.join('\n')}\n` });
-    const crafted = await startGitHttpBackend(root, {
-      protocolV2: false,
-      beforeGit: async (request, response) => {
-        if (request.method !== 'POST') return;
-        for await (const _ of request);
-        const sideband: Buffer[] = [encodePktLine('NAK\n')];
-        for (let at = 0; at < pack.length; at += 60_000) sideband.push(encodePktLine(Buffer.concat([Buffer.from([1]), pack.subarray(at, at + 60_000)])));
-        response.writeHead(200, { 'Content-Type': 'application/x-git-upload-pack-result' }).end(Buffer.concat([...sideband, Buffer.from('0000')]));
-        return 'answered';
-      },
-    });
+    const crafted = await craftedUpstream(pack);
     try {
       const before = await projectCount(server);
       const refused = await seed(server, { url: `${crafted.url}/holes.git` });
       expect(refused.status).toBe(400);
       // Named by the check's walk where the objects were streamed (LMDB), by the seed's own walk where not.
       expect(refused.body.error.message).toMatch(new RegExp(`The remote sent an incomplete history: (blob )?${missing} is missing\\.`));
-      expect(await projectCount(server)).toBe(before);
-      expect(await orphanedNumbers(server)).toEqual([]);
-      expect(await server.th.store.read(async (tx) => tx.listRecords('project-unowned/'))).toEqual([]);
+      await expectNothingKept(server, before);
     } finally {
       await crafted.close();
     }
@@ -335,8 +336,6 @@ describe('git seeds and storage', () => {
     expect(refused.status).toBe(400);
     expect(refused.body.error.message).toMatch(/The fetched pack was refused: .*gitmodulesUrl/);
     expect(stored.length).toBeGreaterThan(0);
-    expect(await projectCount(server)).toBe(before);
-    expect(await orphanedNumbers(server)).toEqual([]);
-    expect(await server.th.store.read(async (tx) => tx.listRecords('project-unowned/'))).toEqual([]);
+    await expectNothingKept(server, before);
   });
 });

@@ -78,7 +78,8 @@ describe('objects named as another type', () => {
     expect(theirs).not.toContain('unpack ok');
     expect(theirs).toMatch(/ng refs\//);
     expect(git(['for-each-ref', '--format=%(refname)'], { cwd: join(work.path, 'upstream.git') }).trim()).toBe('');
-    // git names the fault on its standard error, which http-backend keeps: its index-pack, run alone, says it.
+    // Over HTTP git's receive-pack says only that its index-pack failed; what it found is what
+    // index-pack --strict says of the same pack, run here (indexPackSays, below).
     const ours = await receivePack(`${server.url}/git/${id}.git`, body, `Basic ${Buffer.from(`git:${server.key}`).toString('base64')}`);
     expect(ours).not.toContain('unpack ok');
     expect(ours).toMatch(oursSays);

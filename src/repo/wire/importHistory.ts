@@ -282,7 +282,6 @@ export class EarlyHistory {
   private readonly waitingOn = new Map<string, string[]>();
   private chain: Promise<void> = Promise.resolve();
   private failure: { error: unknown } | null = null;
-  private given = false;
 
   constructor(private readonly repo: Pick<Repo, 'store' | 'project'>) {
     repo.store.holdForms?.(repo.project);
@@ -293,15 +292,16 @@ export class EarlyHistory {
     return this.repo.store.putFormsAlone !== undefined;
   }
 
-  /** Whether any run was given: then every tree and blob of the pack was (the stream is whole or the parse failed). */
-  get streamed(): boolean {
-    return this.given;
-  }
-
   /** Stores a run after those given before: its trees and blobs, and the commits whose parents are all stored or in this write. */
   readonly add = (run: ResolvedRun): void => {
-    this.given = true;
-    const commits = this.commitsReady(run.commits);
+    let commits: PackObject[];
+    try {
+      commits = this.commitsReady(run.commits);
+    } catch (error) {
+      // Told from the pack checker's message handler, which must not throw: the failure is settled()'s.
+      this.failure ??= { error };
+      return;
+    }
     this.chain = this.chain.then(async () => {
       if (this.failure) return;
       try {
