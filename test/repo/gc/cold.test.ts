@@ -63,6 +63,9 @@ async function writeHistory(repo: Repo, commits = 24): Promise<string[]> {
     if (round === 12) await deleteFile(repo, { branch: 'main', path: 'moved/n1.md' });
     made.push((await commit(repo, { branch: 'main', people: testPeople })).oid);
     if (round === 10) await createBranch(repo, { name: 'side' });
+    // The cache takes each round's objects as they come, as it keeps up on an idle server: how many
+    // it takes at once decides which bases it finds, and so the chains the collection starts from.
+    await cache.idle();
   }
   for (let round = 0; round < 3; round++) {
     await writeFiles(repo, { branch: 'side', files: [{ path: 'src/a.ts', content: version('side a', round) }] });
