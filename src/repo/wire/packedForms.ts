@@ -141,15 +141,8 @@ export async function storeFormsAlone(store: AsyncStore, project: number, carrie
 export async function storeReceivedFormsAlone(store: AsyncStore, project: number, forms: readonly ReceivedForm[], perWrite = FORMS_ALONE_PER_WRITE): Promise<boolean[]> {
   if (!store.putFormsAlone) return forms.map(() => false);
   const answers: boolean[] = [];
-  for (let start = 0; start < forms.length; ) {
-    let end = start;
-    let bytes = 0;
-    while (end < forms.length && (end === start || (end - start < perWrite && bytes < FORMS_ALONE_BYTES_PER_WRITE))) {
-      bytes += forms[end].deflated.length;
-      end++;
-    }
-    answers.push(...(await store.putFormsAlone(project, forms.slice(start, end), DELTA_DEPTH_MAX)));
-    start = end;
+  for (const run of runsOf(forms, perWrite, FORMS_ALONE_BYTES_PER_WRITE, (form) => form.deflated.length)) {
+    answers.push(...(await store.putFormsAlone(project, run, DELTA_DEPTH_MAX)));
   }
   return answers;
 }
@@ -162,7 +155,7 @@ export async function storeReceivedFormsAlone(store: AsyncStore, project: number
  */
 export async function storeReceivedObjectsInWrites(store: AsyncStore, project: number, ordered: readonly PackObject[]): Promise<PackObject[]> {
   const late: PackObject[] = [];
-  for (const run of runsOf(ordered, store.writeObjectsMax ?? Infinity, RECEIVED_WRITE_BYTES)) {
+  for (const run of runsOf(ordered, store.writeObjectsMax ?? Infinity, RECEIVED_WRITE_BYTES, storedBytes)) {
     // The callback only stores (a store may run it again): what it leaves late is taken from its result.
     late.push(...(await store.write((tx) => storeReceivedObjects(tx.project(project), run))));
   }
@@ -170,21 +163,24 @@ export async function storeReceivedObjectsInWrites(store: AsyncStore, project: n
 }
 
 /**
- * `objects` cut into runs of at most `countMax` objects and about `bytesMax` bytes of what a write
- * stores of them (the pack's entry when there is one, else the body); a run holds at least one.
+ * `items` cut into runs of at most `countMax` items and about `bytesMax` bytes (`bytesOf` each);
+ * a run holds at least one.
  */
-function* runsOf(objects: readonly PackObject[], countMax: number, bytesMax: number): Generator<PackObject[]> {
-  for (let start = 0; start < objects.length; ) {
+function* runsOf<T>(items: readonly T[], countMax: number, bytesMax: number, bytesOf: (item: T) => number): Generator<T[]> {
+  for (let start = 0; start < items.length; ) {
     let end = start;
     let bytes = 0;
-    while (end < objects.length && (end === start || (end - start < countMax && bytes < bytesMax))) {
-      bytes += objects[end].packed?.deflated.length ?? objects[end].body.length;
+    while (end < items.length && (end === start || (end - start < countMax && bytes < bytesMax))) {
+      bytes += bytesOf(items[end]);
       end++;
     }
-    yield objects.slice(start, end);
+    yield items.slice(start, end);
     start = end;
   }
 }
+
+/** What a write stores of a received object: its pack entry when it has one, else its body. */
+const storedBytes = (object: PackObject): number => object.packed?.deflated.length ?? object.body.length;
 
 /** A received tree or blob with its pack entry, as the store takes it to keep as its form alone. */
 function receivedForm(object: PackObject): ReceivedForm {
