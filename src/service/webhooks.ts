@@ -624,17 +624,21 @@ export class Webhooks {
             lines: await this.readLines(tx),
           }));
     const claimed = await this.store.write(async (tx) => {
-      for (const done of finished) await this.recordOutcomeInTx(tx, done);
+      // A retry is due before the entries listed above (read before it was queued): it sets the wake too.
+      let nextAt: number | null = null;
+      for (const done of finished) {
+        const retryAt = await this.recordOutcomeInTx(tx, done);
+        if (retryAt !== null) nextAt = Math.min(nextAt ?? Infinity, retryAt);
+      }
       const out: Claimed[] = [];
       const caughtUp: Lines[] = [];
-      let nextAt: number | null = null;
       const moved = new Map<string, number>();
       const gone = new Set<string>();
       if (free <= 0) return { out, nextAt, caughtUp, more: false, moved, gone };
       for (const { key: due_key, value: key } of due) {
         const at = Number(due_key.slice(DUE_PREFIX.length, DUE_PREFIX.length + 15));
         if (at > now) {
-          nextAt = at;
+          nextAt = Math.min(nextAt ?? Infinity, at);
           break;
         }
         const record = await tx.getRecord<DeliveryRecord>(key);
@@ -789,10 +793,13 @@ export class Webhooks {
     }
   }
 
-  /** Writes an attempt's outcome, unless the claim it ran under was replaced (a redelivery, a deleted webhook). */
-  private async recordOutcomeInTx(tx: AsyncStoreWriteTx, { key, claimed, outcome, eventKept, at }: FinishedAttempt): Promise<void> {
+  /**
+   * Writes an attempt's outcome, unless the claim it ran under was replaced (a redelivery, a deleted
+   * webhook). Returns when the retry it queued is due (null: none).
+   */
+  private async recordOutcomeInTx(tx: AsyncStoreWriteTx, { key, claimed, outcome, eventKept, at }: FinishedAttempt): Promise<number | null> {
     const current = await tx.getRecord<DeliveryRecord>(key);
-    if (!current || current.claim?.token !== claimed.claim!.token) return;
+    if (!current || current.claim?.token !== claimed.claim!.token) return null;
     if (current.due_key) tx.deleteRecord(current.due_key);
     const attempts = current.attempts + 1;
     const base = { ...current, attempts, last_status_code: outcome.statusCode, last_error: outcome.error, claim: null };
@@ -807,6 +814,7 @@ export class Webhooks {
       }
     }
     tx.putRecord(key, next);
+    return next.next_attempt_at;
   }
 
   private async attempt(key: string, claimed: DeliveryRecord, hook: WebhookRecord, known: StoredEvent | undefined): Promise<void> {

@@ -161,7 +161,9 @@ describe('webhook deliveries', () => {
     const { webhook } = await ok(server, 'POST', '/api/v1/webhooks', { url: target.url, events: ['files.changed'], secret: 'a-secret-of-my-own-choosing' });
     const id = await newProject(server, 'Retried');
     await write(server, id, 'once.txt');
-    const [failed, succeeded] = await target.waitFor(2);
+    // The retry is due 50-200 ms after the 500: well before the dispatcher's 10 s sweep, which
+    // used to be what sent it (the wake was taken from a due listing read before it was queued).
+    const [failed, succeeded] = await target.waitFor(2, 5_000);
     expect(succeeded.headers['treehouse-delivery']).toBe(failed.headers['treehouse-delivery']);
     expect(succeeded.body).toBe(failed.body);
     expect(verify('a-secret-of-my-own-choosing', succeeded)).toBe(true);
