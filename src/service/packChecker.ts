@@ -15,8 +15,9 @@
  * The worker answers twice: once the pack is parsed (its objects), then with the rest of the
  * check's verdict (fsck, special blobs, tree depth, history gaps: about half of the check), so a
  * caller that can store objects nobody sees yet (a git seed, under its reserved project number)
- * does so meanwhile (begin()); check() waits for the verdict. A push does not: its objects go in
- * the write that moves its refs, which would hold the store's write queue waiting for the verdict.
+ * does so meanwhile (begin()); check() waits for the verdict. Both may also take the resolved
+ * objects in runs while the parse goes on (`onResolved`): a seed stores them, a large push holds
+ * its trees and blobs until the verdict (src/repo/wire/heldPushForms.ts).
  *
  * One worker, started on the first large pack and kept (unreferenced while idle, so it never holds
  * the process open); jobs queue on it. Pushes write one at a time anyway, and a second core is left
@@ -278,10 +279,10 @@ export class PackChecker {
   /**
    * Parses and checks `pack`. The lookups run on this thread, one question at a time; a body
    * `object` returns must stay valid (a copy, not a view into storage). `clientShallow`: hex ids
-   * of the push's shallow lines.
+   * of the push's shallow lines. `onResolved`: as begin()'s.
    */
-  async check(pack: Buffer, limits: PackLimits, lookups: AsyncStoreLookups, clientShallow: ReadonlySet<string> = new Set()): Promise<PackCheckResult> {
-    const begun = await this.begin(pack, limits, lookups, clientShallow);
+  async check(pack: Buffer, limits: PackLimits, lookups: AsyncStoreLookups, clientShallow: ReadonlySet<string> = new Set(), onResolved?: (run: ResolvedRun) => void): Promise<PackCheckResult> {
+    const begun = await this.begin(pack, limits, lookups, clientShallow, onResolved);
     return 'parsed' in begun ? begun.result : begun;
   }
 

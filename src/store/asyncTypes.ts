@@ -281,6 +281,11 @@ export interface StoreThreadAccess {
   path: string;
 }
 
+/** A hold of a project's forms (AsyncStore.beginFormHold): opaque but for its project. */
+export interface FormHold {
+  readonly project: number;
+}
+
 /** `listUndeflated` (PackFormBacklog) is there exactly when `packForms` is true. */
 export interface AsyncStore extends Partial<PackFormBacklog> {
   /** Whether transactions offer pack-ready forms (PackFormReads, PackFormWrites) and the store its backlog (PackFormBacklog). */
@@ -326,7 +331,17 @@ export interface AsyncStore extends Partial<PackFormBacklog> {
    * comes with its body, and is stored whole too (indexed, so after its parents) whatever the
    * answer for its entry.
    */
-  putFormsAlone?(project: number, entries: readonly ReceivedForm[], depthMax: number): Promise<boolean[]>;
+  putFormsAlone?(project: number, entries: readonly ReceivedForm[], depthMax: number, hold?: FormHold): Promise<boolean[]>;
+  /**
+   * Optional (offered with putFormsAlone): a hold of `project`'s forms for the putFormsAlone calls
+   * given it (a push's, while its pack is still checked). Those forms read as absent, to everyone,
+   * until endFormHold keeps them; every other write of the project goes on as usual meanwhile.
+   * Objects may be held that the project has, or that another write puts meanwhile: the stored
+   * one wins. The answers mean what putFormsAlone's do, once the hold is kept.
+   */
+  beginFormHold?(project: number): FormHold;
+  /** Ends a hold: with `keep`, its forms are stored (where none is); without, they are let go and leave nothing. */
+  endFormHold?(hold: FormHold, keep: boolean): Promise<void>;
   /**
    * Optional, for a project number reserved for a git seed (empty, and nobody else writes it): from now until
    * settleForms, the backend may hold back part of what writes store for it (LMDB: the pointers of

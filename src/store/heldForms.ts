@@ -1,5 +1,5 @@
 /**
- * Forms a git seed stores in several writes (its trees and blobs through putFormsAlone, its commits'
+ * Forms a git seed (or a push, until its check passes) stores in several writes (its trees and blobs through putFormsAlone, its commits'
  * pack entries beside them) whose `packed` pointers are held back (LmdbStore.holdForms) and put at
  * the end, sorted by key, in writes of their own (LmdbAsyncStore.settleForms).
  * A seed's ids are random, so each of its writes put pointers all over the project's keys: every
@@ -24,8 +24,21 @@ export interface HeldForm {
 export class HeldForms {
   /** Each held form's chain depth (0 for a whole stream), by id. */
   readonly depths = new OidTable();
-  /** `packed` keys and values (a shelf pointer, or a form of its own), in the order put. */
-  private entries: Array<{ key: Buffer; value: Buffer }> = [];
+  /**
+   * Shelves written for the held forms (their `shelves` keys), kept by a hold of a project that
+   * others write (`projectEmpty` false): dropped with the hold when its forms are let go.
+   */
+  readonly shelves: Buffer[] = [];
+
+  /**
+   * `projectEmpty`: the hold is a seed's, of a number nobody else writes, so a form is absent
+   * unless held. Otherwise (a push's, LmdbStore.beginPrivateHold) the project's tables are asked
+   * too, and the pointers go in only where none is (another writer may put the same object meanwhile).
+   */
+  constructor(readonly projectEmpty = true) {}
+
+  /** `packed` keys and values (a shelf pointer, or a form of its own) and chain depths, in the order put. */
+  private entries: Array<{ key: Buffer; value: Buffer; depth: number }> = [];
 
   get size(): number {
     return this.entries.length;
@@ -34,18 +47,41 @@ export class HeldForms {
   /** Takes what a committed write held back. */
   take(added: readonly HeldForm[]): void {
     for (const { key, value, depth } of added) {
-      if (this.depths.add(key, PROJECT_PREFIX_BYTES, depth)) this.entries.push({ key, value });
+      if (this.depths.add(key, PROJECT_PREFIX_BYTES, depth)) this.entries.push({ key, value, depth });
     }
   }
 
   /**
    * The entries in key order, in runs of about `runLength`, once: the list is empty afterwards (the
    * depths stay). Sorted a run at a time, so the caller can give the event loop a turn between
-   * runs (sortByOid).
+   * runs (sortByOid). A push's hold (not `projectEmpty`) gives them by chain depth first, then in
+   * key order: put a run at a time in a project others read, every pointer put names a base put
+   * before it (or stored), even if the writes after it never happen.
    */
   *drain(runLength: number): Generator<Array<{ key: Buffer; value: Buffer }>> {
+    if (!this.projectEmpty) {
+      const byDepth: Array<Array<{ key: Buffer; value: Buffer }>> = [];
+      for (const entry of this.entries) (byDepth[entry.depth] ??= []).push(entry);
+      this.entries = [];
+      let run: Array<{ key: Buffer; value: Buffer }> = [];
+      for (const level of byDepth) {
+        if (!level) continue;
+        // Bucketed as below: a level is sorted a bucket at a time.
+        const buckets: Array<Array<{ key: Buffer; value: Buffer }>> = Array.from({ length: 256 }, () => []);
+        for (const entry of level) buckets[entry.key[PROJECT_PREFIX_BYTES]].push(entry);
+        for (const bucket of buckets) {
+          for (const entry of sortByOid(bucket, (held) => held.key, PROJECT_PREFIX_BYTES)) run.push(entry);
+          if (run.length >= runLength) {
+            yield run;
+            run = [];
+          }
+        }
+      }
+      if (run.length > 0) yield run;
+      return;
+    }
     // Bucketed on the id's first byte (a project's keys share their prefix), each bucket sorted alone.
-    const buckets: Array<Array<{ key: Buffer; value: Buffer }>> = Array.from({ length: 256 }, () => []);
+    const buckets: Array<Array<{ key: Buffer; value: Buffer; depth: number }>> = Array.from({ length: 256 }, () => []);
     for (const entry of this.entries) buckets[entry.key[PROJECT_PREFIX_BYTES]].push(entry);
     this.entries = [];
     let run: Array<{ key: Buffer; value: Buffer }> = [];

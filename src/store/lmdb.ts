@@ -593,10 +593,48 @@ export class LmdbStore implements Store {
     return this.heldForms.size === 0 ? undefined : this.heldForms.get(project);
   }
 
-  /** Puts held pointers (a run of HeldForms.drain(), in key order) into `packed`. */
-  putHeldPointers(tx: StoreWriteTx, entries: ReadonlyArray<{ key: Buffer; value: Buffer }>): void {
+  /** Holds of projects others write too (beginPrivateHold), by project. */
+  private readonly privateHolds = new Map<number, Set<HeldForms>>();
+
+  /**
+   * A hold of `project`'s forms for the writes given it alone (LmdbTx.useHold: a push's, until its
+   * check passes): those writes shelve their forms and hold the pointers back, so nobody reads
+   * them meanwhile; every other write of the project goes on as before. Ended by endPrivateHold.
+   */
+  beginPrivateHold(project: number): HeldForms {
+    const held = new HeldForms(false);
+    let holds = this.privateHolds.get(project);
+    if (!holds) this.privateHolds.set(project, (holds = new Set()));
+    holds.add(held);
+    return held;
+  }
+
+  endPrivateHold(project: number, held: HeldForms): void {
+    const holds = this.privateHolds.get(project);
+    holds?.delete(held);
+    if (holds?.size === 0) this.privateHolds.delete(project);
+  }
+
+  /** The shelves (hex ids) private holds of `project` wrote: no pointer names them yet, but they are not dead. */
+  heldShelves(project: number): Set<string> {
+    const ids = new Set<string>();
+    for (const held of this.privateHolds.get(project) ?? []) for (const key of held.shelves) ids.add(key.toString('hex', PROJECT_PREFIX_BYTES));
+    return ids;
+  }
+
+  /**
+   * Puts held pointers (a run of HeldForms.drain(), in key order) into `packed`; `ifAbsent`: only
+   * where none is (a private hold's: another writer may have put the object meanwhile).
+   */
+  putHeldPointers(tx: StoreWriteTx, entries: ReadonlyArray<{ key: Buffer; value: Buffer }>, ifAbsent = false): void {
     if (!(tx instanceof LmdbTx)) throw new Error('held forms need an LMDB write');
-    tx.putHeldPointers(entries);
+    tx.putHeldPointers(entries, ifAbsent);
+  }
+
+  /** Removes shelves a private hold wrote (their forms let go): no pointer names them. */
+  dropShelves(tx: StoreWriteTx, keys: readonly Buffer[]): void {
+    if (!(tx instanceof LmdbTx)) throw new Error('held forms need an LMDB write');
+    tx.dropShelves(keys);
   }
 
   /**
@@ -649,7 +687,7 @@ export class LmdbStore implements Store {
     // its batch), it would hold this write's acknowledgement until that one is durable too.
     const flushed = new Promise<void>((resolve, reject) => this.env.flushed.then(() => resolve(), reject));
     this.recent.forget((tx as LmdbTx | null)?.recentMoved ?? []);
-    for (const [project, added] of (tx as LmdbTx | null)?.heldAdded ?? []) this.heldForms.get(project)?.take(added);
+    for (const [held, added] of (tx as LmdbTx | null)?.heldAdded ?? []) held.take(added);
     options.afterCommit?.();
     await flushed;
     this.noteWriteDone(started, true);
@@ -726,13 +764,25 @@ export class LmdbStore implements Store {
 }
 
 class LmdbTx implements StoreWriteTx {
-  /** Forms this transaction shelved with their pointers held back (LmdbStore.holdForms), by project. */
-  readonly heldAdded = new Map<number, HeldForm[]>();
+  /** Forms this transaction shelved with their pointers held back (LmdbStore.holdForms), by the hold they go to. */
+  readonly heldAdded = new Map<HeldForms, HeldForm[]>();
+  /** Private holds this transaction's forms go to (useHold), by project. */
+  private holds: Map<number, HeldForms> | null = null;
 
   constructor(
     private readonly store: LmdbStore,
     private readonly writable: boolean,
   ) {}
+
+  /** This transaction's forms of `project` go to `held` (LmdbStore.beginPrivateHold). */
+  useHold(project: number, held: HeldForms): void {
+    (this.holds ??= new Map()).set(project, held);
+  }
+
+  /** Where the pointers of `project`'s forms are held, if they are: this transaction's private hold, or a seed's. */
+  heldFor(project: number): HeldForms | undefined {
+    return this.holds?.get(project) ?? this.store.heldFormsOf(project);
+  }
 
   project(project: number): ProjectWriteTx {
     return new LmdbProjectTx(this.store, project, this);
@@ -884,7 +934,7 @@ class LmdbTx implements StoreWriteTx {
    * check and the put); false when it had.
    */
   putFormIfAbsent(project: number, key: Buffer, value: Buffer): boolean {
-    const held = this.store.heldFormsOf(project);
+    const held = this.heldFor(project);
     if (held) return this.holdForm(project, held, key, value);
     const { deflated } = this.store.dbs;
     if (value.length > SHELF_VALUE_BYTES_MAX) return putIfAbsent(deflated, key, value);
@@ -901,26 +951,33 @@ class LmdbTx implements StoreWriteTx {
   holdForm(project: number, held: HeldForms, key: Buffer, value: Buffer): boolean {
     const depths = this.formDepthsPut(project);
     const depth = (value[0] & DELTA_FLAG) === 0 ? 0 : value[PACKED_HEADER_BYTES + 4];
-    // (`packed` has none of the project's forms but those held: see holdForms.)
+    // (A seed's `packed` has none of the project's forms but those held: see holdForms.)
     if (held.depths.has(key, PROJECT_PREFIX_BYTES) || depths.has(key, PROJECT_PREFIX_BYTES)) return false;
+    if (!held.projectEmpty && this.store.dbs.deflated.doesExist(key)) return false;
     const pointer = value.length > SHELF_VALUE_BYTES_MAX ? value : this.shelfFor(project, value.length).add(key, value);
-    let added = this.heldAdded.get(project);
-    if (!added) this.heldAdded.set(project, (added = []));
+    let added = this.heldAdded.get(held);
+    if (!added) this.heldAdded.set(held, (added = []));
     added.push({ key, value: pointer, depth });
     depths.add(key, PROJECT_PREFIX_BYTES, depth);
     return true;
   }
 
-  /** Puts pointers held back (LmdbStore.holdForms), in the order given (key order). */
-  putHeldPointers(entries: ReadonlyArray<{ key: Buffer; value: Buffer }>): void {
+  /** Puts pointers held back (LmdbStore.holdForms), in the order given (key order); `ifAbsent`: where none is. */
+  putHeldPointers(entries: ReadonlyArray<{ key: Buffer; value: Buffer }>, ifAbsent: boolean): void {
     this.assertWritable();
     const { deflated } = this.store.dbs;
-    for (const { key, value } of entries) deflated.putSync(key, value);
+    if (ifAbsent) for (const { key, value } of entries) putIfAbsent(deflated, key, value);
+    else for (const { key, value } of entries) deflated.putSync(key, value);
+  }
+
+  dropShelves(keys: readonly Buffer[]): void {
+    this.assertWritable();
+    for (const key of keys) this.store.dbs.shelves.removeSync(key);
   }
 
   /** Puts a pack-ready form under `key`, which the caller has found absent from `packed`. */
   putForm(project: number, key: Buffer, value: Buffer): void {
-    const held = this.store.heldFormsOf(project);
+    const held = this.heldFor(project);
     if (held) {
       this.holdForm(project, held, key, value);
       return;
@@ -962,13 +1019,17 @@ class LmdbTx implements StoreWriteTx {
 
   private closeShelf(project: number, shelf: ShelfBuilder, full: boolean): void {
     const { deflated, shelves } = this.store.dbs;
+    const held = this.heldFor(project);
     if (full) this.projectsShelved.add(project);
     // (A held form's pointer is given already: it stays in its shelf, however few share it.)
-    else if (!this.store.heldFormsOf(project) && !this.projectsShelved.has(project) && shelf.keys.length < SHELF_ENTRIES_MIN) {
+    else if (!held && !this.projectsShelved.has(project) && shelf.keys.length < SHELF_ENTRIES_MIN) {
       shelf.keys.forEach((key, index) => deflated.putSync(key, shelf.values[index]));
       return;
     }
-    shelves.putSync(Buffer.concat([projectPrefix(project), shelf.id]), Buffer.concat(shelf.values, shelf.bytes));
+    const shelfKey = Buffer.concat([projectPrefix(project), shelf.id]);
+    shelves.putSync(shelfKey, Buffer.concat(shelf.values, shelf.bytes));
+    // (Noted before the commit: a shelf a failed write never wrote is dropped as well, which does nothing.)
+    if (held && !held.projectEmpty) held.shelves.push(shelfKey);
   }
 }
 
@@ -1182,7 +1243,7 @@ class LmdbProjectTx implements ProjectWriteTx {
     const raw = this.rawValue(key, true);
     if (!raw) return;
     const value = packedValue(valueTypeCode(raw), valueBodyLength(raw), deflated, null);
-    const held = this.store.heldFormsOf(this.project);
+    const held = this.parent.heldFor(this.project);
     if (held) this.parent.holdForm(this.project, held, key, value);
     else putIfAbsent(this.store.dbs.deflated, key, value);
   }
@@ -1194,7 +1255,7 @@ class LmdbProjectTx implements ProjectWriteTx {
     const raw = this.rawValue(key, true);
     if (!raw) return false;
     const value = packedValue(valueTypeCode(raw), valueBodyLength(raw), deflated, delta);
-    const held = this.store.heldFormsOf(this.project);
+    const held = this.parent.heldFor(this.project);
     if (!(held ? this.parent.holdForm(this.project, held, key, value) : putIfAbsent(this.store.dbs.deflated, key, value))) return false;
     // Its base must stay while this form does: a collector keeps what a journalled id's form names.
     this.journalled(oid);
@@ -1245,16 +1306,19 @@ class LmdbProjectTx implements ProjectWriteTx {
     if (entries.some(({ type, body }) => type === 'commit' && !body)) throw new Error('a commit is stored whole, so its body must come with its entry');
     const { objects, deflated: packed } = this.store.dbs;
     const depths = this.parent.formDepthsPut(this.project);
-    const held = this.store.heldFormsOf(this.project);
+    const held = this.parent.heldFor(this.project);
     const deepest = Math.min(depthMax, PACKED_DEPTH_MAX);
     const answers = new Array<boolean>(entries.length).fill(false);
     for (let i = 0; i < entries.length; i++) {
       const { oid, type, inflatedBytes, deflated, delta, body } = entries[i];
       const key = this.objectKey(oid);
       if (type === 'commit') this.putObjectWithId(oid, type, body!);
-      // A held project was empty when its forms began to be held, and nothing but them is put in it
-      // meanwhile (holdForms): what it has is in the tables, and the B-tree is not searched.
-      if (held ? held.depths.has(oid) || depths.has(oid) : objects.doesExist(key) || this.store.recent.has(key)) {
+      // A seed's held project was empty when its forms began to be held, and nothing but them is put
+      // in it meanwhile (holdForms): what it has is in the tables, and the B-tree is not searched.
+      const there = held
+        ? held.depths.has(oid) || depths.has(oid) || (!held.projectEmpty && (objects.doesExist(key) || this.store.recent.has(key)))
+        : objects.doesExist(key) || this.store.recent.has(key);
+      if (there) {
         answers[i] = true;
         continue;
       }
@@ -1293,7 +1357,7 @@ class LmdbProjectTx implements ProjectWriteTx {
 
   /** The depth of `oid`'s stored pack-ready form (0 for a whole stream), or -1 when it has none. */
   private storedFormDepth(oid: Oid): number {
-    const held = this.store.heldFormsOf(this.project);
+    const held = this.parent.heldFor(this.project);
     if (held) {
       // Held back (LmdbStore.holdForms): by an earlier write, or by this one.
       const depth = Math.max(held.depths.get(oid), this.parent.formDepthsPut(this.project).get(oid));

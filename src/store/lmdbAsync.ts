@@ -31,6 +31,7 @@ import type {
   ObjectCursor,
   CollectionReads,
   CollectionWrites,
+  FormHold,
   PackFormReads,
   PackFormWrites,
   ProjectReads,
@@ -40,7 +41,7 @@ import type {
   UndeflatedPage,
 } from './asyncTypes.js';
 import { commitInfoFromBody } from './commitIndex.js';
-import type { HeldForms } from './heldForms.js';
+import { HeldForms } from './heldForms.js';
 import type { LmdbStore } from './lmdb.js';
 import {
   RefChangedError,
@@ -84,6 +85,18 @@ const REPACK_BYTES = 1024 * 1024;
  */
 const HELD_POINTERS_PER_WRITE = 4_096;
 const HELD_POINTERS_MAX = 1_000_000;
+/** Shelves of a let-go private hold removed per write. */
+const HELD_SHELVES_DROPPED_PER_WRITE = 256;
+
+/** LmdbAsyncStore's FormHold: the private hold of LmdbStore.beginPrivateHold. */
+interface LmdbFormHold extends FormHold {
+  held: HeldForms;
+}
+
+function lmdbHold(hold: FormHold, project: number): LmdbFormHold {
+  if (!('held' in hold) || !((hold as LmdbFormHold).held instanceof HeldForms) || hold.project !== project) throw new Error('not a hold of this store and project');
+  return hold as LmdbFormHold;
+}
 
 /** Objects a write should store at most (AsyncStore.writeObjectsMax): its replay, in one piece on the event loop, some 17 ms. */
 const WRITE_OBJECTS_MAX = 500;
@@ -958,8 +971,15 @@ export class LmdbAsyncStore implements AsyncStore {
     }
   }
 
-  async putFormsAlone(project: number, entries: readonly ReceivedForm[], depthMax: number): Promise<boolean[]> {
+  async putFormsAlone(project: number, entries: readonly ReceivedForm[], depthMax: number, hold?: FormHold): Promise<boolean[]> {
     if (entries.length === 0) return [];
+    if (hold) {
+      const { held } = lmdbHold(hold, project);
+      return this.writeAlone((tx) => {
+        (tx as StoreWriteTx & { useHold(project: number, held: HeldForms): void }).useHold(project, held);
+        return tx.project(project).putReceivedForms(entries, depthMax);
+      });
+    }
     const answers = await this.writeAlone((tx) => tx.project(project).putReceivedForms(entries, depthMax));
     // A history too large to hold every pointer of: what is held goes in now, sorted still.
     const held = this.sync.heldFormsOf(project);
@@ -982,11 +1002,42 @@ export class LmdbAsyncStore implements AsyncStore {
   }
 
   private async putHeldPointers(held: HeldForms): Promise<void> {
+    // Each write queued as soon as its run is sorted: they commit in order, one after the other,
+    // each durable once the last is (a write waiting for the disk before the next was queued left
+    // the writer idle for its flush).
+    const writes: Array<Promise<void>> = [];
     let first = true;
     for (const run of held.drain(HELD_POINTERS_PER_WRITE)) {
       if (!first) await turn();
       first = false;
-      await this.writeAlone((tx) => this.sync.putHeldPointers(tx, run));
+      const write = this.writeAlone((tx) => this.sync.putHeldPointers(tx, run, !held.projectEmpty));
+      // (A failure is seen below, after every write queued has settled.)
+      write.catch(() => {});
+      writes.push(write);
+    }
+    await Promise.all(writes);
+  }
+
+  beginFormHold(project: number): FormHold {
+    const hold: LmdbFormHold = { project, held: this.sync.beginPrivateHold(project) };
+    return hold;
+  }
+
+  async endFormHold(hold: FormHold, keep: boolean): Promise<void> {
+    const { project, held } = lmdbHold(hold, hold.project);
+    try {
+      if (keep) {
+        // Only pointers go in, sorted, where none is: a form another write put meanwhile wins, and
+        // the held one's bytes stay dead in its shelf until the shelf is compacted.
+        while (held.size > 0) await this.putHeldPointers(held);
+      } else {
+        for (let start = 0; start < held.shelves.length; start += HELD_SHELVES_DROPPED_PER_WRITE) {
+          const keys = held.shelves.slice(start, start + HELD_SHELVES_DROPPED_PER_WRITE);
+          await this.writeAlone((tx) => this.sync.dropShelves(tx, keys));
+        }
+      }
+    } finally {
+      this.sync.endPrivateHold(project, held);
     }
   }
 
@@ -1067,7 +1118,9 @@ export class LmdbAsyncStore implements AsyncStore {
     const chosen = new Map<string, ShelvedForm[]>();
     for (let after: string | null = null; ; ) {
       const page = this.sync.listShelves(project, after, SHELF_PAGE);
-      for (const { shelf, bytes } of page) if ((live.get(shelf) ?? 0) < bytes * SHELF_LIVE_SHARE_MIN) chosen.set(shelf, []);
+      // A push's shelves whose pointers are held until its check passes look dead, and are not.
+      const held = this.sync.heldShelves(project);
+      for (const { shelf, bytes } of page) if ((live.get(shelf) ?? 0) < bytes * SHELF_LIVE_SHARE_MIN && !held.has(shelf)) chosen.set(shelf, []);
       if (page.length < SHELF_PAGE) break;
       after = page[page.length - 1].shelf;
       await turn();

@@ -1,4 +1,4 @@
-/** HeldForms (src/store/heldForms.ts): pointers a seed holds back, given back in key order. */
+/** HeldForms (src/store/heldForms.ts): pointers a seed holds back, given back in key order; a push's, by depth, then key. */
 import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { HeldForms } from '../../src/store/heldForms.js';
@@ -24,5 +24,35 @@ describe('HeldForms', () => {
     expect(runs.flat().find((entry) => entry.key.equals(keys[5]))!.value).toEqual(Buffer.from([5]));
     expect(held.size).toBe(0);
     expect([...held.drain(1_000)]).toEqual([]);
+  });
+
+  it("gives a push's pointers back by chain depth, then in key order: each run's deltas have their bases in it or before it", () => {
+    const held = new HeldForms(false);
+    // Chains as a pack resolves them: each delta taken after its base, some in a later write.
+    const chains = Array.from({ length: 300 }, () => Array.from({ length: 1 + Math.floor(Math.random() * 12) }, () => Buffer.concat([PREFIX, randomBytes(20)])));
+    const baseOf = new Map<string, string>();
+    for (const chain of chains) chain.forEach((key, depth) => depth > 0 && baseOf.set(key.toString('hex'), chain[depth - 1].toString('hex')));
+    const order = chains.flatMap((chain) => chain.map((key, depth) => ({ key, value: Buffer.from('p'), depth })));
+    // Taken in writes of 100, deltas after their bases (sorted by depth, stable) as the parse gives them.
+    const resolved = [...order].sort((a, b) => a.depth - b.depth);
+    for (let start = 0; start < resolved.length; start += 100) held.take(resolved.slice(start, start + 100));
+    const runs = [...held.drain(64)];
+    const put = new Set<string>();
+    for (const run of runs) {
+      for (const { key } of run) {
+        const base = baseOf.get(key.toString('hex'));
+        if (base) expect(put.has(base)).toBe(true);
+        put.add(key.toString('hex'));
+      }
+    }
+    expect(put.size).toBe(order.length);
+    // Within a depth, in key order.
+    const given = runs.flat();
+    const depthOf = new Map(order.map(({ key, depth }) => [key.toString('hex'), depth]));
+    for (let i = 1; i < given.length; i++) {
+      const [a, b] = [given[i - 1].key, given[i].key];
+      const [da, db] = [depthOf.get(a.toString('hex'))!, depthOf.get(b.toString('hex'))!];
+      expect(da < db || (da === db && Buffer.compare(a, b) < 0)).toBe(true);
+    }
   });
 });

@@ -11,7 +11,7 @@
 import type { Oid } from '../../git/oid.js';
 import type { PackObject } from '../../git/pack.js';
 import { parentsFirst } from '../../git/packOrder.js';
-import type { AsyncStore, PackFormWrites, ReceivedForm } from '../../store/asyncTypes.js';
+import type { AsyncStore, FormHold, PackFormWrites, ReceivedForm } from '../../store/asyncTypes.js';
 import type { DeltaForm } from '../../store/types.js';
 import type { WriteTx } from '../repo.js';
 import { Slicer } from '../slices.js';
@@ -138,11 +138,11 @@ export async function storeFormsAlone(store: AsyncStore, project: number, carrie
  * all false when the store does not offer it. `perWrite`: entries per write (fewer for commits,
  * which the store also keeps whole and indexes: some ten times a form's work each).
  */
-export async function storeReceivedFormsAlone(store: AsyncStore, project: number, forms: readonly ReceivedForm[], perWrite = FORMS_ALONE_PER_WRITE): Promise<boolean[]> {
+export async function storeReceivedFormsAlone(store: AsyncStore, project: number, forms: readonly ReceivedForm[], perWrite = FORMS_ALONE_PER_WRITE, hold?: FormHold): Promise<boolean[]> {
   if (!store.putFormsAlone) return forms.map(() => false);
   const answers: boolean[] = [];
   for (const run of runsOf(forms, perWrite, FORMS_ALONE_BYTES_PER_WRITE, (form) => form.deflated.length)) {
-    answers.push(...(await store.putFormsAlone(project, run, DELTA_DEPTH_MAX)));
+    answers.push(...(await store.putFormsAlone(project, run, DELTA_DEPTH_MAX, hold)));
   }
   return answers;
 }

@@ -3,7 +3,8 @@
  * anything is stored; then each ref update is a compare-and-swap that must be a fast-forward of a
  * branch whose working tree is clean and whose locked files stay as they are, to a commit whose
  * whole history is here. Objects and ref moves land in one transaction (a large pack's trees and
- * blobs in writes of their own just before it); a bad pack stores nothing and moves no ref.
+ * blobs in writes of their own just before it, or while it is checked, held until it passes:
+ * src/repo/wire/heldPushForms.ts); a bad pack stores nothing and moves no ref.
  * With `atomic`, one refused update refuses them all.
  *
  * Connectivity is judged per ref, as git's receive-pack does: a pushed commit whose history
@@ -21,11 +22,19 @@ import { checkReceivedPackWithAsyncLookups, type AsyncStoreLookups, type Gap, ty
 import { BRANCH_REF_PREFIX, branchNameProblem } from '../../git/refname.js';
 import type { RefResult, RefUpdateCommand } from '../../git/smartProtocol.js';
 import { isAncestor } from '../ancestry.js';
+import { HeldPushForms } from './heldPushForms.js';
+import type { ResolvedRun } from './importHistory.js';
 import { lockedChanges, resetWorkingTree, uncommittedPaths } from '../worktree/moveWorkingTree.js';
 import { commitInfo, hasObject, inReadTx, inWriteTx, MAIN_BRANCH, type Repo, type WriteTx } from '../repo.js';
 
 /** Trees and blobs a checked pack must carry for them to be stored before the write that moves the refs. */
 const PACK_STORED_FIRST_MIN = 2_048;
+
+/**
+ * Packs from this size have their trees and blobs stored while they are checked, held until the
+ * check passes (src/repo/wire/heldPushForms.ts); smaller ones are checked inline, or soon enough.
+ */
+const PACK_HELD_BYTES_MIN = 256 * 1024;
 
 /** Ids asked per hasObjects call by allStored: some 4 ms of reading each. */
 const STORED_ASKED_PER_CALL = 2_048;
@@ -44,7 +53,7 @@ export interface ReceivePackInput {
    * src/service/packChecker.ts, asking the store through `lookups` (storeLookups of the repo);
    * without it the pack is checked inline.
    */
-  checkPack?: (pack: Buffer, limits: PackLimits, lookups: AsyncStoreLookups, clientShallow: ReadonlySet<string>) => Promise<PackCheckResult>;
+  checkPack?: (pack: Buffer, limits: PackLimits, lookups: AsyncStoreLookups, clientShallow: ReadonlySet<string>, onResolved?: (run: ResolvedRun) => void) => Promise<PackCheckResult>;
   /**
    * Runs the push's transaction-level core (applyPushInTx) in the caller's write transaction, so
    * the caller commits its own records with the push (its events); by default a transaction of its own.
@@ -118,18 +127,33 @@ export async function receivePack(repo: Repo, input: ReceivePackInput): Promise<
   let commitObjects: () => Promise<Map<number, Buffer>> = async () => new Map();
   let forgetCommitObjects = () => {};
   const relied = new ReliedObjects();
+  /** Trees and blobs of a large pack held while it is checked, then kept (their ids) or let go. */
+  let keptEarly: OidTable | null = null;
   if (input.pack && input.pack.length > 0) {
     const lookups = storeLookups(repo, relied);
     const limits = input.packLimits ?? {};
-    // Inline, every pass answers at least one question the last did not, so the passes end.
-    const checked = input.checkPack
-      ? await input.checkPack(input.pack, limits, lookups, clientShallow)
-      : (await checkReceivedPackWithAsyncLookups(input.pack, limits, lookups, clientShallow, Infinity))!;
-    if (!checked.ok) return refuseAll('unpacker error', checked.message, `the pack was refused and nothing was stored: ${checked.message}`);
+    const held = input.checkPack && input.pack.length >= PACK_HELD_BYTES_MIN ? HeldPushForms.begin(repo.store, repo.project) : null;
+    let checked: PackCheckResult;
+    try {
+      // Inline, every pass answers at least one question the last did not, so the passes end.
+      checked = input.checkPack
+        ? await input.checkPack(input.pack, limits, lookups, clientShallow, held?.add)
+        : (await checkReceivedPackWithAsyncLookups(input.pack, limits, lookups, clientShallow, Infinity))!;
+    } catch (error) {
+      await held?.end(false).catch(() => {});
+      throw error;
+    }
+    if (!checked.ok) {
+      // (A failure to drop the held shelves leaves bytes no pointer names: a compaction takes them.)
+      await held?.end(false).catch(() => {});
+      return refuseAll('unpacker error', checked.message, `the pack was refused and nothing was stored: ${checked.message}`);
+    }
     objects = checked.objects;
     gaps = checked.gaps;
     commitObjects = checked.commitObjects;
     forgetCommitObjects = checked.forgetCommitObjects ?? forgetCommitObjects;
+    // A history with gaps stores only part of the pack: what was held is let go, and the part stored as before.
+    if (held) keptEarly = await held.end(gaps.size === 0);
   }
   try {
     // In a store that replays a write in one piece on the event loop (writeObjectsMax), a large
@@ -142,8 +166,8 @@ export async function receivePack(repo: Repo, input: ReceivePackInput): Promise<
     const contents = kept.filter((object) => object.type === 'tree' || object.type === 'blob');
     const carried = contents.filter((object) => object.packed);
     let storedFirst: CheckedPush['storedFirst'];
-    if (repo.store.writeObjectsMax !== undefined && carried.length >= PACK_STORED_FIRST_MIN) {
-      const unkept = await storeFormsAlone(repo.store, repo.project, formsInBaseOrder(carried));
+    if (repo.store.writeObjectsMax !== undefined && (carried.length >= PACK_STORED_FIRST_MIN || (keptEarly?.size ?? 0) > 0)) {
+      const unkept = await storeFormsAlone(repo.store, repo.project, formsInBaseOrder(keptEarly ? carried.filter((object) => !keptEarly!.has(object.oid)) : carried));
       // The rest too: what was not kept as a form, and the commits (each indexed, parents first).
       const rest = [...unkept, ...contents.filter((object) => !object.packed), ...parentsFirst(kept.filter((object) => object.type !== 'tree' && object.type !== 'blob'))];
       const late = await storeReceivedObjectsInWrites(repo.store, repo.project, rest);

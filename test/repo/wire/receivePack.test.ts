@@ -6,6 +6,7 @@
  * stored before the write that moves the refs, kept when the update is refused and stored again
  * when a collection removed them in between.
  */
+import { createHash } from 'node:crypto';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -21,9 +22,16 @@ import { receivePack } from '../../../src/repo/wire/receivePack.js';
 import { inWriteTx, type Repo } from '../../../src/repo/repo.js';
 import type { AsyncStore, AsyncStoreReadTx, ProjectReads } from '../../../src/store/asyncTypes.js';
 import { newTestRepo, openTestStore } from '../../support/store.js';
+import { PackChecker } from '../../../src/service/packChecker.js';
+import type { ResolvedRun } from '../../../src/repo/wire/importHistory.js';
 
 const opened = openTestStore();
-afterAll(() => opened.close());
+/** A checker that sends every pack past 1 KB to its worker, as the server does a large push. */
+const checker = new PackChecker({ inlineBytesMax: 1024 });
+afterAll(async () => {
+  await checker.close();
+  await opened.close();
+});
 
 /**
  * The same store, with every call of ProjectReads.listRefs counted on its way through (nothing
@@ -123,7 +131,13 @@ describe('receivePack', () => {
  * A commit made with the git CLI in a clone of the project's export, after `change` edits the
  * clone's files: its id, the ids of the objects it adds that `take` passes, and those in a pack.
  */
-async function commitInAClone(repo: Repo, change: (work: string) => void, take: (id: Buffer) => boolean = () => true): Promise<{ pack: Buffer; pushed: Buffer; ids: Buffer[] }> {
+async function commitInAClone(
+  repo: Repo,
+  change: (work: string) => void,
+  take: (id: Buffer) => boolean = () => true,
+  /** Objects the pack carries beyond the commit's (hex ids, written into the clone by `change`). */
+  extra: (work: string) => string[] = () => [],
+): Promise<{ pack: Buffer; pushed: Buffer; ids: Buffer[] }> {
   const dir = scratchDir('treehouse-push-clone-');
   try {
     const bare = join(dir.path, 'bare.git');
@@ -141,7 +155,7 @@ async function commitInAClone(repo: Repo, change: (work: string) => void, take: 
       .filter(Boolean)
       .map((hex) => Buffer.from(hex, 'hex'))
       .filter(take);
-    const pack = gitBytes(['pack-objects', '--stdout', '-q'], { cwd: work, input: `${ids.map(oidToHex).join('\n')}\n` });
+    const pack = gitBytes(['pack-objects', '--stdout', '-q'], { cwd: work, input: `${[...ids.map(oidToHex), ...extra(work)].join('\n')}\n` });
     return { pack, pushed, ids };
   } finally {
     dir.remove();
@@ -246,6 +260,152 @@ describe('receivePack of a large pack: trees and blobs stored before the write t
       initBareRepo(bare);
       await exportToBareRepo(repo, bare);
       expect(git(['rev-parse', 'refs/heads/feature'], { cwd: bare }).trim()).toBe(oidToHex(pushed));
+      git(['fsck', '--strict'], { cwd: bare });
+    } finally {
+      dir.remove();
+    }
+  });
+});
+
+describe('receivePack of a large pack: trees and blobs stored while the pack is checked, held until it passes', () => {
+  /**
+   * A pushed commit adding 2,100 files in 30 directories (more than one streamed run of 2,048),
+   * each with 256 bytes that do not compress, so the pack is past receivePack's PACK_HELD_BYTES_MIN.
+   */
+  function manyFiles(work: string): void {
+    for (let d = 0; d < 30; d++) {
+      mkdirSync(join(work, `dir${d}`));
+      for (let f = 0; f < 70; f++) {
+        const noise = [1, 2, 3, 4].map((k) => createHash('sha256').update(`${d}/${f}/${k}`).digest('hex')).join('');
+        writeFileSync(join(work, `dir${d}`, `f${f}.txt`), `held file ${d}/${f}\n${noise}\n`);
+      }
+    }
+  }
+
+  /** The project's shelves (LMDB: the values its held forms' bytes went into). */
+  const shelvesOf = (repo: Repo) => opened.store.listShelves(repo.project, null, 100_000).map((shelf) => shelf.shelf);
+
+  /** The same store with every putFormsAlone call's promise noted, so a test can wait for the held runs. */
+  function notingPuts(store: AsyncStore): { store: AsyncStore; puts: Array<Promise<unknown>> } {
+    const puts: Array<Promise<unknown>> = [];
+    const noted = new Proxy(store, {
+      get(inner, prop) {
+        const value = Reflect.get(inner, prop, inner);
+        if (prop === 'putFormsAlone') {
+          return (...args: Parameters<NonNullable<AsyncStore['putFormsAlone']>>) => {
+            const put = inner.putFormsAlone!(...args);
+            puts.push(put.catch(() => {}));
+            return put;
+          };
+        }
+        return typeof value === 'function' ? value.bind(inner) : value;
+      },
+    });
+    return { store: noted, puts };
+  }
+
+  it('reads none of them until the check has passed, then stores them, and the clone is fsck-clean', async () => {
+    const repo = await newTestRepo(opened.store);
+    const { pack, pushed, ids } = await commitInAClone(repo, manyFiles);
+    const shelvesBefore = shelvesOf(repo).length;
+    let runs = 0;
+    let readDuringCheck: boolean[] = [];
+    let shelvesDuringCheck = 0;
+    const noted = notingPuts(repo.store);
+    const result = await receivePack(
+      { ...repo, store: noted.store },
+      {
+        commands: [{ old: null, new: pushed, ref: 'refs/heads/feature' }],
+        pack,
+        atomic: false,
+        checkPack: async (bytes, limits, lookups, shallow, onResolved) => {
+          expect(onResolved).toBeDefined();
+          const checked = await checker.check(bytes, limits, lookups, shallow, (run: ResolvedRun) => {
+            runs++;
+            onResolved!(run);
+          });
+          // Every run is written by now (its shelves are there), and none of it is read.
+          await Promise.all(noted.puts);
+          shelvesDuringCheck = shelvesOf(repo).length;
+          readDuringCheck = await repo.store.read((tx) => tx.project(repo.project).hasObjects(ids));
+          return checked;
+        },
+      },
+    );
+    expect(runs).toBeGreaterThanOrEqual(2);
+    expect(shelvesDuringCheck).toBeGreaterThan(shelvesBefore);
+    expect(readDuringCheck.filter(Boolean)).toEqual([]);
+    expect(result.results).toEqual([{ ref: 'refs/heads/feature', ok: true }]);
+    expect((await repo.store.read((tx) => tx.project(repo.project).hasObjects(ids))).every(Boolean)).toBe(true);
+    const dir = scratchDir('treehouse-held-push-check-');
+    try {
+      const bare = join(dir.path, 'check.git');
+      initBareRepo(bare);
+      await exportToBareRepo(repo, bare);
+      expect(git(['rev-parse', 'refs/heads/feature'], { cwd: bare }).trim()).toBe(oidToHex(pushed));
+      git(['fsck', '--strict'], { cwd: bare });
+    } finally {
+      dir.remove();
+    }
+  });
+
+  it('leaves nothing of a pack its check refuses after every run was held: no object, no shelf', async () => {
+    const repo = await newTestRepo(opened.store);
+    // A tree whose entries are out of order, which fsck refuses; the parse and its runs go through.
+    const { pack, pushed, ids } = await commitInAClone(repo, manyFiles, undefined, (work) => {
+      const blob = git(['hash-object', '-w', '--stdin'], { cwd: work, input: 'x\n' }).trim();
+      const entry = (name: string) => Buffer.concat([Buffer.from(`100644 ${name}\0`), Buffer.from(blob, 'hex')]);
+      const unsorted = Buffer.concat([entry('b'), entry('a')]);
+      return [git(['hash-object', '-t', 'tree', '--literally', '-w', '--stdin'], { cwd: work, input: unsorted }).trim()];
+    });
+    const shelvesBefore = shelvesOf(repo);
+    const noted = notingPuts(repo.store);
+    const result = await receivePack(
+      { ...repo, store: noted.store },
+      {
+        commands: [{ old: null, new: pushed, ref: 'refs/heads/feature' }],
+        pack,
+        atomic: false,
+        checkPack: (bytes, limits, lookups, shallow, onResolved) => checker.check(bytes, limits, lookups, shallow, onResolved),
+      },
+    );
+    expect(noted.puts.length).toBeGreaterThanOrEqual(2);
+    expect(result.unpackError).toMatch(/treeNotSorted|not properly sorted/);
+    expect(result.results).toEqual([{ ref: 'refs/heads/feature', ok: false, reason: 'unpacker error' }]);
+    expect(shelvesOf(repo)).toEqual(shelvesBefore);
+    expect((await repo.store.read((tx) => tx.project(repo.project).hasObjects(ids))).filter(Boolean)).toEqual([]);
+  });
+
+  it('keeps the held shelves through a collection and its compaction that run while the pack is checked', async () => {
+    const repo = await newTestRepo(opened.store);
+    const { pack, pushed, ids } = await commitInAClone(repo, manyFiles);
+    const noted = notingPuts(repo.store);
+    let compacted = false;
+    const result = await receivePack(
+      { ...repo, store: noted.store },
+      {
+        commands: [{ old: null, new: pushed, ref: 'refs/heads/feature' }],
+        pack,
+        atomic: false,
+        checkPack: async (bytes, limits, lookups, shallow, onResolved) => {
+          const checked = await checker.check(bytes, limits, lookups, shallow, onResolved);
+          await Promise.all(noted.puts);
+          // Held shelves have no pointer naming them yet: to a compaction they look dead.
+          const report = await collectGarbage(repo, { graceMs: 0 });
+          compacted = report !== undefined;
+          return checked;
+        },
+      },
+    );
+    expect(compacted).toBe(true);
+    expect(noted.puts.length).toBeGreaterThanOrEqual(2);
+    expect(result.results).toEqual([{ ref: 'refs/heads/feature', ok: true }]);
+    expect((await repo.store.read((tx) => tx.project(repo.project).hasObjects(ids))).every(Boolean)).toBe(true);
+    const dir = scratchDir('treehouse-held-push-gc-');
+    try {
+      const bare = join(dir.path, 'check.git');
+      initBareRepo(bare);
+      await exportToBareRepo(repo, bare);
       git(['fsck', '--strict'], { cwd: bare });
     } finally {
       dir.remove();
