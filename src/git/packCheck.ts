@@ -44,7 +44,7 @@ export type PackCheckResult =
        * list. Made when first asked, so a receiver stores the objects first (on the checker's
        * thread they are made once asked, not beside the store's work).
        */
-      commitObjects: () => Promise<Map<number, Buffer>>;
+      commitObjects: (pause?: () => Promise<void>) => Promise<Map<number, Buffer>>;
       /** Says the lists will not be asked for, so a checker may let go of what they need. */
       forgetCommitObjects?: () => void;
     }
@@ -114,7 +114,13 @@ export function checkParsedPack(objects: PackObject[], lookups: StoreLookups, cl
           readTree,
         );
     if (tooDeep) return { ok: false, message: tooDeep };
-    return { ok: true, objects, gaps, commitObjects: async () => receivedCommitObjects(objects, gaps, read) };
+    return {
+      ok: true,
+      objects,
+      gaps,
+      // `pause`: awaited every few milliseconds while they are made (the checker's thread takes its next pack meanwhile).
+      commitObjects: async (pause) => (pause ? receivedCommitObjectsPausing(objects, gaps, read, pause) : receivedCommitObjects(objects, gaps, read)),
+    };
   } catch (error) {
     if (error instanceof PackFormatError || error instanceof FsckError) return { ok: false, message: error.message };
     throw error;
@@ -354,6 +360,47 @@ export function receivedCommitObjects(
   read: (oid: Oid) => ExternalObject | undefined,
   treeBytesBudget = defaultTreeBytesBudget(objects),
 ): Map<number, Buffer> {
+  const steps = receivedCommitObjectsInSteps(objects, gaps, read, treeBytesBudget);
+  for (;;) {
+    const step = steps.next();
+    if (step.done) return step.value;
+  }
+}
+
+/** Commits whose lists are made between two looks at the clock (receivedCommitObjectsPausing). */
+const LIST_STEPS_PER_LOOK = 64;
+/** How long the lists are made before `pause` is awaited. */
+const LIST_SLICE_MS = 8;
+
+/**
+ * receivedCommitObjects, awaiting `pause` every few milliseconds: made on the pack checker's
+ * thread after a push is answered, they kept the next push's pack waiting there some 0.3 s.
+ */
+export async function receivedCommitObjectsPausing(
+  objects: PackObject[],
+  gaps: Map<string, Gap>,
+  read: (oid: Oid) => ExternalObject | undefined,
+  pause: () => Promise<void>,
+): Promise<Map<number, Buffer>> {
+  const steps = receivedCommitObjectsInSteps(objects, gaps, read, defaultTreeBytesBudget(objects));
+  let sliceStart = performance.now();
+  for (let count = 1; ; count++) {
+    const step = steps.next();
+    if (step.done) return step.value;
+    if (count % LIST_STEPS_PER_LOOK === 0 && performance.now() - sliceStart > LIST_SLICE_MS) {
+      await pause();
+      sliceStart = performance.now();
+    }
+  }
+}
+
+/** receivedCommitObjects, one step per commit looked at. */
+function* receivedCommitObjectsInSteps(
+  objects: PackObject[],
+  gaps: Map<string, Gap>,
+  read: (oid: Oid) => ExternalObject | undefined,
+  treeBytesBudget: number,
+): Generator<void, Map<number, Buffer>> {
   const lists = new Map<number, Buffer>();
   let budgetLeft = treeBytesBudget;
   const readTree = (oid: Oid): Buffer | undefined => {
@@ -371,6 +418,7 @@ export function receivedCommitObjects(
   for (let index = 0; index < objects.length; index++) {
     const object = objects[index];
     if (object.type !== 'commit' || gaps.has(oidToHex(object.oid))) continue;
+    yield;
     const commit = commitLinks(object.body);
     const parentTree = commit.parents.length > 0 ? treeOf(commit.parents[0]) : null;
     if (commit.parents.length > 0 && !parentTree) continue;

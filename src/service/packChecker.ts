@@ -176,7 +176,8 @@ parentPort.on('message', async ({ warm, listsFor, wanted, id, pack, limits, clie
     // all in one buffer, (object index, end) per commit. The store may still be asked for a
     // parent's trees. Made beside the receiver's store, they slowed it by a fifth.
     const wanted = await new Promise((resolve) => listRequests.set(id, resolve));
-    const listed = wanted ? [...(await result.commitObjects())] : [];
+    // Made a slice at a time: a pack that comes meanwhile is parsed between two slices.
+    const listed = wanted ? [...(await result.commitObjects(() => new Promise((resolve) => setImmediate(resolve))))] : [];
     port.close();
     const lists = new Uint8Array(listed.reduce((sum, [, list]) => sum + list.length, 0));
     const listIndexes = new Float64Array(listed.length * 2);

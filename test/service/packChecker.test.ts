@@ -5,6 +5,7 @@ import type { ExternalObject } from '../../src/git/pack.js';
 import { PackWriter } from '../../src/git/pack.js';
 import { checkReceivedPack, checkReceivedPackWithAsyncLookups, type AsyncStoreLookups, type StoreLookups } from '../../src/git/packCheck.js';
 import { encodeTree, MODE_FILE, MODE_TREE } from '../../src/git/tree.js';
+import { encodeCommit } from '../../src/git/commit.js';
 import { PackChecker } from '../../src/service/packChecker.js';
 import type { ResolvedRun } from '../../src/repo/wire/importHistory.js';
 
@@ -241,6 +242,44 @@ describe('PackChecker on its worker thread', () => {
       seen.add(form.oid.toString('hex'));
     }
     expect((await begun.result).ok).toBe(true);
+  });
+
+  it("parses a pack that comes while the last one's commit lists are made between two slices of them, not after them all", async () => {
+    // A line of 1,500 commits, each changing one of 200 files: each list diffs two 200-entry trees.
+    const person = { name: 'T', email: 't@example.com', timestamp: 1_700_000_000, timezone: '+0000' };
+    const files = Array.from({ length: 200 }, (_, i) => hashObject('blob', Buffer.from(`file ${i} version 0\n`)));
+    const bodies: Array<['blob' | 'tree' | 'commit', Buffer]> = files.map((_, i) => ['blob', Buffer.from(`file ${i} version 0\n`)]);
+    let parent: Oid | null = null;
+    for (let n = 0; n < 1_500; n++) {
+      const changed = Buffer.from(`file ${n % 200} version ${n + 1}\n`);
+      files[n % 200] = hashObject('blob', changed);
+      const tree = encodeTree(files.map((oid, i) => ({ name: `f${String(i).padStart(3, '0')}`, mode: MODE_FILE, oid })));
+      const commit = encodeCommit({ tree: hashObject('tree', tree), parents: parent ? [parent] : [], author: person, committer: person, extraHeaders: [], message: `${n}\n` });
+      bodies.push(['blob', changed], ['tree', tree], ['commit', commit]);
+      parent = hashObject('commit', commit);
+    }
+    const writer = new PackWriter(bodies.length);
+    const large = Buffer.concat([writer.start(), ...bodies.map(([type, body]) => writer.addObject(type, body).bytes), writer.finish()]);
+    const own = new PackChecker({ inlineBytesMax: 0 });
+    try {
+      const first = await own.check(large, {}, nothing);
+      if (!first.ok) throw new Error(first.message);
+      const order: string[] = [];
+      const lists = first.commitObjects().then((made) => {
+        order.push('lists');
+        return made;
+      });
+      const next = own.check(thinPack().pack, {}, lookups).then((result) => {
+        order.push('next pack');
+        return result;
+      });
+      const [made, checked] = await Promise.all([lists, next]);
+      expect(made.size).toBe(1_500);
+      expect(checked.ok).toBe(true);
+      expect(order).toEqual(['next pack', 'lists']);
+    } finally {
+      await own.close();
+    }
   });
 
   it('runs concurrent checks one after another on the one worker', async () => {
