@@ -24,6 +24,11 @@ export interface StoreLookups {
   object(oid: Oid): ExternalObject | undefined;
   /** Whether the store holds an object (and so, by its rules, everything the object names). */
   has(oid: Oid): boolean;
+  /**
+   * Optional, asked instead of `has` where a link to a stored object is followed: the stored
+   * object's type (null: stored, its type not known yet), undefined when it is not stored.
+   */
+  typeOf?(oid: Oid): ObjectType | null | undefined;
 }
 
 /** Why a received object cannot be stored: the object its history lacks, and whether a shallow clone cut it there. */
@@ -104,7 +109,8 @@ export function checkParsedPack(objects: PackObject[], lookups: StoreLookups, cl
     checkTagTargets(objects, received);
     // The history's gaps, and the height of every received tree in the same walk (which refuses
     // an object named as another type).
-    const { gaps, treeHeights, storedHeights } = walkHistory(objects, (oid) => lookups.has(oid), clientShallow, received, readTree);
+    const storedType = lookups.typeOf ? (oid: Oid) => lookups.typeOf!(oid) : (oid: Oid) => (lookups.has(oid) ? null : undefined);
+    const { gaps, treeHeights, storedHeights } = walkHistory(objects, storedType, clientShallow, received, readTree);
     // git's core.maxTreeDepth on every received commit's tree, stored subtrees included.
     const tooDeep = treeHeights
       ? receivedCommitsDepthProblem(objects, received, treeHeights, readTree, storedHeights)
@@ -136,7 +142,7 @@ export function checkParsedPack(objects: PackObject[], lookups: StoreLookups, cl
  * caller has one.
  */
 export function historyGaps(objects: PackObject[], has: (oid: Oid) => boolean, clientShallow: ReadonlySet<string>, received = indexOfObjects(objects)): Map<string, Gap> {
-  return walkHistory(objects, has, clientShallow, received, null).gaps;
+  return walkHistory(objects, (oid) => (has(oid) ? null : undefined), clientShallow, received, null).gaps;
 }
 
 /**
@@ -148,7 +154,8 @@ export function historyGaps(objects: PackObject[], has: (oid: Oid) => boolean, c
  */
 function walkHistory(
   objects: PackObject[],
-  has: (oid: Oid) => boolean,
+  /** A stored object's type (null: stored, type unknown), undefined when it is not stored. */
+  storedType: (oid: Oid) => ObjectType | null | undefined,
   clientShallow: ReadonlySet<string>,
   received: OidTable,
   readTree: ((oid: Oid) => Buffer | undefined) | null,
@@ -158,7 +165,7 @@ function walkHistory(
   const heights = new Int32Array(objects.length);
   /** Heights of stored trees measured so far (treeHeight's memo). */
   const storedHeights = new OidTable();
-  /** Ids the store was asked about: 1 held, 0 not. */
+  /** Ids the store was asked about: STORED_NOT, STORED_TYPE_UNKNOWN or the stored type's code. */
   const stored = new OidTable();
   const gaps = new Map<string, Gap>();
   const stack: Frame[] = [];
@@ -205,10 +212,16 @@ function walkHistory(
       } else {
         let held = stored.get(frame.ids, at);
         if (held < 0) {
-          held = has(frame.ids.subarray(at, at + OID_BYTES)) ? 1 : 0;
+          const type = storedType(frame.ids.subarray(at, at + OID_BYTES));
+          held = type === undefined ? STORED_NOT : type === null ? STORED_TYPE_UNKNOWN : STORED_TYPE_CODES[type];
           stored.add(frame.ids, at, held);
         }
-        if (held === 1) {
+        if (held !== STORED_NOT) {
+          // As git's index-pack --strict (check_object): a linked object it holds must be of the link's type.
+          const expected = frame.expected(entry);
+          if (held !== STORED_TYPE_UNKNOWN && held !== STORED_TYPE_CODES[expected]) {
+            throw new PackFormatError(`object ${frame.ids.toString('hex', at, at + OID_BYTES)}: expected type ${expected}, found ${STORED_TYPES[held]}`);
+          }
           if (isSubtree) reach(frame, treeHeight(frame.ids.subarray(at, at + OID_BYTES), readTree!, TREE_DEPTH_MAX, storedHeights));
           continue;
         }
@@ -226,6 +239,12 @@ function walkHistory(
   }
   return { gaps, treeHeights: readTree && gaps.size === 0 ? heights : null, storedHeights };
 }
+
+/** What walkHistory notes of an id the store was asked about. */
+const STORED_NOT = 0;
+const STORED_TYPE_UNKNOWN = 1;
+const STORED_TYPE_CODES: Record<ObjectType, number> = { commit: 2, tree: 3, blob: 4, tag: 5 };
+const STORED_TYPES: ObjectType[] = ['blob', 'blob', 'commit', 'tree', 'blob', 'tag'];
 
 /** Heights past this are all "too deep": TREE_DEPTH_MAX + 1, as treeHeight() returns with its limit. */
 const TREE_HEIGHT_CAP = TREE_DEPTH_MAX + 1;
@@ -457,6 +476,8 @@ export interface AsyncStoreLookups {
   /** Objects in the order asked (bodies are the caller's copies), undefined where not stored. */
   objects(oids: readonly Oid[]): Promise<Array<ExternalObject | undefined>>;
   has(oids: readonly Oid[]): Promise<boolean[]>;
+  /** Optional: the stored objects' types, undefined where not stored (the check then refuses a link of another type). */
+  types?(oids: readonly Oid[]): Promise<Array<ObjectType | undefined>>;
 }
 
 /** Bytes of stored trees a prefetch reads ahead of the depth check before it stops reading ahead. */
@@ -480,6 +501,8 @@ export class PrefetchedLookups implements StoreLookups {
   private readonly hasAnswers = new Map<string, boolean>();
   private readonly wantedObjects = new Map<string, Oid>();
   private readonly wantedHas = new Map<string, Oid>();
+  private readonly typeAnswers = new Map<string, ObjectType | undefined>();
+  private readonly wantedTypes = new Map<string, Oid>();
   private treeBytesRead = 0;
 
   constructor(private readonly source: AsyncStoreLookups) {}
@@ -500,9 +523,19 @@ export class PrefetchedLookups implements StoreLookups {
     return true;
   }
 
+  typeOf(oid: Oid): ObjectType | null | undefined {
+    if (!this.source.types) return this.has(oid) ? null : undefined;
+    const hex = oidToHex(oid);
+    if (this.typeAnswers.has(hex)) return this.typeAnswers.get(hex);
+    if (this.objectAnswers.has(hex)) return this.objectAnswers.get(hex)?.type;
+    this.wantedTypes.set(hex, oid);
+    // Stored, as has() answers before it knows: the pass goes on, and the next one knows.
+    return null;
+  }
+
   /** Whether every question since the last fetch() had its answer here. */
   get complete(): boolean {
-    return this.wantedObjects.size === 0 && this.wantedHas.size === 0;
+    return this.wantedObjects.size === 0 && this.wantedHas.size === 0 && this.wantedTypes.size === 0;
   }
 
   /** Asks the store what the last pass wanted, stored trees' subtrees along. */
@@ -513,6 +546,13 @@ export class PrefetchedLookups implements StoreLookups {
       const batch = hasWanted.slice(at, at + PREFETCH_BATCH);
       const answers = await this.source.has(batch.map(([, oid]) => oid));
       batch.forEach(([hex], i) => this.hasAnswers.set(hex, answers[i]));
+    }
+    const typesWanted = [...this.wantedTypes.entries()];
+    this.wantedTypes.clear();
+    for (let at = 0; at < typesWanted.length; at += PREFETCH_BATCH) {
+      const batch = typesWanted.slice(at, at + PREFETCH_BATCH);
+      const answers = await this.source.types!(batch.map(([, oid]) => oid));
+      batch.forEach(([hex], i) => this.typeAnswers.set(hex, answers[i]));
     }
     let level = [...this.wantedObjects.entries()];
     this.wantedObjects.clear();

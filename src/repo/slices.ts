@@ -84,6 +84,7 @@ export function projectReads(repo: Repo): ReadTx {
     getObjectsWithAnnex: (oids) => read((tx) => tx.getObjectsWithAnnex(oids)),
     hasObjects: (oids) => read((tx) => tx.hasObjects(oids)),
     objectSizes: (oids) => read((tx) => tx.objectSizes(oids)),
+    objectTypes: (oids) => read((tx) => tx.objectTypes(oids)),
     findObjectsByPrefix: (hexPrefix, limit) => read((tx) => tx.findObjectsByPrefix(hexPrefix, limit)),
     getCommitInfos: (oids) => read((tx) => tx.getCommitInfos(oids)),
     getCommitObjects: (commit) => read((tx) => tx.getCommitObjects(commit)),

@@ -68,6 +68,11 @@ parentPort.on('message', async ({ warm, listsFor, wanted, id, pack, limits, clie
         return found ? { type: found.type, body: Buffer.from(found.body.buffer, found.body.byteOffset, found.body.byteLength) } : undefined;
       },
       has: (oid) => ask({ want: 'has', oid }) === true,
+      // 'unknown': stored, of a type the store does not say; null: not stored.
+      typeOf: (oid) => {
+        const type = ask({ want: 'type', oid });
+        return type === 'unknown' ? null : type ?? undefined;
+      },
     };
     const packBytes = Buffer.from(pack.buffer, pack.byteOffset, pack.byteLength);
     // Each tree, blob and commit's entry as soon as it is resolved, in runs (the receiver stores
@@ -313,9 +318,13 @@ export class PackChecker {
     const id = this.nextId++;
     const { port1, port2 } = new MessageChannel();
     const signal = questionSignal();
-    answerQuestions(port1, signal, async ({ want, oid }: { want: 'object' | 'has'; oid: Uint8Array }) => {
+    answerQuestions(port1, signal, async ({ want, oid }: { want: 'object' | 'has' | 'type'; oid: Uint8Array }) => {
       const id = Buffer.from(oid.buffer, oid.byteOffset, oid.byteLength);
       if (want === 'has') return (await lookups.has([id]))[0];
+      if (want === 'type') {
+        if (!lookups.types) return (await lookups.has([id]))[0] ? 'unknown' : null;
+        return (await lookups.types([id]))[0] ?? null;
+      }
       const [found] = await lookups.objects([id]);
       return found ? { type: found.type, body: new Uint8Array(found.body) } : null;
     });

@@ -41,6 +41,8 @@ export interface ObjectReads {
   hasObjects(oids: readonly Oid[]): Promise<boolean[]>;
   /** Body sizes, without reading the bodies. */
   objectSizes(oids: readonly Oid[]): Promise<Array<number | undefined>>;
+  /** Types, without reading the bodies; undefined where not stored. */
+  objectTypes(oids: readonly Oid[]): Promise<Array<ObjectType | undefined>>;
   /**
    * Optional: objects read one after the other in one read, each handed to `visit` (undefined
    * where not stored) with a body it may look at only during that call: a view of the store's

@@ -1151,6 +1151,15 @@ class LmdbProjectTx implements ProjectWriteTx {
     return size === undefined && this.store.recent.catchUp() ? this.objectSize(oid) : size;
   }
 
+  objectType(oid: Oid): ObjectType | undefined {
+    const key = this.objectKey(oid);
+    const value = this.rawValue(key, true);
+    if (value) return TYPE_NAMES[valueTypeCode(value)];
+    const form = this.readPacked(key);
+    if (form) return TYPE_NAMES[form[0] & ~DELTA_FLAG];
+    return this.store.recent.catchUp() ? this.objectType(oid) : undefined;
+  }
+
   /**
    * An object kept only as its pack-ready form, rebuilt: the chain of deltas is followed down to a
    * whole form (or a body rebuilt before), then applied upwards. `copy`: the caller may keep and

@@ -242,6 +242,10 @@ class ReadOnlyProject implements ProjectReads, PackFormReads, CollectionReads {
     return this.base((tx) => oids.map((oid) => tx.objectSize(oid)));
   }
 
+  async objectTypes(oids: readonly Oid[]): Promise<Array<ObjectType | undefined>> {
+    return this.base((tx) => oids.map((oid) => tx.objectType(oid)));
+  }
+
   async findObjectsByPrefix(hexPrefix: string, limit: number): Promise<Oid[]> {
     return this.base((tx) => tx.findObjectsByPrefix(hexPrefix, limit));
   }
@@ -465,6 +469,16 @@ class WriteProject extends ReadOnlyProject implements ProjectWrites, PackFormWri
     const stored = await super.hasObjects(oids);
     await this.present(oids, (i) => stored[i]);
     return oids.map((oid, i) => stored[i] || this.layered(oidToHex(oid)) !== undefined);
+  }
+
+  override async objectTypes(oids: readonly Oid[]): Promise<Array<ObjectType | undefined>> {
+    const stored = await super.objectTypes(oids);
+    await this.present(oids, (i) => stored[i] !== undefined);
+    return oids.map((oid, i) => {
+      if (stored[i] !== undefined) return stored[i];
+      const mine = this.layered(oidToHex(oid));
+      return mine?.object?.type ?? mine?.form?.type;
+    });
   }
 
   override async objectSizes(oids: readonly Oid[]): Promise<Array<number | undefined>> {

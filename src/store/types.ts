@@ -126,6 +126,8 @@ export interface ProjectReadTx {
   hasObject(oid: Oid): boolean;
   /** Size in bytes of a stored object's body, without copying it. */
   objectSize(oid: Oid): number | undefined;
+  /** A stored object's type, without reading its body. */
+  objectType(oid: Oid): ObjectType | undefined;
   /** Every stored object whose id starts with the given hex digits, at most `limit` of them. */
   findObjectsByPrefix(hexPrefix: string, limit: number): Oid[];
   getCommitInfo(oid: Oid): CommitInfo | undefined;

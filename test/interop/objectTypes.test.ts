@@ -90,11 +90,55 @@ describe('objects named as another type', () => {
   });
 });
 
-/** What git index-pack --strict says of the request's pack. */
-function indexPackSays(body: Buffer): string {
+/**
+ * The same links to objects the receiver holds already, not in the pack: git's index-pack looks up
+ * each one's type (check_object: "expected type …, found …"), and so does Treehouse's check
+ * (the store's objectTypes). Before, a stored object was only checked for presence.
+ */
+describe('links to stored objects of another type', () => {
+  const base: Array<['blob' | 'tree' | 'commit' | 'tag', Buffer]> = [['blob', blob], ['tree', tree], ['commit', commitOf(treeId)]];
+  const fileIsTree = encodeTree([{ name: 'f', mode: MODE_FILE, oid: treeId }]);
+  const dirIsBlob = encodeTree([{ name: 'd', mode: MODE_TREE, oid: blobId }]);
+  const other = encodeTree([{ name: 'b.txt', mode: MODE_FILE, oid: blobId }]);
+  const STORED: Array<{ name: string; objects: Array<['blob' | 'tree' | 'commit' | 'tag', Buffer]>; ref: string; says: RegExp }> = [
+    { name: 'a file entry naming a stored tree', objects: [['tree', fileIsTree], ['commit', commitOf(hashObject('tree', fileIsTree))]], ref: 'refs/heads/stored-file-is-tree', says: /expected type blob, found tree/ },
+    { name: 'a directory entry naming a stored blob', objects: [['tree', dirIsBlob], ['commit', commitOf(hashObject('tree', dirIsBlob))]], ref: 'refs/heads/stored-dir-is-blob', says: /expected type tree, found blob/ },
+    { name: 'a commit whose tree is a stored blob', objects: [['commit', commitOf(blobId)]], ref: 'refs/heads/stored-tree-is-blob', says: /expected type tree, found blob/ },
+    // (Its tree is another: with the same id as tree and parent, git finds the mismatch in memory first.)
+    { name: 'a commit whose parent is a stored tree', objects: [['tree', other], ['commit', commitOf(hashObject('tree', other), [treeId])]], ref: 'refs/heads/stored-parent-is-tree', says: /expected type commit, found tree/ },
+  ];
+  const upstream = () => join(work.path, 'upstream.git');
+  const basic = () => `Basic ${Buffer.from(`git:${server.key}`).toString('base64')}`;
+
+  beforeAll(async () => {
+    expect(await receivePack(`${backend.url}/upstream.git`, pushBody(base, 'refs/heads/base').body)).toContain('ok refs/heads/base');
+  });
+
+  it.each(STORED)('are refused by git and by Treehouse alike: $name', async ({ objects, ref, says }) => {
+    const created = await server.call('POST', '/api/v1/projects', { title: 'Stored types', source: { kind: 'files', files: [{ path: 'a.txt', content: 'a\n' }] } });
+    expect(created.status).toBe(201);
+    const id = created.body.project.id;
+    expect(await receivePack(`${server.url}/git/${id}.git`, pushBody(base, 'refs/heads/base').body, basic())).toContain('ok refs/heads/base');
+    const { body } = pushBody(objects, ref);
+    const theirs = await receivePack(`${backend.url}/upstream.git`, body);
+    expect(theirs).not.toContain('unpack ok');
+    expect(git(['for-each-ref', '--format=%(refname)'], { cwd: upstream() }).trim()).toBe('refs/heads/base');
+    const ours = await receivePack(`${server.url}/git/${id}.git`, body, basic());
+    expect(ours).not.toContain('unpack ok');
+    expect(ours).toMatch(says);
+    expect(ours).toMatch(/ng refs\//);
+    const branches = (await server.call('GET', `/api/v1/projects/${id}/git/branches`)).body.branches.map((branch: { name: string }) => branch.name).sort();
+    expect(branches).toEqual(['base', 'main']);
+    expect(indexPackSays(body, upstream())).toMatch(says);
+  });
+});
+
+/** What git index-pack --strict says of the request's pack (in a copy of `holding`, when given: a repository with the objects it links to). */
+function indexPackSays(body: Buffer, holding?: string): string {
   const pack = body.subarray(body.indexOf('PACK'));
   const scratch = join(work.path, `index-${Math.random().toString(36).slice(2)}.git`);
-  initBareRepo(scratch);
+  if (holding) git(['clone', '--quiet', '--bare', holding, scratch]);
+  else initBareRepo(scratch);
   try {
     git(['index-pack', '--strict', '--stdin'], { cwd: scratch, input: pack });
     return 'accepted';

@@ -282,6 +282,25 @@ describe('PackChecker on its worker thread', () => {
     }
   });
 
+  it("refuses a link to a stored object of another type, asking this thread for the stored object's type", async () => {
+    // A directory entry naming the stored blob, and a file entry naming it as it is.
+    const tree = encodeTree([
+      { name: 'd', mode: MODE_TREE, oid: baseOid },
+      { name: 'f', mode: MODE_FILE, oid: baseOid },
+    ]);
+    const writer = new PackWriter(1);
+    const pack = Buffer.concat([writer.start(), writer.addObject('tree', tree).bytes, writer.finish()]);
+    const typed: AsyncStoreLookups = { ...lookups, types: async (oids) => oids.map((oid) => store.get(oid.toString('hex'))?.type) };
+    const refused = await checker.check(pack, {}, typed);
+    expect(refused).toEqual({ ok: false, message: `object ${baseOid.toString('hex')}: expected type tree, found blob` });
+    // A store that says nothing of types is asked whether it holds the object, as before.
+    expect((await checker.check(pack, {}, lookups)).ok).toBe(true);
+    // Named as what it is, it passes.
+    const good = encodeTree([{ name: 'f', mode: MODE_FILE, oid: baseOid }]);
+    const goodWriter = new PackWriter(1);
+    expect((await checker.check(Buffer.concat([goodWriter.start(), goodWriter.addObject('tree', good).bytes, goodWriter.finish()]), {}, typed)).ok).toBe(true);
+  });
+
   it('runs concurrent checks one after another on the one worker', async () => {
     const { pack, ids } = thinPack();
     const results = await Promise.all(Array.from({ length: 5 }, () => checker.check(pack, {}, lookups)));

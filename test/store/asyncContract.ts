@@ -189,10 +189,11 @@ export function asyncStoreContract(backendName: string, openStore: () => AsyncSt
         const absent = oidFromHex('00'.repeat(20));
         const asked = [...written.map((w) => w.oid), absent];
         // Batched reads of one transaction may run side by side: a networked backend pipelines them.
-        const [objects, has, sizes] = await store.read(async (tx) => {
+        const [objects, has, sizes, types] = await store.read(async (tx) => {
           const p = tx.project(project);
-          return Promise.all([p.getObjects(asked), p.hasObjects(asked), p.objectSizes(asked)]);
+          return Promise.all([p.getObjects(asked), p.hasObjects(asked), p.objectSizes(asked), p.objectTypes(asked)]);
         });
+        expect(types).toEqual([...written.map((w) => w.type), undefined]);
         expect(objects).toEqual([...written.map(({ type, body }) => ({ type, body })), undefined]);
         written.forEach(({ body }, index) => expect(objects[index]!.body.equals(body)).toBe(true));
         expect(has).toEqual([true, true, true, true, true, false]);
@@ -453,11 +454,12 @@ export function asyncStoreContract(backendName: string, openStore: () => AsyncSt
           tx.putRecord(`asyncContract/${project}/own`, { n: 1 });
           return {
             object: (await p.getObjects([oid]))[0]?.body.toString(),
+            type: (await p.objectTypes([oid]))[0],
             ref: (await p.getRef('refs/heads/main'))?.equals(oid),
             record: await tx.getRecord<{ n: number }>(`asyncContract/${project}/own`),
           };
         });
-        expect(seen).toEqual({ object: 'fresh', ref: true, record: { n: 1 } });
+        expect(seen).toEqual({ object: 'fresh', type: 'blob', ref: true, record: { n: 1 } });
       });
 
       it('leave nothing behind when the callback throws', async () => {
@@ -672,6 +674,8 @@ export function asyncStoreContract(backendName: string, openStore: () => AsyncSt
             expect(await p.getObjectsWithAnnex(oids)).toEqual(versions.map((body) => ({ type: 'blob', body, annex: null })));
             expect(await p.hasObjects(oids)).toEqual(oids.map(() => true));
             expect(await p.objectSizes(oids)).toEqual(versions.map((body) => body.length));
+            // Kept as forms alone: the type is the form's.
+            expect(await p.objectTypes(oids)).toEqual(oids.map(() => 'blob'));
             expect((await p.getDeflated(oids)).map((form) => form!.delta?.depth ?? 0)).toEqual([0, 1, 2, 3, 4, 5]);
             // A body handed out may be changed by its reader; the next read is not.
             (await p.getObjects([oids[5]]))[0]!.body.fill(0);

@@ -414,6 +414,7 @@ export class GarbageCollection {
       getObjectsWithAnnex: (oids) => read((p) => p.getObjectsWithAnnex(oids)),
       hasObjects: (oids) => read((p) => p.hasObjects(oids)),
       objectSizes: (oids) => read((p) => p.objectSizes(oids)),
+      objectTypes: (oids) => read((p) => p.objectTypes(oids)),
       findObjectsByPrefix: (hexPrefix, limit) => read((p) => p.findObjectsByPrefix(hexPrefix, limit)),
       getCommitInfos: (oids) => read((p) => p.getCommitInfos(oids)),
       getCommitObjects: (commit) => read((p) => p.getCommitObjects(commit)),

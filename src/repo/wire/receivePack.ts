@@ -308,6 +308,11 @@ export function storeLookups(repo: Repo, relied?: ReliedObjects): AsyncStoreLook
       if (relied) found.forEach((present, i) => present && relied.note(oids[i]));
       return found;
     },
+    types: async (oids) => {
+      const found = await inReadTx(repo, (tx) => tx.objectTypes(oids));
+      if (relied) found.forEach((type, i) => type !== undefined && relied.note(oids[i]));
+      return found;
+    },
   };
 }
 

@@ -11,7 +11,7 @@
  * Entries are this cache's own: what goes in is a copy or a buffer no caller holds, and what comes
  * out is copied (bodies) or rebuilt (commit entries), so callers may change what they get.
  */
-import type { Oid } from '../../git/oid.js';
+import type { ObjectType, Oid } from '../../git/oid.js';
 import { LruCache } from '../lruCache.js';
 import type { AnnexedObject, CommitInfo } from '../types.js';
 import { idKey } from './statements.js';
@@ -53,6 +53,10 @@ export class ObjectCache {
 
   size(project: number, oid: Oid): number | undefined {
     return this.cache.get(cacheKey(project, oid))?.body.length;
+  }
+
+  type(project: number, oid: Oid): ObjectType | undefined {
+    return this.cache.get(cacheKey(project, oid))?.type;
   }
 
   /** Keeps `object` as it is: the caller hands it over and keeps no reference to its buffers. */

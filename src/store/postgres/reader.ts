@@ -5,7 +5,7 @@
  * the node's caches first (immutable; caches.ts).
  */
 import type postgres from 'postgres';
-import type { Oid } from '../../git/oid.js';
+import type { ObjectType, Oid } from '../../git/oid.js';
 import type { AsyncStoreReadTx, CollectionReads, PackFormReads, ProjectReads } from '../asyncTypes.js';
 import type { AnnexedObject, CollectionState, CommitInfo, DeflatedObject, ListedEntry, StoredEntry, StoredObject, WorkingTreeState } from '../types.js';
 import type { CommitCache, ObjectCache } from './caches.js';
@@ -20,6 +20,7 @@ import {
   selectObjectIdsInRange,
   selectObjects,
   selectObjectSizes,
+  selectObjectTypes,
   selectRecord,
   selectRecords,
   selectRef,
@@ -98,6 +99,15 @@ export class ProjectReader implements ProjectReads, PackFormReads, CollectionRea
   async hasObjects(oids: readonly Oid[]): Promise<boolean[]> {
     const sizes = await this.objectSizes(oids);
     return sizes.map((size) => size !== undefined);
+  }
+
+  async objectTypes(oids: readonly Oid[]): Promise<Array<ObjectType | undefined>> {
+    const { objects } = this.context;
+    const out = oids.map((oid) => objects.type(this.project, oid));
+    const missing = oids.filter((_, index) => out[index] === undefined);
+    if (missing.length === 0) return out;
+    const found = await mapped(() => selectObjectTypes(this.context.reads, this.project, missing));
+    return oids.map((oid, index) => out[index] ?? found.get(idKey(oid)));
   }
 
   async objectSizes(oids: readonly Oid[]): Promise<Array<number | undefined>> {

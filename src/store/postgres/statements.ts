@@ -10,7 +10,7 @@
  */
 import type { Writable } from 'node:stream';
 import type postgres from 'postgres';
-import type { Oid } from '../../git/oid.js';
+import type { ObjectType, Oid } from '../../git/oid.js';
 import type { AnnexedObject, CollectionState, CommitInfo, DeflatedObject, DeltaForm, FormChange, WorkingTreeState } from '../types.js';
 import { byteaArray, decodeLocks, decodeParents, encodeLocks, encodeParents, nameBytes, nameFromBytes, numberArray, prefixEnd, recordPrefixEnd, textArray, typeFromCode } from './codec.js';
 
@@ -72,6 +72,14 @@ export function selectObjects(db: Db, project: number, oids: readonly Oid[]): Pr
     oids,
     (batch) => db<ObjectRow[]>`SELECT oid, type, body, annex FROM treehouse_objects WHERE project_id = ${project} AND oid = ANY(${byteaArray(batch)}::bytea[])`.execute(),
     (row) => ({ type: typeFromCode(row.type), body: row.body, annex: row.annex }),
+  );
+}
+
+export function selectObjectTypes(db: Db, project: number, oids: readonly Oid[]): Promise<Map<string, ObjectType>> {
+  return byId(
+    oids,
+    (batch) => db<Array<{ oid: Buffer; type: number }>>`SELECT oid, type FROM treehouse_objects WHERE project_id = ${project} AND oid = ANY(${byteaArray(batch)}::bytea[])`.execute(),
+    (row) => typeFromCode(row.type),
   );
 }
 

@@ -542,6 +542,15 @@ export class WriteProject extends ProjectReader implements ProjectWrites, PackFo
     return mine.map((object) => (object ? object.body.length : stored[next++]));
   }
 
+  override async objectTypes(oids: readonly Oid[]): Promise<Array<ObjectType | undefined>> {
+    const mine = oids.map((oid) => this.objects.get(idKey(oid)));
+    const asked = oids.filter((_, index) => !mine[index]);
+    const stored = await super.objectTypes(asked);
+    this.rely(asked, (index) => stored[index] !== undefined);
+    let next = 0;
+    return mine.map((object) => (object ? object.type : stored[next++]));
+  }
+
   override async findObjectsByPrefix(hexPrefix: string, limit: number): Promise<Oid[]> {
     if (!isIdPrefix(hexPrefix) || !(limit >= 1)) return [];
     const found = await super.findObjectsByPrefix(hexPrefix, limit);
