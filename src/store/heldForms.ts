@@ -59,32 +59,27 @@ export class HeldForms {
    * before it (or stored), even if the writes after it never happen.
    */
   *drain(runLength: number): Generator<Array<{ key: Buffer; value: Buffer }>> {
-    if (!this.projectEmpty) {
-      const byDepth: Array<Array<{ key: Buffer; value: Buffer }>> = [];
-      for (const entry of this.entries) (byDepth[entry.depth] ??= []).push(entry);
-      this.entries = [];
-      let run: Array<{ key: Buffer; value: Buffer }> = [];
-      for (const level of byDepth) {
-        if (!level) continue;
-        // Bucketed as below: a level is sorted a bucket at a time.
-        const buckets: Array<Array<{ key: Buffer; value: Buffer }>> = Array.from({ length: 256 }, () => []);
-        for (const entry of level) buckets[entry.key[PROJECT_PREFIX_BYTES]].push(entry);
-        for (const bucket of buckets) {
-          for (const entry of sortByOid(bucket, (held) => held.key, PROJECT_PREFIX_BYTES)) run.push(entry);
-          if (run.length >= runLength) {
-            yield run;
-            run = [];
-          }
-        }
-      }
-      if (run.length > 0) yield run;
+    const entries = this.entries;
+    this.entries = [];
+    if (this.projectEmpty) {
+      yield* inKeyOrder([entries], runLength);
       return;
     }
-    // Bucketed on the id's first byte (a project's keys share their prefix), each bucket sorted alone.
-    const buckets: Array<Array<{ key: Buffer; value: Buffer; depth: number }>> = Array.from({ length: 256 }, () => []);
-    for (const entry of this.entries) buckets[entry.key[PROJECT_PREFIX_BYTES]].push(entry);
-    this.entries = [];
-    let run: Array<{ key: Buffer; value: Buffer }> = [];
+    const byDepth: Array<Array<{ key: Buffer; value: Buffer }>> = [];
+    for (const entry of entries) (byDepth[entry.depth] ??= []).push(entry);
+    yield* inKeyOrder(byDepth.filter(Boolean), runLength);
+  }
+}
+
+/**
+ * The entries of each group in key order, group after group, in runs of about `runLength`. Bucketed
+ * on the id's first byte (a project's keys share their prefix), each bucket sorted alone.
+ */
+function* inKeyOrder(groups: ReadonlyArray<ReadonlyArray<{ key: Buffer; value: Buffer }>>, runLength: number): Generator<Array<{ key: Buffer; value: Buffer }>> {
+  let run: Array<{ key: Buffer; value: Buffer }> = [];
+  for (const group of groups) {
+    const buckets: Array<Array<{ key: Buffer; value: Buffer }>> = Array.from({ length: 256 }, () => []);
+    for (const entry of group) buckets[entry.key[PROJECT_PREFIX_BYTES]].push(entry);
     for (const bucket of buckets) {
       for (const entry of sortByOid(bucket, (held) => held.key, PROJECT_PREFIX_BYTES)) run.push(entry);
       if (run.length >= runLength) {
@@ -92,6 +87,6 @@ export class HeldForms {
         run = [];
       }
     }
-    if (run.length > 0) yield run;
   }
+  if (run.length > 0) yield run;
 }

@@ -18,7 +18,7 @@ import { exportToBareRepo } from '../../../src/repo/wire/exportToBareRepo.js';
 import { writeFiles } from '../../../src/repo/writeFiles.js';
 import { git, gitBytes, initBareRepo, scratchDir } from '../../support/git.js';
 import { branchRef } from '../../../src/git/refname.js';
-import { receivePack } from '../../../src/repo/wire/receivePack.js';
+import { receivePack, type ReceivePackInput } from '../../../src/repo/wire/receivePack.js';
 import { inWriteTx, type Repo } from '../../../src/repo/repo.js';
 import type { AsyncStore, AsyncStoreReadTx, ProjectReads } from '../../../src/store/asyncTypes.js';
 import { newTestRepo, openTestStore } from '../../support/store.js';
@@ -162,6 +162,20 @@ async function commitInAClone(
   }
 }
 
+/** The project exported to a bare repository: `branch` (when given) at `pushed`, and git fsck --strict clean. */
+async function expectExportClean(repo: Repo, branch?: { ref: string; pushed: Buffer }): Promise<void> {
+  const dir = scratchDir('treehouse-push-export-');
+  try {
+    const bare = join(dir.path, 'check.git');
+    initBareRepo(bare);
+    await exportToBareRepo(repo, bare);
+    if (branch) expect(git(['rev-parse', branch.ref], { cwd: bare }).trim()).toBe(oidToHex(branch.pushed));
+    git(['fsck', '--strict'], { cwd: bare });
+  } finally {
+    dir.remove();
+  }
+}
+
 describe('receivePack beside a garbage collection', () => {
   /**
    * A pushed commit whose tree names a blob the pack leaves out because the store holds it: an
@@ -254,16 +268,7 @@ describe('receivePack of a large pack: trees and blobs stored before the write t
     expect(removedBefore.filter(Boolean).length).toBeLessThan(ids.length);
     expect(result.results).toEqual([{ ref: 'refs/heads/feature', ok: true }]);
     expect((await repo.store.read((tx) => tx.project(repo.project).hasObjects(ids))).every(Boolean)).toBe(true);
-    const dir = scratchDir('treehouse-large-push-check-');
-    try {
-      const bare = join(dir.path, 'check.git');
-      initBareRepo(bare);
-      await exportToBareRepo(repo, bare);
-      expect(git(['rev-parse', 'refs/heads/feature'], { cwd: bare }).trim()).toBe(oidToHex(pushed));
-      git(['fsck', '--strict'], { cwd: bare });
-    } finally {
-      dir.remove();
-    }
+    await expectExportClean(repo, { ref: 'refs/heads/feature', pushed });
   });
 });
 
@@ -304,6 +309,11 @@ describe('receivePack of a large pack: trees and blobs stored while the pack is 
     return { store: noted, puts };
   }
 
+  /** receivePack of `pack` creating refs/heads/feature at `pushed`, through `store`, checked by `checkPack` (the worker's, streaming, by default). */
+  function pushFeature(repo: Repo, store: AsyncStore, pack: Buffer, pushed: Buffer, checkPack: ReceivePackInput['checkPack'] = (...args) => checker.check(...args)) {
+    return receivePack({ ...repo, store }, { commands: [{ old: null, new: pushed, ref: 'refs/heads/feature' }], pack, atomic: false, checkPack });
+  }
+
   it('reads none of them until the check has passed, then stores them, and the clone is fsck-clean', async () => {
     const repo = await newTestRepo(opened.store);
     const { pack, pushed, ids } = await commitInAClone(repo, manyFiles);
@@ -312,41 +322,24 @@ describe('receivePack of a large pack: trees and blobs stored while the pack is 
     let readDuringCheck: boolean[] = [];
     let shelvesDuringCheck = 0;
     const noted = notingPuts(repo.store);
-    const result = await receivePack(
-      { ...repo, store: noted.store },
-      {
-        commands: [{ old: null, new: pushed, ref: 'refs/heads/feature' }],
-        pack,
-        atomic: false,
-        checkPack: async (bytes, limits, lookups, shallow, onResolved) => {
-          expect(onResolved).toBeDefined();
-          const checked = await checker.check(bytes, limits, lookups, shallow, (run: ResolvedRun) => {
-            runs++;
-            onResolved!(run);
-          });
-          // Every run is written by now (its shelves are there), and none of it is read.
-          await Promise.all(noted.puts);
-          shelvesDuringCheck = shelvesOf(repo).length;
-          readDuringCheck = await repo.store.read((tx) => tx.project(repo.project).hasObjects(ids));
-          return checked;
-        },
-      },
-    );
+    const result = await pushFeature(repo, noted.store, pack, pushed, async (bytes, limits, lookups, shallow, onResolved) => {
+      expect(onResolved).toBeDefined();
+      const checked = await checker.check(bytes, limits, lookups, shallow, (run: ResolvedRun) => {
+        runs++;
+        onResolved!(run);
+      });
+      // Every run is written by now (its shelves are there), and none of it is read.
+      await Promise.all(noted.puts);
+      shelvesDuringCheck = shelvesOf(repo).length;
+      readDuringCheck = await repo.store.read((tx) => tx.project(repo.project).hasObjects(ids));
+      return checked;
+    });
     expect(runs).toBeGreaterThanOrEqual(2);
     expect(shelvesDuringCheck).toBeGreaterThan(shelvesBefore);
     expect(readDuringCheck.filter(Boolean)).toEqual([]);
     expect(result.results).toEqual([{ ref: 'refs/heads/feature', ok: true }]);
     expect((await repo.store.read((tx) => tx.project(repo.project).hasObjects(ids))).every(Boolean)).toBe(true);
-    const dir = scratchDir('treehouse-held-push-check-');
-    try {
-      const bare = join(dir.path, 'check.git');
-      initBareRepo(bare);
-      await exportToBareRepo(repo, bare);
-      expect(git(['rev-parse', 'refs/heads/feature'], { cwd: bare }).trim()).toBe(oidToHex(pushed));
-      git(['fsck', '--strict'], { cwd: bare });
-    } finally {
-      dir.remove();
-    }
+    await expectExportClean(repo, { ref: 'refs/heads/feature', pushed });
   });
 
   it('leaves nothing of a pack its check refuses after every run was held: no object, no shelf', async () => {
@@ -360,15 +353,7 @@ describe('receivePack of a large pack: trees and blobs stored while the pack is 
     });
     const shelvesBefore = shelvesOf(repo);
     const noted = notingPuts(repo.store);
-    const result = await receivePack(
-      { ...repo, store: noted.store },
-      {
-        commands: [{ old: null, new: pushed, ref: 'refs/heads/feature' }],
-        pack,
-        atomic: false,
-        checkPack: (bytes, limits, lookups, shallow, onResolved) => checker.check(bytes, limits, lookups, shallow, onResolved),
-      },
-    );
+    const result = await pushFeature(repo, noted.store, pack, pushed);
     expect(noted.puts.length).toBeGreaterThanOrEqual(2);
     expect(result.unpackError).toMatch(/treeNotSorted|not properly sorted/);
     expect(result.results).toEqual([{ ref: 'refs/heads/feature', ok: false, reason: 'unpacker error' }]);
@@ -381,34 +366,18 @@ describe('receivePack of a large pack: trees and blobs stored while the pack is 
     const { pack, pushed, ids } = await commitInAClone(repo, manyFiles);
     const noted = notingPuts(repo.store);
     let compacted = false;
-    const result = await receivePack(
-      { ...repo, store: noted.store },
-      {
-        commands: [{ old: null, new: pushed, ref: 'refs/heads/feature' }],
-        pack,
-        atomic: false,
-        checkPack: async (bytes, limits, lookups, shallow, onResolved) => {
-          const checked = await checker.check(bytes, limits, lookups, shallow, onResolved);
-          await Promise.all(noted.puts);
-          // Held shelves have no pointer naming them yet: to a compaction they look dead.
-          const report = await collectGarbage(repo, { graceMs: 0 });
-          compacted = report !== undefined;
-          return checked;
-        },
-      },
-    );
+    const result = await pushFeature(repo, noted.store, pack, pushed, async (bytes, limits, lookups, shallow, onResolved) => {
+      const checked = await checker.check(bytes, limits, lookups, shallow, onResolved);
+      await Promise.all(noted.puts);
+      // Held shelves have no pointer naming them yet: to a compaction they look dead.
+      const report = await collectGarbage(repo, { graceMs: 0 });
+      compacted = report !== undefined;
+      return checked;
+    });
     expect(compacted).toBe(true);
     expect(noted.puts.length).toBeGreaterThanOrEqual(2);
     expect(result.results).toEqual([{ ref: 'refs/heads/feature', ok: true }]);
     expect((await repo.store.read((tx) => tx.project(repo.project).hasObjects(ids))).every(Boolean)).toBe(true);
-    const dir = scratchDir('treehouse-held-push-gc-');
-    try {
-      const bare = join(dir.path, 'check.git');
-      initBareRepo(bare);
-      await exportToBareRepo(repo, bare);
-      git(['fsck', '--strict'], { cwd: bare });
-    } finally {
-      dir.remove();
-    }
+    await expectExportClean(repo, { ref: 'refs/heads/feature', pushed });
   });
 });
