@@ -1016,20 +1016,12 @@ export class LmdbAsyncStore implements AsyncStore {
   }
 
   private async putHeldPointers(held: HeldForms): Promise<void> {
-    // Each write queued as soon as its run is sorted: they commit in order, one after the other,
-    // each durable once the last is (a write waiting for the disk before the next was queued left
-    // the writer idle for its flush).
-    const writes: Array<Promise<void>> = [];
     let first = true;
     for (const run of held.drain(HELD_POINTERS_PER_WRITE)) {
       if (!first) await turn();
       first = false;
-      const write = this.writeAlone((tx) => this.sync.putHeldPointers(tx, run, !held.projectEmpty));
-      // (A failure is seen below, after every write queued has settled.)
-      write.catch(() => {});
-      writes.push(write);
+      await this.writeAlone((tx) => this.sync.putHeldPointers(tx, run, !held.projectEmpty));
     }
-    await Promise.all(writes);
   }
 
   beginFormHold(project: number): FormHold {
