@@ -19,6 +19,8 @@ export interface HeldForm {
   key: Buffer;
   value: Buffer;
   depth: number;
+  /** A delta's base, as a `packed` key (the project's prefix, then the id); null for a whole stream. */
+  base: Buffer | null;
 }
 
 export class HeldForms {
@@ -29,6 +31,12 @@ export class HeldForms {
    * others write (`projectEmpty` false): dropped with the hold when its forms are let go.
    */
   readonly shelves: Buffer[] = [];
+  /**
+   * Keys a push's settle did not put (another writer's form was there, or the form's base was
+   * not put): a delta on one of them is not put either, as its recorded depth would not be its
+   * chain's (the push's last write then finds the object missing, and stores it again).
+   */
+  readonly notPut = new OidTable();
 
   /**
    * `projectEmpty`: the hold is a seed's, of a number nobody else writes, so a form is absent
@@ -37,8 +45,8 @@ export class HeldForms {
    */
   constructor(readonly projectEmpty = true) {}
 
-  /** `packed` keys and values (a shelf pointer, or a form of its own) and chain depths, in the order put. */
-  private entries: Array<{ key: Buffer; value: Buffer; depth: number }> = [];
+  /** `packed` keys and values (a shelf pointer, or a form of its own), chain depths and bases, in the order put. */
+  private entries: HeldForm[] = [];
 
   get size(): number {
     return this.entries.length;
@@ -46,8 +54,8 @@ export class HeldForms {
 
   /** Takes what a committed write held back. */
   take(added: readonly HeldForm[]): void {
-    for (const { key, value, depth } of added) {
-      if (this.depths.add(key, PROJECT_PREFIX_BYTES, depth)) this.entries.push({ key, value, depth });
+    for (const entry of added) {
+      if (this.depths.add(entry.key, PROJECT_PREFIX_BYTES, entry.depth)) this.entries.push(entry);
     }
   }
 
@@ -58,14 +66,14 @@ export class HeldForms {
    * key order: put a run at a time in a project others read, every pointer put names a base put
    * before it (or stored), even if the writes after it never happen.
    */
-  *drain(runLength: number): Generator<Array<{ key: Buffer; value: Buffer }>> {
+  *drain(runLength: number): Generator<HeldForm[]> {
     const entries = this.entries;
     this.entries = [];
     if (this.projectEmpty) {
       yield* inKeyOrder([entries], runLength);
       return;
     }
-    const byDepth: Array<Array<{ key: Buffer; value: Buffer }>> = [];
+    const byDepth: HeldForm[][] = [];
     for (const entry of entries) (byDepth[entry.depth] ??= []).push(entry);
     yield* inKeyOrder(byDepth.filter(Boolean), runLength);
   }
@@ -75,10 +83,10 @@ export class HeldForms {
  * The entries of each group in key order, group after group, in runs of about `runLength`. Bucketed
  * on the id's first byte (a project's keys share their prefix), each bucket sorted alone.
  */
-function* inKeyOrder(groups: ReadonlyArray<ReadonlyArray<{ key: Buffer; value: Buffer }>>, runLength: number): Generator<Array<{ key: Buffer; value: Buffer }>> {
-  let run: Array<{ key: Buffer; value: Buffer }> = [];
+function* inKeyOrder(groups: ReadonlyArray<readonly HeldForm[]>, runLength: number): Generator<HeldForm[]> {
+  let run: HeldForm[] = [];
   for (const group of groups) {
-    const buckets: Array<Array<{ key: Buffer; value: Buffer }>> = Array.from({ length: 256 }, () => []);
+    const buckets: HeldForm[][] = Array.from({ length: 256 }, () => []);
     for (const entry of group) buckets[entry.key[PROJECT_PREFIX_BYTES]].push(entry);
     for (const bucket of buckets) {
       for (const entry of sortByOid(bucket, (held) => held.key, PROJECT_PREFIX_BYTES)) run.push(entry);

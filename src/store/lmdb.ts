@@ -623,12 +623,12 @@ export class LmdbStore implements Store {
   }
 
   /**
-   * Puts held pointers (a run of HeldForms.drain(), in key order) into `packed`; `ifAbsent`: only
-   * where none is (a private hold's: another writer may have put the object meanwhile).
+   * Puts held pointers (a run of `held`'s drain()) into `packed`: a private hold's only where none
+   * is (another writer may have put the object meanwhile), and not onto a base that was not put.
    */
-  putHeldPointers(tx: StoreWriteTx, entries: ReadonlyArray<{ key: Buffer; value: Buffer }>, ifAbsent = false): void {
+  putHeldPointers(tx: StoreWriteTx, entries: readonly HeldForm[], held: HeldForms): void {
     if (!(tx instanceof LmdbTx)) throw new Error('held forms need an LMDB write');
-    tx.putHeldPointers(entries, ifAbsent);
+    tx.putHeldPointers(entries, held);
   }
 
   /** Removes shelves a private hold wrote (their forms let go): no pointer names them. */
@@ -957,17 +957,26 @@ class LmdbTx implements StoreWriteTx {
     const pointer = value.length > SHELF_VALUE_BYTES_MAX ? value : this.shelfFor(project, value.length).add(key, value);
     let added = this.heldAdded.get(held);
     if (!added) this.heldAdded.set(held, (added = []));
-    added.push({ key, value: pointer, depth });
+    const base = depth === 0 ? null : Buffer.concat([key.subarray(0, PROJECT_PREFIX_BYTES), value.subarray(PACKED_HEADER_BYTES + 5, PACKED_DELTA_HEADER_BYTES)]);
+    added.push({ key, value: pointer, depth, base });
     depths.add(key, PROJECT_PREFIX_BYTES, depth);
     return true;
   }
 
-  /** Puts pointers held back (LmdbStore.holdForms), in the order given (key order); `ifAbsent`: where none is. */
-  putHeldPointers(entries: ReadonlyArray<{ key: Buffer; value: Buffer }>, ifAbsent: boolean): void {
+  /**
+   * Puts pointers held back (LmdbStore.holdForms), in the order given. A push's (not
+   * `projectEmpty`) go only where no form is, and not onto a base that was not put (HeldForms.notPut).
+   */
+  putHeldPointers(entries: readonly HeldForm[], held: HeldForms): void {
     this.assertWritable();
     const { deflated } = this.store.dbs;
-    if (ifAbsent) for (const { key, value } of entries) putIfAbsent(deflated, key, value);
-    else for (const { key, value } of entries) deflated.putSync(key, value);
+    if (held.projectEmpty) {
+      for (const { key, value } of entries) deflated.putSync(key, value);
+      return;
+    }
+    for (const { key, value, base } of entries) {
+      if ((base && held.notPut.has(base, PROJECT_PREFIX_BYTES)) || !putIfAbsent(deflated, key, value)) held.notPut.add(key, PROJECT_PREFIX_BYTES);
+    }
   }
 
   dropShelves(keys: readonly Buffer[]): void {

@@ -1020,7 +1020,7 @@ export class LmdbAsyncStore implements AsyncStore {
     for (const run of held.drain(HELD_POINTERS_PER_WRITE)) {
       if (!first) await turn();
       first = false;
-      await this.writeAlone((tx) => this.sync.putHeldPointers(tx, run, !held.projectEmpty));
+      await this.writeAlone((tx) => this.sync.putHeldPointers(tx, run, held));
     }
   }
 

@@ -12,9 +12,9 @@ describe('HeldForms', () => {
     // Ids equal in their first 9 bytes, which the numeric comparison does not tell apart.
     const shared = randomBytes(9);
     for (let i = 0; i < 50; i++) keys.push(Buffer.concat([PREFIX, shared, randomBytes(11)]));
-    held.take(keys.map((key, index) => ({ key, value: Buffer.from([index & 0xff]), depth: index % 3 })));
+    held.take(keys.map((key, index) => ({ key, value: Buffer.from([index & 0xff]), depth: index % 3, base: null })));
     // Taken twice (a write that stored one again): kept once, with its first depth.
-    held.take([{ key: keys[5], value: Buffer.from('again'), depth: 9 }]);
+    held.take([{ key: keys[5], value: Buffer.from('again'), depth: 9, base: null }]);
     expect(held.size).toBe(keys.length);
     expect(held.depths.get(keys[5], PREFIX.length)).toBe(5 % 3);
     const runs = [...held.drain(1_000)];
@@ -32,7 +32,7 @@ describe('HeldForms', () => {
     const chains = Array.from({ length: 300 }, () => Array.from({ length: 1 + Math.floor(Math.random() * 12) }, () => Buffer.concat([PREFIX, randomBytes(20)])));
     const baseOf = new Map<string, string>();
     for (const chain of chains) chain.forEach((key, depth) => depth > 0 && baseOf.set(key.toString('hex'), chain[depth - 1].toString('hex')));
-    const order = chains.flatMap((chain) => chain.map((key, depth) => ({ key, value: Buffer.from('p'), depth })));
+    const order = chains.flatMap((chain) => chain.map((key, depth) => ({ key, value: Buffer.from('p'), depth, base: depth > 0 ? chain[depth - 1] : null })));
     // Taken in writes of 100, deltas after their bases (sorted by depth, stable) as the parse gives them.
     const resolved = [...order].sort((a, b) => a.depth - b.depth);
     for (let start = 0; start < resolved.length; start += 100) held.take(resolved.slice(start, start + 100));

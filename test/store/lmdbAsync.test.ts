@@ -3,6 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { deflateSync } from 'node:zlib';
 import { afterAll, describe, expect, it } from 'vitest';
 import { encodeCommit } from '../../src/git/commit.js';
+import { createDelta } from '../../src/git/delta.js';
 import { EMPTY_TREE_OID, hashObject, type Oid } from '../../src/git/oid.js';
 import type { ReceivedForm } from '../../src/store/asyncTypes.js';
 import { LmdbStore } from '../../src/store/lmdb.js';
@@ -162,5 +163,38 @@ describe('LmdbAsyncStore forms held for a seed (src/store/heldForms.ts)', () => 
       }
     }
     expect(leafPages[1]).toBe(leafPages[0]);
+  });
+});
+
+describe("LmdbAsyncStore forms held for a push (a private hold, src/repo/wire/heldPushForms.ts)", () => {
+  it("puts no delta onto a base whose pointer lost to another writer's form: every delta's recorded depth stays its base's plus one", async () => {
+    const scratch = scratchDir('treehouse-private-hold-');
+    const store = new LmdbAsyncStore(new LmdbStore({ path: scratch.path }));
+    try {
+      const project = 7;
+      const c = Buffer.from(Array.from({ length: 200 }, (_, i) => `line ${i} of a file\n`).join(''));
+      const b = Buffer.concat([c, Buffer.from('one more line\n')]);
+      const d = Buffer.concat([b, Buffer.from('and another\n')]);
+      const [cId, bId, dId] = [c, b, d].map((body) => hashObject('blob', body));
+      const whole = (oid: Oid, body: Buffer): ReceivedForm => ({ oid, type: 'blob', inflatedBytes: body.length, deflated: deflateSync(body), delta: null });
+      const onto = (oid: Oid, body: Buffer, base: Oid, baseBody: Buffer): ReceivedForm => {
+        const delta = createDelta(baseBody, body);
+        return { oid, type: 'blob', inflatedBytes: body.length, deflated: deflateSync(delta), delta: { base, bytes: delta.length } };
+      };
+      // The push holds b whole and d as a delta on it (depth 1).
+      const hold = store.beginFormHold(project);
+      expect(await store.putFormsAlone(project, [whole(bId, b), onto(dId, d, bId, b)], 50, hold)).toEqual([true, true]);
+      // Meanwhile another write stores c whole and b as a delta on c (depth 1): nobody sees the held b.
+      expect(await store.putFormsAlone(project, [whole(cId, c), onto(bId, b, cId, c)], 50)).toEqual([true, true]);
+      await store.endFormHold(hold, true);
+      const [formB, formD] = await store.read((tx) => tx.project(project).getDeflated!([bId, dId]));
+      // b is the other writer's; d, held against a b of depth 0, would say depth 1 on a chain of 2.
+      expect(formB?.delta?.depth).toBe(1);
+      expect(formD).toBeUndefined();
+      expect(await store.read((tx) => tx.project(project).hasObjects([cId, bId, dId]))).toEqual([true, true, false]);
+    } finally {
+      await store.close();
+      scratch.remove();
+    }
   });
 });
