@@ -197,4 +197,29 @@ describe("LmdbAsyncStore forms held for a push (a private hold, src/repo/wire/he
       scratch.remove();
     }
   });
+
+  it("leaves the shelves of a hold its process never ended to the next compaction, which removes them (no pointer names them)", async () => {
+    const scratch = scratchDir('treehouse-private-hold-killed-');
+    const sync = new LmdbStore({ path: scratch.path });
+    const store = new LmdbAsyncStore(sync);
+    try {
+      const project = 9;
+      const forms = Array.from({ length: 3_000 }, (_, index): ReceivedForm => {
+        const body = Buffer.from(`held blob ${index} ${randomBytes(16).toString('hex')}\n`);
+        return { oid: hashObject('blob', body), type: 'blob', inflatedBytes: body.length, deflated: deflateSync(body), delta: null };
+      });
+      const hold = store.beginFormHold(project);
+      await store.putFormsAlone(project, forms, 50, hold);
+      expect(sync.listShelves(project, null, 1_000).length).toBeGreaterThan(0);
+      // As after kill -9: the hold's memory is gone, its pointers never put, its shelves on disk.
+      sync.endPrivateHold(project, (hold as unknown as { held: Parameters<LmdbStore['endPrivateHold']>[1] }).held);
+      const compacted = await store.compactAfterCollection(project, { removedIds: 0, keptIds: 0 });
+      expect(compacted.freedBytes).toBeGreaterThan(0);
+      expect(sync.listShelves(project, null, 1_000)).toEqual([]);
+      expect(await store.read((tx) => tx.project(project).hasObjects(forms.slice(0, 3).map((form) => form.oid)))).toEqual([false, false, false]);
+    } finally {
+      await store.close();
+      scratch.remove();
+    }
+  });
 });
