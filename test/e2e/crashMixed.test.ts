@@ -12,23 +12,16 @@ import { SourceTree, writeFilesToDirectory } from '../../fixtures/sourceTree.js'
 import { strictClone } from '../support/clones.js';
 import { gitAsyncOk, scratchDir } from '../support/git.js';
 import { remoteUrl } from '../support/history.js';
-import { startServerProcess, type ServerProcess } from '../support/process.js';
+import { serverProcesses } from '../support/process.js';
 
 const ROUNDS = 3;
 const work = scratchDir('treehouse-crash-mixed-');
-const running: ServerProcess[] = [];
+const servers = serverProcesses();
+const start = servers.start;
 afterAll(async () => {
-  for (const server of running) if (server.child.exitCode === null && server.child.signalCode === null) server.child.kill('SIGKILL');
-  await Promise.all(running.map((server) => server.exited));
+  await servers.killAll();
   work.remove();
 });
-
-async function start(env: Record<string, string>): Promise<ServerProcess> {
-  const server = await startServerProcess(env);
-  running.push(server);
-  await server.waitFor(/listening on/);
-  return server;
-}
 
 describe('kill -9 under a mixed load', () => {
   it('loses no acknowledged commit, push or merge, and serves fsck-clean clones after each restart', async () => {

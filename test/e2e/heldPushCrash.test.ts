@@ -17,22 +17,15 @@ import { SourceTree, writeFilesToDirectory } from '../../fixtures/sourceTree.js'
 import { strictClone } from '../support/clones.js';
 import { gitAsync, gitAsyncOk, scratchDir } from '../support/git.js';
 import { remoteUrl } from '../support/history.js';
-import { startServerProcess, type ServerProcess } from '../support/process.js';
+import { serverProcesses } from '../support/process.js';
 
 const work = scratchDir('treehouse-held-push-crash-');
-const running: ServerProcess[] = [];
+const servers = serverProcesses();
+const start = servers.start;
 afterAll(async () => {
-  for (const server of running) if (server.child.exitCode === null && server.child.signalCode === null) server.child.kill('SIGKILL');
-  await Promise.all(running.map((server) => server.exited));
+  await servers.killAll();
   work.remove();
 });
-
-async function start(env: Record<string, string>): Promise<ServerProcess> {
-  const server = await startServerProcess(env);
-  running.push(server);
-  await server.waitFor(/listening on/);
-  return server;
-}
 
 describe('kill -9 during a held push', () => {
   it('leaves the branch absent or whole, clones fsck-clean, and takes the same push again', async () => {

@@ -58,6 +58,26 @@ export async function startServerProcess(env: Record<string, string>, nodeArgs: 
 }
 
 /**
+ * Server processes a test starts (and starts again on the same data after a kill): `start` waits
+ * until one listens; `killAll` (an afterAll) kills those still running and waits for them.
+ */
+export function serverProcesses(): { start(env: Record<string, string>): Promise<ServerProcess>; killAll(): Promise<void> } {
+  const running: ServerProcess[] = [];
+  return {
+    async start(env) {
+      const server = await startServerProcess(env);
+      running.push(server);
+      await server.waitFor(/listening on/);
+      return server;
+    },
+    async killAll() {
+      for (const server of running) if (server.child.exitCode === null && server.child.signalCode === null) server.child.kill('SIGKILL');
+      await Promise.all(running.map((server) => server.exited));
+    },
+  };
+}
+
+/**
  * A request loop against `server`, killed with SIGKILL while its next request is in flight, once
  * `acknowledgedBeforeKill` requests were acknowledged (a count, not a time). `request(index)` sends
  * the index-th request and gives what counts as its acknowledgement, or throws for an answer that
