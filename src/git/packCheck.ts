@@ -244,7 +244,7 @@ function walkHistory(
 const STORED_NOT = 0;
 const STORED_TYPE_UNKNOWN = 1;
 const STORED_TYPE_CODES: Record<ObjectType, number> = { commit: 2, tree: 3, blob: 4, tag: 5 };
-const STORED_TYPES: ObjectType[] = ['blob', 'blob', 'commit', 'tree', 'blob', 'tag'];
+const STORED_TYPES = Object.fromEntries(Object.entries(STORED_TYPE_CODES).map(([type, code]) => [code, type])) as Record<number, ObjectType>;
 
 /** Heights past this are all "too deep": TREE_DEPTH_MAX + 1, as treeHeight() returns with its limit. */
 const TREE_HEIGHT_CAP = TREE_DEPTH_MAX + 1;
