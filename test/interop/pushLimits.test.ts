@@ -120,9 +120,10 @@ describe('large packs', () => {
     const { id } = await newClone('large-pack');
     const { body, pack, tip } = await largePush(id, 2000, 60);
     // The bound: half of what checking this pack takes in an event loop, measured now, on this
-    // machine under its present load (about a second here). Checked inline, the server stalled
-    // about that long (0.7 to 1.2 times it); off the event loop only storing the objects is left
-    // there, one LMDB transaction whose commit is synchronous (a fifth of it or less).
+    // machine under its present load (250 to 420 ms). Checked inline, the server stalled about
+    // that long (0.7 to 1.2 times it); off the event loop only storing the objects is left there,
+    // in LMDB writes each run in one piece: 2,048 forms a write stalled it 80 to 234 ms, 512 a
+    // write (HELD_FORMS_PER_WRITE) 30 to 50 ms.
     const started = performance.now();
     const inline = checkReceivedPack(pack, {}, { object: () => ({ type: 'blob', body: Buffer.from('a\n') }), has: () => true });
     const inlineMs = performance.now() - started;

@@ -12,7 +12,7 @@
 import { OidTable } from '../../git/oidTable.js';
 import type { AsyncStore, FormHold } from '../../store/asyncTypes.js';
 import type { ResolvedRun } from './importHistory.js';
-import { storeReceivedFormsAlone } from './packedForms.js';
+import { HELD_FORMS_PER_WRITE, storeReceivedFormsAlone } from './packedForms.js';
 
 export class HeldPushForms {
   private readonly kept = new OidTable();
@@ -38,7 +38,7 @@ export class HeldPushForms {
     this.chain = this.chain.then(async () => {
       if (this.failed || this.ended) return;
       try {
-        const answers = await storeReceivedFormsAlone(this.store, this.project, run.forms, undefined, this.hold);
+        const answers = await storeReceivedFormsAlone(this.store, this.project, run.forms, HELD_FORMS_PER_WRITE, this.hold);
         answers.forEach((kept, index) => {
           if (kept) this.kept.add(run.forms[index].oid);
         });

@@ -29,6 +29,12 @@ const FORMS_PER_CALL = 1_000;
 const FORMS_ALONE_PER_WRITE = 2_048;
 /** Commits per such write: a seed's 2,048 held the event loop a quarter of a second in a server just started. */
 export const COMMITS_ALONE_PER_WRITE = 128;
+/**
+ * Entries per such write under a push's hold (HeldPushForms): each is also looked for in the
+ * project's tables, which others write (some 40 µs an entry in a server just started, not 8): a
+ * push's 2,000 blobs in one write held the event loop 80 to 230 ms.
+ */
+export const HELD_FORMS_PER_WRITE = 512;
 const FORMS_ALONE_BYTES_PER_WRITE = 4 * 1024 * 1024;
 
 /** Bytes stored per write by storeReceivedObjectsInWrites (and at most the store's writeObjectsMax objects). */
