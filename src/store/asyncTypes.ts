@@ -76,6 +76,14 @@ export interface WorkingTreeReads {
 
 export interface ProjectReads extends ObjectReads, CommitIndexReads, RefReads, WorkingTreeReads {
   readonly project: number;
+  /**
+   * How many collections of the project have begun, ever (CollectionWrites.beginCollection).
+   * Offered by a store with writeObjectsMax, whose large pushes store their objects in writes
+   * before the one that moves the refs: with no collection under way before the first of them,
+   * the same count there means none ran in between, so none removed any. A write callback's read
+   * is checked again when it commits, like its reads of refs.
+   */
+  collectionsBegun?(): Promise<number>;
 }
 
 export interface ProjectWrites extends ProjectReads {

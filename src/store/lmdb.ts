@@ -81,6 +81,8 @@ function putIfAbsent(db: Database<Buffer, Buffer>, key: Buffer, value: Buffer): 
 const VERSION_RECORD_PREFIX = 'project-version/';
 /** The garbage collection under way per project (CollectionState), read by every write that journals. */
 const COLLECTION_RECORD_PREFIX = 'gc-collection/';
+/** How many collections of a project have begun (collectionsBegun), under this prefix and its number. */
+const COLLECTIONS_BEGUN_PREFIX = 'gc-begun/';
 /** The value of a journal entry: its key says it all. */
 const JOURNALLED = Buffer.of(1);
 /** Journal entries endCollection removes in its own transaction; a collector forgets the rest as it goes. */
@@ -832,6 +834,7 @@ class LmdbTx implements StoreWriteTx {
     if (removed === 0) {
       this.store.dbs.records.removeSync(VERSION_RECORD_PREFIX + project);
       this.store.dbs.records.removeSync(COLLECTION_RECORD_PREFIX + project);
+      this.store.dbs.records.removeSync(COLLECTIONS_BEGUN_PREFIX + project);
       this.store.dbs.records.removeSync(REMOVED_SINCE_REPACK_PREFIX + project);
       this.store.dbs.records.removeSync(RAW_REMOVED_SINCE_REPACK_PREFIX + project);
     }
@@ -1500,6 +1503,10 @@ class LmdbProjectTx implements ProjectWriteTx {
     return this.parent.getRecord<CollectionState>(COLLECTION_RECORD_PREFIX + this.project);
   }
 
+  collectionsBegun(): number {
+    return this.parent.getRecord<number>(COLLECTIONS_BEGUN_PREFIX + this.project) ?? 0;
+  }
+
   listWorkingTrees(): Array<{ branch: string; state: WorkingTreeState }> {
     const out: Array<{ branch: string; state: WorkingTreeState }> = [];
     for (const { key, value } of this.store.dbs.worktrees.getRange({ start: this.prefix, end: prefixEnd(this.prefix) })) {
@@ -1621,6 +1628,7 @@ class LmdbProjectTx implements ProjectWriteTx {
 
   beginCollection(state: CollectionState): void {
     this.parent.putRecord(COLLECTION_RECORD_PREFIX + this.project, state);
+    this.parent.putRecord(COLLECTIONS_BEGUN_PREFIX + this.project, this.collectionsBegun() + 1);
     this.journalling = true;
     // The collection lists `objects`: the project's log goes there first, and its writes go there
     // until the collection ends (storeObject).

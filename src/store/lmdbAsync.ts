@@ -283,6 +283,10 @@ class ReadOnlyProject implements ProjectReads, PackFormReads, CollectionReads {
     return this.base((tx) => tx.getCollection());
   }
 
+  async collectionsBegun(): Promise<number> {
+    return this.base((tx) => tx.collectionsBegun());
+  }
+
   async listWorkingTrees(): Promise<Array<{ branch: string; state: WorkingTreeState }>> {
     return this.base((tx) => tx.listWorkingTrees());
   }
@@ -622,6 +626,11 @@ class WriteProject extends ReadOnlyProject implements ProjectWrites, PackFormWri
   /** The store's, checked at the replay (a collection beginning or ending in between runs the callback again). */
   override async getCollection(): Promise<CollectionState | undefined> {
     return this.observed(await super.getCollection(), (tx) => tx.getCollection());
+  }
+
+  /** The store's, checked at the replay (a collection beginning in between runs the callback again). */
+  override async collectionsBegun(): Promise<number> {
+    return this.observed(await super.collectionsBegun(), (tx) => tx.collectionsBegun());
   }
 
   override async listWorkingTrees(): Promise<Array<{ branch: string; state: WorkingTreeState }>> {

@@ -151,6 +151,8 @@ export interface ProjectReadTx {
   peekDeflated(oid: Oid): DeflatedObject | undefined;
   /** The garbage collection of this project under way, if any. */
   getCollection(): CollectionState | undefined;
+  /** How many collections of the project have begun, ever (asyncTypes.ts ProjectReads.collectionsBegun). */
+  collectionsBegun(): number;
   /** Every working tree record of the project, by branch name. */
   listWorkingTrees(): Array<{ branch: string; state: WorkingTreeState }>;
   /** The ids kept after `after` (null: from the first), in id order, at most `limit`; no body is read. */

@@ -1562,6 +1562,44 @@ export function asyncStoreContract(backendName: string, openStore: () => AsyncSt
           }
         });
 
+        it('counts the collections begun, when it stores large pushes ahead of their refs (writeObjectsMax), and reruns a write that read the count when one begins before its commit', async () => {
+          const project = freshProject();
+          const counted = (p: ProjectReads) => {
+            expect(typeof p.collectionsBegun).toBe(options.writeObjectsMax === undefined ? 'undefined' : 'function');
+            return p.collectionsBegun?.() ?? Promise.resolve(undefined);
+          };
+          const count = () => store.read((tx) => counted(tx.project(project)));
+          if (options.writeObjectsMax === undefined) {
+            await count();
+            return;
+          }
+          expect(await count()).toBe(0);
+          await begin(project);
+          await store.write(async (tx) => collectionWrites(tx.project(project)).endCollection());
+          await begin(project);
+          expect(await count()).toBe(2);
+          // Another project's collections are its own.
+          expect(await store.read((tx) => counted(tx.project(freshProject())))).toBe(0);
+          const other = openStore();
+          const seen: Array<number | undefined> = [];
+          try {
+            await store.write(async (tx) => {
+              seen.push(await counted(tx.project(project)));
+              if (seen.length === 1) await other.write(async (otx) => collectionWrites(otx.project(project)).beginCollection({ id: 'another', startedAt: '2026-01-02T00:00:00.000Z' }));
+            });
+          } finally {
+            await other.close();
+          }
+          expect(seen).toEqual([2, 3]);
+          const reopened = openStore();
+          try {
+            expect(await reopened.read((tx) => counted(tx.project(project)))).toBe(3);
+          } finally {
+            await reopened.close();
+          }
+          await store.write(async (tx) => collectionWrites(tx.project(project)).endCollection());
+        });
+
         it('checks every kind of "present" read the same way: bodies, sizes, commit entries, lists and forms', async () => {
           const project = freshProject();
           const body = blob('read by every kind of read');

@@ -272,6 +272,65 @@ describe('receivePack of a large pack: trees and blobs stored before the write t
   });
 });
 
+describe('receivePack of a large pack: whether the write that moves the refs asks for what was stored before it', () => {
+  /** Runs the push's write with every id its hasObjects calls ask counted. */
+  function countingAsked(repo: Repo): { runInTx: NonNullable<ReceivePackInput['runInTx']>; asked: () => number } {
+    let asked = 0;
+    const runInTx: NonNullable<ReceivePackInput['runInTx']> = (apply) =>
+      inWriteTx(repo, (tx) =>
+        apply(
+          new Proxy(tx, {
+            get(inner, prop) {
+              const value = Reflect.get(inner, prop, inner);
+              if (prop !== 'hasObjects') return typeof value === 'function' ? value.bind(inner) : value;
+              return (oids: Buffer[]) => {
+                asked += oids.length;
+                return inner.hasObjects(oids);
+              };
+            },
+          }),
+        ),
+      );
+    return { runInTx, asked: () => asked };
+  }
+
+  async function largePush(repo: Repo): Promise<{ pack: Buffer; pushed: Buffer; ids: Buffer[] }> {
+    return commitInAClone(repo, (work) => {
+      for (let d = 0; d < 30; d++) {
+        mkdirSync(join(work, `dir${d}`));
+        for (let f = 0; f < 70; f++) writeFileSync(join(work, `dir${d}`, `f${f}.txt`), `counted ${d}/${f}\n`);
+      }
+    });
+  }
+
+  it('asks for none of them when no collection ran since the push began (no collection is under way, and none began)', async () => {
+    const repo = await newTestRepo(opened.store);
+    // One collection long done: the count is compared, not its being zero.
+    await collectGarbage(repo, { graceMs: 0 });
+    const { pack, pushed, ids } = await largePush(repo);
+    const { runInTx, asked } = countingAsked(repo);
+    const result = await receivePack(repo, { commands: [{ old: null, new: pushed, ref: 'refs/heads/feature' }], pack, atomic: false, runInTx });
+    expect(result.results).toEqual([{ ref: 'refs/heads/feature', ok: true }]);
+    expect(asked()).toBeLessThan(10);
+    expect((await repo.store.read((tx) => tx.project(repo.project).hasObjects(ids))).every(Boolean)).toBe(true);
+    await expectExportClean(repo, { ref: 'refs/heads/feature', pushed });
+  });
+
+  it('asks for all of them when a collection was under way as the push began (it keeps only what it journals and can read)', async () => {
+    const repo = await newTestRepo(opened.store);
+    const { pack, pushed, ids } = await largePush(repo);
+    await repo.store.write(async (tx) => tx.project(repo.project).beginCollection!({ id: 'under way', startedAt: new Date().toISOString() }));
+    const { runInTx, asked } = countingAsked(repo);
+    try {
+      const result = await receivePack(repo, { commands: [{ old: null, new: pushed, ref: 'refs/heads/feature' }], pack, atomic: false, runInTx });
+      expect(result.results).toEqual([{ ref: 'refs/heads/feature', ok: true }]);
+    } finally {
+      await repo.store.write(async (tx) => tx.project(repo.project).endCollection!());
+    }
+    expect(asked()).toBeGreaterThanOrEqual(ids.length);
+  });
+});
+
 describe('receivePack of a large pack: trees and blobs stored while the pack is checked, held until it passes', () => {
   /**
    * A pushed commit adding 2,100 files in 30 directories (more than one streamed run of 2,048),
