@@ -17,7 +17,8 @@
  * - push: `git push` of main's whole history from the packed repository, to ours as a new branch
  *   `imported` of a project created empty (main already holds the server's first commit, so the
  *   history cannot land on main as a fast-forward), and to an empty bare repository behind the
- *   http-backend;
+ *   http-backend; then (reported beside, not judged) a fresh server's second push of it, into
+ *   another project;
  * - store: the seeded store's data.mdb (disk blocks, and LMDB's pages in use per database) beside
  *   the repository after `git repack -adf` (pack.threads=1, so git's pack is the same every run).
  * Bytes received are the pack as it crossed the wire (GIT_TRACE_PACKFILE), not as stored: a thin
@@ -391,6 +392,28 @@ async function runHistory(ctx: Context, name: HistoryKind, commits: number): Pro
     rmSync(target, { recursive: true, force: true });
   }
 
+  // Pushes into a server that has taken the same push once already, into another project (its code
+  // compiled and warm, as a running server's is), each into a fresh server and data directory again.
+  const pushRunning: number[] = [];
+  for (let rep = 0; rep < reps; rep++) {
+    const dataDir = join(work, `${name}-push-running-${rep}`);
+    rmSync(dataDir, { recursive: true, force: true });
+    const ours = await startOurs(ctx, dataDir, null);
+    try {
+      const first = await api(ours.server, ours.key, 'POST', '/projects', { title: `Push ${name} first` });
+      await runGit(['push', '-q', ourRemote(ours, first.project.id), 'main:refs/heads/imported'], { cwd: repo });
+      const again = await api(ours.server, ours.key, 'POST', '/projects', { title: `Push ${name} again` });
+      const { ms } = await runGit(['push', '-q', ourRemote(ours, again.project.id), 'main:refs/heads/imported'], { cwd: repo });
+      pushRunning.push(ms);
+      progress(`${name} push ${rep + 1}/${reps} into a running server: ${(ms / 1000).toFixed(1)} s`);
+    } catch (error) {
+      note(`push into a running server ${rep + 1}`, error);
+    } finally {
+      await stopOurs(ours);
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  }
+
   return {
     name,
     fixture,
@@ -401,7 +424,7 @@ async function runHistory(ctx: Context, name: HistoryKind, commits: number): Pro
     seed: { ours: orNull(seed.ours), git: orNull(seed.git), oursPeakAnonBytes: seed.peakAnon, deflateCatchUpMs: seed.catchUp, worstHealthzMs: seed.worstGap, oursRunning: orNull(running) },
     clone: { ours: orNull(clone.ours), git: orNull(clone.git), oursPackBytes: clone.oursBytes, gitPackBytes: clone.gitBytes, oursPeakAnonBytes: clone.peakAnon, oursFsckClean: clone.oursFsckClean, oursFirstMs: clone.oursFirstMs },
     fetch: { ours: orNull(fetched.ours), git: orNull(fetched.git), oursPackBytes: fetched.oursBytes, gitPackBytes: fetched.gitBytes, commits: fetched.commits, objects: fetched.objects },
-    push: { ours: orNull(push.ours), git: orNull(push.git), oursPeakAnonBytes: push.peakAnon, worstHealthzMs: push.worstGap },
+    push: { ours: orNull(push.ours), git: orNull(push.git), oursPeakAnonBytes: push.peakAnon, worstHealthzMs: push.worstGap, oursRunning: orNull(pushRunning) },
     store,
     failures,
   };
