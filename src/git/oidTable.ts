@@ -85,12 +85,16 @@ export class OidTable {
   private grow(): void {
     const { keys, values, slots } = this;
     this.slots = slots * 2;
-    this.keys = Buffer.alloc(this.slots * OID_BYTES);
+    const grown = (this.keys = Buffer.alloc(this.slots * OID_BYTES));
     this.values = new Float64Array(this.slots);
     for (let slot = 0; slot < slots; slot++) {
       if (values[slot] === 0) continue;
-      const moved = this.find(keys, slot * OID_BYTES);
-      keys.copy(this.keys, moved * OID_BYTES, slot * OID_BYTES, (slot + 1) * OID_BYTES);
+      const from = slot * OID_BYTES;
+      const moved = this.find(keys, from);
+      const to = moved * OID_BYTES;
+      // Byte by byte, as add() does: Buffer.copy's call costs more than 20 bytes' copy (a table's
+      // growth to 43,000 ids took 20 ms of a push's event loop).
+      for (let i = 0; i < OID_BYTES; i++) grown[to + i] = keys[from + i];
       this.values[moved] = values[slot];
     }
   }
