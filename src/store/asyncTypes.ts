@@ -350,8 +350,13 @@ export interface AsyncStore extends Partial<PackFormBacklog> {
    * one wins. The answers mean what putFormsAlone's do, once the hold is kept.
    */
   beginFormHold?(project: number): FormHold;
-  /** Ends a hold: with `keep`, its forms are stored (where none is); without, they are let go and leave nothing. */
-  endFormHold?(hold: FormHold, keep: boolean): Promise<void>;
+  /**
+   * Ends a hold: with `keep`, its forms are stored (where none is), and the answer is whether every
+   * object held is now stored. False when a delta was not put because its base lost to another
+   * write's form (its recorded depth would be wrong) and nobody stored its object meanwhile: the
+   * caller stores those objects again. Without `keep`, they are let go and leave nothing (false).
+   */
+  endFormHold?(hold: FormHold, keep: boolean): Promise<boolean>;
   /**
    * Optional, for a project number reserved for a git seed (empty, and nobody else writes it): from now until
    * settleForms, the backend may hold back part of what writes store for it (LMDB: the pointers of

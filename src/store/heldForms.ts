@@ -34,9 +34,14 @@ export class HeldForms {
   /**
    * Keys a push's settle did not put (another writer's form was there, or the form's base was
    * not put): a delta on one of them is not put either, as its recorded depth would not be its
-   * chain's (the push's last write then finds the object missing, and stores it again).
+   * chain's.
    */
   readonly notPut = new OidTable();
+  /**
+   * Of those deltas not put for their base, how many no other write stored meanwhile: their objects
+   * are missing after the settle (endFormHold answers false, and the push stores them again).
+   */
+  missing = 0;
 
   /**
    * `projectEmpty`: the hold is a seed's, of a number nobody else writes, so a form is absent

@@ -978,7 +978,12 @@ class LmdbTx implements StoreWriteTx {
       return;
     }
     for (const { key, value, base } of entries) {
-      if ((base && held.notPut.has(base, PROJECT_PREFIX_BYTES)) || !putIfAbsent(deflated, key, value)) held.notPut.add(key, PROJECT_PREFIX_BYTES);
+      if (base && held.notPut.has(base, PROJECT_PREFIX_BYTES)) {
+        held.notPut.add(key, PROJECT_PREFIX_BYTES);
+        if (!deflated.doesExist(key) && !this.store.dbs.objects.doesExist(key) && !this.store.recent.has(key)) held.missing++;
+        continue;
+      }
+      if (!putIfAbsent(deflated, key, value)) held.notPut.add(key, PROJECT_PREFIX_BYTES);
     }
   }
 

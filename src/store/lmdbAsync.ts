@@ -1038,18 +1038,20 @@ export class LmdbAsyncStore implements AsyncStore {
     return hold;
   }
 
-  async endFormHold(hold: FormHold, keep: boolean): Promise<void> {
+  async endFormHold(hold: FormHold, keep: boolean): Promise<boolean> {
     const { project, held } = lmdbHold(hold, hold.project);
     try {
       if (keep) {
         // Only pointers go in, sorted, where none is: a form another write put meanwhile wins, and
         // the held one's bytes stay dead in its shelf until the shelf is compacted.
         while (held.size > 0) await this.putHeldPointers(held);
+        return held.missing === 0;
       } else {
         for (let start = 0; start < held.shelves.length; start += HELD_SHELVES_DROPPED_PER_WRITE) {
           const keys = held.shelves.slice(start, start + HELD_SHELVES_DROPPED_PER_WRITE);
           await this.writeAlone((tx) => this.sync.dropShelves(tx, keys));
         }
+        return false;
       }
     } finally {
       this.sync.endPrivateHold(project, held);

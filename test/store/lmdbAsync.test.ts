@@ -181,12 +181,18 @@ describe("LmdbAsyncStore forms held for a push (a private hold, src/repo/wire/he
         const delta = createDelta(baseBody, body);
         return { oid, type: 'blob', inflatedBytes: body.length, deflated: deflateSync(delta), delta: { base, bytes: delta.length } };
       };
+      // A hold nobody races keeps every object it held.
+      const e = Buffer.from('a file nobody else writes\n');
+      const unraced = store.beginFormHold(project);
+      expect(await store.putFormsAlone(project, [whole(hashObject('blob', e), e)], 50, unraced)).toEqual([true]);
+      expect(await store.endFormHold(unraced, true)).toBe(true);
       // The push holds b whole and d as a delta on it (depth 1).
       const hold = store.beginFormHold(project);
       expect(await store.putFormsAlone(project, [whole(bId, b), onto(dId, d, bId, b)], 50, hold)).toEqual([true, true]);
       // Meanwhile another write stores c whole and b as a delta on c (depth 1): nobody sees the held b.
       expect(await store.putFormsAlone(project, [whole(cId, c), onto(bId, b, cId, c)], 50)).toEqual([true, true]);
-      await store.endFormHold(hold, true);
+      // d's object is missing: the hold says so, and its push stores it again.
+      expect(await store.endFormHold(hold, true)).toBe(false);
       const [formB, formD] = await store.read((tx) => tx.project(project).getDeflated!([bId, dId]));
       // b is the other writer's; d, held against a b of depth 0, would say depth 1 on a chain of 2.
       expect(formB?.delta?.depth).toBe(1);

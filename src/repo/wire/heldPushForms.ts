@@ -51,14 +51,16 @@ export class HeldPushForms {
 
   /**
    * Ends the hold once the runs given are stored: with `keep` (the check passed), the forms are
-   * stored and the ids kept returned; otherwise they are let go, and null is returned. Once only.
+   * stored and the ids kept returned; otherwise they are let go, and null is returned. Null too
+   * when some held object is missing after all (a delta whose base lost to another write's form,
+   * AsyncStore.endFormHold): the push then stores the pack's trees and blobs as one not held. Once only.
    */
   async end(keep: boolean): Promise<OidTable | null> {
     if (this.ended) return null;
     await this.chain;
     this.ended = true;
     const keeping = keep && !this.failed;
-    await this.store.endFormHold!(this.hold, keeping);
-    return keeping ? this.kept : null;
+    const whole = await this.store.endFormHold!(this.hold, keeping);
+    return keeping && whole ? this.kept : null;
   }
 }

@@ -7,10 +7,14 @@
  * when a collection removed them in between.
  */
 import { createHash } from 'node:crypto';
+import { deflateSync } from 'node:zlib';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { createDelta } from '../../../src/git/delta.js';
 import { hashObject, oidToHex } from '../../../src/git/oid.js';
+import { PackWriter } from '../../../src/git/pack.js';
+import { encodeTree, MODE_FILE } from '../../../src/git/tree.js';
 import { checkReceivedPackWithAsyncLookups } from '../../../src/git/packCheck.js';
 import { createBranch } from '../../../src/repo/createBranch.js';
 import { collectGarbage } from '../../../src/repo/gc/collect.js';
@@ -398,6 +402,54 @@ describe('receivePack of a large pack: trees and blobs stored while the pack is 
     expect(readDuringCheck.filter(Boolean)).toEqual([]);
     expect(result.results).toEqual([{ ref: 'refs/heads/feature', ok: true }]);
     expect((await repo.store.read((tx) => tx.project(repo.project).hasObjects(ids))).every(Boolean)).toBe(true);
+    await expectExportClean(repo, { ref: 'refs/heads/feature', pushed });
+  });
+
+  it("stores again a held delta whose base lost to another writer's form meanwhile, so the branch's history is whole", async () => {
+    const repo = await newTestRepo(opened.store);
+    const head = (await repo.store.read((tx) => tx.project(repo.project).getRef(branchRef('main'))))!;
+    const c = Buffer.from(Array.from({ length: 200 }, (_, i) => `line ${i} of a file\n`).join(''));
+    const b = Buffer.concat([c, Buffer.from('one more line\n')]);
+    const d = Buffer.concat([b, Buffer.from('and another\n')]);
+    const [cId, bId, dId] = [c, b, d].map((body) => hashObject('blob', body));
+    // Noise that does not compress, so the pack is past PACK_HELD_BYTES_MIN and its runs are held.
+    const noise = Array.from({ length: 400 }, (_, i) => Array.from({ length: 16 }, (_, k) => createHash('sha512').update(`noise ${i} ${k}`).digest('hex')).join(''));
+    const files = [
+      { name: 'b.txt', body: b },
+      { name: 'd.txt', body: d },
+      ...noise.map((text, i) => ({ name: `noise-${String(i).padStart(3, '0')}.txt`, body: Buffer.from(text) })),
+    ];
+    const tree = encodeTree(files.map(({ name, body }) => ({ name, mode: MODE_FILE, oid: hashObject('blob', body) })));
+    const commit = Buffer.from(`tree ${oidToHex(hashObject('tree', tree))}\nparent ${oidToHex(head)}\nauthor T <t@example.com> 1700000000 +0000\ncommitter T <t@example.com> 1700000000 +0000\n\nraced\n`);
+    // The pack has d as a delta on b.
+    const writer = new PackWriter(files.length + 2);
+    const chunks = [writer.start()];
+    const bEntry = writer.addObject('blob', b);
+    chunks.push(bEntry.bytes, writer.addOfsDelta(bEntry.offset, createDelta(b, d)).bytes);
+    for (const { body } of files.slice(2)) chunks.push(writer.addObject('blob', body).bytes);
+    chunks.push(writer.addObject('tree', tree).bytes, writer.addObject('commit', commit).bytes, writer.finish());
+    const pack = Buffer.concat(chunks);
+    const pushed = hashObject('commit', commit);
+    const noted = notingPuts(repo.store);
+    const result = await pushFeature(repo, noted.store, pack, pushed, async (bytes, limits, lookups, shallow, onResolved) => {
+      const checked = await checker.check(bytes, limits, lookups, shallow, onResolved);
+      await Promise.all(noted.puts);
+      // Meanwhile another write stores c whole and b as a delta on c: nobody sees the held b, so
+      // its form wins, and the held d (a delta on the held b) is not put.
+      const delta = createDelta(c, b);
+      await repo.store.putFormsAlone!(
+        repo.project,
+        [
+          { oid: cId, type: 'blob', inflatedBytes: c.length, deflated: deflateSync(c), delta: null },
+          { oid: bId, type: 'blob', inflatedBytes: b.length, deflated: deflateSync(delta), delta: { base: cId, bytes: delta.length } },
+        ],
+        50,
+      );
+      return checked;
+    });
+    expect(noted.puts.length).toBeGreaterThanOrEqual(1);
+    expect(result.results).toEqual([{ ref: 'refs/heads/feature', ok: true }]);
+    expect(await repo.store.read((tx) => tx.project(repo.project).hasObjects([bId, dId]))).toEqual([true, true]);
     await expectExportClean(repo, { ref: 'refs/heads/feature', pushed });
   });
 
