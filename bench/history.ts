@@ -193,6 +193,31 @@ async function runHistory(ctx: Context, name: HistoryKind, commits: number): Pro
     failures.push(message);
     progress(message);
   };
+
+  /**
+   * `operation` run twice in each of `reps` fresh servers, each with a data directory of its own:
+   * the second run's times, its code compiled and warm as a running server's is.
+   */
+  async function secondRuns(kind: string, operation: (ours: Ours, run: 'first' | 'again') => Promise<number>): Promise<number[]> {
+    const times: number[] = [];
+    for (let rep = 0; rep < reps; rep++) {
+      const dataDir = join(work, `${name}-${kind}-running-${rep}`);
+      rmSync(dataDir, { recursive: true, force: true });
+      const ours = await startOurs(ctx, dataDir, null);
+      try {
+        await operation(ours, 'first');
+        times.push(await operation(ours, 'again'));
+        progress(`${name} ${kind} ${rep + 1}/${reps} into a running server: ${(times[times.length - 1] / 1000).toFixed(1)} s`);
+      } catch (error) {
+        note(`${kind} into a running server ${rep + 1}`, error);
+      } finally {
+        await stopOurs(ours);
+        rmSync(dataDir, { recursive: true, force: true });
+      }
+    }
+    return times;
+  }
+
   const repo = join(ctx.upstreamRoot, `${name}.git`);
   rmSync(repo, { recursive: true, force: true });
   progress(`${name}: generating ${commits} commits`);
@@ -256,24 +281,11 @@ async function runHistory(ctx: Context, name: HistoryKind, commits: number): Pro
 
   // Seeds into a server that has seeded once already (its code compiled and warm, as a server's is
   // after its first seed), each into a fresh server and data directory again.
-  const running: number[] = [];
-  for (let rep = 0; rep < reps; rep++) {
-    const dataDir = join(work, `${name}-seed-running-${rep}`);
-    rmSync(dataDir, { recursive: true, force: true });
-    const ours = await startOurs(ctx, dataDir, null);
-    try {
-      await api(ours.server, ours.key, 'POST', '/projects', { title: `Seed ${name} first`, source: { kind: 'git', url: upstreamUrl } });
-      const started = performance.now();
-      await api(ours.server, ours.key, 'POST', '/projects', { title: `Seed ${name} again`, source: { kind: 'git', url: upstreamUrl } });
-      running.push(performance.now() - started);
-      progress(`${name} seed ${rep + 1}/${reps} into a running server: ${(running[running.length - 1] / 1000).toFixed(1)} s`);
-    } catch (error) {
-      note(`seed into a running server ${rep + 1}`, error);
-    } finally {
-      await stopOurs(ours);
-      rmSync(dataDir, { recursive: true, force: true });
-    }
-  }
+  const running = await secondRuns('seed', async (ours, run) => {
+    const started = performance.now();
+    await api(ours.server, ours.key, 'POST', '/projects', { title: `Seed ${name} ${run}`, source: { kind: 'git', url: upstreamUrl } });
+    return performance.now() - started;
+  });
 
   // Clones and fetches from a server restarted on the last seeded store.
   const clone = { ours: [] as number[], git: [] as number[], oursBytes: null as number | null, gitBytes: null as number | null, peakAnon: 0, oursFsckClean: false, oursFirstMs: undefined as number | undefined };
@@ -394,25 +406,10 @@ async function runHistory(ctx: Context, name: HistoryKind, commits: number): Pro
 
   // Pushes into a server that has taken the same push once already, into another project (its code
   // compiled and warm, as a running server's is), each into a fresh server and data directory again.
-  const pushRunning: number[] = [];
-  for (let rep = 0; rep < reps; rep++) {
-    const dataDir = join(work, `${name}-push-running-${rep}`);
-    rmSync(dataDir, { recursive: true, force: true });
-    const ours = await startOurs(ctx, dataDir, null);
-    try {
-      const first = await api(ours.server, ours.key, 'POST', '/projects', { title: `Push ${name} first` });
-      await runGit(['push', '-q', ourRemote(ours, first.project.id), 'main:refs/heads/imported'], { cwd: repo });
-      const again = await api(ours.server, ours.key, 'POST', '/projects', { title: `Push ${name} again` });
-      const { ms } = await runGit(['push', '-q', ourRemote(ours, again.project.id), 'main:refs/heads/imported'], { cwd: repo });
-      pushRunning.push(ms);
-      progress(`${name} push ${rep + 1}/${reps} into a running server: ${(ms / 1000).toFixed(1)} s`);
-    } catch (error) {
-      note(`push into a running server ${rep + 1}`, error);
-    } finally {
-      await stopOurs(ours);
-      rmSync(dataDir, { recursive: true, force: true });
-    }
-  }
+  const pushRunning = await secondRuns('push', async (ours, run) => {
+    const created = await api(ours.server, ours.key, 'POST', '/projects', { title: `Push ${name} ${run}` });
+    return (await runGit(['push', '-q', ourRemote(ours, created.project.id), 'main:refs/heads/imported'], { cwd: repo })).ms;
+  });
 
   return {
     name,
