@@ -131,8 +131,10 @@ export async function receivePack(repo: Repo, input: ReceivePackInput): Promise<
   const relied = new ReliedObjects();
   /** Trees and blobs of a large pack held while it is checked, then kept (their ids) or let go. */
   let keptEarly: OidTable | null = null;
-  const collectionsBegun = repo.store.writeObjectsMax !== undefined ? await collectionsBegunIfNoneRuns(repo) : undefined;
+  /** Read before anything of the pack is stored (CheckedPush.storedFirst). */
+  let collectionsBegun: number | undefined;
   if (input.pack && input.pack.length > 0) {
+    if (repo.store.writeObjectsMax !== undefined) collectionsBegun = await collectionsBegunIfNoneRuns(repo);
     const lookups = storeLookups(repo, relied);
     const limits = input.packLimits ?? {};
     const held = input.checkPack && input.pack.length >= PACK_HELD_BYTES_MIN ? HeldPushForms.begin(repo.store, repo.project) : null;

@@ -102,20 +102,19 @@ export class ProjectReader implements ProjectReads, PackFormReads, CollectionRea
   }
 
   async objectTypes(oids: readonly Oid[]): Promise<Array<ObjectType | undefined>> {
-    const { objects } = this.context;
-    const out = oids.map((oid) => objects.type(this.project, oid));
-    const missing = oids.filter((_, index) => out[index] === undefined);
-    if (missing.length === 0) return out;
-    const found = await mapped(() => selectObjectTypes(this.context.reads, this.project, missing));
-    return oids.map((oid, index) => out[index] ?? found.get(idKey(oid)));
+    return this.cachedOrSelected(oids, (oid) => this.context.objects.type(this.project, oid), (missing) => selectObjectTypes(this.context.reads, this.project, missing));
   }
 
   async objectSizes(oids: readonly Oid[]): Promise<Array<number | undefined>> {
-    const { objects } = this.context;
-    const out = oids.map((oid) => objects.size(this.project, oid));
+    return this.cachedOrSelected(oids, (oid) => this.context.objects.size(this.project, oid), (missing) => selectObjectSizes(this.context.reads, this.project, missing));
+  }
+
+  /** What the node's object cache knows of each id, the rest selected in one statement (by idKey). */
+  private async cachedOrSelected<T>(oids: readonly Oid[], cached: (oid: Oid) => T | undefined, select: (missing: Oid[]) => Promise<Map<string, T>>): Promise<Array<T | undefined>> {
+    const out = oids.map(cached);
     const missing = oids.filter((_, index) => out[index] === undefined);
     if (missing.length === 0) return out;
-    const found = await mapped(() => selectObjectSizes(this.context.reads, this.project, missing));
+    const found = await mapped(() => select(missing));
     return oids.map((oid, index) => out[index] ?? found.get(idKey(oid)));
   }
 

@@ -525,30 +525,28 @@ export class WriteProject extends ProjectReader implements ProjectWrites, PackFo
   // ---- reads: this transaction's writes first
 
   override async getObjectsWithAnnex(oids: readonly Oid[]): Promise<Array<AnnexedObject | undefined>> {
-    const mine = oids.map((oid) => this.objects.get(idKey(oid)));
-    const asked = oids.filter((_, index) => !mine[index]);
-    const stored = await super.getObjectsWithAnnex(asked);
-    this.rely(asked, (index) => stored[index] !== undefined);
-    let next = 0;
-    return mine.map((object) => (object ? { type: object.type, body: copy(object.body), annex: object.annex && copy(object.annex) } : stored[next++]));
+    return this.mineOrStored(oids, (object) => ({ type: object.type, body: copy(object.body), annex: object.annex && copy(object.annex) }), (asked) => super.getObjectsWithAnnex(asked));
   }
 
   override async objectSizes(oids: readonly Oid[]): Promise<Array<number | undefined>> {
-    const mine = oids.map((oid) => this.objects.get(idKey(oid)));
-    const asked = oids.filter((_, index) => !mine[index]);
-    const stored = await super.objectSizes(asked);
-    this.rely(asked, (index) => stored[index] !== undefined);
-    let next = 0;
-    return mine.map((object) => (object ? object.body.length : stored[next++]));
+    return this.mineOrStored(oids, (object) => object.body.length, (asked) => super.objectSizes(asked));
   }
 
   override async objectTypes(oids: readonly Oid[]): Promise<Array<ObjectType | undefined>> {
-    const mine = oids.map((oid) => this.objects.get(idKey(oid)));
-    const asked = oids.filter((_, index) => !mine[index]);
-    const stored = await super.objectTypes(asked);
-    this.rely(asked, (index) => stored[index] !== undefined);
+    return this.mineOrStored(oids, (object) => object.type, (asked) => super.objectTypes(asked));
+  }
+
+  /**
+   * Of each id, what this transaction's own object gives (`mine`), else the store's answer (asked
+   * in one read), each "present" answer relied on (checked again at the commit).
+   */
+  private async mineOrStored<T>(oids: readonly Oid[], mine: (object: PendingObject) => T, stored: (asked: Oid[]) => Promise<Array<T | undefined>>): Promise<Array<T | undefined>> {
+    const own = oids.map((oid) => this.objects.get(idKey(oid)));
+    const asked = oids.filter((_, index) => !own[index]);
+    const answers = await stored(asked);
+    this.rely(asked, (index) => answers[index] !== undefined);
     let next = 0;
-    return mine.map((object) => (object ? object.type : stored[next++]));
+    return own.map((object) => (object ? mine(object) : answers[next++]));
   }
 
   override async findObjectsByPrefix(hexPrefix: string, limit: number): Promise<Oid[]> {
