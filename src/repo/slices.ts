@@ -93,7 +93,10 @@ export function projectReads(repo: Repo): ReadTx {
     getWorkingTree: (branch) => read((tx) => tx.getWorkingTree(branch)),
     getVersion: () => read((tx) => tx.getVersion()),
   };
-  if (repo.store.packForms) reads.getDeflated = (oids) => read((tx) => tx.getDeflated!(oids));
+  if (repo.store.packForms) {
+    reads.getDeflated = (oids) => read((tx) => tx.getDeflated!(oids));
+    reads.getDeflatedWithin = (oids, bytesMax) => read((tx) => tx.getDeflatedWithin!(oids, bytesMax));
+  }
   // A backend without views is read with copies (the same visits).
   reads.visitObjects = (oids, visit) =>
     read(async (tx) => {

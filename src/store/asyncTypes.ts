@@ -117,6 +117,13 @@ export interface ProjectWrites extends ProjectReads {
 export interface PackFormReads {
   /** Forms in the order asked (copies), undefined where an object has none. */
   getDeflated(oids: readonly Oid[]): Promise<Array<DeflatedObject | undefined>>;
+  /**
+   * getDeflated of the first of `oids`, read in order until their bytes reach `bytesMax` (at least
+   * one): a form counts its deflated bytes, an object without one its size (the reader reads its
+   * body next), an absent object none. One answer per object read, so the answer may be shorter
+   * than `oids`. A reader that cannot stop part way asks the sizes first (deflatedWithinBySizes).
+   */
+  getDeflatedWithin(oids: readonly Oid[], bytesMax: number): Promise<Array<DeflatedObject | undefined>>;
 }
 
 export interface PackFormWrites extends PackFormReads {

@@ -43,6 +43,7 @@ import type {
 import { commitInfoFromBody } from './commitIndex.js';
 import { HeldForms } from './heldForms.js';
 import type { LmdbStore } from './lmdb.js';
+import { deflatedWithinBySizes } from './deflatedWithin.js';
 import {
   RefChangedError,
   type AnnexedObject,
@@ -277,6 +278,25 @@ class ReadOnlyProject implements ProjectReads, PackFormReads, CollectionReads {
   async getDeflated(oids: readonly Oid[]): Promise<Array<DeflatedObject | undefined>> {
     // peekDeflated's stream is a view the next read reuses: copied before the next.
     return this.base((tx) => oids.map((oid) => copyForm(tx.peekDeflated(oid))));
+  }
+
+  async getDeflatedWithin(oids: readonly Oid[], bytesMax: number): Promise<Array<DeflatedObject | undefined>> {
+    return this.base((tx) => {
+      const out: Array<DeflatedObject | undefined> = [];
+      let bytes = 0;
+      for (const oid of oids) {
+        if (out.length > 0 && bytes >= bytesMax) break;
+        const form = tx.peekDeflated(oid);
+        if (form) {
+          bytes += form.deflated.length;
+          out.push(copyForm(form));
+        } else {
+          bytes += tx.objectSize(oid) ?? 0;
+          out.push(undefined);
+        }
+      }
+      return out;
+    });
   }
 
   async getCollection(): Promise<CollectionState | undefined> {
@@ -621,6 +641,11 @@ class WriteProject extends ReadOnlyProject implements ProjectWrites, PackFormWri
       out.push(answer);
     }
     return out;
+  }
+
+  override async getDeflatedWithin(oids: readonly Oid[], bytesMax: number): Promise<Array<DeflatedObject | undefined>> {
+    // The store alone does not see this write's forms: counted by the sizes this write sees instead.
+    return deflatedWithinBySizes(this, oids, bytesMax);
   }
 
   /** The store's, checked at the replay (a collection beginning or ending in between runs the callback again). */

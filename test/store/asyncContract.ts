@@ -643,6 +643,46 @@ export function asyncStoreContract(backendName: string, openStore: () => AsyncSt
           expect((await store.read(async (tx) => formReads(tx.project(project)).getDeflated([y])))[0]!.deflated).toEqual(deflateSync(Buffer.from('y')));
           expect(await store.read(async (tx) => formReads(tx.project(project)).getDeflated([]))).toEqual([]);
         });
+
+        it('answers getDeflatedWithin with the forms of the first objects, read in order until their bytes reach the bound', async () => {
+          const project = freshProject();
+          // Incompressible bodies: a form is about as large as its body, so both ways of counting agree.
+          const bodies = Array.from({ length: 4 }, () => randomBytes(1000));
+          const big = randomBytes(5000);
+          const [a, b, c, d, noForm] = await store.write(async (tx) => {
+            const p = formWrites(tx.project(project));
+            const ids = bodies.map((body) => p.putObject('blob', body));
+            for (let i = 0; i < ids.length; i++) p.putDeflated(ids[i], deflateSync(bodies[i]));
+            return [...ids, p.putObject('blob', big)];
+          });
+          const absent = hashObject('blob', Buffer.from('absent'));
+          const within = (oids: Oid[], bytesMax: number) => store.read(async (tx) => formReads(tx.project(project)).getDeflatedWithin(oids, bytesMax));
+          const all = await store.read(async (tx) => formReads(tx.project(project)).getDeflated([a, b, c, d]));
+          expect(await within([a, b, c, d], 1e9)).toEqual(all);
+          // At least one, however small the bound.
+          expect(await within([a, b, c, d], 1)).toEqual(all.slice(0, 1));
+          // The second object takes the bytes past the bound, so the read stops after it.
+          expect(await within([a, b, c, d], 1500)).toEqual(all.slice(0, 2));
+          // An object without a form counts its body's size; an absent one counts nothing.
+          expect(await within([noForm, a], 3000)).toEqual([undefined]);
+          expect(await within([noForm, a], 10_000)).toEqual([undefined, all[0]]);
+          expect(await within([absent, a, b], 1)).toEqual([undefined, all[0]]);
+          expect(await within([], 1)).toEqual([]);
+          // Copies: changing one changes neither the store nor the others.
+          const forms = await within([a, b], 1e9);
+          forms[0]!.deflated.fill(0);
+          expect(forms[1]!.deflated).toEqual(all[1]!.deflated);
+          expect(await within([a], 1)).toEqual(all.slice(0, 1));
+          // A write sees its own objects and forms.
+          const body = randomBytes(1000);
+          const seen = await store.write(async (tx) => {
+            const p = formWrites(tx.project(project));
+            const e = p.putObject('blob', body);
+            p.putDeflated(e, deflateSync(body));
+            return p.getDeflatedWithin([e, a, b], 1500);
+          });
+          expect(seen.map((form) => form?.deflated)).toEqual([deflateSync(body), all[0]!.deflated]);
+        });
       }
     });
 

@@ -29,6 +29,7 @@ import {
   type V2Command,
 } from '../../git/smartProtocol.js';
 import type { ProjectReads } from '../../store/asyncTypes.js';
+import { deflatedWithinBySizes } from '../../store/deflatedWithin.js';
 import type { DeflatedObject, StoredObject } from '../../store/types.js';
 import { advertisedTips, checkWants, commonHaves, planPackSteps, planShallow, UploadRequestError, type PackPlan, type ShallowPlan } from './packObjects.js';
 import { DELTA_DEPTH_MAX } from './packedForms.js';
@@ -60,9 +61,11 @@ let deltaDeflater: Deflater | null = null;
 const deflateInline = (body: Buffer) => (inlineDeflater ??= new Deflater(INLINE_DEFLATE_LEVEL)).deflate(body);
 const deflateDelta = (delta: Buffer) => (deltaDeflater ??= new Deflater(constants.Z_DEFAULT_COMPRESSION)).deflate(delta);
 /** Objects the pack stream reads in one call at most. */
-const BATCH_OBJECTS_MAX = 1024;
-/** Bytes of files (by their sizes) the pack stream reads in one call, unless one file is larger. */
-const BATCH_BYTES = 4 * 1024 * 1024;
+export const BATCH_OBJECTS_MAX = 1024;
+/** Bytes of forms (of bodies, for objects without one) the pack stream reads in one call, unless one object is larger. */
+export const BATCH_BYTES = 4 * 1024 * 1024;
+/** Objects offered to one read at least (batchesOf). */
+const BATCH_OFFER_MIN = 16;
 
 /**
  * What the service lends upload-pack: `makeForm` makes a pack-ready form of `body` against `base`
@@ -279,8 +282,7 @@ async function* packStream(
     };
     add(writer.start());
     let sent = 0;
-    for await (const [start, end] of batchesOf(reads, plan)) {
-      const batch = await readBatch(reads, entries, start, end);
+    for await (const { start, end, batch } of batchesOf(reads, entries)) {
       for (let index = start; index < end; index++) {
         if (offsets[index] >= 0) continue;
         const before = sent;
@@ -326,27 +328,38 @@ interface PackEntries {
 }
 
 /**
- * The plan's objects as batches (`[start, end)` ranges of indexes) of at most BATCH_OBJECTS_MAX
- * objects and about BATCH_BYTES of blobs by their sizes, read a window at a time as the stream goes:
- * a batch of large files is short. Commits and trees are not weighed (their sizes are one more
- * lookup each, and most of a history's objects): they are small beside what files can be.
+ * The plan's objects as batches of consecutive objects, read as the stream goes: at most
+ * BATCH_OBJECTS_MAX objects, and about BATCH_BYTES of their forms (of their bodies, for those
+ * without one), so a batch of large files is short. The store stops reading at the bound
+ * (getDeflatedWithin), so no object is looked up twice to be weighed.
  */
-async function* batchesOf(reads: ReadTx, plan: PackPlan): AsyncGenerator<[number, number]> {
-  for (let from = 0; from < plan.objects.length; from += BATCH_OBJECTS_MAX) {
-    const to = Math.min(plan.objects.length, from + BATCH_OBJECTS_MAX);
-    const blobs: number[] = [];
-    for (let index = from; index < to; index++) if (plan.objects.type(index) === 'blob') blobs.push(index);
-    const blobSizes = await reads.objectSizes(blobs.map((index) => plan.objects.oidView(index)));
-    const sizes = new Float64Array(to - from);
-    blobs.forEach((index, i) => (sizes[index - from] = blobSizes[i] ?? 0));
-    const sizeOf = (index: number) => sizes[index - from];
-    for (let start = from; start < to; ) {
-      let end = start + 1;
-      for (let bytes = sizeOf(start); end < to && bytes + sizeOf(end) <= BATCH_BYTES; end++) bytes += sizeOf(end);
-      yield [start, end];
-      start = end;
+async function* batchesOf(reads: ReadTx, entries: PackEntries): AsyncGenerator<{ start: number; end: number; batch: Batch }> {
+  const { plan, offsets } = entries;
+  // Objects offered to one read: about twice what the last batch took, so a reader that weighs
+  // what it is offered first (deflatedWithinBySizes) is not offered a window per few large files.
+  let offered = BATCH_OBJECTS_MAX;
+  for (let start = 0; start < plan.objects.length; ) {
+    const limit = Math.min(plan.objects.length, start + offered);
+    const asked: number[] = [];
+    for (let index = start; index < limit; index++) if (offsets[index] < 0) asked.push(index);
+    if (asked.length === 0) {
+      start = limit;
+      continue;
     }
+    const forms = await formsWithin(reads, asked.map((index) => plan.objects.oidView(index)), BATCH_BYTES);
+    const taken = asked.slice(0, Math.max(1, forms.length));
+    const end = taken[taken.length - 1] + 1;
+    yield { start, end, batch: await readBatch(reads, entries, taken, forms) };
+    offered = Math.min(BATCH_OBJECTS_MAX, Math.max(BATCH_OFFER_MIN, 2 * taken.length));
+    start = end;
   }
+}
+
+/** The first of `oids` whose forms (bodies, where none) come to about `bytesMax`, with their forms. */
+function formsWithin(reads: ReadTx, oids: Oid[], bytesMax: number): Promise<Array<DeflatedObject | undefined>> {
+  if (reads.getDeflatedWithin) return reads.getDeflatedWithin(oids, bytesMax);
+  // A backend without forms: every object's body is read and deflated here.
+  return deflatedWithinBySizes({ objectSizes: (some) => reads.objectSizes(some), getDeflated: async (some) => some.map(() => undefined) }, oids, bytesMax);
 }
 
 /** What one read of a batch gave, by index in the plan. */
@@ -358,31 +371,27 @@ interface Batch {
 }
 
 /**
- * Reads what objects `start` to `end` need: their forms, the forms of the unwritten bases in this
- * pack their delta chains lead through (a level of the chains per read), and the bodies of those
- * that cannot go out in their form.
+ * The rest of what the objects `asked` need, beside their `forms` (as formsWithin read them): the
+ * forms of the unwritten bases in this pack their delta chains lead through (a level of the chains
+ * per read), and the bodies of those that cannot go out in their form.
  */
-async function readBatch(reads: ReadTx, entries: PackEntries, start: number, end: number): Promise<Batch> {
+async function readBatch(reads: ReadTx, entries: PackEntries, asked: number[], forms: Array<DeflatedObject | undefined>): Promise<Batch> {
   const { plan, offsets, indexOf, capabilities } = entries;
   const batch: Batch = { forms: new Map(), bodies: new Map() };
-  let asked: number[] = [];
-  for (let index = start; index < end; index++) if (offsets[index] < 0) asked.push(index);
-  if (reads.getDeflated) {
-    // Chains are acyclic and short (README "Pack-ready forms and deltas"); the bound is a guard. A
-    // collection turning a chain around between two of these reads can show a base on a form read
-    // before: chainOf stops there, and the object goes out whole.
-    for (let depth = 0; asked.length > 0 && depth <= DELTA_DEPTH_MAX; depth++) {
-      const forms = await reads.getDeflated(asked.map((index) => plan.objects.oidView(index)));
-      const bases = new Set<number>();
-      asked.forEach((index, i) => {
-        const form = forms[i];
-        batch.forms.set(index, form);
-        const base = form?.delta ? indexOf(form.delta.base) : undefined;
-        if (base !== undefined && offsets[base] < 0) bases.add(base);
-      });
-      asked = [...bases].filter((base) => !batch.forms.has(base));
-    }
-  } else for (const index of asked) batch.forms.set(index, undefined);
+  // Chains are acyclic and short (README "Pack-ready forms and deltas"); the bound is a guard. A
+  // collection turning a chain around between two of these reads can show a base on a form read
+  // before: chainOf stops there, and the object goes out whole.
+  for (let depth = 0; asked.length > 0 && depth <= DELTA_DEPTH_MAX; depth++) {
+    const bases = new Set<number>();
+    asked.forEach((index, i) => {
+      const form = forms[i];
+      batch.forms.set(index, form);
+      const base = form?.delta ? indexOf(form.delta.base) : undefined;
+      if (base !== undefined && offsets[base] < 0) bases.add(base);
+    });
+    asked = [...bases].filter((base) => !batch.forms.has(base));
+    if (asked.length > 0) forms = reads.getDeflated ? await reads.getDeflated(asked.map((index) => plan.objects.oidView(index))) : [];
+  }
   const whole = [...batch.forms].filter(([index, form]) => {
     if (capabilities.thin && plan.thinBases.has(index)) return false;
     if (!form) return true;

@@ -11,6 +11,7 @@ import type { AnnexedObject, CollectionState, CommitInfo, DeflatedObject, Listed
 import type { CommitCache, ObjectCache } from './caches.js';
 import { decodeRecord, isIdPrefix, oidPrefixRange, typeFromCode } from './codec.js';
 import { isStale, storeError } from './errors.js';
+import { deflatedWithinBySizes } from '../deflatedWithin.js';
 import {
   idKey,
   selectCollection,
@@ -176,6 +177,11 @@ export class ProjectReader implements ProjectReads, PackFormReads, CollectionRea
       }
       return copyForm(form);
     });
+  }
+
+  /** By the sizes first: a statement reads every row it selects. */
+  async getDeflatedWithin(oids: readonly Oid[], bytesMax: number): Promise<Array<DeflatedObject | undefined>> {
+    return deflatedWithinBySizes(this, oids, bytesMax);
   }
 
   // ---- garbage collection (a capability: src/store/asyncTypes.ts CollectionReads)
