@@ -17,7 +17,7 @@
  * benchBackend), built afresh each run (under <work>/clone-<N>-postgres/), to set beside LMDB's.
  */
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { SourceTree } from '../fixtures/sourceTree.js';
 import { loadConfig } from '../src/service/config.js';
@@ -47,6 +47,11 @@ export interface CloneResult {
   oursServerLifetimeHwmBytes: number;
   packBytesOurs: number;
   packBytesGit: number;
+  /**
+   * `git index-pack --stdin` of the pack our clone received, alone in a fresh repository, once per
+   * rep: what the cloning client spends on our pack with no server at all, a floor for the clone.
+   */
+  oursPackIndexing: Summary;
   /** isomorphic-git cloning from git http-backend, when asked for. */
   isogit?: Measurement;
 }
@@ -119,6 +124,22 @@ function importStream(tree: SourceTree): Buffer {
   return Buffer.concat(parts);
 }
 
+/** `git index-pack --stdin` of the received packs of the clone in `cloned`, into a fresh bare repository. */
+function timePackIndexing(cloned: string, scratch: string): number {
+  rmSync(scratch, { recursive: true, force: true });
+  const init = spawnSync('git', ['init', '-q', '--bare', scratch], { env: GIT_ENV });
+  if (init.status !== 0) throw new Error(`git init failed: ${init.stderr}`);
+  const packs = readdirSync(join(cloned, 'objects', 'pack')).filter((name) => name.endsWith('.pack'));
+  const start = process.hrtime.bigint();
+  for (const pack of packs) {
+    const indexed = spawnSync('git', ['index-pack', '--stdin'], { cwd: scratch, env: GIT_ENV, input: readFileSync(join(cloned, 'objects', 'pack', pack)), stdio: ['pipe', 'ignore', 'pipe'], maxBuffer: 1 << 20 });
+    if (indexed.status !== 0) throw new Error(`git index-pack failed: ${indexed.stderr}`);
+  }
+  const ms = Number(process.hrtime.bigint() - start) / 1e6;
+  rmSync(scratch, { recursive: true, force: true });
+  return ms;
+}
+
 /** Async, because git's backend runs in this process and must keep serving while git clones. */
 async function timeClone(url: string, target: string): Promise<{ ms: number; packBytes: number }> {
   rmSync(target, { recursive: true, force: true });
@@ -164,6 +185,7 @@ export async function runCloneBench(files: number, reps: number, workRoot = join
     const gitUrl = `${backend.url}/upstream.git`;
     const oursTimes: number[] = [];
     const gitTimes: number[] = [];
+    const indexingTimes: number[] = [];
     let packBytesOurs = 0;
     let packBytesGit = 0;
     let anon = 0;
@@ -182,6 +204,8 @@ export async function runCloneBench(files: number, reps: number, workRoot = join
       hwm = Math.max(hwm, peaks.hwmBytes);
       oursTimes.push(a.ms);
       packBytesOurs = a.packBytes;
+      // Reading the pack from a file adds little: the clone's index-pack reads it from a pipe as it comes.
+      indexingTimes.push(timePackIndexing(join(base, 'clone-ours'), join(base, 'index-pack')));
       const b = await timeClone(gitUrl, join(base, 'clone-git'));
       gitTimes.push(b.ms);
       packBytesGit = b.packBytes;
@@ -196,6 +220,7 @@ export async function runCloneBench(files: number, reps: number, workRoot = join
       oursServerLifetimeHwmBytes: Math.max(lifetimeHwmBeforeClones, hwm),
       packBytesOurs,
       packBytesGit,
+      oursPackIndexing: summarise(indexingTimes),
     };
     if (options.isogitCapSeconds) {
       result.isogit = await isogitClone(files, gitUrl, join(base, 'clone-isogit'), options.isogitReps ?? 1, options.isogitCapSeconds);

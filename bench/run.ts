@@ -334,6 +334,7 @@ function clonePart(workDir: string, size: number, options: Options, notes: strin
       size,
       packBytesOurs: result.packBytesOurs,
       packBytesGit: result.packBytesGit,
+      packIndexingMs: result.oursPackIndexing.medianMs,
       serverPeakAnonBytes: result.oursServerPeakAnonBytes,
       serverPeakFileBytes: result.oursServerPeakFileBytes,
       serverPeakBytes: result.oursServerHwmBytes,
