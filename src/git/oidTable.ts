@@ -142,6 +142,11 @@ export class OidList {
     return TYPES[this.types[index]];
   }
 
+  /** The ids in order, 20 bytes each, as a copy. */
+  idsBytes(): Buffer {
+    return Buffer.from(this.oids.subarray(0, this.count * OID_BYTES));
+  }
+
   /** Each id (a copy) and type, for callers that want records. */
   *[Symbol.iterator](): Generator<{ oid: Oid; type: ObjectType }> {
     for (let index = 0; index < this.count; index++) yield { oid: this.oid(index), type: this.type(index) };

@@ -237,6 +237,20 @@ export class PackWriter {
     return this.addEntry(OBJ_REF_DELTA, deltaBytes, Buffer.from(baseOid), deflated);
   }
 
+  /**
+   * Entries copied as they are from another pack: `bytes` holds `entries` whole entries, or, for a
+   * run of entries split across several calls, part of them (0 for the parts after the first). A
+   * pack that grows another starts so: its entries keep their offsets (both headers are 12 bytes),
+   * so the OFS_DELTAs among them still point right. No OFS_DELTA written later may name them (their
+   * offsets are not known here); a REF_DELTA may.
+   */
+  addEntriesVerbatim(bytes: Uint8Array, entries: number): Buffer {
+    if (this.state !== 'writing') throw new PackFormatError('pack entry written before start() or after finish()');
+    if (!Number.isInteger(entries) || entries < 0 || this.written + entries > this.objectCount) throw new PackFormatError(`pack announced only ${this.objectCount} objects`);
+    this.written += entries;
+    return this.emit(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.length));
+  }
+
   /** The trailing checksum; the pack is complete after it. */
   finish(): Buffer {
     if (this.state !== 'writing') throw new PackFormatError('pack finished before start() or twice');

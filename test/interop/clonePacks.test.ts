@@ -109,7 +109,8 @@ describe('a repeat clone', () => {
     expect(Math.max(keptV2, keptV0)).toBeLessThan(20);
     expect(second.equals(first)).toBe(true);
     expect(third.equals(first)).toBe(true);
-    expect(server.th.clonePacks.bytesUsed).toBe(keptBefore + first.length);
+    // The pack, and the ids of its objects (20 bytes each, for a later clone to grow it).
+    expect(server.th.clonePacks.bytesUsed).toBe(keptBefore + first.length + 20 * first.readUInt32BE(8));
 
     const theirs = join(work.path, 'from-git.git');
     await gitAsyncOk(['clone', '-q', '--bare', `${backend.url}/history.git`, theirs]);
@@ -169,6 +170,93 @@ describe('a repeat clone', () => {
     const again = await strictClonePack(urlOf(server, projectId), join(work.path, 'moved-again.git'));
     expect(again.equals(moved)).toBe(true);
     expect(counts(server)).toEqual({ hits: before.hits + 1, misses: before.misses + 1 });
+  }, 120_000);
+});
+
+describe('a clone of tips that moved on', () => {
+  /** A commit of one file on `branch` through the API, its forms made; the commit's id. */
+  const commitFile = async (branch: string, path: string): Promise<string> => {
+    const written = await server.call('POST', `/api/v1/projects/${projectId}/files/batch`, { branch, files: [{ path, content: `${path} on ${branch}\n` }] });
+    expect(written.status).toBe(200);
+    const committed = await server.call('POST', `/api/v1/projects/${projectId}/git/commit`, { branch });
+    expect(committed.status).toBe(201);
+    await server.th.deflateCache.idle();
+    return committed.body.commit.oid;
+  };
+  /** Every object the clone's pack holds, and every object its refs reach: the same, for a pack with nothing more than it should hold. */
+  const heldAndReached = (dir: string) => ({
+    held: git(['cat-file', '--batch-all-objects', '--batch-check=%(objectname)'], { cwd: dir }).trim().split('\n').sort().join('\n'),
+    reached: objectsOf(dir).split('\n').filter(Boolean).map((line) => line.slice(0, 40)).sort().join('\n'),
+  });
+  const entriesOf = (pack: Buffer) => pack.subarray(12, pack.length - 20);
+
+  it('grows the kept pack by the objects of the new commits: its entries first, strict-checked, nothing more than the tips reach, kept in turn', async () => {
+    const url = urlOf(server, projectId);
+    const base = await strictClonePack(url, join(work.path, 'grow-base.git'));
+    const tip = await commitFile('main', 'grown.txt');
+    const before = counts(server);
+    const { result: grown, reads } = await readsDuring(server, () => strictClonePack(url, join(work.path, 'grown.git')));
+    expect(counts(server)).toEqual({ hits: before.hits, misses: before.misses + 1 });
+    expect(git(['rev-parse', 'main'], { cwd: join(work.path, 'grown.git') }).trim()).toBe(tip);
+    // The kept pack's entries as they were, then the commit, the root tree and the file.
+    expect(entriesOf(grown).subarray(0, entriesOf(base).length).equals(entriesOf(base))).toBe(true);
+    expect(grown.readUInt32BE(8)).toBe(base.readUInt32BE(8) + 3);
+    // Planned whole, this history takes about 200 reads (the repeat clone above, the deleted branch below).
+    expect(reads).toBeLessThan(50);
+    const { held, reached } = heldAndReached(join(work.path, 'grown.git'));
+    expect(held).toEqual(reached);
+    const again = await strictClonePack(url, join(work.path, 'grown-again.git'));
+    expect(again.equals(grown)).toBe(true);
+    expect(counts(server)).toEqual({ hits: before.hits + 1, misses: before.misses + 1 });
+    // And grows again: a new branch from an older commit, and main moved on once more.
+    const older = git(['rev-parse', 'main~5'], { cwd: join(work.path, 'grown.git') }).trim();
+    const branched = await server.call('POST', `/api/v1/projects/${projectId}/git/branches`, { name: 'grow-side', from: older });
+    expect(branched.status).toBe(201);
+    await commitFile('grow-side', 'side.txt');
+    await commitFile('main', 'grown-more.txt');
+    const twice = await strictClonePack(url, join(work.path, 'grown-twice.git'));
+    expect(entriesOf(twice).subarray(0, entriesOf(grown).length).equals(entriesOf(grown))).toBe(true);
+    expect(twice.readUInt32BE(8)).toBe(grown.readUInt32BE(8) + 6);
+    expect(heldAndReached(join(work.path, 'grown-twice.git')).held).toEqual(heldAndReached(join(work.path, 'grown-twice.git')).reached);
+  }, 120_000);
+
+  it('sends once an object the kept pack holds that the new commits bring back (a file restored as it was)', async () => {
+    const url = urlOf(server, projectId);
+    await commitFile('main', 'restored.txt');
+    const removed = await server.call('POST', `/api/v1/projects/${projectId}/files/batch`, { branch: 'main', files: [], deletes: ['restored.txt'] });
+    expect(removed.status).toBe(200);
+    expect((await server.call('POST', `/api/v1/projects/${projectId}/git/commit`, { branch: 'main' })).status).toBe(201);
+    await server.th.deflateCache.idle();
+    const base = await strictClonePack(url, join(work.path, 'restore-base.git'));
+    // The same content at the same path: the blob is in the kept pack, not in the tree of its tip.
+    await commitFile('main', 'restored.txt');
+    const before = counts(server);
+    const grown = await strictClonePack(url, join(work.path, 'restored.git'));
+    expect(counts(server)).toEqual({ hits: before.hits, misses: before.misses + 1 });
+    expect(entriesOf(grown).subarray(0, entriesOf(base).length).equals(entriesOf(base))).toBe(true);
+    // The commit alone: its root tree and the blob are the ones from before the file was removed,
+    // which went out once, in the kept pack's entries (twice, and git refuses the pack).
+    expect(grown.readUInt32BE(8)).toBe(base.readUInt32BE(8) + 1);
+    const { held, reached } = heldAndReached(join(work.path, 'restored.git'));
+    expect(held).toEqual(reached);
+  }, 120_000);
+
+  it('is planned whole, not grown, when a tip of the kept pack is reached no more (a deleted branch): its objects reach no cloner', async () => {
+    const url = urlOf(server, projectId);
+    const unique = await commitFile('grow-side', 'secret.txt');
+    await strictClonePack(url, join(work.path, 'deleted-base.git'));
+    const deleted = await server.call('DELETE', `/api/v1/projects/${projectId}/git/branches/grow-side`);
+    expect(deleted.status).toBe(200);
+    await commitFile('main', 'after-delete.txt');
+    const before = counts(server);
+    const { reads } = await readsDuring(server, () => strictClonePack(url, join(work.path, 'after-delete.git')));
+    expect(counts(server)).toEqual({ hits: before.hits, misses: before.misses + 1 });
+    const dir = join(work.path, 'after-delete.git');
+    expect(git(['for-each-ref', '--format=%(refname)'], { cwd: dir })).not.toContain('grow-side');
+    const { held, reached } = heldAndReached(dir);
+    expect(held).not.toContain(unique);
+    expect(held).toEqual(reached);
+    expect(reads).toBeGreaterThan(50);
   }, 120_000);
 });
 

@@ -15,6 +15,13 @@
  * recently served going first, and the recordings of clones under way together hold at most
  * `recordingBytesMax` (past it, the recording that would go over stops: many concurrent clones,
  * or slow readers, cannot make the cache hold more than that).
+ *
+ * A push moves the tips, and the next clone asks for new wants: no kept pack answers it. But the
+ * pack kept for the old tips holds every object they reach, so when each old tip is an ancestor of
+ * a new want, the new pack is the old one grown by the objects the new commits bring (uploadPack.ts
+ * prepare): what git's pack reuse does with the pack it has, and JGit's cached packs with a pack
+ * plus the objects after it. `find` offers the pack last kept for a clone of the whole history of
+ * the project in the same entry form, with its tips and the ids it holds, on a miss.
  */
 import { oidToHex, type Oid } from '../../git/oid.js';
 import { LruCache } from '../../store/lruCache.js';
@@ -37,9 +44,19 @@ export interface ClonePackLimits {
   recordingBytesMax: number;
 }
 
+/** A kept pack: the pieces it was streamed in (about a megabyte each), kept and served without joining them. */
+export interface KeptPack {
+  pieces: readonly Buffer[];
+  /** The clone's wants. */
+  tips: readonly Oid[];
+  /** The ids of its objects, 20 bytes each, in pack order. */
+  ids: Buffer;
+}
+
 export class ClonePacks {
-  /** Each pack as the pieces it was streamed in (about a megabyte each): kept and served without joining them. */
-  private readonly packs: LruCache<string, readonly Buffer[]>;
+  private readonly packs: LruCache<string, KeptPack>;
+  /** The key of the pack last kept for a clone of the whole history, by project and entry form. */
+  private readonly latest = new Map<string, string>();
   /** Clones answered from a kept pack, and clones that made one (kept or not), for metrics and tests. */
   hits = 0;
   misses = 0;
@@ -47,7 +64,7 @@ export class ClonePacks {
   recordingBytes = 0;
 
   constructor(readonly limits: ClonePackLimits) {
-    this.packs = new LruCache(limits.bytesMax, limits.entryBytesMax, (pack) => pack.reduce((bytes, piece) => bytes + piece.length, 0));
+    this.packs = new LruCache(limits.bytesMax, limits.entryBytesMax, (pack) => pack.pieces.reduce((bytes, piece) => bytes + piece.length, pack.ids.length));
   }
 
   /** Bytes the kept packs take. */
@@ -55,28 +72,42 @@ export class ClonePacks {
     return this.packs.bytesUsed;
   }
 
-  /** The pack kept for a clone of `wants` in `project` of this shape, if one is kept. Counts the hit or the miss. */
-  find(project: number, wants: readonly Oid[], shape: ClonePackShape): { pack: readonly Buffer[] } | { recording: PackRecording } {
+  /**
+   * The pack kept for a clone of `wants` in `project` of this shape, if one is kept. Else a
+   * recording for the pack about to be made, and, for a clone of the whole history, the pack last
+   * kept for one in the same entry form, which that pack may grow (the caller checks that it may).
+   * Counts the hit or the miss.
+   */
+  find(project: number, wants: readonly Oid[], shape: ClonePackShape): { pack: readonly Buffer[] } | { recording: PackRecording; grows?: KeptPack } {
     const key = packKey(project, wants, shape);
     const pack = this.packs.get(key);
     if (pack) {
       this.hits++;
-      return { pack };
+      return { pack: pack.pieces };
     }
     this.misses++;
-    return { recording: new PackRecording(this, key) };
+    const whole = shape.depth === null && shape.deepenSince === null;
+    const latest = whole ? this.latest.get(latestKey(project, shape)) : undefined;
+    const grows = latest === undefined ? undefined : this.packs.get(latest);
+    return { recording: new PackRecording(this, key, whole ? latestKey(project, shape) : null, wants), ...(grows ? { grows } : {}) };
   }
 
-  /** Keeps a recorded pack (PackRecording.finish). */
-  keep(key: string, pack: readonly Buffer[]): void {
+  /** Keeps a recorded pack (PackRecording.finish); `latest`: the pack is of a whole history, to grow later. */
+  keep(key: string, pack: KeptPack, latest: string | null): void {
     this.packs.set(key, pack);
+    if (latest !== null) this.latest.set(latest, key);
   }
 
   /** Forgets a dropped project's packs (unreachable anyway: project numbers are never reused). */
   forgetProject(project: number): void {
     const prefix = `${project}:`;
     this.packs.deleteWhere((key) => key.startsWith(prefix));
+    for (const key of [...this.latest.keys()]) if (key.startsWith(prefix)) this.latest.delete(key);
   }
+}
+
+function latestKey(project: number, shape: ClonePackShape): string {
+  return `${project}:${shape.ofsDelta ? 'ofs' : 'ref'}`;
 }
 
 /**
@@ -104,6 +135,8 @@ export class PackRecording {
   constructor(
     private readonly packs: ClonePacks,
     private readonly key: string,
+    private readonly latest: string | null,
+    private readonly tips: readonly Oid[],
   ) {}
 
   /** Whether the recording still goes on (it stops past its limit, or when told the pack is not worth keeping). */
@@ -126,10 +159,10 @@ export class PackRecording {
     this.stop();
   }
 
-  /** The pack's last bytes were added: it is kept, unless the recording stopped. */
-  finish(): void {
+  /** The pack's last bytes were added: it is kept, with the ids of its objects (`ids`, asked only then), unless the recording stopped. */
+  finish(ids: () => Buffer): void {
     const pieces = this.stop();
-    if (pieces) this.packs.keep(this.key, pieces);
+    if (pieces) this.packs.keep(this.key, { pieces, tips: this.tips.map((tip) => Buffer.from(tip)), ids: ids() }, this.latest);
   }
 
   private stop(): Buffer[] | null {

@@ -8,9 +8,9 @@ import { constants } from 'node:zlib';
 import { Deflater } from '../../git/deflater.js';
 import { createDelta } from '../../git/delta.js';
 import { OID_BYTES, oidToHex, type Oid } from '../../git/oid.js';
-import { OidTable } from '../../git/oidTable.js';
+import { OidList, OidTable } from '../../git/oidTable.js';
 import { DELTA_TARGET_BYTES_MIN, type PackForm } from '../../git/packForm.js';
-import { PackWriter, type PackChunk } from '../../git/pack.js';
+import { PACK_HEADER_BYTES, PACK_TRAILER_BYTES, PackWriter, type PackChunk } from '../../git/pack.js';
 import { encodeDelim, encodeFlush, encodePktLine, encodeSideband, encodeSidebandPieces, SIDEBAND_DATA, SIDEBAND_PROGRESS } from '../../git/pktline.js';
 import { branchRef } from '../../git/refname.js';
 import {
@@ -34,7 +34,8 @@ import type { DeflatedObject, StoredObject } from '../../store/types.js';
 import { advertisedTips, checkWants, commonHaves, planPackSteps, planShallow, UploadRequestError, type PackPlan, type ShallowPlan } from './packObjects.js';
 import { DELTA_DEPTH_MAX } from './packedForms.js';
 import { inReadTx, MAIN_BRANCH, type ReadTx, type Repo } from '../repo.js';
-import type { PackRecording } from './clonePacks.js';
+import type { KeptPack, PackRecording } from './clonePacks.js';
+import { reachesWithin } from '../ancestry.js';
 import { inSlices, projectReads, Slicer } from '../slices.js';
 
 /** Objects per progress message on side-band 2. */
@@ -101,7 +102,7 @@ export async function* uploadPackV0(repo: Repo, request: FetchRequest, options: 
   const sideband = request.capabilities.has('side-band-64k') || request.capabilities.has('side-band');
   const sidebandBytes = request.capabilities.has('side-band-64k') ? SIDEBAND_CHUNK_BYTES : 995;
   const progress = sideband && !request.capabilities.has('no-progress');
-  const { plan, shallow, common, kept, recording } = await prepare(repo, request, () => request.negotiates && request.done);
+  const { plan, shallow, common, kept, recording, grows } = await prepare(repo, request, () => request.negotiates && request.done);
   // git answers a shallow list (ended by a flush) only when a deepen was asked for; a shallow
   // client fetching without one expects the ACK/NAK lines straight away.
   if (deepens(request)) {
@@ -119,7 +120,7 @@ export async function* uploadPackV0(repo: Repo, request: FetchRequest, options: 
   }
   yield encodePktLine(common.length > 0 ? `ACK ${oidToHex(common[common.length - 1])}\n` : 'NAK\n');
   if (kept) yield* keptPackStream(kept, sideband ? sidebandBytes : 0);
-  else yield* packStream(repo, plan!, packCapabilities(request.capabilities), sideband ? sidebandBytes : 0, progress, options, recording);
+  else yield* packStream(repo, plan!, packCapabilities(request.capabilities), sideband ? sidebandBytes : 0, progress, options, recording, grows);
   if (sideband) yield encodeFlush();
 }
 
@@ -129,7 +130,7 @@ export async function* fetchV2(repo: Repo, command: V2Command, options: UploadPa
   if (request.wants.length === 0) throw new ProtocolError('fetch without any want');
   const progress = !request.capabilities.has('no-progress');
   const waitsForDone = request.capabilities.has('wait-for-done');
-  const { plan, shallow, common, kept, recording } = await prepare(repo, request, (common) => request.done || request.haves.length === 0 || (common.length > 0 && !waitsForDone));
+  const { plan, shallow, common, kept, recording, grows } = await prepare(repo, request, (common) => request.done || request.haves.length === 0 || (common.length > 0 && !waitsForDone));
   // Without haves there is nothing to acknowledge: the pack follows at once.
   if (!request.done && request.haves.length > 0) {
     yield encodePktLine('acknowledgments\n');
@@ -151,7 +152,7 @@ export async function* fetchV2(repo: Repo, command: V2Command, options: UploadPa
   }
   yield encodePktLine('packfile\n');
   if (kept) yield* keptPackStream(kept, SIDEBAND_CHUNK_BYTES);
-  else yield* packStream(repo, plan!, packCapabilities(request.capabilities), SIDEBAND_CHUNK_BYTES, progress, options, recording);
+  else yield* packStream(repo, plan!, packCapabilities(request.capabilities), SIDEBAND_CHUNK_BYTES, progress, options, recording, grows);
   yield encodeFlush();
 }
 
@@ -167,7 +168,7 @@ async function prepare(
   repo: Repo,
   request: FetchRequest,
   sendsPack: (common: Oid[]) => boolean,
-): Promise<{ plan: PackPlan | null; shallow: ShallowPlan; common: Oid[]; kept?: readonly Buffer[]; recording?: PackRecording }> {
+): Promise<{ plan: PackPlan | null; shallow: ShallowPlan; common: Oid[]; kept?: readonly Buffer[]; recording?: PackRecording; grows?: KeptPack }> {
   try {
     const { shallow, common } = await inReadTx(repo, async (tx) => {
       await checkWants(tx, request.wants);
@@ -179,12 +180,56 @@ async function prepare(
     const shape = { ofsDelta: packCapabilities(request.capabilities).ofsDelta, depth: request.depth, deepenSince: request.deepenSince };
     const found = clone ? repo.clonePacks?.find(repo.project, request.wants, shape) : undefined;
     if (found && 'pack' in found) return { plan: null, shallow, common, kept: found.pack };
+    if (found?.grows && (await inReadTx(repo, (tx) => tipsReached(tx, found.grows!.tips, request.wants)))) {
+      const increment = await inSlices(planPackSteps(projectReads(repo), { wants: request.wants, haves: [...found.grows.tips], shallow }));
+      return { plan: await beyondKept(increment, found.grows), shallow, common, recording: found.recording, grows: found.grows };
+    }
     const plan = await inSlices(planPackSteps(projectReads(repo), { wants: request.wants, haves: common, shallow }));
     return { plan, shallow, common, ...(found ? { recording: found.recording } : {}) };
   } catch (error) {
     if (error instanceof UploadRequestError) throw new ProtocolError(error.message);
     throw error;
   }
+}
+
+/** Commits ancestorship is looked for through before a kept pack is given up on (tipsReached). */
+const GROW_ANCESTRY_READS_MAX = 4096;
+
+/**
+ * Whether every tip of a kept pack is reached by a want, so everything the kept pack holds is
+ * something the clone asks for (a tip a force-push or a deleted branch left behind must not reach a
+ * cloner through a kept pack). Each moved tip is looked for below the wants that are not kept tips,
+ * a bounded walk each: given up on, the clone is planned whole.
+ */
+async function tipsReached(tx: ProjectReads, tips: readonly Oid[], wants: readonly Oid[]): Promise<boolean> {
+  const wanted = new Set(wants.map(oidToHex));
+  const kept = new Set(tips.map(oidToHex));
+  const moved = wants.filter((want) => !kept.has(oidToHex(want)));
+  for (const tip of tips) {
+    if (wanted.has(oidToHex(tip))) continue;
+    let reached = false;
+    for (const want of moved) if ((reached = (await reachesWithin(tx, tip, want, GROW_ANCESTRY_READS_MAX)) === true)) break;
+    if (!reached) return false;
+  }
+  return true;
+}
+
+/**
+ * The plan of a fetch with the kept pack's tips as haves, less what the kept pack holds (a fetch
+ * plan may list an object older commits reach, a file changed back): the objects the grown pack
+ * adds. The kept pack's objects are what its deltas may name, as a thin pack's name the client's;
+ * no delta is made while the client waits (no thin bases).
+ */
+async function beyondKept(increment: PackPlan, kept: KeptPack): Promise<PackPlan> {
+  const held = new OidTable(kept.ids.length / OID_BYTES);
+  const slicer = new Slicer();
+  for (let at = 0; at < kept.ids.length; at += OID_BYTES) {
+    held.add(kept.ids, at);
+    if (slicer.due) await slicer.pause();
+  }
+  const objects = new OidList();
+  for (let index = 0; index < increment.objects.length; index++) if (!held.has(increment.objects.oidView(index))) objects.push(increment.objects.oidView(index), increment.objects.type(index));
+  return { objects, clientHas: held, thinBases: new Map() };
 }
 
 /** A kept pack, in the writes and side-band packets packStream would have sent it in (no progress: it takes no time). */
@@ -240,10 +285,14 @@ async function* packStream(
   progress: boolean,
   options: UploadPackOptions,
   recording?: PackRecording,
+  grows?: KeptPack,
 ): AsyncGenerator<Buffer> {
   try {
     const reads = projectReads(repo);
-    const writer = new PackWriter(plan.objects.length);
+    // A pack that grows a kept one: its entries first, then the plan's, which may be deltas on them (as on a thin pack's bases).
+    if (grows) capabilities = { ...capabilities, thin: true };
+    const keptObjects = grows ? grows.ids.length / OID_BYTES : 0;
+    const writer = new PackWriter(keptObjects + plan.objects.length);
     const slicer = new Slicer();
     // Built at the first delta: a pack of whole objects (a tree written through the API) never needs it.
     let indexById: OidTable | null = null;
@@ -282,6 +331,15 @@ async function* packStream(
     };
     add(writer.start());
     let sent = 0;
+    if (grows) {
+      let entries = keptObjects;
+      for (const piece of keptEntries(grows.pieces)) {
+        add(writer.addEntriesVerbatim(piece, entries));
+        entries = 0;
+        if (pendingBytes >= WRITE_CHUNK_BYTES) yield take();
+      }
+      sent = keptObjects;
+    }
     for await (const { start, end, batch } of batchesOf(reads, entries)) {
       for (let index = start; index < end; index++) {
         if (offsets[index] >= 0) continue;
@@ -301,11 +359,24 @@ async function* packStream(
     add(writer.finish());
     if (entries.unformed) recording?.abandon();
     const last = take();
-    recording?.finish();
+    recording?.finish(() => (grows ? Buffer.concat([grows.ids, plan.objects.idsBytes()]) : plan.objects.idsBytes()));
     yield last;
   } finally {
     // A stream that ended early (the client went away, a read failed) keeps nothing; after finish() this does nothing.
     recording?.abandon();
+  }
+}
+
+/** The entries of a kept pack as views into its pieces: its bytes without the pack header and the trailing checksum. */
+function* keptEntries(pieces: readonly Buffer[]): Generator<Buffer> {
+  const total = pieces.reduce((bytes, piece) => bytes + piece.length, 0);
+  const end = total - PACK_TRAILER_BYTES;
+  let at = 0;
+  for (const piece of pieces) {
+    const from = Math.max(at, PACK_HEADER_BYTES);
+    const to = Math.min(at + piece.length, end);
+    if (to > from) yield piece.subarray(from - at, to - at);
+    at += piece.length;
   }
 }
 

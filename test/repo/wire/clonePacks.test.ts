@@ -9,6 +9,8 @@ import { ClonePacks, type ClonePackShape } from '../../../src/repo/wire/clonePac
 
 const a = oidFromHex('a'.repeat(40));
 const b = oidFromHex('b'.repeat(40));
+/** A kept pack's object ids, where a test needs none. */
+const NO_IDS = () => Buffer.alloc(0);
 /** A whole clone taking OFS_DELTA entries. */
 const WHOLE: ClonePackShape = { ofsDelta: true, depth: null, deepenSince: null };
 
@@ -17,7 +19,7 @@ function made(packs: ClonePacks, project: number, wants: Buffer[], bytes: number
   const found = packs.find(project, wants, shape);
   if (!('recording' in found)) throw new Error('expected a miss');
   found.recording.add(Buffer.alloc(bytes, fill));
-  found.recording.finish();
+  found.recording.finish(NO_IDS);
 }
 
 describe('ClonePacks', () => {
@@ -43,7 +45,7 @@ describe('ClonePacks', () => {
     if (!('recording' in found)) throw new Error('expected a miss');
     found.recording.add(Buffer.from('PACK'));
     found.recording.add(Buffer.from('-body'));
-    found.recording.finish();
+    found.recording.finish(NO_IDS);
     const kept = packs.find(1, [a], WHOLE);
     expect('pack' in kept && Buffer.concat(kept.pack)).toEqual(Buffer.from('PACK-body'));
   });
@@ -55,12 +57,12 @@ describe('ClonePacks', () => {
     large.recording.add(Buffer.alloc(300));
     large.recording.add(Buffer.alloc(300));
     expect(large.recording.recording).toBe(false);
-    large.recording.finish();
+    large.recording.finish(NO_IDS);
     const abandoned = packs.find(1, [b], WHOLE);
     if (!('recording' in abandoned)) throw new Error('expected a miss');
     abandoned.recording.add(Buffer.alloc(10));
     abandoned.recording.abandon();
-    abandoned.recording.finish();
+    abandoned.recording.finish(NO_IDS);
     const cut = packs.find(2, [a], WHOLE);
     if (!('recording' in cut)) throw new Error('expected a miss');
     cut.recording.add(Buffer.alloc(10));
@@ -84,15 +86,42 @@ describe('ClonePacks', () => {
     second.add(Buffer.alloc(100));
     expect(second.recording).toBe(false);
     expect(packs.recordingBytes).toBe(400);
-    first.finish();
+    first.finish(NO_IDS);
     expect(packs.recordingBytes).toBe(0);
     expect(packs.bytesUsed).toBe(400);
     const third = recordingOf([a, b]);
     third.add(Buffer.alloc(300));
     third.abandon();
-    third.finish();
+    third.finish(NO_IDS);
     expect(packs.recordingBytes).toBe(0);
     expect(packs.bytesUsed).toBe(400);
+  });
+
+  it('offers the pack last kept for a whole clone of the project in the same entry form, with its tips and ids, to grow', () => {
+    const packs = new ClonePacks({ bytesMax: 1000, entryBytesMax: 500, recordingBytesMax: 1000 });
+    const missed = (project: number, wants: Buffer[], shape: ClonePackShape = WHOLE) => {
+      const found = packs.find(project, wants, shape);
+      if (!('recording' in found)) throw new Error('expected a miss');
+      return found;
+    };
+    expect(missed(1, [a]).grows).toBeUndefined();
+    const first = missed(1, [a]);
+    first.recording.add(Buffer.alloc(100, 1));
+    first.recording.finish(() => Buffer.from(a));
+    // A shallow clone's pack is not offered: it does not hold every object its tips reach.
+    made(packs, 1, [b], 50, 2, { ...WHOLE, depth: 1 });
+    const grows = missed(1, [b]).grows;
+    expect(grows).toEqual({ pieces: [Buffer.alloc(100, 1)], tips: [a], ids: Buffer.from(a) });
+    expect(missed(1, [a, b], { ...WHOLE, depth: 2 }).grows).toBeUndefined();
+    expect(missed(1, [b], { ...WHOLE, ofsDelta: false }).grows).toBeUndefined();
+    expect(missed(2, [b]).grows).toBeUndefined();
+    // The ids count in the bytes kept.
+    expect(packs.bytesUsed).toBe(100 + 20 + 50);
+    // The pack kept last is the one offered.
+    made(packs, 1, [a, b], 30, 3);
+    expect(missed(1, [b]).grows?.tips).toEqual([a, b]);
+    packs.forgetProject(1);
+    expect(missed(1, [b]).grows).toBeUndefined();
   });
 
   it('stays within its bytes, forgetting the least recently served first, and forgets a dropped project', () => {
