@@ -12,6 +12,8 @@
  *   clone is then checked with `git fsck --strict` (untimed). Our first clone is planned; the
  *   repetitions after it get the pack it made (src/repo/wire/clonePacks.ts), as git's pack reuse
  *   serves the repacked pack: the first is reported on its own too (oursFirstMs), and counts in the median;
+ *   then (reported beside, not judged) ours each after a commit through the API on a branch of its
+ *   own, which moves the tips: the kept pack grows by the commit's objects;
  * - fetch: the last 10 commits of main's first-parent line (merged topic commits with them) into a
  *   bare clone that lacks them, time and pack bytes received;
  * - push: `git push` of main's whole history from the packed repository, to ours as a new branch
@@ -54,6 +56,8 @@ const GIT_ENV = isolatedGitEnv({ noAutoGc: true });
 /** Any one git command or API call of the benchmark; past it the scenario is reported as failed. */
 const OPERATION_MS_MAX = 20 * 60_000;
 const DEFAULT_REPS = 3;
+/** The branch the clones after a commit commit on. */
+const AFTER_COMMIT_BRANCH = 'bench-after-commit';
 
 interface Context {
   work: string;
@@ -288,7 +292,7 @@ async function runHistory(ctx: Context, name: HistoryKind, commits: number): Pro
   });
 
   // Clones and fetches from a server restarted on the last seeded store.
-  const clone = { ours: [] as number[], git: [] as number[], oursBytes: null as number | null, gitBytes: null as number | null, peakAnon: 0, oursFsckClean: false, oursFirstMs: undefined as number | undefined };
+  const clone = { ours: [] as number[], git: [] as number[], oursBytes: null as number | null, gitBytes: null as number | null, peakAnon: 0, oursFsckClean: false, oursFirstMs: undefined as number | undefined, oursAfterCommit: [] as number[] };
   const fetched = { ours: [] as number[], git: [] as number[], oursBytes: null as number | null, gitBytes: null as number | null, commits: 0, objects: 0 };
   if (served) {
     const ours = await startOurs(ctx, served.dataDir, `serve-${name}`, served.key);
@@ -325,6 +329,27 @@ async function runHistory(ctx: Context, name: HistoryKind, commits: number): Pro
           } catch (error) {
             note(`clone ${side} ${rep + 1}`, error);
           }
+        }
+        rmSync(target, { recursive: true, force: true });
+      }
+
+      // A clone after a commit (untimed, through the API, its forms made): the tips moved, so no
+      // kept pack answers it; the one kept for the tips before grows (clonePacks.ts). On a branch
+      // of its own, so main stays what the fetch below expects.
+      for (let rep = 0; rep < reps; rep++) {
+        const target = join(work, 'clone.git');
+        rmSync(target, { recursive: true, force: true });
+        try {
+          const projectPath = `/projects/${served.projectId}`;
+          if (rep === 0) await api(ours.server, served.key, 'POST', `${projectPath}/git/branches`, { name: AFTER_COMMIT_BRANCH, from: 'main' });
+          await api(ours.server, served.key, 'POST', `${projectPath}/files/batch`, { branch: AFTER_COMMIT_BRANCH, files: [{ path: `after-commit-${rep}.txt`, content: `commit ${rep}\n` }] });
+          await api(ours.server, served.key, 'POST', `${projectPath}/git/commit`, { branch: AFTER_COMMIT_BRANCH, message: `After commit ${rep}` });
+          await deflateCatchUp(served.dataDir);
+          const { ms } = await runGit(['clone', '-q', '--bare', oursUrl, target]);
+          clone.oursAfterCommit.push(ms);
+          progress(`${name} clone after a commit ${rep + 1}/${reps} ours: ${(ms / 1000).toFixed(2)} s`);
+        } catch (error) {
+          note(`clone after a commit ${rep + 1}`, error);
         }
         rmSync(target, { recursive: true, force: true });
       }
@@ -419,7 +444,7 @@ async function runHistory(ctx: Context, name: HistoryKind, commits: number): Pro
     gitStoreBytes: packBytesIn(repo, ['.pack', '.idx']),
     gitRepoBytes: duBytes(repo),
     seed: { ours: orNull(seed.ours), git: orNull(seed.git), oursPeakAnonBytes: seed.peakAnon, deflateCatchUpMs: seed.catchUp, worstHealthzMs: seed.worstGap, oursRunning: orNull(running) },
-    clone: { ours: orNull(clone.ours), git: orNull(clone.git), oursPackBytes: clone.oursBytes, gitPackBytes: clone.gitBytes, oursPeakAnonBytes: clone.peakAnon, oursFsckClean: clone.oursFsckClean, oursFirstMs: clone.oursFirstMs },
+    clone: { ours: orNull(clone.ours), git: orNull(clone.git), oursPackBytes: clone.oursBytes, gitPackBytes: clone.gitBytes, oursPeakAnonBytes: clone.peakAnon, oursFsckClean: clone.oursFsckClean, oursFirstMs: clone.oursFirstMs, oursAfterCommit: orNull(clone.oursAfterCommit) },
     fetch: { ours: orNull(fetched.ours), git: orNull(fetched.git), oursPackBytes: fetched.oursBytes, gitPackBytes: fetched.gitBytes, commits: fetched.commits, objects: fetched.objects },
     push: { ours: orNull(push.ours), git: orNull(push.git), oursPeakAnonBytes: push.peakAnon, worstHealthzMs: push.worstGap, oursRunning: orNull(pushRunning) },
     store,
