@@ -5,14 +5,6 @@ import { commitInfo } from './repo.js';
 
 /** True when `ancestor` is `descendant` or reachable from it through parents. */
 export async function isAncestor(tx: ProjectReads, ancestor: Oid, descendant: Oid): Promise<boolean> {
-  return (await reachesWithin(tx, ancestor, descendant, Infinity)) === true;
-}
-
-/**
- * isAncestor with a bound on the commits it reads: null when it gives up after `readsMax`, for
- * callers to whom "not shown" and "no" lead the same way and a long walk is not worth its time.
- */
-export async function reachesWithin(tx: ProjectReads, ancestor: Oid, descendant: Oid, readsMax: number): Promise<boolean | null> {
   if (ancestor.equals(descendant)) return true;
   const floor = (await commitInfo(tx, ancestor))?.generation;
   if (floor === undefined) return false;
@@ -23,7 +15,6 @@ export async function reachesWithin(tx: ProjectReads, ancestor: Oid, descendant:
     if (oid.equals(ancestor)) return true;
     const key = oidToHex(oid);
     if (seen.has(key)) continue;
-    if (seen.size >= readsMax) return null;
     seen.add(key);
     const info = await commitInfo(tx, oid);
     // A commit's ancestors all have smaller generations, so nothing at or below the floor can lead there.

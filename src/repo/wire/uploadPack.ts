@@ -33,9 +33,8 @@ import { deflatedWithinBySizes } from '../../store/deflatedWithin.js';
 import type { DeflatedObject, StoredObject } from '../../store/types.js';
 import { advertisedTips, checkWants, commonHaves, planPackSteps, planShallow, UploadRequestError, type PackPlan, type ShallowPlan } from './packObjects.js';
 import { DELTA_DEPTH_MAX } from './packedForms.js';
-import { inReadTx, MAIN_BRANCH, type ReadTx, type Repo } from '../repo.js';
+import { commitInfo, inReadTx, MAIN_BRANCH, type ReadTx, type Repo } from '../repo.js';
 import type { KeptPack, PackRecording } from './clonePacks.js';
-import { reachesWithin } from '../ancestry.js';
 import { inSlices, projectReads, Slicer } from '../slices.js';
 
 /** Objects per progress message on side-band 2. */
@@ -192,26 +191,43 @@ async function prepare(
   }
 }
 
-/** Commits ancestorship is looked for through before a kept pack is given up on (tipsReached). */
+/** Commits read at most to find a kept pack's tips below a clone's wants (tipsReached). */
 const GROW_ANCESTRY_READS_MAX = 4096;
 
 /**
  * Whether every tip of a kept pack is reached by a want, so everything the kept pack holds is
- * something the clone asks for (a tip a force-push or a deleted branch left behind must not reach a
- * cloner through a kept pack). Each moved tip is looked for below the wants that are not kept tips,
- * a bounded walk each: given up on, the clone is planned whole.
+ * something the clone asks for: a tip a deleted branch left behind must not bring its objects to a
+ * cloner through a kept pack. One walk down from the wants that are not kept tips, over the commit
+ * index, cut at the lowest generation of the tips it looks for and given up on (the clone is
+ * planned whole) after GROW_ANCESTRY_READS_MAX commits.
  */
 async function tipsReached(tx: ProjectReads, tips: readonly Oid[], wants: readonly Oid[]): Promise<boolean> {
   const wanted = new Set(wants.map(oidToHex));
-  const kept = new Set(tips.map(oidToHex));
-  const moved = wants.filter((want) => !kept.has(oidToHex(want)));
+  const sought = new Set<string>();
+  let floor = Infinity;
   for (const tip of tips) {
-    if (wanted.has(oidToHex(tip))) continue;
-    let reached = false;
-    for (const want of moved) if ((reached = (await reachesWithin(tx, tip, want, GROW_ANCESTRY_READS_MAX)) === true)) break;
-    if (!reached) return false;
+    const hex = oidToHex(tip);
+    if (wanted.has(hex)) continue;
+    const generation = (await commitInfo(tx, tip))?.generation;
+    if (generation === undefined) return false;
+    sought.add(hex);
+    floor = Math.min(floor, generation);
   }
-  return true;
+  const kept = new Set(tips.map(oidToHex));
+  const stack = wants.filter((want) => !kept.has(oidToHex(want)));
+  const seen = new Set<string>();
+  while (sought.size > 0 && stack.length > 0) {
+    const oid = stack.pop()!;
+    const hex = oidToHex(oid);
+    if (seen.has(hex)) continue;
+    if (seen.size >= GROW_ANCESTRY_READS_MAX) return false;
+    seen.add(hex);
+    sought.delete(hex);
+    const info = await commitInfo(tx, oid);
+    // A commit's ancestors all have smaller generations: none at or below the floor leads to a tip sought.
+    if (info && info.generation > floor) stack.push(...info.parents);
+  }
+  return sought.size === 0;
 }
 
 /**
