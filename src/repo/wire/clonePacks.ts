@@ -89,6 +89,8 @@ export class ClonePacks {
     const whole = shape.depth === null && shape.deepenSince === null;
     const latest = whole ? this.latest.get(latestKey(project, shape)) : undefined;
     const grows = latest === undefined ? undefined : this.packs.get(latest);
+    // The pack it named has gone (the least recently served go first): so does the name.
+    if (latest !== undefined && !grows) this.latest.delete(latestKey(project, shape));
     return { recording: new PackRecording(this, key, whole ? latestKey(project, shape) : null, wants), ...(grows ? { grows } : {}) };
   }
 

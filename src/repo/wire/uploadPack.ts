@@ -348,10 +348,11 @@ async function* packStream(
     add(writer.start());
     let sent = 0;
     if (grows) {
-      let entries = keptObjects;
+      // The whole count goes with the first piece: the writer checks it against the header's.
+      let uncounted = keptObjects;
       for (const piece of keptEntries(grows.pieces)) {
-        add(writer.addEntriesVerbatim(piece, entries));
-        entries = 0;
+        add(writer.addEntriesVerbatim(piece, uncounted));
+        uncounted = 0;
         if (pendingBytes >= WRITE_CHUNK_BYTES) yield take();
       }
       sent = keptObjects;
