@@ -20,7 +20,7 @@ export interface MetricSources {
   syncQueueDepth(): Promise<number>;
   syncAttempts(): { completed: number; failed: number };
   /** Clones answered from a kept pack or planned, and the bytes the kept packs take (src/repo/wire/clonePacks.ts). */
-  clonePacks(): { hits: number; misses: number; bytes: number };
+  clonePacks(): { hits: number; grown: number; misses: number; bytes: number };
 }
 
 export class Metrics {
@@ -75,13 +75,14 @@ export class Metrics {
     });
     new Counter({
       name: 'treehouse_clone_packs_total',
-      help: 'Clones since start, by whether a kept pack answered them (hit) or the pack was planned (miss)',
+      help: 'Clones since start, by whether a kept pack answered them (hit), a kept pack grew by the objects of newer commits (grown) or the pack was planned whole (miss)',
       labelNames: ['outcome'],
       registers,
       collect() {
         const packs = sources.clonePacks();
         this.reset();
         this.inc({ outcome: 'hit' }, packs.hits);
+        this.inc({ outcome: 'grown' }, packs.grown);
         this.inc({ outcome: 'miss' }, packs.misses);
       },
     });

@@ -112,7 +112,7 @@ export function openTreehouse(config: Config, store: AsyncStore): Treehouse {
           packCacheBacklog: () => deflateCache.backlog,
           syncQueueDepth: () => remoteSync.queueDepth(),
           syncAttempts: () => remoteSync.attempts,
-          clonePacks: () => ({ hits: clonePacks.hits, misses: clonePacks.misses, bytes: clonePacks.bytesUsed }),
+          clonePacks: () => ({ hits: clonePacks.hits, grown: clonePacks.grown, misses: clonePacks.misses, bytes: clonePacks.bytesUsed }),
         });
   // A store that keeps every raw copy (formsAlone false: PostgreSQL) needs the pushed blobs whole.
   const packChecker = new PackChecker({ wholeBlobs: !store.formsAlone });

@@ -44,6 +44,7 @@ describe('metrics', () => {
     expect(sample(text, 'treehouse_sync_attempts_total{outcome="failed"}')).toBe(0);
     // No clone yet (test/interop/clonePacks.test.ts counts them).
     expect(sample(text, 'treehouse_clone_packs_total{outcome="hit"}')).toBe(0);
+    expect(sample(text, 'treehouse_clone_packs_total{outcome="grown"}')).toBe(0);
     expect(sample(text, 'treehouse_clone_packs_bytes')).toBe(0);
     expect(sample(text, 'treehouse_storage_used_bytes')).toBeGreaterThan(0);
     expect(sample(text, 'treehouse_storage_free_bytes')).toBeGreaterThan(0);

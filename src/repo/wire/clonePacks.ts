@@ -57,8 +57,12 @@ export class ClonePacks {
   private readonly packs: LruCache<string, KeptPack>;
   /** The key of the pack last kept for a clone of the whole history, by project and entry form. */
   private readonly latest = new Map<string, string>();
-  /** Clones answered from a kept pack, and clones that made one (kept or not), for metrics and tests. */
+  /**
+   * Clones answered from a kept pack (hits), with a kept pack grown by the objects of newer commits
+   * (grown), and planned whole (misses), for metrics and tests.
+   */
   hits = 0;
+  grown = 0;
   misses = 0;
   /** Bytes the recordings under way hold. */
   recordingBytes = 0;
@@ -92,6 +96,12 @@ export class ClonePacks {
     // The pack it named has gone (the least recently served go first): so does the name.
     if (latest !== undefined && !grows) this.latest.delete(latestKey(project, shape));
     return { recording: new PackRecording(this, key, whole ? latestKey(project, shape) : null, wants), ...(grows ? { grows } : {}) };
+  }
+
+  /** A miss of `find` whose pack grows the kept one it offered: counted as grown, not as a miss. */
+  grew(): void {
+    this.misses--;
+    this.grown++;
   }
 
   /** Keeps a recorded pack (PackRecording.finish); `latest`: the pack is of a whole history, to grow later. */

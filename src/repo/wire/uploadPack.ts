@@ -180,6 +180,7 @@ async function prepare(
     const found = clone ? repo.clonePacks?.find(repo.project, request.wants, shape) : undefined;
     if (found && 'pack' in found) return { plan: null, shallow, common, kept: found.pack };
     if (found?.grows && (await inReadTx(repo, (tx) => tipsReached(tx, found.grows!.tips, request.wants)))) {
+      repo.clonePacks!.grew();
       const increment = await inSlices(planPackSteps(projectReads(repo), { wants: request.wants, haves: [...found.grows.tips], shallow }));
       return { plan: await beyondKept(increment, found.grows), shallow, common, recording: found.recording, grows: found.grows };
     }

@@ -37,6 +37,9 @@ describe('ClonePacks', () => {
     expect('recording' in packs.find(1, [a, b], { ...WHOLE, depth: 2 })).toBe(true);
     expect('recording' in packs.find(1, [a, b], { ...WHOLE, deepenSince: 1_700_000_000 })).toBe(true);
     expect({ hits: packs.hits, misses: packs.misses }).toEqual({ hits: 3, misses: 7 });
+    // A miss whose pack grows a kept one counts as grown instead.
+    packs.grew();
+    expect({ hits: packs.hits, grown: packs.grown, misses: packs.misses }).toEqual({ hits: 3, grown: 1, misses: 6 });
   });
 
   it('keeps the pieces in order, as one pack', () => {
