@@ -565,6 +565,14 @@ export class LmdbStore implements Store {
     return (this.asyncView ??= new LmdbAsyncStore(this));
   }
 
+  /**
+   * @internal Whether an object is kept under `key` anywhere: raw, as its pack-ready form alone, or
+   * in the log of recent objects as this instance has read it (hasObject reads the log's tail too).
+   */
+  isStored(key: Buffer): boolean {
+    return this.dbs.objects.doesExist(key) || this.dbs.deflated.doesExist(key) || this.recent.has(key);
+  }
+
   read<T>(action: (tx: StoreReadTx) => T): T {
     this.assertOpen();
     return action(new LmdbTx(this, false));
@@ -980,7 +988,7 @@ class LmdbTx implements StoreWriteTx {
     for (const { key, value, base } of entries) {
       if (base && held.notPut.has(base, PROJECT_PREFIX_BYTES)) {
         held.notPut.add(key, PROJECT_PREFIX_BYTES);
-        if (!deflated.doesExist(key) && !this.store.dbs.objects.doesExist(key) && !this.store.recent.has(key)) held.missing++;
+        if (!this.store.isStored(key)) held.missing++;
         continue;
       }
       if (!putIfAbsent(deflated, key, value)) held.notPut.add(key, PROJECT_PREFIX_BYTES);
@@ -1155,8 +1163,7 @@ class LmdbProjectTx implements ProjectWriteTx {
 
   hasObject(oid: Oid): boolean {
     const key = this.objectKey(oid);
-    const { objects, deflated } = this.store.dbs;
-    if (objects.doesExist(key) || deflated.doesExist(key) || this.store.recent.has(key)) return true;
+    if (this.store.isStored(key)) return true;
     return this.store.recent.catchUp() && this.store.recent.has(key);
   }
 
@@ -1292,8 +1299,7 @@ class LmdbProjectTx implements ProjectWriteTx {
     this.parent.assertWritable();
     if (type === 'commit') throw new Error('a commit is stored whole (putObjectWithId), so it is indexed');
     const key = this.objectKey(oid);
-    const { objects, deflated: packed } = this.store.dbs;
-    if (objects.doesExist(key) || packed.doesExist(key) || this.store.recent.has(key)) return true;
+    if (this.store.isStored(key)) return true;
     if (form.delta && !this.deltaFits(oid, form.delta)) return false;
     this.parent.putForm(this.project, key, packedValue(TYPE_CODES[type], inflatedBytes, form.deflated, form.delta ?? null));
     this.journalled(oid);
