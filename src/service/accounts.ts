@@ -6,6 +6,7 @@ import { createHash } from 'node:crypto';
 import { TreehouseError } from '../errors.js';
 import { identFieldProblem } from '../git/commit.js';
 import type { AsyncStore } from '../store/asyncTypes.js';
+import { LruCache } from '../store/lruCache.js';
 import { API_KEY_PATTERN, newApiKey, newId } from './ids.js';
 
 export interface Team {
@@ -55,7 +56,7 @@ export class Accounts {
    * hears that channel now (after a lost connection: once it is back and has forgotten). One process
    * alone (LMDB) keeps nothing: the command-line tool revokes keys from another process.
    */
-  private readonly principals = new Map<string, Principal>();
+  private readonly principals = new LruCache<string, Principal>(PRINCIPALS_CACHED_MAX, 1, () => 1);
   /** +1 whenever the principals are forgotten: a read begun before is not kept. */
   private forgotten = 0;
   private listening = false;
@@ -148,7 +149,6 @@ export class Accounts {
     });
     if (principal && forgotten === this.forgotten && this.hearsRevocations()) {
       this.principals.set(hash, principal);
-      if (this.principals.size > PRINCIPALS_CACHED_MAX) this.principals.delete(this.principals.keys().next().value!);
     }
     return principal && { ...principal };
   }
@@ -156,11 +156,7 @@ export class Accounts {
   private cachedPrincipal(hash: string): Principal | undefined {
     if (!this.hearsRevocations()) return undefined;
     const principal = this.principals.get(hash);
-    if (!principal) return undefined;
-    // Most recently used last: the first key of the map is the one to evict.
-    this.principals.delete(hash);
-    this.principals.set(hash, principal);
-    return { ...principal };
+    return principal && { ...principal };
   }
 
   /** Whether revocations reach this node now (listening from the first call on). */

@@ -21,7 +21,7 @@ import { checkFile, FORMAT_BYTES_MAX, type FileReport, type FileToCheck } from '
 import { checksFor, isSkippedPath, type FileChecks } from './lint/fileKinds.js';
 import { InlineFormatter, WorkerPoolFormatter, defaultPoolSize, type Formatter } from './lint/formatter.js';
 import { IgnoreRules } from './lint/ignoreRules.js';
-import { LruCache } from './lint/lruCache.js';
+import { LruCache } from '../store/lruCache.js';
 import { ConfigResolver, isConfigFileName, optionsFor, optionsKey, parseConfigFile, type PrettierOptions, type ProjectConfig } from './lint/prettierConfig.js';
 import { prettierSupport } from './lint/prettierSupport.js';
 import { isRelativeImport, resolveImport, type ImportResolution } from './lint/resolveImports.js';
@@ -71,16 +71,22 @@ interface PlannedFile {
   config: ProjectConfig | null;
 }
 
+/** An LRU cache bounded in entries (each counts one). */
+function entryBoundCache<K, V>(entriesMax: number): LruCache<K, V> {
+  if (!Number.isSafeInteger(entriesMax) || entriesMax < 1) throw new RangeError('entriesMax must be a positive integer');
+  return new LruCache<K, V>(entriesMax, 1, () => 1);
+}
+
 export class Linter {
   private readonly cache: LruCache<string, FileReport>;
   /** Whole results by tree fingerprint: an unchanged tree is answered without looking at its files. */
-  private readonly results = new LruCache<string, LintResult>(LINT_RESULTS_CACHED_MAX);
+  private readonly results = entryBoundCache<string, LintResult>(LINT_RESULTS_CACHED_MAX);
   private readonly inflight = new Map<string, Promise<FileReport>>();
   private readonly formatter: Formatter;
   private readonly concurrency: number;
 
   constructor(options: LinterOptions = {}) {
-    this.cache = new LruCache(options.cacheEntriesMax ?? LINT_CACHE_ENTRIES_DEFAULT);
+    this.cache = entryBoundCache(options.cacheEntriesMax ?? LINT_CACHE_ENTRIES_DEFAULT);
     const workers = options.workers ?? defaultPoolSize();
     this.formatter = workers === 0 ? new InlineFormatter() : new WorkerPoolFormatter(workers);
     this.concurrency = options.concurrency ?? LINT_CONCURRENCY_DEFAULT;
