@@ -219,6 +219,9 @@ describe('PostgresStore garbage collection', () => {
       const project = freshProject();
       const relied = await writerNode.write(async (tx) => tx.project(project).putObject('blob', Buffer.from('relied on by a new tree')));
       await begin(collectorNode, project);
+      // The writer's node learns that a collection runs (its first write runs twice: see below), so
+      // the write below waits for the collection's row before it sends the rest.
+      await writerNode.write(async (tx) => tx.project(project).hasObjects([relied]));
       // Another session's uncommitted insert of an object the writer also puts: the writer's commit
       // waits for it after locking what it read as present.
       const held = Buffer.from('held by another session');
@@ -255,6 +258,37 @@ describe('PostgresStore garbage collection', () => {
       expect(journalSeen[0]).toEqual([]);
       expect(journalSeen[1]).toEqual([tree, hashObject('blob', held)].map((oid) => oid.toString('hex')).sort());
       expect(await collectorNode.read((tx) => tx.project(project).hasObjects([relied, tree]))).toEqual([true, true]);
+    });
+  });
+
+  it('runs a write again when it sent its statements as if no collection ran and one had begun on another node, and journals it then', async () => {
+    await withNodes(async ([writerNode, collectorNode]) => {
+      const project = freshProject();
+      await writerNode.write(async (tx) => tx.project(project).putObject('blob', Buffer.from('before the collection')));
+      await begin(collectorNode, project);
+      const runsOf = async (body: string): Promise<{ runs: number; oid: Oid }> => {
+        let runs = 0;
+        const oid = await writerNode.write(async (tx) => {
+          runs++;
+          return tx.project(project).putObject('blob', Buffer.from(body));
+        });
+        return { runs, oid };
+      };
+      // The writer's node never saw the collection begin: its first run assumed none, and was rolled back.
+      const first = await runsOf('first during the collection');
+      expect(first.runs).toBe(2);
+      // Now it knows: the next write waits for the collection's row and runs once.
+      const second = await runsOf('second during the collection');
+      expect(second.runs).toBe(1);
+      const journal = await collectorNode.write(async (tx) => collecting(tx, project).listJournal(null, 100));
+      expect(journal.map((oid) => oid.toString('hex')).sort()).toEqual([first.oid, second.oid].map((oid) => oid.toString('hex')).sort());
+      await collectorNode.write(async (tx) => collecting(tx, project).endCollection());
+      const journalled = async () => (await admin<Array<{ count: number }>>`SELECT count(*)::int AS count FROM treehouse_collection_journal WHERE project_id = ${project}`)[0].count;
+      const atEnd = await journalled();
+      // The first write after the end finds none, and those after it assume none again: once each, journalling nothing.
+      expect((await runsOf('after the collection')).runs).toBe(1);
+      expect((await runsOf('after the collection, again')).runs).toBe(1);
+      expect(await journalled()).toBe(atEnd);
     });
   });
 

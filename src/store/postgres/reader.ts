@@ -42,6 +42,12 @@ export interface StoreContext {
   readonly writes: postgres.Sql;
   readonly objects: ObjectCache;
   readonly commits: CommitCache;
+  /**
+   * Projects whose last write on this node found a collection running: their writes wait for the
+   * collection's row before sending the rest (writeTx.ts WriteProject.send), where the others send
+   * it with that read and check its answer.
+   */
+  readonly collecting: Set<number>;
 }
 
 /**

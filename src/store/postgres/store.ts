@@ -101,6 +101,7 @@ export class PostgresStore implements AsyncStore {
       writes: postgres(options.url, connectionOptions(options, options.writeConnectionsMax ?? 8)),
       objects: new ObjectCache(options.objectCacheBytes ?? OBJECT_CACHE_BYTES_DEFAULT, OBJECT_CACHE_ENTRY_BYTES_MAX),
       commits: new CommitCache(options.commitCacheBytes ?? COMMIT_CACHE_BYTES_DEFAULT),
+      collecting: new Set(),
     };
     const counterOptions = connectionOptions(options, 2);
     this.counters = postgres(options.url, { ...counterOptions, connection: { ...counterOptions.connection, synchronous_commit: 'off' } });

@@ -898,7 +898,7 @@ export class WriteProject extends ProjectReader implements ProjectWrites, PackFo
     const keyed = this.refs.size > 0 || this.workingTrees.size > 0 || this.version !== undefined;
     if (keyed) send((this.lock ??= lockProject(tx, this.project)));
     send(this.lockCollection(tx, this.collectionChanges.length > 0));
-    const running = await send(selectCollection(tx, this.project))!;
+    const runningRead = send(selectCollection(tx, this.project))!;
     const conflicts: Array<Promise<string | null>> = [];
     // A check's answer is awaited at the end; a statement that fails before then (a lost
     // connection) fails the write there, so the check's own rejection must not count as unhandled.
@@ -906,6 +906,27 @@ export class WriteProject extends ProjectReader implements ProjectWrites, PackFo
       answer.catch(() => undefined);
       conflicts.push(answer);
     };
+    // Nearly every write finds no collection running: on its first run, one that neither reads nor
+    // changes the collection sends the rest as if none ran, together with the read that says so,
+    // instead of a round trip later. Should one run, the write is rolled back and runs again (a run
+    // after the first always waits for the answer), and the project's next writes on this node wait
+    // for it until one finds none running.
+    const collectingSeen = this.context.collecting;
+    const assumeNone = !this.lockedCollectionReads && this.collectionChanges.length === 0 && this.collectionReads.length === 0 && this.journalReads.length === 0 && !collectingSeen.has(this.project);
+    let running: CollectionState | undefined;
+    if (assumeNone) {
+      check(
+        runningRead.then((state) => {
+          if (state === undefined) return null;
+          collectingSeen.add(this.project);
+          return 'a collection began';
+        }),
+      );
+    } else {
+      running = await runningRead;
+      if (running === undefined) collectingSeen.delete(this.project);
+      else collectingSeen.add(this.project);
+    }
     if (this.collectionReads.some((read) => !isDeepStrictEqual(read, running))) conflicts.push(Promise.resolve('the collection began or ended'));
     const last = this.collectionChanges[this.collectionChanges.length - 1];
     // Whether this write journals: a collection runs once it commits (LMDB's journals from a beginning in the same write on, too).
