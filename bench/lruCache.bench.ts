@@ -1,6 +1,6 @@
 /**
- * The stores' LRU cache (src/store/lruCache.ts) when full, so every set evicts: as it is, and as it
- * was, walking the Map from its front for each eviction. A Map keeps a hole for each deleted entry
+ * The stores' LRU cache (src/store/lruCache.ts) when full, so every set evicts: as it is (the oldest
+ * entry taken off a list of its own), and as it was, walking the Map from its front for each eviction. A Map keeps a hole for each deleted entry
  * until it is rehashed, and evictions leave theirs at the front, so each of those walks stepped
  * over every hole left since the last rehash. PostgreSQL's object cache is full after a
  * 100,000-file import, and a node then evicts on nearly every object it reads or writes.
@@ -36,7 +36,7 @@ async function main(quick: boolean): Promise<void> {
   }
   let next = 0;
   const suite = new Bench({ time: quick ? 300 : 2_000, warmupTime: 100 });
-  suite.add('LruCache.set, evicting (one walk that goes on)', () => ours.set(`n${next++}`, next)).add('set evicting by a walk from the front', () => before.set(`n${next++}`, next));
+  suite.add('LruCache.set, evicting (the oldest from its own list)', () => ours.set(`n${next++}`, next)).add('set evicting by a walk from the front', () => before.set(`n${next++}`, next));
   await suite.run();
   for (const task of suite.tasks) {
     const summary = summariseTask(task);

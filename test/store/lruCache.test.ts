@@ -68,9 +68,8 @@ describe('LruCache', () => {
     expect(cache.get('small')?.length).toBe(10);
   });
 
-  // Eviction goes on through one walk of the map across sets (holes are stepped over once, not
-  // once per eviction): its order must stay the list's through hits, replacements, deletions,
-  // clears and evictions, including after the walk ran off the end.
+  // The cache keeps its order in a list of its own beside the Map: that order must stay the plain
+  // list's through hits, replacements, deletions, clears and evictions.
   it('evicts in least-recently-used order through a long mixed run, as a plain list does', () => {
     const next = random(13);
     for (const bytesMax of [1, 7, 64, 500]) {
