@@ -144,6 +144,57 @@ describe('PostgresStore deadlocks', () => {
   });
 });
 
+describe('PostgresStore dropping a project', () => {
+  // Another session holds a key-share lock on one of the project's two objects (as the deflate
+  // cache's insert of a form does) and, once the drop waits for it, asks for the other one. Where
+  // the drop deleted that other one first, the two wait for each other: PostgreSQL rolls the drop
+  // back (its wait began first, so its check finds the cycle first) and the drop runs again.
+  // Which object the drop deletes first is the plan's, so both are tried; one must deadlock.
+  it('runs a drop again after a deadlock with a session that locks the rows it deletes, and drops everything', async () => {
+    const store = await PostgresStore.open({ url: database.url });
+    const deadlocks = async () => (await admin<Array<{ count: number }>>`SELECT deadlocks::int AS count FROM pg_stat_database WHERE datname = current_database()`)[0].count;
+    const before = await deadlocks();
+    try {
+      for (const lockedFirst of [0, 1]) {
+        const project = freshProject();
+        const oids = await store.write(async (tx) => [tx.project(project).putObject('blob', Buffer.from(`one ${project}`)), tx.project(project).putObject('blob', Buffer.from(`two ${project}`))]);
+        const [first, second] = lockedFirst === 0 ? oids : [oids[1], oids[0]];
+        const other = postgres(database.url, { max: 1, onnotice: () => undefined });
+        const firstHeld = signal();
+        const askSecond = signal();
+        const finish = signal();
+        const holder = other
+          .begin(async (sql) => {
+            await sql`SELECT 1 FROM treehouse_objects WHERE project_id = ${project} AND oid = ${first} FOR KEY SHARE`;
+            firstHeld.resolve();
+            await askSecond.promise;
+            await sql`SELECT 1 FROM treehouse_objects WHERE project_id = ${project} AND oid = ${second} FOR KEY SHARE`.catch(() => undefined);
+            await finish.promise;
+          })
+          .catch(() => undefined);
+        await firstHeld.promise;
+        const dropped = store.dropProjectKeys(project, 100);
+        dropped.catch(() => undefined);
+        // The drop waits for the first object; the other session then asks for the second within a
+        // few ms, well inside PostgreSQL's deadlock_timeout (1 s) of the drop's wait.
+        const waiting = async () => (await admin<Array<{ count: number }>>`SELECT count(*)::int AS count FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`)[0].count;
+        for (let look = 0; look < 500 && (await waiting()) === 0; look++) await new Promise((resolve) => setTimeout(resolve, 5));
+        askSecond.resolve();
+        await new Promise((resolve) => setTimeout(resolve, 1_500));
+        finish.resolve();
+        await holder;
+        await other.end();
+        expect(await dropped).toBeGreaterThanOrEqual(2);
+        const [{ count }] = await admin<Array<{ count: number }>>`SELECT count(*)::int AS count FROM treehouse_objects WHERE project_id = ${project}`;
+        expect(count).toBe(0);
+      }
+      expect(await deadlocks()).toBeGreaterThan(before);
+    } finally {
+      await store.close();
+    }
+  });
+});
+
 describe('PostgresStore deadlocks at the commit', () => {
   it('run the callback again when the locks a commit takes for its records deadlock with another writer', async () => {
     const store = await PostgresStore.open({ url: database.url });

@@ -52,6 +52,17 @@ const COMMIT_CACHE_BYTES_DEFAULT = 16 * 1024 * 1024;
 /** Runs of a write callback that deadlocked (or whose compare-and-swap failed) before the error is reported. */
 const WRITE_ATTEMPTS_MAX = 8;
 
+/** Runs `attempt` again after a deadlock or a serialisation failure (each rolled it back whole), at most WRITE_ATTEMPTS_MAX times. */
+async function retriedWhenRetryable<T>(attempt: () => Promise<T>): Promise<T> {
+  for (let run = 1; ; run++) {
+    try {
+      return await attempt();
+    } catch (error) {
+      if (!isRetryable(error) || run >= WRITE_ATTEMPTS_MAX) throw error;
+    }
+  }
+}
+
 /**
  * The driver's options for the store's connections: durable commits whatever the server's or the
  * database's default (a setting sent at connection start outranks both), and named connections.
@@ -223,7 +234,9 @@ export class PostgresStore implements AsyncStore {
   async dropProjectKeys(project: number, keysMax: number): Promise<number> {
     this.assertOpen();
     await this.ready();
-    const removed = await mapped(() => this.context.writes.begin((tx) => deleteProjectRows(tx, project, keysMax)));
+    // A deadlock with a writer of the same rows (the deflate cache's forms of a project just
+    // imported take key-share locks on its objects) rolls the drop back whole: it runs again.
+    const removed = await mapped(() => retriedWhenRetryable(() => this.context.writes.begin((tx) => deleteProjectRows(tx, project, keysMax))));
     // A dropped project's objects must not be answered from this node's caches.
     this.context.objects.forgetProject(project);
     this.context.commits.forgetProject(project);
