@@ -240,6 +240,7 @@ export class PostgresStore implements AsyncStore {
     // A dropped project's objects must not be answered from this node's caches.
     this.context.objects.forgetProject(project);
     this.context.commits.forgetProject(project);
+    this.context.collecting.delete(project);
     return removed;
   }
 
