@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { mulberry32 } from '../../fixtures/sourceTree.js';
 import { Linter } from '../../src/service/lint.js';
 import { LruCache } from '../../src/store/lruCache.js';
 
@@ -26,17 +27,6 @@ class ListCache {
     const at = this.entries.findIndex(([k]) => k === key);
     if (at >= 0) this.entries.splice(at, 1);
   }
-}
-
-function random(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 describe('LruCache', () => {
@@ -71,7 +61,7 @@ describe('LruCache', () => {
   // The cache keeps its order in a list of its own beside the Map: that order must stay the plain
   // list's through hits, replacements, deletions, clears and evictions.
   it('evicts in least-recently-used order through a long mixed run, as a plain list does', () => {
-    const next = random(13);
+    const next = mulberry32(13);
     for (const bytesMax of [1, 7, 64, 500]) {
       const cache = new LruCache<number, number>(bytesMax, bytesMax, (value) => value);
       const model = new ListCache(bytesMax);

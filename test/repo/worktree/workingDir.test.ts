@@ -1,18 +1,8 @@
 import { describe, expect, it } from 'vitest';
+import { mulberry32 } from '../../../fixtures/sourceTree.js';
 import { hashObject, type Oid } from '../../../src/git/oid.js';
 import { encodeTree, MODE_TREE, type TreeEntry } from '../../../src/git/tree.js';
 import { WorkingDir } from '../../../src/repo/worktree/workingDir.js';
-
-function random(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const blob = (text: string): Oid => hashObject('blob', Buffer.from(text));
 
@@ -22,7 +12,7 @@ describe('WorkingDir', () => {
   // the entries (names that prefix each other, a file and a directory sorting apart, non-ASCII),
   // and the tree it encodes must be git's encoding of that map.
   it('answers as a plain map does through a long run of lookups, changes, additions and removals, and encodes what git would', () => {
-    const next = random(7);
+    const next = mulberry32(7);
     const names = ['a', 'a.b', 'a-b', 'a0', 'ab', 'abc', 'b', 'é', 'zz', 'z', 'foo', 'foo.txt', 'foo-bar', 'foo0', 'Ω', 'x y'];
     for (let round = 0; round < 20; round++) {
       const model = new Map<string, TreeEntry & { size: number }>();
