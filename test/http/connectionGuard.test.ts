@@ -54,5 +54,9 @@ describe('connection guard', () => {
     const answer = await send('POST', { 'content-type': 'application/json', 'content-length': '100' }, '{"partial":');
     expect(answer).not.toEqual({ status: 200, text: 'done' });
     if ('text' in answer) expect(answer.text).toContain('paused for more than');
+    // A body declared by Transfer-Encoding alone, whose chunks stop after the first.
+    const chunked = await send('POST', { 'content-type': 'application/json', 'transfer-encoding': 'chunked' }, '{"partial":');
+    expect(chunked).not.toEqual({ status: 200, text: 'done' });
+    if ('text' in chunked) expect(chunked.text).toContain('paused for more than');
   });
 });

@@ -206,12 +206,13 @@ async function tipsReached(tx: ProjectReads, tips: readonly Oid[], wants: readon
   const wanted = new Set(wants.map(oidToHex));
   const sought = new Set<string>();
   let floor = Infinity;
-  for (const tip of tips) {
-    const hex = oidToHex(tip);
-    if (wanted.has(hex)) continue;
-    const generation = (await commitInfo(tx, tip))?.generation;
+  // One read for the tips' entries (a statement on PostgreSQL, where one per tip was a round trip each).
+  const moved = tips.filter((tip) => !wanted.has(oidToHex(tip)));
+  const infos = await tx.getCommitInfos(moved);
+  for (const [index, tip] of moved.entries()) {
+    const generation = infos[index]?.generation;
     if (generation === undefined) return false;
-    sought.add(hex);
+    sought.add(oidToHex(tip));
     floor = Math.min(floor, generation);
   }
   const kept = new Set(tips.map(oidToHex));
@@ -226,7 +227,8 @@ async function tipsReached(tx: ProjectReads, tips: readonly Oid[], wants: readon
     sought.delete(hex);
     const info = await commitInfo(tx, oid);
     // A commit's ancestors all have smaller generations: none at or below the floor leads to a tip sought.
-    if (info && info.generation > floor) stack.push(...info.parents);
+    // A loop, not a spread: a pushed commit may name more parents than a call takes arguments.
+    if (info && info.generation > floor) for (const parent of info.parents) stack.push(parent);
   }
   return sought.size === 0;
 }
