@@ -39,6 +39,7 @@ const ON_POSTGRES = [
   'test/interop/smartHttp.test.ts',
   'test/interop/submodules.test.ts',
   'test/service/events.test.ts',
+  'test/service/projectDrops.test.ts',
   'test/service/projects.test.ts',
   'test/e2e/mixedLoad.test.ts',
   // Only here: checks that this project's servers are PostgreSQL's.

@@ -134,6 +134,7 @@ export function buildApp(th: Treehouse, options: AppOptions = {}): FastifyInstan
     return {
       ok: true,
       deflate_backlog: th.deflateCache.backlog,
+      drop_backlog: th.projects.drops.backlog,
       event_loop_delay_ms: loop && { window_ms: loop.windowMs, at: loop.at, p50: loop.p50Ms, p99: loop.p99Ms, max: loop.maxMs },
     };
   });

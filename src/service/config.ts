@@ -88,6 +88,8 @@ export interface Config {
   metricsPort: number | null;
   /** A linked-repository push's claim on its queue entry lapses this long after its node last renewed it. */
   syncClaimTtlMs: number;
+  /** Stored entries a deleted project's background drop removes per write (src/service/projectDrops.ts). */
+  dropKeysPerWrite: number;
   limits: Limits;
   connections: ConnectionLimits;
   events: EventsConfig;
@@ -146,6 +148,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     allowPrivateGitHosts: env.TREEHOUSE_ALLOW_PRIVATE_GIT_HOSTS === '1',
     metricsPort: env.TREEHOUSE_METRICS_PORT ? integer(env, 'TREEHOUSE_METRICS_PORT', 0) : null,
     syncClaimTtlMs: Math.max(1_000, integer(env, 'TREEHOUSE_SYNC_CLAIM_TTL_MS', 60_000)),
+    dropKeysPerWrite: Math.max(1, integer(env, 'TREEHOUSE_DROP_KEYS_PER_WRITE', 2_000)),
     limits: {
       requestBodyBytesMax: integer(env, 'TREEHOUSE_REQUEST_BODY_BYTES_MAX', 100 * MIB),
       fileBytesMax: integer(env, 'TREEHOUSE_FILE_BYTES_MAX', 25 * MIB),

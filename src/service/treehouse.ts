@@ -168,6 +168,7 @@ export function openTreehouse(config: Config, store: AsyncStore): Treehouse {
       });
     },
     stop: async () => {
+      await projects.drops.stop();
       nodeSignals.stop();
       eventLoop.stop();
       eventStreams.closeAll();
@@ -179,6 +180,7 @@ export function openTreehouse(config: Config, store: AsyncStore): Treehouse {
       await deflateCache.stop();
     },
     close: async () => {
+      await projects.drops.stop();
       nodeSignals.stop();
       eventLoop.stop();
       eventStreams.closeAll();

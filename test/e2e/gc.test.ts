@@ -150,6 +150,7 @@ describe('garbage collection on a server', () => {
     expect((await server.call('DELETE', base)).status).toBe(200);
     endGrace();
     await expect(running).rejects.toBeInstanceOf(CollectionLostError);
+    await server.th.projects.drops.idle();
     expect(await storedHexes(server.th.projects.repo(record))).toEqual([]);
     const records = await server.th.store.read(async (tx) => tx.listRecords(`gc-`));
     expect(records.filter(({ key }) => key.endsWith(`/${record.seq}`))).toEqual([]);

@@ -253,6 +253,8 @@ describe('git seeds and storage', () => {
     const seeded = await seed(server, { url: `${backend.url}/site.git` });
     expect(seeded.status).toBe(201);
     expect((await server.call('DELETE', `/api/v1/projects/${seeded.body.project.id}`)).status).toBe(200);
+    // Its data is freed after the answer (src/service/projectDrops.ts).
+    await server.th.projects.drops.idle();
     expect(await orphanedNumbers(server)).toEqual([]);
     expect(await server.th.store.read(async (tx) => tx.listRecords('project-unowned/'))).toEqual([]);
   });
