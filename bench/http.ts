@@ -20,7 +20,8 @@
  * Request bodies are serialised before the clock starts (ours.ts hands the verbs strings too); what
  * is timed is the requests, answered after the server's durable commit. The rate limit is off for
  * these (one client sending as fast as it can would hit 50/s), and the server's deflate worker is
- * let finish between scenarios (/healthz deflate_backlog 0), so one scenario's background work
+ * let finish between scenarios (/healthz deflate_backlog 0), and so is the background drop of the
+ * project a repeated import deleted (drop_backlog 0), so one scenario's background work
  * does not land on the next. Peak RSS is the server's, per scenario (VmHWM reset at its start),
  * with the anonymous and file-backed (LMDB's mapped data file) peaks beside it.
  *
@@ -113,11 +114,11 @@ async function stopServer(server: ServerProcess): Promise<void> {
   await server.exited;
 }
 
-/** Waits until the server's deflate worker has caught up (untimed, between scenarios). */
+/** Waits until the server's deflate worker and its drops of deleted projects have caught up (untimed, between scenarios). */
 async function settle(api: Api): Promise<void> {
   for (;;) {
-    const health = (await (await fetch(`${api.base}/healthz`)).json()) as { deflate_backlog: number };
-    if (health.deflate_backlog === 0) return;
+    const health = (await (await fetch(`${api.base}/healthz`)).json()) as { deflate_backlog: number; drop_backlog: number };
+    if (health.deflate_backlog === 0 && health.drop_backlog === 0) return;
     await new Promise((resolve) => setTimeout(resolve, HEALTH_POLL_MS));
   }
 }
