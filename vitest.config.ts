@@ -32,6 +32,7 @@ const ON_POSTGRES = [
   'test/interop/isomorphicGit.test.ts',
   'test/interop/logPath.test.ts',
   'test/interop/names.test.ts',
+  'test/interop/partialClone.test.ts',
   'test/interop/protocolFuzz.test.ts',
   'test/interop/pushLimits.test.ts',
   'test/interop/remoteSync.test.ts',

@@ -7,6 +7,7 @@
  * - Documentation/gitprotocol-capabilities.txt: capability names.
  * Nothing here reads storage: the server (src/repo, src/http) decides what to send.
  */
+import { FilterSpecError, parseObjectFilter, type ObjectFilter } from './objectFilter.js';
 import { isOidHex, oidFromHex, type Oid } from './oid.js';
 import { encodeFlush, encodePktLine, pktLineText, PktLineError, type PktLine } from './pktline.js';
 
@@ -38,13 +39,14 @@ export const UPLOAD_PACK_CAPABILITIES_V0 = [
   'deepen-relative',
   'no-progress',
   'include-tag',
+  'filter',
   'object-format=sha1',
   `agent=${AGENT}`,
 ];
 
 export const RECEIVE_PACK_CAPABILITIES = ['report-status', 'delete-refs', 'side-band-64k', 'quiet', 'atomic', 'ofs-delta', 'object-format=sha1', `agent=${AGENT}`];
 
-export const UPLOAD_PACK_CAPABILITIES_V2 = [`agent=${AGENT}`, 'ls-refs=unborn', 'fetch=shallow', 'server-option', 'object-format=sha1'];
+export const UPLOAD_PACK_CAPABILITIES_V2 = [`agent=${AGENT}`, 'ls-refs=unborn', 'fetch=shallow filter', 'server-option', 'object-format=sha1'];
 
 export class ProtocolError extends Error {
   override name = 'ProtocolError';
@@ -115,6 +117,8 @@ export interface FetchRequest {
   deepenSince: number | null;
   /** `deepen-not <ref>`: history down to, and without, the commits reachable from these refs. */
   deepenNot: string[];
+  /** `filter <spec>`: the trees and blobs a partial clone leaves out (src/git/objectFilter.ts). */
+  filter: ObjectFilter | null;
   done: boolean;
   /** v0: the request went past the wants' flush (a have block or done); else it only asked for the shallow list. */
   negotiates: boolean;
@@ -130,6 +134,7 @@ function emptyFetch(): FetchRequest {
     deepenRelative: false,
     deepenSince: null,
     deepenNot: [],
+    filter: null,
     done: false,
     negotiates: true,
     capabilities: new Set(),
@@ -176,6 +181,16 @@ function addLine(request: FetchRequest, line: string): boolean {
       if (rest.length === 0 || Buffer.byteLength(rest) > DEEPEN_NOT_NAME_BYTES_MAX) throw new ProtocolError('invalid deepen-not ref name');
       request.deepenNot.push(rest);
       return true;
+    case 'filter':
+      // As git: one spec per request (upload-pack dies on a second).
+      if (request.filter) throw new ProtocolError('multiple filter-specs cannot be combined');
+      try {
+        request.filter = parseObjectFilter(rest);
+      } catch (error) {
+        if (error instanceof FilterSpecError) throw new ProtocolError(error.message);
+        throw error;
+      }
+      return true;
     case 'done':
       request.done = true;
       return true;
@@ -200,7 +215,6 @@ export function parseUploadRequestV0(packets: PktLine[]): FetchRequest {
       for (const cap of parts.slice(2)) if (cap) request.capabilities.add(cap);
       first = false;
     }
-    if (line.startsWith('filter')) throw new ProtocolError(`unsupported request line ${JSON.stringify(line.slice(0, 40))}`);
     if (!addLine(request, line)) throw new ProtocolError(`unexpected line in upload-pack request: ${JSON.stringify(line.slice(0, 80))}`);
   }
   if (request.wants.length === 0) throw new ProtocolError('no wants in request');

@@ -33,6 +33,8 @@ export interface ClonePackShape {
   depth: number | null;
   /** `deepen-since <time>`, or null. */
   deepenSince: number | null;
+  /** A partial clone's filter, as filterKey writes it ('' for none): its pack is kept apart. */
+  filter?: string;
 }
 
 export interface ClonePackLimits {
@@ -119,20 +121,20 @@ export class ClonePacks {
 }
 
 function latestKey(project: number, shape: ClonePackShape): string {
-  return `${project}:${shape.ofsDelta ? 'ofs' : 'ref'}`;
+  return `${project}:${shape.ofsDelta ? 'ofs' : 'ref'}:${shape.filter ?? ''}`;
 }
 
 /**
  * The wants in order and without repeats (git asks for each tip once, but in any order), and the
  * shape. Nothing else of a clone's request shapes its pack today: the planner reads the wants, the
- * haves, the client's shallow commits and the deepen (a kept pack answers no request with haves,
+ * haves, the client's shallow commits, the deepen and the filter (a kept pack answers no request with haves,
  * shallow commits, `deepen-not` or `deepen-relative`), and the stream the delta form and
  * `thin-pack`, which needs haves. A capability that comes to shape the pack (`include-tag`,
  * accepted and not acted on) joins this key.
  */
 function packKey(project: number, wants: readonly Oid[], shape: ClonePackShape): string {
   const tips = [...new Set(wants.map(oidToHex))].sort();
-  return `${project}:${shape.ofsDelta ? 'ofs' : 'ref'}:${shape.depth ?? ''}:${shape.deepenSince ?? ''}:${tips.join(',')}`;
+  return `${project}:${shape.ofsDelta ? 'ofs' : 'ref'}:${shape.filter ?? ''}:${shape.depth ?? ''}:${shape.deepenSince ?? ''}:${tips.join(',')}`;
 }
 
 /**

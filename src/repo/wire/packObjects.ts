@@ -26,6 +26,7 @@ import { INFINITE_DEPTH } from '../../git/smartProtocol.js';
 import { OBJECT_RECORD_BYTES } from '../../git/introducedObjects.js';
 import { OidList, OidTable } from '../../git/oidTable.js';
 import { OBJ_TREE } from '../../git/pack.js';
+import { filterKeepsTrees, type ObjectFilter } from '../../git/objectFilter.js';
 import { decodeTree, ENTRY_FILE, ENTRY_GITLINK, ENTRY_TREE, MODE_GITLINK, MODE_TREE, TreeCursor } from '../../git/tree.js';
 import type { ObjectType } from '../../git/oid.js';
 import type { ProjectReads } from '../../store/asyncTypes.js';
@@ -121,10 +122,30 @@ export function advertisedTips(tx: ProjectReads): Promise<Array<{ name: string; 
   return tx.listRefs(BRANCH_REF_PREFIX);
 }
 
-/** Throws UploadRequestError unless every want is a commit reachable from a branch (or a branch tip). */
-export async function checkWants(tx: ProjectReads, wants: Oid[]): Promise<void> {
-  const unreachable = await unreachableFromTips(tx, wants);
+/** A want that names a tree or a blob (a partial clone fetching what its filter left out). */
+export interface ProvidedObject {
+  oid: Oid;
+  type: 'tree' | 'blob';
+}
+
+/**
+ * Throws UploadRequestError unless every want is a commit reachable from a branch (or a branch
+ * tip), or, with `anyObject` (protocol v2, where "wants can be anything": gitprotocol-v2.txt), a
+ * tree or blob the project stores. Answers the wants that are trees and blobs.
+ */
+export async function checkWants(tx: ProjectReads, wants: Oid[], anyObject = false): Promise<ProvidedObject[]> {
+  let unreachable = await unreachableFromTips(tx, wants);
+  const provided: ProvidedObject[] = [];
+  if (anyObject && unreachable.length > 0) {
+    const types = await tx.objectTypes(unreachable);
+    unreachable.forEach((oid, index) => {
+      const type = types[index];
+      if (type === 'tree' || type === 'blob') provided.push({ oid, type });
+    });
+    unreachable = unreachable.filter((_, index) => types[index] !== 'tree' && types[index] !== 'blob');
+  }
   if (unreachable.length > 0) throw new UploadRequestError(`upload-pack: not our ref ${oidToHex(unreachable[0])}`);
+  return provided;
 }
 
 /** The given commits that no branch reaches (unknown ids included). */
@@ -337,10 +358,18 @@ export function planPack(tx: ProjectReads, input: PackInput): Promise<PackPlan> 
 }
 
 export interface PackInput {
+  /** Commits. */
   wants: Oid[];
   haves: Oid[];
   shallow?: ShallowPlan;
+  /** What a partial clone leaves out of the trees and blobs (src/git/objectFilter.ts). */
+  filter?: ObjectFilter | null;
+  /** Trees and blobs asked for by id: sent whatever the filter (a tree's entries are filtered). */
+  provided?: ProvidedObject[];
 }
+
+/** Blob sizes asked per read when a blob:limit filter looks at them. */
+const SIZES_PER_READ = 1024;
 
 /** planPack as a walk that may pause after each commit and tree (src/repo/slices.ts). */
 export async function* planPackSteps(tx: ProjectReads, input: PackInput): Steps<PackPlan> {
@@ -353,19 +382,43 @@ export async function* planPackSteps(tx: ProjectReads, input: PackInput): Steps<
   const { commits, edges } = yield* commitsToSend(infos, starts, uninteresting, shallow.grafted);
   const excluded = new OidTable();
   for (const edge of [...edges, ...shallow.unshallow]) yield* markTree(tx, infos.get(edge)!.tree, excluded);
-  const objects = new OidList();
+  let objects = new OidList();
   for (const commit of commits) objects.push(commit, 'commit');
   const added = new OidTable(commits.length);
   // Paths are followed only for a fetch into a clone, where they find thin bases.
-  const paths: string[] | null = edges.length > 0 ? commits.map(() => '') : null;
+  let paths: string[] | null = edges.length > 0 ? commits.map(() => '') : null;
   // With every ancestor sent (a clone: no haves, nothing cut), a commit's indexed object list
   // stands for the walk of its tree (src/git/introducedObjects.ts): no tree is read.
   const wholeHistory = edges.length === 0 && shallow.grafted.size === 0 && shallow.unshallow.length === 0;
-  for (const commit of commits) {
-    const list = wholeHistory ? await tx.getCommitObjects(commit) : undefined;
-    if (list) yield* addListed(list, added, objects);
-    else yield* addTree(tx, infos.get(commit)!.tree, excluded, added, objects, paths);
+  const filter = input.filter ?? null;
+  const blobs = filter?.kind !== 'blob:none';
+  if (filterKeepsTrees(filter)) {
+    for (const commit of commits) {
+      const list = wholeHistory ? await tx.getCommitObjects(commit) : undefined;
+      if (list) yield* addListed(list, added, objects, blobs);
+      else yield* addTree(tx, infos.get(commit)!.tree, excluded, added, objects, paths, blobs);
+    }
   }
+  // Asked for by id: sent whatever the filter, a tree with its entries as the filter keeps them.
+  const provided = new Set<string>();
+  for (const { oid, type } of input.provided ?? []) {
+    provided.add(oidToHex(oid));
+    if (type === 'blob') {
+      if (added.add(oid)) {
+        objects.push(oid, 'blob');
+        paths?.push('');
+      }
+    } else if (excluded.has(oid) || !filterKeepsTrees(filter)) {
+      // The client holds it and what it reaches, or tree:0 leaves out its entries: sent on its own.
+      if (added.add(oid)) {
+        objects.push(oid, 'tree');
+        paths?.push('');
+      }
+    } else {
+      yield* addTree(tx, oid, excluded, added, objects, paths, blobs);
+    }
+  }
+  if (filter?.kind === 'blob:limit') ({ objects, paths } = yield* withoutLargeBlobs(tx, objects, paths, filter.bytes, provided));
   const thinBases = new Map<number, Oid>();
   if (paths && objects.length <= THIN_BASE_OBJECTS_MAX) {
     const held = yield* pathsOf(tx, infos.get(edges[0])!.tree, new Set(paths));
@@ -563,12 +616,41 @@ async function* readTrees(tx: ProjectReads, root: Oid, enters: (oid: Uint8Array,
 }
 
 /**
- * Appends the trees and blobs reachable from `tree` that are neither excluded nor added yet, each
- * tree before its entries in tree order (a depth-first walk, kept on an explicit stack). The trees
- * it opens are read first, a level at a time. Ids are read in place from each tree's body; only
- * `paths`, when asked for, builds strings.
+ * `objects` without the blobs of `bytes` or more (git's blob:limit), those asked for by id kept;
+ * sizes are read in batches.
  */
-async function* addTree(tx: ProjectReads, tree: Oid, excluded: OidTable, added: OidTable, out: OidList, paths: string[] | null): Steps<void> {
+async function* withoutLargeBlobs(tx: ProjectReads, objects: OidList, paths: string[] | null, bytes: number, provided: ReadonlySet<string>): Steps<{ objects: OidList; paths: string[] | null }> {
+  const blobIndexes: number[] = [];
+  for (let index = 0; index < objects.length; index++) if (objects.type(index) === 'blob' && !provided.has(oidToHex(objects.oidView(index)))) blobIndexes.push(index);
+  const dropped = new Set<number>();
+  for (let at = 0; at < blobIndexes.length; at += SIZES_PER_READ) {
+    const batch = blobIndexes.slice(at, at + SIZES_PER_READ);
+    const sizes = await tx.objectSizes(batch.map((index) => objects.oid(index)));
+    batch.forEach((index, i) => {
+      const size = sizes[i];
+      if (size === undefined) throw new MissingObjectError('blob', objects.oid(index));
+      if (size >= bytes) dropped.add(index);
+    });
+    yield;
+  }
+  if (dropped.size === 0) return { objects, paths };
+  const kept = new OidList();
+  const keptPaths: string[] | null = paths ? [] : null;
+  for (let index = 0; index < objects.length; index++) {
+    if (dropped.has(index)) continue;
+    kept.push(objects.oidView(index), objects.type(index));
+    keptPaths?.push(paths![index]);
+  }
+  return { objects: kept, paths: keptPaths };
+}
+
+/**
+ * Appends the trees and blobs (unless `blobs` is false: a blob:none filter) reachable from `tree`
+ * that are neither excluded nor added yet, each tree before its entries in tree order (a
+ * depth-first walk, kept on an explicit stack). The trees it opens are read first, a level at a
+ * time. Ids are read in place from each tree's body; only `paths`, when asked for, builds strings.
+ */
+async function* addTree(tx: ProjectReads, tree: Oid, excluded: OidTable, added: OidTable, out: OidList, paths: string[] | null, blobs = true): Steps<void> {
   // Exactly the trees the walk below opens: those not excluded, nor added before this call.
   const bodies = yield* readTrees(tx, tree, (oid, offset) => !excluded.has(oid, offset) && !added.has(oid, offset));
   const open = (oid: Uint8Array, offset: number, path: string): TreeCursor | null => {
@@ -596,16 +678,17 @@ async function* addTree(tx: ProjectReads, tree: Oid, excluded: OidTable, added: 
       if (child) stack.push({ cursor: child, dir: path });
       yield;
     } else {
-      if (excluded.has(cursor.body, cursor.oidStart) || !added.add(cursor.body, cursor.oidStart)) continue;
+      if (!blobs || excluded.has(cursor.body, cursor.oidStart) || !added.add(cursor.body, cursor.oidStart)) continue;
       out.push(cursor.body, 'blob', cursor.oidStart);
       paths?.push(path);
     }
   }
 }
 
-/** Records of a commit's object list not added yet, in the list's order. */
-async function* addListed(list: Buffer, added: OidTable, out: OidList): Steps<void> {
+/** Records of a commit's object list not added yet, in the list's order (its blobs only when `blobs`). */
+async function* addListed(list: Buffer, added: OidTable, out: OidList, blobs = true): Steps<void> {
   for (let at = 0; at < list.length; at += OBJECT_RECORD_BYTES) {
+    if (!blobs && list[at] !== OBJ_TREE) continue;
     if (!added.add(list, at + 1)) continue;
     out.push(list, list[at] === OBJ_TREE ? 'tree' : 'blob', at + 1);
     if (list[at] === OBJ_TREE) yield;

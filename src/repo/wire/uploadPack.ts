@@ -28,6 +28,7 @@ import {
   type Service,
   type V2Command,
 } from '../../git/smartProtocol.js';
+import { filterKey } from '../../git/objectFilter.js';
 import type { ProjectReads } from '../../store/asyncTypes.js';
 import { deflatedWithinBySizes } from '../../store/deflatedWithin.js';
 import type { DeflatedObject, StoredObject } from '../../store/types.js';
@@ -101,7 +102,7 @@ export async function* uploadPackV0(repo: Repo, request: FetchRequest, options: 
   const sideband = request.capabilities.has('side-band-64k') || request.capabilities.has('side-band');
   const sidebandBytes = request.capabilities.has('side-band-64k') ? SIDEBAND_CHUNK_BYTES : 995;
   const progress = sideband && !request.capabilities.has('no-progress');
-  const { plan, shallow, common, kept, recording, grows } = await prepare(repo, request, () => request.negotiates && request.done);
+  const { plan, shallow, common, kept, recording, grows } = await prepare(repo, request, () => request.negotiates && request.done, false);
   // git answers a shallow list (ended by a flush) only when a deepen was asked for; a shallow
   // client fetching without one expects the ACK/NAK lines straight away.
   if (deepens(request)) {
@@ -129,7 +130,7 @@ export async function* fetchV2(repo: Repo, command: V2Command, options: UploadPa
   if (request.wants.length === 0) throw new ProtocolError('fetch without any want');
   const progress = !request.capabilities.has('no-progress');
   const waitsForDone = request.capabilities.has('wait-for-done');
-  const { plan, shallow, common, kept, recording, grows } = await prepare(repo, request, (common) => request.done || request.haves.length === 0 || (common.length > 0 && !waitsForDone));
+  const { plan, shallow, common, kept, recording, grows } = await prepare(repo, request, (common) => request.done || request.haves.length === 0 || (common.length > 0 && !waitsForDone), true);
   // Without haves there is nothing to acknowledge: the pack follows at once.
   if (!request.done && request.haves.length > 0) {
     yield encodePktLine('acknowledgments\n');
@@ -167,24 +168,33 @@ async function prepare(
   repo: Repo,
   request: FetchRequest,
   sendsPack: (common: Oid[]) => boolean,
+  anyObject: boolean,
 ): Promise<{ plan: PackPlan | null; shallow: ShallowPlan; common: Oid[]; kept?: readonly Buffer[]; recording?: PackRecording; grows?: KeptPack }> {
   try {
-    const { shallow, common } = await inReadTx(repo, async (tx) => {
-      await checkWants(tx, request.wants);
-      return { shallow: await planShallow(tx, request.wants, request), common: await commonHaves(tx, request.haves) };
+    const { shallow, common, provided, commits } = await inReadTx(repo, async (tx) => {
+      const provided = await checkWants(tx, request.wants, anyObject);
+      const byId = new Set(provided.map((object) => oidToHex(object.oid)));
+      const commits = provided.length === 0 ? request.wants : request.wants.filter((want) => !byId.has(oidToHex(want)));
+      return { shallow: await planShallow(tx, commits, request), common: await commonHaves(tx, request.haves), provided, commits };
     });
     if (!sendsPack(common)) return { plan: null, shallow, common };
+    if (provided.length > 0) {
+      // What a partial clone fetches by id: planned every time, never kept.
+      const plan = await inSlices(planPackSteps(projectReads(repo), { wants: commits, haves: common, shallow, filter: request.filter, provided }));
+      return { plan, shallow, common };
+    }
+    const filter = request.filter;
     // deepen-not names refs, which move; deepen-relative counts from the client's shallow commits.
     const clone = common.length === 0 && request.clientShallows.length === 0 && request.deepenNot.length === 0 && !request.deepenRelative;
-    const shape = { ofsDelta: packCapabilities(request.capabilities).ofsDelta, depth: request.depth, deepenSince: request.deepenSince };
+    const shape = { ofsDelta: packCapabilities(request.capabilities).ofsDelta, depth: request.depth, deepenSince: request.deepenSince, filter: filterKey(filter) };
     const found = clone ? repo.clonePacks?.find(repo.project, request.wants, shape) : undefined;
     if (found && 'pack' in found) return { plan: null, shallow, common, kept: found.pack };
     if (found?.grows && (await inReadTx(repo, (tx) => tipsReached(tx, found.grows!.tips, request.wants)))) {
       repo.clonePacks!.grew();
-      const increment = await inSlices(planPackSteps(projectReads(repo), { wants: request.wants, haves: [...found.grows.tips], shallow }));
+      const increment = await inSlices(planPackSteps(projectReads(repo), { wants: request.wants, haves: [...found.grows.tips], shallow, filter }));
       return { plan: await beyondKept(increment, found.grows), shallow, common, recording: found.recording, grows: found.grows };
     }
-    const plan = await inSlices(planPackSteps(projectReads(repo), { wants: request.wants, haves: common, shallow }));
+    const plan = await inSlices(planPackSteps(projectReads(repo), { wants: request.wants, haves: common, shallow, filter }));
     return { plan, shallow, common, ...(found ? { recording: found.recording } : {}) };
   } catch (error) {
     if (error instanceof UploadRequestError) throw new ProtocolError(error.message);

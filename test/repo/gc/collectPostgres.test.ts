@@ -97,6 +97,7 @@ async function cloneChecked(repo: Repo, tip: Oid, dir: string): Promise<void> {
     deepenRelative: false,
     deepenSince: null,
     deepenNot: [],
+    filter: null,
     done: true,
     negotiates: true,
     capabilities: new Set(['ofs-delta']),

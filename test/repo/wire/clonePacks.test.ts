@@ -151,7 +151,7 @@ describe('a clone cut short', () => {
       const files = [1, 2, 3].map((n) => ({ path: `noise-${n}.bin`, bytes: randomBytes(600 * 1024) }));
       const repo: Repo = { ...(await newTestRepo(store, files)), clonePacks: new ClonePacks({ bytesMax: 64 << 20, entryBytesMax: 16 << 20, recordingBytesMax: 32 << 20 }) };
       const head = await inReadTx(repo, (tx) => branchHead(tx, 'main'));
-      const request: FetchRequest = { wants: [head], haves: [], clientShallows: [], depth: null, deepenRelative: false, deepenSince: null, deepenNot: [], done: true, negotiates: true, capabilities: new Set(['ofs-delta']) };
+      const request: FetchRequest = { wants: [head], haves: [], clientShallows: [], depth: null, deepenRelative: false, deepenSince: null, deepenNot: [], filter: null, done: true, negotiates: true, capabilities: new Set(['ofs-delta']) };
       const answer = uploadPackV0(repo, request);
       let received = 0;
       while (received < 1024 * 1024) {

@@ -39,6 +39,7 @@ function fetchRequest(wants: Oid[], options: Partial<FetchRequest> = {}): FetchR
     deepenRelative: false,
     deepenSince: null,
     deepenNot: [],
+    filter: null,
     done: true,
     negotiates: true,
     capabilities: new Set(['ofs-delta']),
