@@ -15,13 +15,10 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { encodeFlush, encodePktLine } from '../../src/git/pktline.js';
 import { git, gitAsync, gitAsyncOk, initBareRepo, scratchDir } from '../support/git.js';
+import { PEERS, PROTOCOLS, withProtocol, type PeerName, type Protocol } from '../support/gitPeers.js';
 import { startGitHttpBackend, type GitHttpBackend } from '../support/httpBackend.js';
 import { startTestServer, type TestServer } from '../support/server.js';
 
-type PeerName = 'treehouse' | 'git';
-const PEERS: PeerName[] = ['treehouse', 'git'];
-const PROTOCOLS = ['0', '2'] as const;
-type Protocol = (typeof PROTOCOLS)[number];
 
 let server: TestServer;
 let backend: GitHttpBackend;
@@ -73,7 +70,6 @@ async function refsOf(peer: PeerName, repo = 'shared'): Promise<string> {
 }
 
 const dirOf = (peer: PeerName, protocol: Protocol, name: string) => join(work.path, `${name}-${peer}-v${protocol}`);
-const withProtocol = (protocol: Protocol, args: string[]) => ['-c', `protocol.version=${protocol}`, ...args];
 
 /**
  * Runs one operation against both peers with one protocol and returns both outcomes; `run`
