@@ -10,11 +10,14 @@ describe('parseObjectFilter', () => {
     expect(parseObjectFilter('blob:limit=2M')).toEqual({ kind: 'blob:limit', bytes: 2 * 1024 * 1024 });
     expect(parseObjectFilter('blob:limit=1g')).toEqual({ kind: 'blob:limit', bytes: 1024 ** 3 });
     expect(parseObjectFilter('tree:0')).toEqual({ kind: 'tree:0' });
+    expect(parseObjectFilter('tree:1')).toEqual({ kind: 'tree:depth', depth: 1 });
+    expect(parseObjectFilter('tree:4096')).toEqual({ kind: 'tree:depth', depth: 4096 });
   });
 
   it('refuses what it does not serve by name, and broken specs, without echoing control characters raw', () => {
     const refused: Array<[string, RegExp]> = [
-      ['tree:1', /not supported here/],
+      ['tree:1000001', /too large/],
+      ['tree:-1', /invalid filter-spec/],
       ['sparse:oid=HEAD:.sparse', /not supported here/],
       ['object:type=blob', /not supported here/],
       ['combine:blob:none+tree:0', /not supported here/],

@@ -6,7 +6,7 @@
  * files of a checkout, which fetches the missing blobs by id (lazily, as git's promisor remote does).
  * Then the specs Treehouse refuses, and broken ones, over raw requests.
  */
-import { existsSync, readFileSync, writeFileSync, mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { encodeFlush, encodePktLine } from '../../src/git/pktline.js';
@@ -96,11 +96,15 @@ beforeAll(async () => {
   await gitAsyncOk(['clone', '-q', url('treehouse'), seed]);
   git(['config', 'user.name', 'Partial'], { cwd: seed });
   git(['config', 'user.email', 'partial@example.com'], { cwd: seed });
-  commitFiles('one', { 'src/app.ts': text('app', 20), 'src/big.txt': text('big', 400), 'docs/guide/intro.md': text('intro', 5) });
+  // guide/ and docs/guide/ are one tree, one and two levels down: tree:<depth> counts it at the shallower.
+  commitFiles('one', { 'src/app.ts': text('app', 20), 'src/big.txt': text('big', 400), 'docs/guide/intro.md': text('intro', 5), 'guide/intro.md': text('intro', 5) });
   commitFiles('two', { 'src/app.ts': text('app two', 30), 'assets/data.csv': text('row', 300) });
   git(['checkout', '-q', '-b', 'topic'], { cwd: seed });
   commitFiles('topic', { 'docs/guide/intro.md': text('topic intro', 8) });
   git(['checkout', '-q', 'main'], { cwd: seed });
+  // The newest commit keeps the tree only two levels down: a walk meets it there first, and must
+  // walk it again when an older commit shows it one level down.
+  rmSync(join(seed, 'guide'), { recursive: true });
   head = commitFiles('three', { 'src/big.txt': text('big three', 420), 'README.md': 'three\n' });
 
   initBareRepo(join(backendRoot, 'shared.git'));
@@ -116,7 +120,7 @@ afterAll(async () => {
 });
 
 describe.each(PROTOCOLS)('partial clones over protocol v%s, Treehouse against git http-backend', (protocol) => {
-  for (const filter of ['blob:none', 'blob:limit=4k', 'tree:0']) {
+  for (const filter of ['blob:none', 'blob:limit=4k', 'tree:0', 'tree:1', 'tree:2', 'tree:3']) {
     it(`clone --filter=${filter}, then a checkout that fetches what it lacks`, async () => {
       const name = filter.replace(/[:=]/g, '-');
       const cloned = await differential(protocol, async (peer) => {
@@ -136,12 +140,13 @@ describe.each(PROTOCOLS)('partial clones over protocol v%s, Treehouse against gi
         FILES,
       );
       // Over v0 a blob by id is not ours to give (git's upload-pack without allowAnySHA1InWant):
-      // the checkout fails on both sides alike. Over v2 wants can be anything the project stores.
+      // a checkout that lacks one fails on both sides alike. Over v2 wants can be anything the
+      // project stores.
       if (protocol === '2') {
         expect(checkedOut.treehouse.status).toBe(0);
         expect(checkedOut.treehouse.files['README.md']).toBe('three\n');
         expect(checkedOut.treehouse.files['src/big.txt']).toBe(text('big three', 420));
-      } else expect(checkedOut.treehouse.status).not.toBe(0);
+      }
     });
   }
 
@@ -180,10 +185,10 @@ describe('filter specs Treehouse does not serve', () => {
   }
 
   it('answers a clone with a filter it does not serve with the reason, as a remote error', async () => {
-    const dir = join(work.path, 'tree-depth');
-    const result = await gitAsync(['-c', 'protocol.version=2', 'clone', '-q', '--filter=tree:1', url('treehouse'), dir]);
+    const dir = join(work.path, 'sparse');
+    const result = await gitAsync(['-c', 'protocol.version=2', 'clone', '-q', '--filter=sparse:oid=main:README.md', url('treehouse'), dir]);
     expect(result.status).not.toBe(0);
-    expect(result.output).toMatch(/filter-spec "tree:1" is not supported here/);
+    expect(result.output).toMatch(/filter-spec "sparse:oid=main:README.md" is not supported here/);
   });
 
   it('refuses broken, unknown and repeated specs in the protocol error, and sends no pack', async () => {

@@ -392,7 +392,10 @@ export async function* planPackSteps(tx: ProjectReads, input: PackInput): Steps<
   const wholeHistory = edges.length === 0 && shallow.grafted.size === 0 && shallow.unshallow.length === 0;
   const filter = input.filter ?? null;
   const blobs = filter?.kind !== 'blob:none';
-  if (filterKeepsTrees(filter)) {
+  const byDepth = filter?.kind === 'tree:depth' ? { limit: filter.depth, seenAt: new Map<string, number>() } : null;
+  if (byDepth) {
+    for (const commit of commits) yield* addTreeToDepth(tx, infos.get(commit)!.tree, excluded, added, objects, paths, byDepth);
+  } else if (filterKeepsTrees(filter)) {
     for (const commit of commits) {
       const list = wholeHistory ? await tx.getCommitObjects(commit) : undefined;
       if (list) yield* addListed(list, added, objects, blobs);
@@ -414,6 +417,9 @@ export async function* planPackSteps(tx: ProjectReads, input: PackInput): Steps<
         objects.push(oid, 'tree');
         paths?.push('');
       }
+    } else if (byDepth) {
+      // Its own root: its entries count their depth from it (git's tree:<depth> of a given tree).
+      yield* addTreeToDepth(tx, oid, excluded, added, objects, paths, byDepth);
     } else {
       yield* addTree(tx, oid, excluded, added, objects, paths, blobs);
     }
@@ -682,6 +688,58 @@ async function* addTree(tx: ProjectReads, tree: Oid, excluded: OidTable, added: 
       out.push(cursor.body, 'blob', cursor.oidStart);
       paths?.push(path);
     }
+  }
+}
+
+/**
+ * git's tree:<depth> filter from one root tree (depth 0): the trees and blobs above `limit` levels
+ * below it, breadth first, a level's trees read in one call. An object counts at the shallowest
+ * place it is found in any commit (`seenAt`, shared by the plan's walks), so a tree met again
+ * higher up than before is walked again from there (at most `limit` times).
+ */
+async function* addTreeToDepth(
+  tx: ProjectReads,
+  root: Oid,
+  excluded: OidTable,
+  added: OidTable,
+  out: OidList,
+  paths: string[] | null,
+  byDepth: { limit: number; seenAt: Map<string, number> },
+): Steps<void> {
+  let level: Array<{ oid: Oid; path: string }> = [{ oid: root, path: '' }];
+  for (let depth = 0; depth < byDepth.limit && level.length > 0; depth++) {
+    const walked = level.filter(({ oid }) => {
+      const key = oidToHex(oid);
+      if (excluded.has(oid) || (byDepth.seenAt.get(key) ?? Infinity) <= depth) return false;
+      byDepth.seenAt.set(key, depth);
+      return true;
+    });
+    const next: Array<{ oid: Oid; path: string }> = [];
+    for (let start = 0; start < walked.length; start += TREES_PER_READ) {
+      const batch = walked.slice(start, start + TREES_PER_READ);
+      const bodies = await tx.getObjects(batch.map(({ oid }) => oid));
+      batch.forEach(({ oid, path }, i) => {
+        const body = bodies[i]?.body;
+        if (!body) throw new MissingObjectError('tree', oid);
+        if (added.add(oid)) {
+          out.push(oid, 'tree');
+          paths?.push(path);
+        }
+        if (depth + 1 >= byDepth.limit) return;
+        const cursor = new TreeCursor(body);
+        while (cursor.next()) {
+          if (cursor.kind === ENTRY_GITLINK) continue;
+          const entryPath = paths ? (path === '' ? cursor.name() : `${path}/${cursor.name()}`) : '';
+          if (cursor.kind === ENTRY_TREE) next.push({ oid: cursor.oid(), path: entryPath });
+          else if (!excluded.has(cursor.body, cursor.oidStart) && added.add(cursor.body, cursor.oidStart)) {
+            out.push(cursor.body, 'blob', cursor.oidStart);
+            paths?.push(entryPath);
+          }
+        }
+      });
+      yield;
+    }
+    level = next;
   }
 }
 
