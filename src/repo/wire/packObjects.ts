@@ -385,8 +385,9 @@ export async function* planPackSteps(tx: ProjectReads, input: PackInput): Steps<
   let objects = new OidList();
   for (const commit of commits) objects.push(commit, 'commit');
   const added = new OidTable(commits.length);
-  // Paths are followed only for a fetch into a clone, where they find thin bases.
-  let paths: string[] | null = edges.length > 0 ? commits.map(() => '') : null;
+  // Paths are followed only for a fetch into a clone, where they find thin bases; not into a
+  // partial clone, which may lack the object at the same path (a thin base it would have to fetch).
+  let paths: string[] | null = edges.length > 0 && !input.filter ? commits.map(() => '') : null;
   // With every ancestor sent (a clone: no haves, nothing cut), a commit's indexed object list
   // stands for the walk of its tree (src/git/introducedObjects.ts): no tree is read.
   const wholeHistory = edges.length === 0 && shallow.grafted.size === 0 && shallow.unshallow.length === 0;
