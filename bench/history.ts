@@ -16,6 +16,9 @@
  *   own, which moves the tips: the kept pack grows by the commit's objects;
  * - fetch: the last 10 commits of main's first-parent line (merged topic commits with them) into a
  *   bare clone that lacks them, time and pack bytes received;
+ * - partial clone: `git clone --bare --filter=blob:none` from each (git's side with
+ *   uploadpack.allowFilter), time and pack bytes received; our first is planned, the next ones get
+ *   the pack it made;
  * - push: `git push` of main's whole history from the packed repository, to ours as a new branch
  *   `imported` of a project created empty (main already holds the server's first commit, so the
  *   history cannot land on main as a fast-forward), and to an empty bare repository behind the
@@ -51,6 +54,9 @@ import { startServerProcess, type ServerProcess } from '../test/support/process.
 import { runApiHistoryBench } from './apiHistory.js';
 import { FETCH_COMMITS, historyTables, type HistoryBenchResult, type HistoryRun, type StoreBytes } from './historyReport.js';
 import { probeHealthz, sampleMemory, summarise, type Summary } from './measure.js';
+
+/** The partial clone measured: the filter GitHub recommends for most partial clones. */
+const PARTIAL_FILTER = 'blob:none';
 
 const GIT_ENV = isolatedGitEnv({ noAutoGc: true });
 /** Any one git command or API call of the benchmark; past it the scenario is reported as failed. */
@@ -294,6 +300,7 @@ async function runHistory(ctx: Context, name: HistoryKind, commits: number): Pro
   // Clones and fetches from a server restarted on the last seeded store.
   const clone = { ours: [] as number[], git: [] as number[], oursBytes: null as number | null, gitBytes: null as number | null, peakAnon: 0, oursFsckClean: false, oursFirstMs: undefined as number | undefined, oursAfterCommit: [] as number[] };
   const fetched = { ours: [] as number[], git: [] as number[], oursBytes: null as number | null, gitBytes: null as number | null, commits: 0, objects: 0 };
+  const partial = { ours: [] as number[], git: [] as number[], oursBytes: null as number | null, gitBytes: null as number | null, oursFirstMs: undefined as number | undefined };
   if (served) {
     const ours = await startOurs(ctx, served.dataDir, `serve-${name}`, served.key);
     try {
@@ -387,6 +394,26 @@ async function runHistory(ctx: Context, name: HistoryKind, commits: number): Pro
         }
       }
       rmSync(client, { recursive: true, force: true });
+
+      // Partial clones: git's side needs uploadpack.allowFilter (GitHub's serves them).
+      await runGit(['config', 'uploadpack.allowFilter', 'true'], { cwd: repo });
+      for (let rep = 0; rep < reps; rep++) {
+        const target = join(work, 'partial.git');
+        for (const side of ['ours', 'git'] as const) {
+          rmSync(target, { recursive: true, force: true });
+          try {
+            const { ms, bytes } = await traced(['clone', '-q', '--bare', `--filter=${PARTIAL_FILTER}`, side === 'ours' ? oursUrl : upstreamUrl, target]);
+            partial[side].push(ms);
+            if (side === 'ours' && rep === 0) partial.oursFirstMs = ms;
+            if (side === 'ours') partial.oursBytes = bytes;
+            else partial.gitBytes = bytes;
+            progress(`${name} partial clone ${rep + 1}/${reps} ${side}: ${(ms / 1000).toFixed(2)} s, ${(bytes / 1024).toFixed(0)} KB`);
+          } catch (error) {
+            note(`partial clone ${side} ${rep + 1}`, error);
+          }
+        }
+        rmSync(target, { recursive: true, force: true });
+      }
     } catch (error) {
       note('clone and fetch', error);
     } finally {
@@ -446,6 +473,7 @@ async function runHistory(ctx: Context, name: HistoryKind, commits: number): Pro
     seed: { ours: orNull(seed.ours), git: orNull(seed.git), oursPeakAnonBytes: seed.peakAnon, deflateCatchUpMs: seed.catchUp, worstHealthzMs: seed.worstGap, oursRunning: orNull(running) },
     clone: { ours: orNull(clone.ours), git: orNull(clone.git), oursPackBytes: clone.oursBytes, gitPackBytes: clone.gitBytes, oursPeakAnonBytes: clone.peakAnon, oursFsckClean: clone.oursFsckClean, oursFirstMs: clone.oursFirstMs, oursAfterCommit: orNull(clone.oursAfterCommit) },
     fetch: { ours: orNull(fetched.ours), git: orNull(fetched.git), oursPackBytes: fetched.oursBytes, gitPackBytes: fetched.gitBytes, commits: fetched.commits, objects: fetched.objects },
+    partialClone: { filter: PARTIAL_FILTER, ours: orNull(partial.ours), git: orNull(partial.git), oursPackBytes: partial.oursBytes, gitPackBytes: partial.gitBytes, oursFirstMs: partial.oursFirstMs },
     push: { ours: orNull(push.ours), git: orNull(push.git), oursPeakAnonBytes: push.peakAnon, worstHealthzMs: push.worstGap, oursRunning: orNull(pushRunning) },
     store,
     failures,

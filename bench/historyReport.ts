@@ -53,6 +53,8 @@ export interface HistoryRun {
    */
   clone: Pair & { oursPackBytes: number | null; gitPackBytes: number | null; oursPeakAnonBytes: number; oursFsckClean?: boolean; oursFirstMs?: number; oursAfterCommit?: Summary | null };
   fetch: Pair & { commits: number; objects: number; oursPackBytes: number | null; gitPackBytes: number | null };
+  /** A partial clone (`git clone --bare --filter=blob:none`); oursFirstMs: our first, planned. Absent in older results. */
+  partialClone?: Pair & { filter: string; oursPackBytes: number | null; gitPackBytes: number | null; oursFirstMs?: number };
   /** oursRunning: a server's second push (its code warm), reported beside; absent in older results. */
   push: Pair & { oursPeakAnonBytes: number; worstHealthzMs?: number; oursRunning?: Summary | null };
   store: StoreBytes | null;
@@ -215,6 +217,11 @@ export function historyTables(result: HistoryBenchResult, clone100k?: { ms: numb
       (run.clone.oursAfterCommit ? `; ours each after a commit (the kept pack grown): ${seconds(run.clone.oursAfterCommit)}` : '');
     row(`full clone (git clone --bare), pack bytes received; git fsck --strict of our clone: ${run.clone.oursFsckClean ? 'clean' : 'not clean or not run'}${firstClone}`, run.clone, run.clone.git, run.clone.oursPackBytes, run.clone.gitPackBytes, run.clone.oursPeakAnonBytes);
     row(`fetch of the last ${FETCH_COMMITS} commits (${run.fetch.commits} commits, ${run.fetch.objects} objects), pack bytes received`, run.fetch, run.fetch.git, run.fetch.oursPackBytes, run.fetch.gitPackBytes, null);
+    const partial = run.partialClone;
+    if (partial) {
+      const first = partial.oursFirstMs === undefined ? '' : `; our first ${(partial.oursFirstMs / 1000).toFixed(2)} s (planned), the others answered with the pack it made`;
+      row(`partial clone (git clone --bare --filter=${partial.filter}; git: uploadpack.allowFilter), pack bytes received${first}`, partial, partial.git, partial.oursPackBytes, partial.gitPackBytes, null);
+    }
     const pushRunning = run.push.oursRunning ? `; a server's second push (its code warm): ${seconds(run.push.oursRunning)}, ${ratioText(ratio(run.push.oursRunning.medianMs, run.push.git?.medianMs))} of git's` : '';
     row(`push of the whole history (git: into an empty bare repository), each the first of a fresh server${worstHealthz(run.push.worstHealthzMs)}${pushRunning}`, run.push, run.push.git, null, null, run.push.oursPeakAnonBytes);
     if (run.store) {
