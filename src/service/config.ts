@@ -90,6 +90,8 @@ export interface Config {
   syncClaimTtlMs: number;
   /** Stored entries a deleted project's background drop removes per write (src/service/projectDrops.ts). */
   dropKeysPerWrite: number;
+  /** How often a node looks for deleted projects' drops that another node left (marked at least this long ago). */
+  dropSweepMs: number;
   limits: Limits;
   connections: ConnectionLimits;
   events: EventsConfig;
@@ -149,6 +151,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     metricsPort: env.TREEHOUSE_METRICS_PORT ? integer(env, 'TREEHOUSE_METRICS_PORT', 0) : null,
     syncClaimTtlMs: Math.max(1_000, integer(env, 'TREEHOUSE_SYNC_CLAIM_TTL_MS', 60_000)),
     dropKeysPerWrite: Math.max(1, integer(env, 'TREEHOUSE_DROP_KEYS_PER_WRITE', 2_000)),
+    dropSweepMs: Math.max(1, integer(env, 'TREEHOUSE_DROP_SWEEP_SECONDS', 300)) * 1000,
     limits: {
       requestBodyBytesMax: integer(env, 'TREEHOUSE_REQUEST_BODY_BYTES_MAX', 100 * MIB),
       fileBytesMax: integer(env, 'TREEHOUSE_FILE_BYTES_MAX', 25 * MIB),

@@ -100,6 +100,7 @@ export class Projects {
   readonly outbox: EventLog;
   /** Deleted projects' data, freed after the answer (src/service/projectDrops.ts). */
   readonly drops: ProjectDrops;
+  private sweep: NodeJS.Timeout | null = null;
 
   constructor(
     readonly store: AsyncStore,
@@ -305,14 +306,37 @@ export class Projects {
 
   /**
    * Queues the drops a crash or a failed seed left (numbers still marked unowned): those of
-   * deleted projects, and reservations too old to belong to a seed still under way.
+   * deleted projects, and reservations too old to belong to a seed still under way. Then sweeps
+   * every `dropSweepMs` for deleted projects marked at least that long ago: on several nodes, the
+   * drop of a node that died is taken up by the others without waiting for a node to start (a
+   * drop still under way on a live node is then run twice, which removes nothing twice).
    */
   async start(): Promise<void> {
     this.drops.resume();
+    await this.queueUnowned(0);
+    if (this.sweep) return;
+    this.sweep = setInterval(() => {
+      this.queueUnowned(this.config.dropSweepMs).catch(() => undefined);
+    }, this.config.dropSweepMs);
+    // The marks stay: a process that ends meanwhile leaves them to the next start or sweep.
+    this.sweep.unref();
+  }
+
+  /** Stops the sweep and the drops after the write under way; what is left stays marked. */
+  async stopDrops(): Promise<void> {
+    if (this.sweep) clearInterval(this.sweep);
+    this.sweep = null;
+    await this.drops.stop();
+  }
+
+  /** Queues the deleted projects marked at least `minAgeMs` ago, and the reservations too old to belong to a seed under way. */
+  private async queueUnowned(minAgeMs: number): Promise<void> {
     const unowned = await this.store.read((tx) => tx.listRecords<string | UnownedReservation>(UNOWNED_PREFIX));
-    const staleBefore = new Date(Date.now() - RESERVATION_KEPT_MS).toISOString();
+    const now = Date.now();
+    const staleBefore = new Date(now - RESERVATION_KEPT_MS).toISOString();
+    const deletedBefore = new Date(now - minAgeMs).toISOString();
     for (const { key, value } of unowned) {
-      if (typeof value === 'object' && value.reserved_at > staleBefore) continue;
+      if (typeof value === 'object' ? value.reserved_at > staleBefore : value > deletedBefore) continue;
       this.drops.add(Number(key.slice(UNOWNED_PREFIX.length)));
     }
   }

@@ -168,7 +168,7 @@ export function openTreehouse(config: Config, store: AsyncStore): Treehouse {
       });
     },
     stop: async () => {
-      await projects.drops.stop();
+      await projects.stopDrops();
       nodeSignals.stop();
       eventLoop.stop();
       eventStreams.closeAll();
@@ -180,7 +180,7 @@ export function openTreehouse(config: Config, store: AsyncStore): Treehouse {
       await deflateCache.stop();
     },
     close: async () => {
-      await projects.drops.stop();
+      await projects.stopDrops();
       nodeSignals.stop();
       eventLoop.stop();
       eventStreams.closeAll();

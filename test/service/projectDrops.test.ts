@@ -61,6 +61,28 @@ describe('deleting a project', () => {
     }
   });
 
+  it('takes up, without a restart, a drop another node left (a deleted project marked a sweep ago), and keeps a seed’s fresh reservation', async () => {
+    const server = await startTestServer({ env: { TREEHOUSE_DROP_SWEEP_SECONDS: '1' } });
+    try {
+      const { th } = server;
+      // What a node that died mid-drop leaves: the records gone, the data there, the number marked.
+      const left = await th.projects.reserveSeq();
+      await th.store.write(async (tx) => {
+        for (let i = 0; i < 500; i++) tx.project(left).putObject('blob', Buffer.from(`left by another node ${i}`));
+        tx.putRecord(`project-unowned/${left}`, new Date(Date.now() - 5_000).toISOString());
+      });
+      const seeding = await th.projects.reserveSeq();
+      await th.store.write(async (tx) => tx.project(seeding).putObject('blob', Buffer.from('being seeded')));
+      expect(th.projects.drops.backlog).toBe(0);
+      for (let tries = 0; tries < 200 && (await unownedKeys(server)).length > 1; tries++) await new Promise((resolve) => setTimeout(resolve, 50));
+      expect(await unownedKeys(server)).toEqual([`project-unowned/${seeding}`]);
+      expect(await storedObjects(server, left)).toEqual([]);
+      expect(await storedObjects(server, seeding)).toHaveLength(1);
+    } finally {
+      await server.close();
+    }
+  });
+
   it('leaves what a stop interrupts for the next start, which finishes it', async () => {
     const first = await startTestServer({ env: SLOW_DROPS });
     const { dataDir } = first;
