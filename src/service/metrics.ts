@@ -17,6 +17,8 @@ export interface MetricSources {
   /** The data directory whose file system's free space is reported; null on a database server (not ours to watch). */
   dataDir: string | null;
   packCacheBacklog(): number;
+  /** Deleted projects whose data this node has not freed yet (src/service/projectDrops.ts). */
+  projectDropsPending(): number;
   syncQueueDepth(): Promise<number>;
   syncAttempts(): { completed: number; failed: number };
   /** Clones answered from a kept pack or planned, and the bytes the kept packs take (src/repo/wire/clonePacks.ts). */
@@ -51,6 +53,14 @@ export class Metrics {
       registers,
       collect() {
         this.set(sources.packCacheBacklog());
+      },
+    });
+    new Gauge({
+      name: 'treehouse_project_drops_pending',
+      help: 'Deleted projects whose stored data this node is still freeing',
+      registers,
+      collect() {
+        this.set(sources.projectDropsPending());
       },
     });
     new Gauge({

@@ -110,6 +110,7 @@ export function openTreehouse(config: Config, store: AsyncStore): Treehouse {
           store: store,
           dataDir: config.databaseUrl ? null : config.dataDir,
           packCacheBacklog: () => deflateCache.backlog,
+          projectDropsPending: () => projects.drops.backlog,
           syncQueueDepth: () => remoteSync.queueDepth(),
           syncAttempts: () => remoteSync.attempts,
           clonePacks: () => ({ hits: clonePacks.hits, grown: clonePacks.grown, misses: clonePacks.misses, bytes: clonePacks.bytesUsed }),

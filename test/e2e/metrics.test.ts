@@ -40,6 +40,7 @@ describe('metrics', () => {
     expect(text).not.toContain(id);
     expect(sample(text, 'treehouse_store_write_duration_seconds_count{outcome="committed"}')).toBeGreaterThanOrEqual(2);
     expect(sample(text, 'treehouse_pack_cache_backlog_objects')).toBeGreaterThanOrEqual(0);
+    expect(sample(text, 'treehouse_project_drops_pending')).toBe(0);
     expect(sample(text, 'treehouse_sync_queue_depth')).toBe(0);
     expect(sample(text, 'treehouse_sync_attempts_total{outcome="failed"}')).toBe(0);
     // No clone yet (test/interop/clonePacks.test.ts counts them).
