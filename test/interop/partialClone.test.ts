@@ -173,6 +173,31 @@ describe.each(PROTOCOLS)('partial clones over protocol v%s, Treehouse against gi
   });
 });
 
+describe('pushing from a partial clone', () => {
+  it('is taken by both servers alike: the pushed commit names stored blobs the clone never had', async () => {
+    const outcomes: Record<PeerName, { status: number; refs: string; fsck: number }> = {} as never;
+    for (const peer of PEERS) {
+      const dir = join(work.path, `push-from-partial-${peer}`);
+      await gitAsyncOk(['clone', '-q', '--filter=blob:none', '--branch', 'topic', url(peer), dir]);
+      git(['config', 'user.name', 'Partial'], { cwd: dir });
+      git(['config', 'user.email', 'partial@example.com'], { cwd: dir });
+      // One file changed: the rest of the tree's blobs stay missing in the clone.
+      writeFileSync(join(dir, 'README.md'), 'pushed from a partial clone\n');
+      git(['commit', '-q', '-am', 'from a partial clone'], { cwd: dir, env: { GIT_AUTHOR_DATE: '1700100000 +0000', GIT_COMMITTER_DATE: '1700100000 +0000' } });
+      const pushed = await gitAsync(['push', '-q', 'origin', 'HEAD:refs/heads/from-partial'], { cwd: dir });
+      const fsck = (await gitAsync(['fsck', '--strict', '--no-progress'], { cwd: dir, env: { GIT_NO_LAZY_FETCH: '1' } })).status;
+      outcomes[peer] = { status: pushed.status, refs: await gitAsyncOk(['ls-remote', url(peer)]), fsck };
+    }
+    expect(outcomes.treehouse).toEqual(outcomes.git);
+    expect(outcomes.treehouse.status).toBe(0);
+    expect(outcomes.treehouse.refs).toMatch(/refs\/heads\/from-partial/);
+    // Our side is whole: a full clone of the pushed branch passes fsck.
+    const full = join(work.path, 'full-after-partial-push');
+    await gitAsyncOk(['clone', '-q', '--bare', url('treehouse'), full]);
+    expect((await gitAsync(['fsck', '--strict', '--no-progress'], { cwd: full })).status).toBe(0);
+  });
+});
+
 describe('filter specs Treehouse does not serve', () => {
   async function fetchV2(lines: string[]): Promise<{ status: number; text: string }> {
     const body = Buffer.concat([encodePktLine('command=fetch\n'), encodePktLine('object-format=sha1\n'), Buffer.from('0001'), ...lines.map((line) => encodePktLine(`${line}\n`)), encodeFlush()]);
