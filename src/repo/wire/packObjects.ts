@@ -393,7 +393,7 @@ export async function* planPackSteps(tx: ProjectReads, input: PackInput): Steps<
   const wholeHistory = edges.length === 0 && shallow.grafted.size === 0 && shallow.unshallow.length === 0;
   const filter = input.filter ?? null;
   const blobs = filter?.kind !== 'blob:none';
-  const byDepth = filter?.kind === 'tree:depth' ? { limit: filter.depth, seenAt: new Map<string, number>() } : null;
+  const byDepth = filter?.kind === 'tree:depth' ? { limit: filter.depth, seenAt: new OidTable() } : null;
   if (byDepth) {
     for (const commit of commits) yield* addTreeToDepth(tx, infos.get(commit)!.tree, excluded, added, objects, paths, byDepth);
   } else if (filterKeepsTrees(filter)) {
@@ -404,9 +404,11 @@ export async function* planPackSteps(tx: ProjectReads, input: PackInput): Steps<
     }
   }
   // Asked for by id: sent whatever the filter, a tree with its entries as the filter keeps them.
-  const provided = new Set<string>();
+  const provided = new OidTable();
   for (const { oid, type } of input.provided ?? []) {
-    provided.add(oidToHex(oid));
+    // A lazy fetch may ask for up to WANTS_PER_REQUEST_MAX ids: the walk pauses between them.
+    yield;
+    provided.add(oid);
     if (type === 'blob') {
       if (added.add(oid)) {
         objects.push(oid, 'blob');
@@ -626,9 +628,9 @@ async function* readTrees(tx: ProjectReads, root: Oid, enters: (oid: Uint8Array,
  * `objects` without the blobs of `bytes` or more (git's blob:limit), those asked for by id kept;
  * sizes are read in batches.
  */
-async function* withoutLargeBlobs(tx: ProjectReads, objects: OidList, paths: string[] | null, bytes: number, provided: ReadonlySet<string>): Steps<{ objects: OidList; paths: string[] | null }> {
+async function* withoutLargeBlobs(tx: ProjectReads, objects: OidList, paths: string[] | null, bytes: number, provided: OidTable): Steps<{ objects: OidList; paths: string[] | null }> {
   const blobIndexes: number[] = [];
-  for (let index = 0; index < objects.length; index++) if (objects.type(index) === 'blob' && !provided.has(oidToHex(objects.oidView(index)))) blobIndexes.push(index);
+  for (let index = 0; index < objects.length; index++) if (objects.type(index) === 'blob' && !provided.has(objects.oidView(index))) blobIndexes.push(index);
   const dropped = new Set<number>();
   for (let at = 0; at < blobIndexes.length; at += SIZES_PER_READ) {
     const batch = blobIndexes.slice(at, at + SIZES_PER_READ);
@@ -705,14 +707,14 @@ async function* addTreeToDepth(
   added: OidTable,
   out: OidList,
   paths: string[] | null,
-  byDepth: { limit: number; seenAt: Map<string, number> },
+  byDepth: { limit: number; seenAt: OidTable },
 ): Steps<void> {
   let level: Array<{ oid: Oid; path: string }> = [{ oid: root, path: '' }];
   for (let depth = 0; depth < byDepth.limit && level.length > 0; depth++) {
     const walked = level.filter(({ oid }) => {
-      const key = oidToHex(oid);
-      if (excluded.has(oid) || (byDepth.seenAt.get(key) ?? Infinity) <= depth) return false;
-      byDepth.seenAt.set(key, depth);
+      const seen = byDepth.seenAt.get(oid);
+      if (excluded.has(oid) || (seen >= 0 && seen <= depth)) return false;
+      byDepth.seenAt.set(oid, 0, depth);
       return true;
     });
     const next: Array<{ oid: Oid; path: string }> = [];
