@@ -131,21 +131,21 @@ export interface ProvidedObject {
 /**
  * Throws UploadRequestError unless every want is a commit reachable from a branch (or a branch
  * tip), or, with `anyObject` (protocol v2, where "wants can be anything": gitprotocol-v2.txt), a
- * tree or blob the project stores. Answers the wants that are trees and blobs.
+ * tree or blob the project stores. Answers the wants split into those two kinds.
  */
-export async function checkWants(tx: ProjectReads, wants: Oid[], anyObject = false): Promise<ProvidedObject[]> {
-  let unreachable = await unreachableFromTips(tx, wants);
+export async function checkWants(tx: ProjectReads, wants: Oid[], anyObject = false): Promise<{ commits: Oid[]; provided: ProvidedObject[] }> {
+  const unreachable = await unreachableFromTips(tx, wants);
+  if (unreachable.length === 0) return { commits: wants, provided: [] };
+  const types = anyObject ? await tx.objectTypes(unreachable) : [];
   const provided: ProvidedObject[] = [];
-  if (anyObject && unreachable.length > 0) {
-    const types = await tx.objectTypes(unreachable);
-    unreachable.forEach((oid, index) => {
-      const type = types[index];
-      if (type === 'tree' || type === 'blob') provided.push({ oid, type });
-    });
-    unreachable = unreachable.filter((_, index) => types[index] !== 'tree' && types[index] !== 'blob');
-  }
-  if (unreachable.length > 0) throw new UploadRequestError(`upload-pack: not our ref ${oidToHex(unreachable[0])}`);
-  return provided;
+  const byId = new OidTable(unreachable.length);
+  unreachable.forEach((oid, index) => {
+    const type = types[index];
+    if (type !== 'tree' && type !== 'blob') throw new UploadRequestError(`upload-pack: not our ref ${oidToHex(oid)}`);
+    provided.push({ oid, type });
+    byId.add(oid);
+  });
+  return { commits: wants.filter((want) => !byId.has(want)), provided };
 }
 
 /** The given commits that no branch reaches (unknown ids included). */

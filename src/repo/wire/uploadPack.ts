@@ -172,9 +172,7 @@ async function prepare(
 ): Promise<{ plan: PackPlan | null; shallow: ShallowPlan; common: Oid[]; kept?: readonly Buffer[]; recording?: PackRecording; grows?: KeptPack }> {
   try {
     const { shallow, common, provided, commits } = await inReadTx(repo, async (tx) => {
-      const provided = await checkWants(tx, request.wants, anyObject);
-      const byId = new Set(provided.map((object) => oidToHex(object.oid)));
-      const commits = provided.length === 0 ? request.wants : request.wants.filter((want) => !byId.has(oidToHex(want)));
+      const { commits, provided } = await checkWants(tx, request.wants, anyObject);
       return { shallow: await planShallow(tx, commits, request), common: await commonHaves(tx, request.haves), provided, commits };
     });
     if (!sendsPack(common)) return { plan: null, shallow, common };
