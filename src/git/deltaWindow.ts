@@ -40,6 +40,9 @@ export const DELTA_WINDOW_SCAN_BYTES_MAX = 256 * 1024 * 1024;
 /** git's try_delta: a target this many times smaller than the base is not tried. */
 const BASE_TO_TARGET_RATIO_MAX = 32;
 
+/** WindowObject.named.depth of a base given earlier in the same formsOf call. */
+export const NAMED_IN_CALL = -1;
+
 /** git's object type numbers: the sort puts higher ones first (tags, blobs, trees, commits). */
 const TYPE_ORDER: Record<ObjectType, number> = { commit: 1, tree: 2, blob: 3, tag: 4 };
 
@@ -51,7 +54,11 @@ export interface WindowObject {
   /** packNameHash (src/git/nameHash.ts) of its path; 0 when unknown. */
   nameHash: number;
   body: Uint8Array;
-  /** The base its writer named (the version it replaced), tried first; depth is its form's. */
+  /**
+   * The base its writer named (the version it replaced), tried first; depth is its form's, or
+   * NAMED_IN_CALL when the base is one of the objects of the same formsOf call, before it (its form
+   * is made there: a chain of versions written in a row gets its forms in one call).
+   */
   named: { oid: Uint8Array; body: Uint8Array; depth: number } | null;
   /** Deflate it whole without a search (a retry after the store refused its delta). */
   whole: boolean;
@@ -140,11 +147,20 @@ export class DeltaWindow {
    */
   formsOf(objects: readonly WindowObject[]): WindowForm[] {
     let scanned = 0;
+    /** The chain depth of each form made in this call, by project and id (NAMED_IN_CALL bases). */
+    const made = new Map<string, number>();
     return objects.map((object) => {
-      const form = this.formOf(object, () => scanned < this.scanBytesMax, (bytes) => {
+      let named = object.named;
+      if (named && named.depth === NAMED_IN_CALL) {
+        // A base that comes later (objects naming each other) is no base: the object is searched.
+        const depth = made.get(`${object.project}/${hexOf(named.oid)}`);
+        named = depth === undefined ? null : { ...named, depth };
+      }
+      const form = this.formOf(named === object.named ? object : { ...object, named }, () => scanned < this.scanBytesMax, (bytes) => {
         scanned += bytes;
         this.counts.scannedBytes += bytes;
       });
+      made.set(`${object.project}/${hexOf(object.oid)}`, form.delta ? form.delta.depth : 0);
       this.keep(object, form);
       return form;
     });

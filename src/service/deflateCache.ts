@@ -16,8 +16,8 @@
  * the order the worker made them, so a base found in the same batch has its form before the delta.
  */
 import type { Worker } from 'node:worker_threads';
-import { compareForWindow, type DeltaWindowOptions, type WindowForm, type WindowObject } from '../git/deltaWindow.js';
-import { oidToHex, type ObjectType, type Oid } from '../git/oid.js';
+import { compareForWindow, NAMED_IN_CALL, type DeltaWindowOptions, type WindowForm, type WindowObject } from '../git/deltaWindow.js';
+import type { ObjectType, Oid } from '../git/oid.js';
 import { DELTA_TARGET_BYTES_MIN, type PackForm } from '../git/packForm.js';
 import { DELTA_DEPTH_MAX } from '../repo/wire/packedForms.js';
 import type { AsyncStore, AsyncStoreReadTx, ObjectCursor } from '../store/asyncTypes.js';
@@ -76,6 +76,8 @@ interface Pending {
 /** What the search takes of one object, and the queue entry it came from. */
 interface Read extends WindowObject {
   item: Pending;
+  /** Its named base, when that is an object of the same batch (its form is made in the same call, before it). */
+  namedInBatch?: Oid;
 }
 
 /**
@@ -250,8 +252,8 @@ export class DeflateCache {
   /** Reads, searches and stores the forms of one batch; false when the cache should stop for now. */
   private async formBatch(batch: Pending[]): Promise<boolean> {
     const reads: Read[] = [];
-    // An object whose base is in this batch waits for the next one, when the base has its form.
-    const inBatch = new Set(batch.map((item) => `${item.project}/${oidToHex(item.oid)}`));
+    // An object whose named base is in this batch gets its form in the same call, after the base's (readBatch).
+    const inBatch = new Set(batch.map((item) => formKey(item.project, item.oid)));
     const later: Pending[] = [];
     const readEnd = performance.now() + READ_SLICE_MS;
     try {
@@ -272,8 +274,10 @@ export class DeflateCache {
     }
     this.queue.unshift(...later);
     this.inFlight -= later.length;
-    // git's order for the search: a base found among them comes, and is stored, before its delta.
-    reads.sort(compareForWindow);
+    // git's order for the search (a base found among them comes, and is stored, before its delta),
+    // after the named bases of the batch: each version of a chain written in a row comes after the one it replaced.
+    const levels = chainLevels(reads);
+    reads.sort((a, b) => levels.get(a)! - levels.get(b)! || compareForWindow(a, b));
     let forms: WindowForm[];
     try {
       forms = await this.searchForms(reads);
@@ -312,8 +316,13 @@ export class DeflateCache {
     return true;
   }
 
-  /** Reads what `batch` needs into `reads`, in chunks, leaving in `later` what waits for the next turn. */
+  /**
+   * Reads what `batch` needs into `reads`, in chunks, leaving in `later` what waits for the next turn:
+   * what the read's time slice left, and an object whose named base is in the batch but was not read
+   * (in that part, or it had a form already), which the next batch reads with the base's stored form.
+   */
   private async readBatch(batch: Pending[], inBatch: Set<string>, reads: Read[], later: Pending[], readEnd: number): Promise<void> {
+    const read: Read[] = [];
     await this.store.read(async (tx) => {
       for (let at = 0; at < batch.length; at += READ_CHUNK_OBJECTS) {
         // Reading rebuilds bodies (and bases) from their forms: the rest waits for the next turn.
@@ -322,13 +331,42 @@ export class DeflateCache {
           break;
         }
         const byProject = new Map<number, Pending[]>();
-        for (const item of batch.slice(at, at + READ_CHUNK_OBJECTS)) {
-          if (item.similarTo && !item.waited && inBatch.has(`${item.project}/${oidToHex(item.similarTo)}`)) later.push(item);
-          else byProject.set(item.project, [...(byProject.get(item.project) ?? []), item]);
-        }
-        for (const [project, items] of byProject) reads.push(...(await readForDeflate(tx, project, items)));
+        for (const item of batch.slice(at, at + READ_CHUNK_OBJECTS)) byProject.set(item.project, [...(byProject.get(item.project) ?? []), item]);
+        for (const [project, items] of byProject) read.push(...(await readForDeflate(tx, project, items, inBatch)));
       }
     });
+    const byKey = new Map(read.map((object) => [formKey(object.project, object.oid), object]));
+    const kept = new Map<Read, boolean>();
+    for (const object of read) {
+      // Up its chain of named bases in the batch to one whose fate is known; a cycle ends it too
+      // (the worker gives the first of a cycle it meets no named base).
+      const path: Read[] = [];
+      const onPath = new Set<Read>();
+      let at: Read | undefined = object;
+      let fate = true;
+      while (at && !kept.has(at) && !onPath.has(at)) {
+        path.push(at);
+        onPath.add(at);
+        if (!at.namedInBatch) break;
+        const base = byKey.get(formKey(at.project, at.namedInBatch));
+        if (!base) {
+          fate = false;
+          break;
+        }
+        at = base;
+      }
+      if (at && kept.has(at) && !onPath.has(at)) fate = kept.get(at)!;
+      for (const step of path) kept.set(step, fate);
+    }
+    for (const object of read) {
+      if (!kept.get(object)) {
+        later.push(object.item);
+        continue;
+      }
+      const base = object.namedInBatch && byKey.get(formKey(object.project, object.namedInBatch));
+      if (base && base.type === object.type) object.named = { oid: base.oid, body: base.body, depth: NAMED_IN_CALL };
+      reads.push(object);
+    }
   }
 
   /** A pack-ready form of `body` against `base`, made on the worker (upload-pack's thin deltas of large objects). */
@@ -402,18 +440,45 @@ export class DeflateCache {
   }
 }
 
+const formKey = (project: number, oid: Uint8Array) => `${project}/${Buffer.from(oid.buffer, oid.byteOffset, oid.byteLength).toString('hex')}`;
+
+/**
+ * Each read's place in the order of the worker's call: 0, or one more than its named base's when
+ * that is in the batch (a cycle of objects naming each other is cut where it is entered).
+ */
+function chainLevels(reads: readonly Read[]): Map<Read, number> {
+  const byKey = new Map(reads.map((read) => [formKey(read.project, read.oid), read]));
+  const levels = new Map<Read, number>();
+  for (const read of reads) {
+    const path: Read[] = [];
+    const onPath = new Set<Read>();
+    let at: Read | undefined = read;
+    while (at && !levels.has(at) && !onPath.has(at)) {
+      path.push(at);
+      onPath.add(at);
+      at = at.named?.depth === NAMED_IN_CALL ? byKey.get(formKey(at.project, at.named.oid)) : undefined;
+    }
+    let level = at && levels.has(at) ? levels.get(at)! + 1 : 0;
+    for (let i = path.length - 1; i >= 0; i--) levels.set(path[i], level++);
+  }
+  return levels;
+}
+
 /**
  * What deflating `items` of one project needs, in three batched reads: which have no form yet, their
- * bodies, and for those with a named base the base's form (its depth) and body.
+ * bodies, and for those with a named base the base's form (its depth) and body. A named base in
+ * the batch (`inBatch`) is not read here: the read is marked (`namedInBatch`), and readBatch gives it that base.
  */
-async function readForDeflate(tx: AsyncStoreReadTx, projectNumber: number, items: Pending[]): Promise<Read[]> {
+async function readForDeflate(tx: AsyncStoreReadTx, projectNumber: number, items: Pending[], inBatch: Set<string>): Promise<Read[]> {
   const project = tx.project(projectNumber);
   const forms = await project.getDeflated!(items.map((item) => item.oid));
   const missing = items.filter((_, i) => !forms[i]);
   const objects = await project.getObjects(missing.map((item) => item.oid));
   const found = missing.flatMap((item, i) => (objects[i] ? [{ item, object: objects[i]! }] : []));
+  const named = found.filter(({ item, object }) => item.similarTo !== null && !item.whole && object.body.length >= DELTA_TARGET_BYTES_MIN);
+  const namedInBatch = new Set(named.filter(({ item }) => !item.waited && inBatch.has(formKey(projectNumber, item.similarTo!))).map(({ item }) => item));
   // A delta base must have a form of its own, with room below the depth limit.
-  const tried = found.filter(({ item, object }) => item.similarTo !== null && !item.whole && object.body.length >= DELTA_TARGET_BYTES_MIN);
+  const tried = named.filter(({ item }) => !namedInBatch.has(item));
   const baseForms = await project.getDeflated!(tried.map(({ item }) => item.similarTo!));
   const depths = new Map(tried.map(({ item }, i) => [item, baseForms[i] ? (baseForms[i]!.delta?.depth ?? 0) : DELTA_DEPTH_MAX]));
   const withBase = tried.filter(({ item }) => depths.get(item)! < DELTA_DEPTH_MAX);
@@ -421,7 +486,9 @@ async function readForDeflate(tx: AsyncStoreReadTx, projectNumber: number, items
   const bases = new Map(withBase.map(({ item }, i) => [item, baseObjects[i]]));
   return found.map(({ item, object }) => {
     const base = bases.get(item);
-    const named = base && base.type === object.type ? { oid: item.similarTo!, body: base.body, depth: depths.get(item)! } : null;
-    return { item, project: projectNumber, oid: item.oid, type: object.type as ObjectType, nameHash: item.nameHash, body: object.body, named, whole: item.whole };
+    const read: Read = { item, project: projectNumber, oid: item.oid, type: object.type as ObjectType, nameHash: item.nameHash, body: object.body, named: null, whole: item.whole };
+    if (base && base.type === object.type) read.named = { oid: item.similarTo!, body: base.body, depth: depths.get(item)! };
+    if (namedInBatch.has(item)) read.namedInBatch = item.similarTo!;
+    return read;
   });
 }

@@ -8,7 +8,7 @@ import { createHash } from 'node:crypto';
 import { inflateSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
 import { applyDelta } from '../../src/git/delta.js';
-import { compareForWindow, DeltaWindow, type WindowForm, type WindowObject } from '../../src/git/deltaWindow.js';
+import { compareForWindow, DeltaWindow, NAMED_IN_CALL, type WindowForm, type WindowObject } from '../../src/git/deltaWindow.js';
 import { packNameHash } from '../../src/git/nameHash.js';
 import { hashObject, type ObjectType } from '../../src/git/oid.js';
 
@@ -102,6 +102,24 @@ describe('DeltaWindow', () => {
     const [edited] = run([[object(after, 'f.ts', { named: { oid: base.oid, body: base.body, depth: 0 } })]]);
     expect(hexOf(edited.form.delta!.base)).toBe(hexOf(base.oid));
     expect(window.counts.tries).toBe(tries);
+  });
+
+  it('takes a named base given earlier in the same call at the depth it got there, and none given later', () => {
+    const window = new DeltaWindow({ depthMax: 50, level: LEVEL });
+    const first = object(source(120, 'in call'), 'g.ts');
+    const second = object(String(first.body).replace('value3 =', 'value3b ='), 'g.ts', { named: { oid: first.oid, body: first.body, depth: NAMED_IN_CALL } });
+    const third = object(String(second.body).replace('value9 =', 'value9b ='), 'g.ts', { named: { oid: second.oid, body: second.body, depth: NAMED_IN_CALL } });
+    const [, secondForm, thirdForm] = window.formsOf([first, second, third]);
+    expect([hexOf(secondForm.delta!.base), secondForm.delta!.depth]).toEqual([hexOf(first.oid), 1]);
+    expect([hexOf(thirdForm.delta!.base), thirdForm.delta!.depth]).toEqual([hexOf(second.oid), 2]);
+    // Two that name each other: the first met has no base yet (it is searched, and finds none), the second takes it.
+    const a = object(source(120, 'cycle'), 'h.ts');
+    const b = object(String(a.body).replace('value1 =', 'value1b ='), 'h.ts');
+    a.named = { oid: b.oid, body: b.body, depth: NAMED_IN_CALL };
+    b.named = { oid: a.oid, body: a.body, depth: NAMED_IN_CALL };
+    const [aForm, bForm] = window.formsOf([a, b]);
+    expect(aForm.delta).toBeNull();
+    expect([hexOf(bForm.delta!.base), bForm.delta!.depth]).toEqual([hexOf(a.oid), 1]);
   });
 
   it('keeps every chain within depthMax over a long line of similar files, and rebuilds each', () => {

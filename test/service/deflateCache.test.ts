@@ -115,6 +115,31 @@ describe('DeflateCache', () => {
     expect(await formWritesOf(0)).toBeGreaterThan(1);
   });
 
+  it('gives a chain of versions written one after another their forms in one write, each a delta on the one it replaced', async () => {
+    // A file edited and committed in a loop: each version names the one before it. They used to get
+    // their forms a link per write (a version waited for the next batch while its base was in this one).
+    const store = openStore();
+    const cache = startCache(store, { quietMs: 60_000 });
+    await cache.idle();
+    let writes = 0;
+    store.onWriteDone(() => writes++);
+    const oids: Oid[] = [];
+    let text = moduleText(200, 'chain');
+    for (let round = 0; round < 30; round++) {
+      text = text.replace(`chain${round * 5} =`, `chain${round * 5}edited =`);
+      const previous = oids.at(-1) ?? null;
+      oids.push(await store.async.write(async (tx) => tx.project(6).putObject('blob', Buffer.from(text), undefined, previous, packNameHash('src/chain.ts'))));
+    }
+    await cache.idle();
+    expect(writes - oids.length).toBe(1);
+    const made = await forms(store, 6, oids);
+    expect(made[0]!.delta).toBeUndefined();
+    made.slice(1).forEach((form, index) => {
+      expect(form!.delta!.base.equals(oids[index])).toBe(true);
+      expect(form!.delta!.depth).toBe(index + 1);
+    });
+  });
+
   /** Writes one object to project 5 every `everyMs` for `forMs`, counting the cache's writes of forms made meanwhile. */
   async function writeSteadily(store: LmdbStore, everyMs: number, forMs: number): Promise<{ oids: Oid[]; formWritesDuring: number }> {
     let formWrites = 0;
