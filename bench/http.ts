@@ -325,6 +325,17 @@ export interface LoadSummary {
   serverPeakRssBytes: number;
   serverPeakRssAnonBytes: number;
   serverPeakRssFileBytes: number;
+  /** The most objects waiting for a pack-ready form, summed over the nodes (/healthz deflate_backlog, read every second during the load). */
+  deflateBacklogMax: number;
+  /** The backlog at the load's end, and how long after it the nodes' deflate caches caught up. */
+  deflateBacklogAtEnd: number;
+  deflateCatchUpMs: number;
+}
+
+/** The nodes' /healthz deflate_backlog, summed. */
+async function deflateBacklog(servers: ReadonlyArray<{ url: string }>): Promise<number> {
+  const backlogs = await Promise.all(servers.map(async (node) => ((await (await fetch(`${node.url}/healthz`)).json()) as { deflate_backlog: number }).deflate_backlog));
+  return backlogs.reduce((sum, backlog) => sum + backlog, 0);
 }
 
 /** 32 clients writing + committing on one project for `durationMs`, default rate limits; on `nodes` server processes (PostgreSQL). */
@@ -350,8 +361,22 @@ export async function runHttpLoad(options: { workDir: string; durationMs: number
     await expect(api, 'POST', `/projects/${project}/git/commit`, JSON.stringify({ message: 'Seed' }), 201);
     await settle(api);
     const sampler = sampleMemory(server.child.pid!);
-    const result = await runWriteCommitLoad({ baseUrl: server.url, otherBaseUrls: servers.slice(1).map((node) => node.url), projectId: project, keys, clients: options.clients, durationMs: options.durationMs });
+    // Whether the pack-ready forms keep up with the writes (README "Pack-ready forms"): a backlog that only grows is memory that only grows.
+    let deflateBacklogMax = 0;
+    const backlogSampler = setInterval(() => {
+      deflateBacklog(servers).then((backlog) => (deflateBacklogMax = Math.max(deflateBacklogMax, backlog)), () => {});
+    }, 1_000);
+    let result: Awaited<ReturnType<typeof runWriteCommitLoad>>;
+    try {
+      result = await runWriteCommitLoad({ baseUrl: server.url, otherBaseUrls: servers.slice(1).map((node) => node.url), projectId: project, keys, clients: options.clients, durationMs: options.durationMs });
+    } finally {
+      clearInterval(backlogSampler);
+    }
     const peaks = sampler.stop();
+    const deflateBacklogAtEnd = await deflateBacklog(servers);
+    const catchUpStart = performance.now();
+    while ((await deflateBacklog(servers)) > 0) await new Promise((resolve) => setTimeout(resolve, 100));
+    const deflateCatchUpMs = performance.now() - catchUpStart;
     const listing = await expect(api, 'GET', `/projects/${project}/files?prefix=load/`, undefined, 200);
     const present = new Set<string>(listing.files.map((file: { path: string }) => file.path));
     const seconds = result.durationMs / 1000;
@@ -375,6 +400,9 @@ export async function runHttpLoad(options: { workDir: string; durationMs: number
       serverPeakRssBytes: peaks.hwmBytes,
       serverPeakRssAnonBytes: peaks.anonBytes,
       serverPeakRssFileBytes: peaks.fileBytes,
+      deflateBacklogMax: Math.max(deflateBacklogMax, deflateBacklogAtEnd),
+      deflateBacklogAtEnd,
+      deflateCatchUpMs,
     };
   } finally {
     await Promise.all(servers.map((node) => stopServer(node)));

@@ -313,9 +313,9 @@ function workspaceTargets(result: WorkspaceBenchResult | undefined, quick: boole
 
 function loadSection(load: LoadSummary): string {
   return [
-    '| clients (keys) | project | duration | requests/s | commits/s | latency p50 | latency p99 | latency max | errors | acknowledged writes found afterwards | server peak RSS MB (anonymous / file-backed) |',
-    '|---:|---|---:|---:|---:|---:|---:|---:|---:|---|---|',
-    `| ${load.clients} (${load.keys}) | ${load.seedFiles.toLocaleString('en-US')} files | ${(load.durationMs / 1000).toFixed(1)} s | ${load.requestsPerSecond.toFixed(0)} | ${load.commitsPerSecond.toFixed(0)} | ${formatMs(load.latencyMsP50)} | ${formatMs(load.latencyMsP99)} | ${formatMs(load.latencyMsMax)} | ${load.errors} of ${load.requests} | ${load.acknowledgedFound} of ${load.acknowledgedFiles} | ${formatMb(load.serverPeakRssBytes)} (${formatMb(load.serverPeakRssAnonBytes)} / ${formatMb(load.serverPeakRssFileBytes)}) |`,
+    '| clients (keys) | project | duration | requests/s | commits/s | latency p50 | latency p99 | latency max | errors | acknowledged writes found afterwards | server peak RSS MB (anonymous / file-backed) | objects waiting for a pack-ready form: most / at the end, caught up after |',
+    '|---:|---|---:|---:|---:|---:|---:|---:|---:|---|---|---|',
+    `| ${load.clients} (${load.keys}) | ${load.seedFiles.toLocaleString('en-US')} files | ${(load.durationMs / 1000).toFixed(1)} s | ${load.requestsPerSecond.toFixed(0)} | ${load.commitsPerSecond.toFixed(0)} | ${formatMs(load.latencyMsP50)} | ${formatMs(load.latencyMsP99)} | ${formatMs(load.latencyMsMax)} | ${load.errors} of ${load.requests} | ${load.acknowledgedFound} of ${load.acknowledgedFiles} | ${formatMb(load.serverPeakRssBytes)} (${formatMb(load.serverPeakRssAnonBytes)} / ${formatMb(load.serverPeakRssFileBytes)}) | ${load.deflateBacklogMax === undefined ? '—' : `${load.deflateBacklogMax.toLocaleString('en-US')} / ${load.deflateBacklogAtEnd.toLocaleString('en-US')}, ${(load.deflateCatchUpMs / 1000).toFixed(1)} s`} |`,
   ].join('\n');
 }
 

@@ -12,7 +12,7 @@
  * sorted by type and size only). The forms are only an optimisation: packs deflate inline what lacks one.
  *
  * The worker holds the search's window (bodies and their indexes, bounded in bytes) across
- * batches; this thread only reads bodies, at most READ_SLICE_MS per turn, and writes the forms in
+ * batches; this thread only reads bodies, at most READ_SLICE_MS per turn of the event loop, and writes the forms in
  * the order the worker made them, so a base found in the same batch has its form before the delta.
  */
 import type { Worker } from 'node:worker_threads';
@@ -29,10 +29,12 @@ const DEFLATE_LEVEL = 6;
 const BATCH_OBJECTS = 512;
 /** The worker's scheduling priority below the request thread's (src/service/moduleWorker.ts): its work can wait. */
 const BACKGROUND_NICE = 10;
-/** How long one batch's reads may hold the event loop (bodies and bases are rebuilt from forms). */
+/** How long a batch's reads may hold the event loop before it gets a turn (bodies and bases are rebuilt from forms). */
 const READ_SLICE_MS = 4;
 /** Objects per batched read: small enough that READ_SLICE_MS is kept to, large enough that a networked store pays few round trips. */
 const READ_CHUNK_OBJECTS = 32;
+/** Bytes of bodies one batch reads at most (the rest waits for the next batch): what it holds, and hands the worker, at once. */
+const READ_BYTES_MAX = 32 * 1024 * 1024;
 /** Stored objects looked at per page of the scan at start (one short read of keys). */
 const BACKLOG_PAGE_OBJECTS = 4096;
 
@@ -105,6 +107,14 @@ const DEFLATE_WORKER_YOUNG_MB = 8;
 const QUIET_MS = 100;
 const WAIT_MAX_MS = 5_000;
 const QUEUE_START_OBJECTS = 8 * BATCH_OBJECTS;
+/**
+ * Objects the queue holds at most (some 200 bytes each). Under writes the cache cannot keep up
+ * with (32 clients writing one project on PostgreSQL on two cores: the backlog grew by some 800
+ * objects a second for as long as they wrote), what comes past it is not queued, and once the
+ * queue runs short the cache scans the store for objects without a form, as at start: the memory
+ * stays bounded, and every object still gets its form (without its writer's hint) once the writes let up.
+ */
+const QUEUE_OBJECTS_MAX = 100_000;
 
 export class DeflateCache {
   private readonly queue: Pending[] = [];
@@ -123,21 +133,30 @@ export class DeflateCache {
   private idleWaiters: Array<() => void> = [];
   /** Where the scan for what earlier runs left without a form goes on; undefined when it is done. */
   private backlogAfter: ObjectCursor | null | undefined = undefined;
+  /** Objects were left out of a full queue (QUEUE_OBJECTS_MAX) since the last scan began. */
+  private overflowed = false;
   /** Objects whose delta the store refused since the last batch, and their bases: the worker's window drops them. */
   private refused: Array<{ project: number; oid: Oid }> = [];
   private readonly windowOptions: DeltaWindowOptions = { depthMax: DELTA_DEPTH_MAX, level: DEFLATE_LEVEL };
 
   constructor(
     private readonly store: AsyncStore,
-    /** `quietMs` (QUIET_MS; 0: no waiting at all) and `waitMaxMs` (WAIT_MAX_MS): see QUIET_MS. */
-    private readonly options: { workerIdleMs?: number; quietMs?: number; waitMaxMs?: number } = {},
+    /** `quietMs` (QUIET_MS; 0: no waiting at all) and `waitMaxMs` (WAIT_MAX_MS): see QUIET_MS; `queueMax`: QUEUE_OBJECTS_MAX. */
+    private readonly options: { workerIdleMs?: number; quietMs?: number; waitMaxMs?: number; queueMax?: number } = {},
   ) {
     // A backend without pack-ready forms has nothing for this cache to fill.
     if (!store.packForms) return;
     store.onObjectsStored((project, stored) => {
       if (this.stopped || stored.length === 0) return;
       const now = (this.lastWriteAt = performance.now());
-      for (const { oid, similarTo, nameHash } of stored) this.queue.push({ project, oid, similarTo, nameHash: nameHash ?? 0, whole: false, queuedAt: now });
+      const room = (this.options.queueMax ?? QUEUE_OBJECTS_MAX) - this.queue.length;
+      // A store that cannot be scanned for what lacks a form queues everything: the bound would lose forms for good.
+      const taken = store.listUndeflated ? Math.max(0, Math.min(room, stored.length)) : stored.length;
+      if (taken < stored.length) this.overflowed = true;
+      for (let i = 0; i < taken; i++) {
+        const { oid, similarTo, nameHash } = stored[i];
+        this.queue.push({ project, oid, similarTo, nameHash: nameHash ?? 0, whole: false, queuedAt: now });
+      }
       this.gather();
     });
   }
@@ -147,12 +166,13 @@ export class DeflateCache {
     this.stopped = false;
     if (!this.store.packForms || !this.store.listUndeflated) return;
     this.backlogAfter = null;
+    this.overflowed = false;
     this.kick();
   }
 
-  /** Objects waiting for a form or being given one, plus one while the scan at start is still under way. */
+  /** Objects waiting for a form or being given one, plus one while a scan is under way or due (objects were left out of a full queue). */
   get backlog(): number {
-    return this.queue.length + this.inFlight + (this.backlogAfter !== undefined ? 1 : 0);
+    return this.queue.length + this.inFlight + (this.backlogAfter !== undefined || this.overflowed ? 1 : 0);
   }
 
   /** Resolves when the queue is empty and the scan at start done (for benchmarks and tests). */
@@ -172,6 +192,7 @@ export class DeflateCache {
     this.gatherTimer = null;
     this.queue.length = 0;
     this.backlogAfter = undefined;
+    this.overflowed = false;
     while (this.running) await new Promise((resolve) => setTimeout(resolve, 10));
     await this.worker?.terminate();
     this.worker = null;
@@ -212,9 +233,15 @@ export class DeflateCache {
     });
   }
 
-  /** Queues a page of the scan at start when the queue runs short of a batch. */
+  /** Queues a page of the scan (at start, or after objects were left out of a full queue) when the queue runs short of a batch. */
   private async readBacklogPage(): Promise<void> {
-    if (this.backlogAfter === undefined || this.queue.length >= BATCH_OBJECTS) return;
+    if (this.queue.length >= BATCH_OBJECTS) return;
+    if (this.backlogAfter === undefined && this.overflowed && this.store.listUndeflated) {
+      // From the first key: what was left out lies anywhere in the store.
+      this.overflowed = false;
+      this.backlogAfter = null;
+    }
+    if (this.backlogAfter === undefined) return;
     try {
       const page = await this.store.listUndeflated!(this.backlogAfter, BACKLOG_PAGE_OBJECTS);
       if (this.stopped) return;
@@ -255,9 +282,8 @@ export class DeflateCache {
     // An object whose named base is in this batch gets its form in the same call, after the base's (readBatch).
     const inBatch = new Set(batch.map((item) => formKey(item.project, item.oid)));
     const later: Pending[] = [];
-    const readEnd = performance.now() + READ_SLICE_MS;
     try {
-      await this.readBatch(batch, inBatch, reads, later, readEnd);
+      await this.readBatch(batch, inBatch, reads, later);
     } catch {
       // A store that cannot be read now (a database restarting, a closing store): the batch goes
       // without forms (start() finds them later; clones deflate them meanwhile), as a failed write's does.
@@ -317,22 +343,37 @@ export class DeflateCache {
   }
 
   /**
-   * Reads what `batch` needs into `reads`, in chunks, leaving in `later` what waits for the next turn:
-   * what the read's time slice left, and an object whose named base is in the batch but was not read
-   * (in that part, or it had a form already), which the next batch reads with the base's stored form.
+   * Reads what `batch` needs into `reads`, in chunks, the event loop given a turn whenever a slice of
+   * READ_SLICE_MS is up, leaving in `later` what waits for the next batch: what is past
+   * READ_BYTES_MAX, and an object whose named base is in the batch but was not read (past it, or it
+   * had a form already), which the next batch reads with the base's stored form.
+   *
+   * The batch is read whole rather than cut where a slice ends: cut, a batch on PostgreSQL (whose
+   * reads are round trips) took one or two chunks, each batch paid a trip to the worker and a write
+   * of its own, and under 32 clients writing the forms fell behind for good (README "Pack-ready forms").
    */
-  private async readBatch(batch: Pending[], inBatch: Set<string>, reads: Read[], later: Pending[], readEnd: number): Promise<void> {
+  private async readBatch(batch: Pending[], inBatch: Set<string>, reads: Read[], later: Pending[]): Promise<void> {
     const read: Read[] = [];
+    let bytes = 0;
     await this.store.read(async (tx) => {
+      let sliceEnd = performance.now() + READ_SLICE_MS;
       for (let at = 0; at < batch.length; at += READ_CHUNK_OBJECTS) {
-        // Reading rebuilds bodies (and bases) from their forms: the rest waits for the next turn.
-        if (at > 0 && performance.now() > readEnd) {
+        if (at > 0 && (bytes > READ_BYTES_MAX || this.stopped)) {
           later.push(...batch.slice(at));
           break;
         }
+        if (performance.now() > sliceEnd) {
+          await new Promise((resolve) => setImmediate(resolve));
+          sliceEnd = performance.now() + READ_SLICE_MS;
+        }
         const byProject = new Map<number, Pending[]>();
         for (const item of batch.slice(at, at + READ_CHUNK_OBJECTS)) byProject.set(item.project, [...(byProject.get(item.project) ?? []), item]);
-        for (const [project, items] of byProject) read.push(...(await readForDeflate(tx, project, items, inBatch)));
+        for (const [project, items] of byProject) {
+          for (const object of await readForDeflate(tx, project, items, inBatch)) {
+            read.push(object);
+            bytes += object.body.length + (object.named?.body.length ?? 0);
+          }
+        }
       }
     });
     const byKey = new Map(read.map((object) => [formKey(object.project, object.oid), object]));

@@ -23,7 +23,7 @@ function openStore(): LmdbStore {
   return store;
 }
 
-function startCache(store: LmdbStore, options: { workerIdleMs?: number; quietMs?: number; waitMaxMs?: number } = {}): DeflateCache {
+function startCache(store: LmdbStore, options: { workerIdleMs?: number; quietMs?: number; waitMaxMs?: number; queueMax?: number } = {}): DeflateCache {
   const cache = new DeflateCache(store.async, options);
   cache.start();
   cleanups.push(() => cache.stop());
@@ -138,6 +138,23 @@ describe('DeflateCache', () => {
       expect(form!.delta!.base.equals(oids[index])).toBe(true);
       expect(form!.delta!.depth).toBe(index + 1);
     });
+  });
+
+  it('queues at most queueMax objects, and gives what it left out its form through a scan of the store once the queue runs short', async () => {
+    // Writes faster than the forms are made, for as long as they last, grew the queue without end.
+    const store = openStore();
+    const cache = startCache(store, { quietMs: 60_000, waitMaxMs: 60_000, queueMax: 5 });
+    await cache.idle();
+    const oids: Oid[] = [];
+    for (let round = 0; round < 20; round++) {
+      oids.push(await store.async.write(async (tx) => tx.project(7).putObject('blob', Buffer.from(moduleText(60, `bounded${round}`)))));
+    }
+    // Five queued, and one for the scan that is due.
+    expect(cache.backlog).toBe(6);
+    expect((await forms(store, 7, oids)).every((form) => form === undefined)).toBe(true);
+    await cache.idle();
+    expect(cache.backlog).toBe(0);
+    expect((await forms(store, 7, oids)).every((form) => form !== undefined)).toBe(true);
   });
 
   /** Writes one object to project 5 every `everyMs` for `forMs`, counting the cache's writes of forms made meanwhile. */
