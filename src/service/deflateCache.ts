@@ -379,24 +379,10 @@ export class DeflateCache {
     const byKey = new Map(read.map((object) => [formKey(object.project, object.oid), object]));
     const kept = new Map<Read, boolean>();
     for (const object of read) {
-      // Up its chain of named bases in the batch to one whose fate is known; a cycle ends it too
-      // (the worker gives the first of a cycle it meets no named base).
-      const path: Read[] = [];
-      const onPath = new Set<Read>();
-      let at: Read | undefined = object;
-      let fate = true;
-      while (at && !kept.has(at) && !onPath.has(at)) {
-        path.push(at);
-        onPath.add(at);
-        if (!at.namedInBatch) break;
-        const base = byKey.get(formKey(at.project, at.namedInBatch));
-        if (!base) {
-          fate = false;
-          break;
-        }
-        at = base;
-      }
-      if (at && kept.has(at) && !onPath.has(at)) fate = kept.get(at)!;
+      // Kept unless its chain of named bases in the batch reaches one that was not read (a cycle
+      // is kept: the worker gives the first of a cycle it meets no named base).
+      const { path, stop, cycle } = chainUp(object, (at) => (at.namedInBatch ? byKey.get(formKey(at.project, at.namedInBatch)) : null), (at) => kept.has(at));
+      const fate = stop === undefined ? false : stop === null || cycle ? true : kept.get(stop)!;
       for (const step of path) kept.set(step, fate);
     }
     for (const object of read) {
@@ -491,18 +477,29 @@ function chainLevels(reads: readonly Read[]): Map<Read, number> {
   const byKey = new Map(reads.map((read) => [formKey(read.project, read.oid), read]));
   const levels = new Map<Read, number>();
   for (const read of reads) {
-    const path: Read[] = [];
-    const onPath = new Set<Read>();
-    let at: Read | undefined = read;
-    while (at && !levels.has(at) && !onPath.has(at)) {
-      path.push(at);
-      onPath.add(at);
-      at = at.named?.depth === NAMED_IN_CALL ? byKey.get(formKey(at.project, at.named.oid)) : undefined;
-    }
-    let level = at && levels.has(at) ? levels.get(at)! + 1 : 0;
+    const { path, stop, cycle } = chainUp(read, (at) => (at.named?.depth === NAMED_IN_CALL ? byKey.get(formKey(at.project, at.named.oid)) : null), (at) => levels.has(at));
+    let level = stop && !cycle ? levels.get(stop)! + 1 : 0;
     for (let i = path.length - 1; i >= 0; i--) levels.set(path[i], level++);
   }
   return levels;
+}
+
+/**
+ * From `start` up its chain of named bases (`baseOf`: null when it names none, undefined when the
+ * one it names is not among those read) to the first that is `known`, met twice (`cycle`), or the
+ * end: the objects passed on the way, and where it stopped (null or undefined: at the end, as
+ * `baseOf` answered). Iterative: a batch's chain may be as long as the batch.
+ */
+function chainUp(start: Read, baseOf: (read: Read) => Read | null | undefined, known: (read: Read) => boolean): { path: Read[]; stop: Read | null | undefined; cycle: boolean } {
+  const path: Read[] = [];
+  const onPath = new Set<Read>();
+  let at: Read | null | undefined = start;
+  while (at && !known(at) && !onPath.has(at)) {
+    path.push(at);
+    onPath.add(at);
+    at = baseOf(at);
+  }
+  return { path, stop: at, cycle: !!at && onPath.has(at) };
 }
 
 /**
