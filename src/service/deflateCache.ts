@@ -317,17 +317,29 @@ export class DeflateCache {
       // Collected, not queued, inside the callback: a store may run it more than once.
       const refused = await this.store.write(async (tx) => {
         const refused: Array<{ item: Pending; base: Oid }> = [];
-        for (const [index, { item }] of reads.entries()) {
-          const project = tx.project(item.project);
-          const { deflated, delta } = forms[index];
-          const stream = Buffer.from(deflated.buffer, deflated.byteOffset, deflated.byteLength);
-          if (!delta) {
-            project.putDeflated!(item.oid, stream);
-            continue;
+        // A wave's deltas are put at once (on PostgreSQL each checks its base in a round trip of
+        // its own, which one at a time bounded the drain); each names a base put in an earlier wave, or stored.
+        for (const wave of formWaves(reads, forms)) {
+          const deltas: Array<Promise<{ item: Pending; base: Oid } | null>> = [];
+          for (const index of wave) {
+            const { item } = reads[index];
+            const project = tx.project(item.project);
+            const { deflated, delta } = forms[index];
+            const stream = Buffer.from(deflated.buffer, deflated.byteOffset, deflated.byteLength);
+            if (!delta) {
+              project.putDeflated!(item.oid, stream);
+              continue;
+            }
+            const form = { base: Buffer.from(delta.base.buffer, delta.base.byteOffset, delta.base.byteLength), bytes: delta.bytes, depth: delta.depth };
+            // Refused when the base's form is not what the search saw: the object is tried again, whole.
+            deltas.push(project.putDeflatedDelta!(item.oid, form, stream).then((kept) => (kept ? null : { item, base: form.base })));
           }
-          const form = { base: Buffer.from(delta.base.buffer, delta.base.byteOffset, delta.base.byteLength), bytes: delta.bytes, depth: delta.depth };
-          // Refused when the base's form is not what the search saw: the object is tried again, whole.
-          if (!(await project.putDeflatedDelta!(item.oid, form, stream))) refused.push({ item, base: form.base });
+          // Every put settled before the callback goes on or fails: none runs on after it.
+          const settled = await Promise.allSettled(deltas);
+          for (const outcome of settled) {
+            if (outcome.status === 'rejected') throw outcome.reason;
+            if (outcome.value) refused.push(outcome.value);
+          }
         }
         return refused;
       });
@@ -468,6 +480,29 @@ export class DeflateCache {
 }
 
 const formKey = (project: number, oid: Uint8Array) => `${project}/${Buffer.from(oid.buffer, oid.byteOffset, oid.byteLength).toString('hex')}`;
+
+/**
+ * The indexes of `reads` (in order) in runs whose forms may be put at once: no form in a run is a
+ * delta on an object put in the same run, and no id comes twice in one.
+ */
+function formWaves(reads: readonly Read[], forms: readonly WindowForm[]): number[][] {
+  const waves: number[][] = [];
+  let wave: number[] = [];
+  const inWave = new Set<string>();
+  reads.forEach((read, index) => {
+    const key = formKey(read.project, read.oid);
+    const base = forms[index].delta?.base;
+    if (inWave.has(key) || (base && inWave.has(formKey(read.project, base)))) {
+      waves.push(wave);
+      wave = [];
+      inWave.clear();
+    }
+    wave.push(index);
+    inWave.add(key);
+  });
+  if (wave.length > 0) waves.push(wave);
+  return waves;
+}
 
 /**
  * Each read's place in the order of the worker's call: 0, or one more than its named base's when
