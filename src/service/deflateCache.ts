@@ -78,8 +78,10 @@ interface Pending {
 /** What the search takes of one object, and the queue entry it came from. */
 interface Read extends WindowObject {
   item: Pending;
-  /** Its named base, when that is an object of the same batch (its form is made in the same call, before it). */
-  namedInBatch?: Oid;
+  /** Its named base's key, when that is an object of the same batch (its form is made in the same call, before it). */
+  namedInBatch?: string;
+  /** Its project and id as one string (formKey), the key every walk over the batch looks it up by. */
+  key: string;
 }
 
 /**
@@ -388,12 +390,12 @@ export class DeflateCache {
         }
       }
     });
-    const byKey = new Map(read.map((object) => [formKey(object.project, object.oid), object]));
+    const byKey = new Map(read.map((object) => [object.key, object]));
     const kept = new Map<Read, boolean>();
     for (const object of read) {
       // Kept unless its chain of named bases in the batch reaches one that was not read (a cycle
       // is kept: the worker gives the first of a cycle it meets no named base).
-      const { path, stop, cycle } = chainUp(object, (at) => (at.namedInBatch ? byKey.get(formKey(at.project, at.namedInBatch)) : null), (at) => kept.has(at));
+      const { path, stop, cycle } = chainUp(object, (at) => (at.namedInBatch ? byKey.get(at.namedInBatch) : null), (at) => kept.has(at));
       const fate = stop === undefined ? false : stop === null || cycle ? true : kept.get(stop)!;
       for (const step of path) kept.set(step, fate);
     }
@@ -402,7 +404,7 @@ export class DeflateCache {
         later.push(object.item);
         continue;
       }
-      const base = object.namedInBatch && byKey.get(formKey(object.project, object.namedInBatch));
+      const base = object.namedInBatch && byKey.get(object.namedInBatch);
       if (base && base.type === object.type) object.named = { oid: base.oid, body: base.body, depth: NAMED_IN_CALL };
       reads.push(object);
     }
@@ -490,15 +492,14 @@ function formWaves(reads: readonly Read[], forms: readonly WindowForm[]): number
   let wave: number[] = [];
   const inWave = new Set<string>();
   reads.forEach((read, index) => {
-    const key = formKey(read.project, read.oid);
     const base = forms[index].delta?.base;
-    if (inWave.has(key) || (base && inWave.has(formKey(read.project, base)))) {
+    if (inWave.has(read.key) || (base && inWave.has(formKey(read.project, base)))) {
       waves.push(wave);
       wave = [];
       inWave.clear();
     }
     wave.push(index);
-    inWave.add(key);
+    inWave.add(read.key);
   });
   if (wave.length > 0) waves.push(wave);
   return waves;
@@ -509,10 +510,10 @@ function formWaves(reads: readonly Read[], forms: readonly WindowForm[]): number
  * that is in the batch (a cycle of objects naming each other is cut where it is entered).
  */
 function chainLevels(reads: readonly Read[]): Map<Read, number> {
-  const byKey = new Map(reads.map((read) => [formKey(read.project, read.oid), read]));
+  const byKey = new Map(reads.map((read) => [read.key, read]));
   const levels = new Map<Read, number>();
   for (const read of reads) {
-    const { path, stop, cycle } = chainUp(read, (at) => (at.named?.depth === NAMED_IN_CALL ? byKey.get(formKey(at.project, at.named.oid)) : null), (at) => levels.has(at));
+    const { path, stop, cycle } = chainUp(read, (at) => (at.named?.depth === NAMED_IN_CALL && at.namedInBatch ? byKey.get(at.namedInBatch) : null), (at) => levels.has(at));
     let level = stop && !cycle ? levels.get(stop)! + 1 : 0;
     for (let i = path.length - 1; i >= 0; i--) levels.set(path[i], level++);
   }
@@ -549,7 +550,12 @@ async function readForDeflate(tx: AsyncStoreReadTx, projectNumber: number, items
   const objects = await project.getObjects(missing.map((item) => item.oid));
   const found = missing.flatMap((item, i) => (objects[i] ? [{ item, object: objects[i]! }] : []));
   const named = found.filter(({ item, object }) => item.similarTo !== null && !item.whole && object.body.length >= DELTA_TARGET_BYTES_MIN);
-  const namedInBatch = new Set(named.filter(({ item }) => !item.waited && inBatch.has(formKey(projectNumber, item.similarTo!))).map(({ item }) => item));
+  // The key of each named base that is in the batch, by the object naming it.
+  const namedInBatch = new Map<Pending, string>();
+  for (const { item } of named) {
+    const key = formKey(projectNumber, item.similarTo!);
+    if (!item.waited && inBatch.has(key)) namedInBatch.set(item, key);
+  }
   // A delta base must have a form of its own, with room below the depth limit.
   const tried = named.filter(({ item }) => !namedInBatch.has(item));
   const baseForms = await project.getDeflated!(tried.map(({ item }) => item.similarTo!));
@@ -559,9 +565,9 @@ async function readForDeflate(tx: AsyncStoreReadTx, projectNumber: number, items
   const bases = new Map(withBase.map(({ item }, i) => [item, baseObjects[i]]));
   return found.map(({ item, object }) => {
     const base = bases.get(item);
-    const read: Read = { item, project: projectNumber, oid: item.oid, type: object.type as ObjectType, nameHash: item.nameHash, body: object.body, named: null, whole: item.whole };
+    const read: Read = { item, project: projectNumber, oid: item.oid, type: object.type as ObjectType, nameHash: item.nameHash, body: object.body, named: null, whole: item.whole, key: formKey(projectNumber, item.oid) };
     if (base && base.type === object.type) read.named = { oid: item.similarTo!, body: base.body, depth: depths.get(item)! };
-    if (namedInBatch.has(item)) read.namedInBatch = item.similarTo!;
+    read.namedInBatch = namedInBatch.get(item);
     return read;
   });
 }
