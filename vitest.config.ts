@@ -24,6 +24,7 @@ const ON_POSTGRES = [
   'test/http/workspace.test.ts',
   'test/http/zipSeed.test.ts',
   'test/interop/archive.test.ts',
+  'test/interop/clientForms.test.ts',
   'test/interop/commitObjects.test.ts',
   'test/interop/deltaPacks.test.ts',
   'test/interop/deepTrees.test.ts',

@@ -46,7 +46,7 @@ export const UPLOAD_PACK_CAPABILITIES_V0 = [
 
 export const RECEIVE_PACK_CAPABILITIES = ['report-status', 'delete-refs', 'side-band-64k', 'quiet', 'atomic', 'ofs-delta', 'object-format=sha1', `agent=${AGENT}`];
 
-export const UPLOAD_PACK_CAPABILITIES_V2 = [`agent=${AGENT}`, 'ls-refs=unborn', 'fetch=shallow filter', 'server-option', 'object-format=sha1'];
+export const UPLOAD_PACK_CAPABILITIES_V2 = [`agent=${AGENT}`, 'ls-refs=unborn', 'fetch=shallow wait-for-done filter', 'server-option', 'object-format=sha1'];
 
 export class ProtocolError extends Error {
   override name = 'ProtocolError';

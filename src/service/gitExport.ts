@@ -66,8 +66,10 @@ export class GitExport {
       runInTx: (apply) =>
         this.projects.outbox.runChange(record, apply, async (applied, tx, announce) => {
           for (const { branch, command } of moved(applied)) {
-            if (command.new === null) announce('branch.deleted', record, { branch, oid: oidToHex(command.old!) });
-            else if (command.old === null) announce('branch.created', record, { branch, oid: oidToHex(command.new) });
+            // A delete with no old id succeeded on a branch that was not there: nothing moved.
+            if (command.new === null) {
+              if (command.old !== null) announce('branch.deleted', record, { branch, oid: oidToHex(command.old) });
+            } else if (command.old === null) announce('branch.created', record, { branch, oid: oidToHex(command.new) });
             else if (!command.old.equals(command.new)) announce('commit.created', record, await commitCreated(tx, branch, oidToHex(command.new), 'push'));
           }
         }),

@@ -271,7 +271,7 @@ export async function applyPushInTx(tx: WriteTx, push: CheckedPush): Promise<Rec
   const branches = new BranchNames((await tx.listRefs(BRANCH_REF_PREFIX)).map((ref) => ref.name));
   for (const command of commands) {
     try {
-      const branch = await applyCommand(tx, command, gaps, branches);
+      const branch = await applyCommand(tx, command, gaps, branches, hints);
       results.push({ ref: command.ref, ok: true });
       if (branch) updatedBranches.push(branch);
     } catch (error) {
@@ -345,8 +345,8 @@ export function storeLookups(repo: Repo, relied?: ReliedObjects): AsyncStoreLook
   };
 }
 
-/** Applies one update or throws RefusedUpdate with the reason git shows after "ng". */
-async function applyCommand(tx: WriteTx, command: RefUpdateCommand, gaps: Map<string, Gap>, branches: BranchNames): Promise<string | null> {
+/** Applies one update or throws RefusedUpdate with the reason git shows after "ng"; a warning for the client goes into `hints`. */
+async function applyCommand(tx: WriteTx, command: RefUpdateCommand, gaps: Map<string, Gap>, branches: BranchNames, hints: string[]): Promise<string | null> {
   if (!command.ref.startsWith(BRANCH_REF_PREFIX)) {
     throw new RefusedUpdate('only branches (refs/heads/*) can be pushed', 'a project keeps branches only; tags and other refs are not stored');
   }
@@ -359,6 +359,12 @@ async function applyCommand(tx: WriteTx, command: RefUpdateCommand, gaps: Map<st
     throw new RefusedUpdate('stale info (fetch first)', 'the branch moved on Treehouse since you fetched; pull, then push again');
   }
   if (command.new === null) {
+    if (current === null) {
+      // As git's receive-pack: a branch that is not there is deleted already (the client sent no
+      // old id, so it expected none); the update succeeds with a warning and changes nothing.
+      hints.push(`${command.ref}: warning: deleting a non-existent ref`);
+      return null;
+    }
     if (branch === MAIN_BRANCH) throw new RefusedUpdate('deleting main is not allowed', 'main is every project\'s default branch and cannot be deleted');
     if ((await uncommittedPaths(tx, branch, (await commitInfo(tx, current!))!.tree)).length > 0) throw uncommittedChanges();
     await tx.casRef(command.ref, current, null);

@@ -127,9 +127,11 @@ export async function* uploadPackV0(repo: Repo, request: FetchRequest, options: 
 /** Response to a v2 fetch command (upload-pack.c upload_pack_v2). */
 export async function* fetchV2(repo: Repo, command: V2Command, options: UploadPackOptions = {}): AsyncGenerator<Buffer> {
   const request = parseV2FetchArgs(command.args);
-  if (request.wants.length === 0) throw new ProtocolError('fetch without any want');
-  const progress = !request.capabilities.has('no-progress');
   const waitsForDone = request.capabilities.has('wait-for-done');
+  // As git: haves without wants are a negotiation alone (`git fetch --negotiate-only`, which a
+  // push with push.negotiate runs), answered with the common commits and never a pack.
+  if (request.wants.length === 0 && !waitsForDone) throw new ProtocolError('fetch without any want');
+  const progress = !request.capabilities.has('no-progress');
   const { plan, shallow, common, kept, recording, grows } = await prepare(repo, request, (common) => request.done || request.haves.length === 0 || (common.length > 0 && !waitsForDone), true);
   // Without haves there is nothing to acknowledge: the pack follows at once.
   if (!request.done && request.haves.length > 0) {
