@@ -44,7 +44,7 @@ export const UPLOAD_PACK_CAPABILITIES_V0 = [
   `agent=${AGENT}`,
 ];
 
-export const RECEIVE_PACK_CAPABILITIES = ['report-status', 'delete-refs', 'side-band-64k', 'quiet', 'atomic', 'ofs-delta', 'object-format=sha1', `agent=${AGENT}`];
+export const RECEIVE_PACK_CAPABILITIES = ['report-status', 'delete-refs', 'side-band-64k', 'quiet', 'atomic', 'ofs-delta', 'push-options', 'object-format=sha1', `agent=${AGENT}`];
 
 export const UPLOAD_PACK_CAPABILITIES_V2 = [`agent=${AGENT}`, 'ls-refs=unborn', 'fetch=shallow wait-for-done filter', 'server-option', 'object-format=sha1'];
 
@@ -313,26 +313,40 @@ export interface PushRequest {
   /** `shallow <oid>` lines: send-pack of a shallow repository names its shallow commits. */
   shallow: Oid[];
   capabilities: Set<string>;
-  /** Offset in the body where the pack starts (after the flush that ends the commands). */
+  /**
+   * `git push -o <option>`, sent after the commands when the client asked for `push-options`:
+   * accepted and not acted on, as by a git server whose hooks ignore them.
+   */
+  options: string[];
+  /** Offset in the body where the pack starts (after the flush that ends the commands, or the options). */
   packOffset: number;
 }
 
+/** Push options one push may carry; git sets no bound, so ours keeps a hostile push's list small. */
+export const PUSH_OPTIONS_MAX = 100;
+/** Bytes one push option may have. */
+export const PUSH_OPTION_BYTES_MAX = 1024;
+
 /**
  * Receive-pack commands: `shallow <oid>` lines from a shallow client, then "<old> <new> <ref>"
- * lines (capabilities after NUL on the first), a flush.
+ * lines (capabilities after NUL on the first), a flush; with `push-options`, option lines and a flush.
  */
 export function parsePushCommands(body: Buffer, decodeAt: (bytes: Buffer, offset: number) => { packet: PktLine; next: number } | null): PushRequest {
-  const request: PushRequest = { commands: [], shallow: [], capabilities: new Set(), packOffset: 0 };
+  const request: PushRequest = { commands: [], shallow: [], capabilities: new Set(), options: [], packOffset: 0 };
   let offset = 0;
-  for (;;) {
+  const next = (what: string) => {
     let decoded;
     try {
       decoded = decodeAt(body, offset);
     } catch (error) {
       throw new ProtocolError((error as PktLineError).message);
     }
-    if (!decoded) throw new ProtocolError('push commands are truncated');
+    if (!decoded) throw new ProtocolError(`${what} are truncated`);
     offset = decoded.next;
+    return decoded;
+  };
+  for (;;) {
+    const decoded = next('push commands');
     if (decoded.packet.kind === 'flush') break;
     if (decoded.packet.kind !== 'data') throw new ProtocolError('unexpected special packet in push commands');
     let line = pktLineText(decoded.packet.payload);
@@ -354,6 +368,17 @@ export function parsePushCommands(body: Buffer, decodeAt: (bytes: Buffer, offset
       new: newHex === ZERO_OID_HEX ? null : parseOid(newHex, 'push command'),
       ref,
     });
+  }
+  // As git's receive-pack (read_push_options): a block of its own, only after commands.
+  if (request.capabilities.has('push-options') && request.commands.length > 0) {
+    for (;;) {
+      const decoded = next('push options');
+      if (decoded.packet.kind === 'flush') break;
+      if (decoded.packet.kind !== 'data') throw new ProtocolError('unexpected special packet in push options');
+      if (request.options.length >= PUSH_OPTIONS_MAX) throw new ProtocolError(`too many push options (at most ${PUSH_OPTIONS_MAX})`);
+      if (decoded.packet.payload.length > PUSH_OPTION_BYTES_MAX) throw new ProtocolError(`a push option is longer than ${PUSH_OPTION_BYTES_MAX} bytes`);
+      request.options.push(pktLineText(decoded.packet.payload));
+    }
   }
   request.packOffset = offset;
   return request;

@@ -4,6 +4,8 @@ import {
   INFINITE_DEPTH,
   deepens,
   parsePushCommands,
+  PUSH_OPTION_BYTES_MAX,
+  PUSH_OPTIONS_MAX,
   parseUploadRequestV0,
   parseV2Command,
   parseV2FetchArgs,
@@ -78,6 +80,22 @@ describe('receive-pack requests', () => {
     expect([...push.capabilities]).toEqual(['report-status', 'side-band-64k']);
     expect(body.subarray(push.packOffset).toString()).toBe('PACK');
     expect(() => parsePushCommands(Buffer.concat([encodePktLine('shallow nope\n'), encodeFlush()]), decodePktLineAt)).toThrow(ProtocolError);
+  });
+
+  it('reads the push options after the commands when the client asked for push-options, and bounds them', () => {
+    const command = encodePktLine(`${'0'.repeat(40)} ${A} refs/heads/main\0report-status push-options\n`);
+    const body = Buffer.concat([command, encodeFlush(), encodePktLine('ci.skip\n'), encodePktLine('merge_request.create'), encodeFlush(), Buffer.from('PACK')]);
+    const push = parsePushCommands(body, decodePktLineAt);
+    expect(push.options).toEqual(['ci.skip', 'merge_request.create']);
+    expect(body.subarray(push.packOffset).toString()).toBe('PACK');
+    // Without the capability, what follows the commands' flush is the pack.
+    const plain = Buffer.concat([encodePktLine(`${'0'.repeat(40)} ${A} refs/heads/main\0report-status\n`), encodeFlush(), Buffer.from('PACK')]);
+    expect(parsePushCommands(plain, decodePktLineAt).options).toEqual([]);
+    const options = (lines: Buffer[]) => Buffer.concat([command, encodeFlush(), ...lines, encodeFlush()]);
+    expect(() => parsePushCommands(options(Array.from({ length: PUSH_OPTIONS_MAX + 1 }, (_, i) => encodePktLine(`o${i}`))), decodePktLineAt)).toThrow(/too many push options/);
+    expect(parsePushCommands(options(Array.from({ length: PUSH_OPTIONS_MAX }, (_, i) => encodePktLine(`o${i}`))), decodePktLineAt).options).toHaveLength(PUSH_OPTIONS_MAX);
+    expect(() => parsePushCommands(options([encodePktLine('x'.repeat(PUSH_OPTION_BYTES_MAX + 1))]), decodePktLineAt)).toThrow(/longer than/);
+    expect(() => parsePushCommands(Buffer.concat([command, encodeFlush(), encodePktLine('ci.skip')]), decodePktLineAt)).toThrow(/push options are truncated/);
   });
 
   it('reads an empty command list (a flush alone)', () => {
