@@ -97,11 +97,14 @@ function parseDepth(text: string): number {
   return depth;
 }
 
-/** `deepen-since <seconds>`: a commit time; git refuses 0, as rev-list's --max-age would ignore it. */
+/**
+ * `deepen-since <seconds>`: a commit time. 0 is taken, as git 2.39's upload-pack takes it (and
+ * `git clone --shallow-since=1970-01-01` sends it): every commit is at or after it, so the whole
+ * history comes, with no shallow commit.
+ */
 function parseSince(text: string): number {
-  const seconds = Number(text);
-  if (!/^\d{1,15}$/.test(text) || seconds < 1) throw new ProtocolError(`invalid deepen-since value ${JSON.stringify(text.slice(0, 40))}`);
-  return seconds;
+  if (!/^\d{1,15}$/.test(text)) throw new ProtocolError(`invalid deepen-since value ${JSON.stringify(text.slice(0, 40))}`);
+  return Number(text);
 }
 
 export interface FetchRequest {

@@ -55,7 +55,9 @@ describe('upload-pack requests', () => {
       expect(request.deepenNot).toEqual(['side', 'refs/heads/x']);
       expect(deepens(request)).toBe(true);
     }
-    for (const bad of ['deepen-since 0', 'deepen-since soon', 'deepen-not ', `deepen-not ${'x'.repeat(5000)}`]) {
+    // 0 is the epoch (git clone --shallow-since=1970-01-01), which git's upload-pack takes.
+    expect(parseUploadRequestV0(packets(`want ${A}`, 'deepen-since 0', 'flush')).deepenSince).toBe(0);
+    for (const bad of ['deepen-since -1', 'deepen-since soon', 'deepen-since ', `deepen-since ${'9'.repeat(16)}`, 'deepen-not ', `deepen-not ${'x'.repeat(5000)}`]) {
       expect(() => parseUploadRequestV0(packets(`want ${A}`, bad, 'flush'))).toThrow(ProtocolError);
     }
   });

@@ -200,6 +200,16 @@ describe.each(PROTOCOLS)('shallow fetches over protocol v%s, Treehouse against g
     expect(outcome.git.revList).not.toContain(history.B);
   });
 
+  it('clone --shallow-since=1970-01-01 (deepen-since 0): the whole history, not shallow', async () => {
+    const outcome = await differential(protocol, async (peer) => {
+      const dir = dirOf(peer, protocol, 'since-epoch');
+      return { ...(await gitAsync(withProtocol(protocol, ['clone', '-q', '--shallow-since=1970-01-01T00:00:00Z', '--no-single-branch', url(peer), dir]))), dir };
+    });
+    expect(outcome.git.status).toBe(0);
+    expect(outcome.git.shallow).toEqual([]);
+    expect(outcome.git.revList).toContain(history.I);
+  });
+
   it('clone --shallow-exclude=side', async () => {
     const outcome = await differential(protocol, async (peer) => {
       const dir = dirOf(peer, protocol, 'exclude');
