@@ -47,7 +47,7 @@ async function cloneWithCommit(peer: PeerName, name: string): Promise<string> {
 }
 
 async function eventCount(): Promise<number> {
-  const listed = await server.call('GET', '/api/v1/events');
+  const listed = await server.call('GET', '/api/v1/events?limit=1000');
   expect(listed.status).toBe(200);
   return listed.body.events.length;
 }
@@ -109,6 +109,8 @@ describe('git client forms, Treehouse against git http-backend', () => {
       expect(pushed.status, `${peer}:\n${pushed.output}`).toBe(0);
     }
     expect(await refsOf('treehouse')).toBe(await refsOf('git'));
+    // One event: the branch created beside it.
+    expect(await eventCount()).toBe(events + 1);
     // A delete that names the old id the client thinks the missing branch had is refused by both.
     const main = git(['rev-parse', 'main'], { cwd: seed }).trim();
     for (const peer of PEERS) {

@@ -366,7 +366,7 @@ async function applyCommand(tx: WriteTx, command: RefUpdateCommand, gaps: Map<st
       return null;
     }
     if (branch === MAIN_BRANCH) throw new RefusedUpdate('deleting main is not allowed', 'main is every project\'s default branch and cannot be deleted');
-    if ((await uncommittedPaths(tx, branch, (await commitInfo(tx, current!))!.tree)).length > 0) throw uncommittedChanges();
+    if ((await uncommittedPaths(tx, branch, (await commitInfo(tx, current))!.tree)).length > 0) throw uncommittedChanges();
     await tx.casRef(command.ref, current, null);
     tx.deleteWorkingTree(branch);
     await tx.bumpVersion();
