@@ -6,34 +6,57 @@
  * which stop at the generation floor, miss ancestors.
  */
 import { commitLinks } from './commit.js';
+import type { Oid } from './oid.js';
+import { OidTable } from './oidTable.js';
 import type { PackObject } from './pack.js';
+
+/** Commits placed between two chances to pause (parentsFirstSteps). */
+const COMMITS_PER_STEP = 512;
 
 /** Every object of `objects`: non-commits in their order, then commits each after its parents in the list. */
 export function parentsFirst(objects: readonly PackObject[]): PackObject[] {
-  const out: PackObject[] = objects.filter((object) => object.type !== 'commit');
-  const commits = new Map<string, PackObject>();
-  for (const object of objects) if (object.type === 'commit') commits.set(object.oid.toString('hex'), object);
-  const placed = new Set<string>();
-  for (const start of commits.values()) {
+  const steps = parentsFirstSteps(objects);
+  for (;;) {
+    const step = steps.next();
+    if (step.done) return step.value;
+  }
+}
+
+/**
+ * parentsFirst as a walk that yields after every COMMITS_PER_STEP commits placed, so a caller can
+ * give the event loop a turn (src/repo/slices.ts): a history of 100,000 commits is a long walk.
+ * Commits are found by id in an OidTable (no hex string per commit or parent).
+ */
+export function* parentsFirstSteps(objects: readonly PackObject[]): Generator<void, PackObject[], void> {
+  const out: PackObject[] = [];
+  const commits: PackObject[] = [];
+  for (const object of objects) (object.type === 'commit' ? commits : out).push(object);
+  const index = new OidTable(commits.length);
+  commits.forEach((commit, at) => index.add(commit.oid, 0, at));
+  const placed = new Uint8Array(commits.length);
+  let sincePause = 0;
+  for (let start = 0; start < commits.length; start++) {
+    // A commit listed twice is placed once, where it first appears.
+    if (placed[start] || index.get(commits[start].oid) !== start) continue;
     // Iterative depth-first post-order over parents inside the list; parents outside it are stored already.
-    const stack: Array<{ key: string; parents: string[]; next: number }> = [];
-    const open = (key: string) => {
-      placed.add(key);
-      const parents = commitLinks(commits.get(key)!.body).parents.map((parent) => parent.toString('hex'));
-      stack.push({ key, parents, next: 0 });
-    };
-    const startKey = start.oid.toString('hex');
-    if (placed.has(startKey)) continue;
-    open(startKey);
-    while (stack.length > 0) {
-      const top = stack[stack.length - 1];
+    placed[start] = 1;
+    const frames: Array<{ at: number; parents: Oid[]; next: number }> = [{ at: start, parents: commitLinks(commits[start].body).parents, next: 0 }];
+    while (frames.length > 0) {
+      const top = frames[frames.length - 1];
       if (top.next < top.parents.length) {
-        const parent = top.parents[top.next++];
-        if (commits.has(parent) && !placed.has(parent)) open(parent);
+        const parent = index.get(top.parents[top.next++]);
+        if (parent >= 0 && !placed[parent]) {
+          placed[parent] = 1;
+          frames.push({ at: parent, parents: commitLinks(commits[parent].body).parents, next: 0 });
+        }
         continue;
       }
-      stack.pop();
-      out.push(commits.get(top.key)!);
+      frames.pop();
+      out.push(commits[top.at]);
+      if (++sincePause === COMMITS_PER_STEP) {
+        sincePause = 0;
+        yield;
+      }
     }
   }
   return out;

@@ -49,6 +49,15 @@ export async function inSlices<T>(steps: Steps<T>, slicer = new Slicer()): Promi
   }
 }
 
+/** Runs a synchronous walk (src/git's, which cannot await) a slice at a time. */
+export async function inSlicesOf<T>(steps: Generator<void, T, void>, slicer = new Slicer()): Promise<T> {
+  for (;;) {
+    const step = steps.next();
+    if (step.done) return step.value;
+    if (slicer.due) await slicer.pause();
+  }
+}
+
 /** Runs a generator walk to its end without pausing. */
 export async function whole<T>(steps: Steps<T>): Promise<T> {
   for (;;) {

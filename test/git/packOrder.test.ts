@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { encodeCommit } from '../../src/git/commit.js';
 import { EMPTY_TREE_OID, hashObject, oidToHex, type Oid } from '../../src/git/oid.js';
 import type { PackObject } from '../../src/git/pack.js';
-import { parentsFirst } from '../../src/git/packOrder.js';
+import { parentsFirst, parentsFirstSteps } from '../../src/git/packOrder.js';
 
 const person = { name: 'T', email: 't@example.com', timestamp: 1_700_000_000, timezone: '+0000' };
 
@@ -43,5 +43,19 @@ describe('parentsFirst', () => {
         }
       }),
     );
+  });
+
+  it('walks a long history in steps, each chain of parents iteratively, and places a commit listed twice once', () => {
+    // 3,000 commits in a line, newest first as git writes packs: the walk goes 3,000 parents deep.
+    const line: PackObject[] = [];
+    for (let index = 0; index < 3_000; index++) line.push(commit(index === 0 ? [] : [line[index - 1].oid], `l${index}`));
+    const newestFirst = [...line].reverse();
+    const steps = parentsFirstSteps([...newestFirst, newestFirst[10]]);
+    let pauses = 0;
+    let step = steps.next();
+    for (; !step.done; step = steps.next()) pauses++;
+    expect(pauses).toBeGreaterThanOrEqual(5);
+    expect(step.value.map((object) => oidToHex(object.oid))).toEqual(line.map((object) => oidToHex(object.oid)));
+    expect(parentsFirst(newestFirst)).toEqual(line);
   });
 });
