@@ -294,17 +294,13 @@ export class EarlyHistory {
 
   /** Stores a run after those given before: its trees and blobs, and the commits whose parents are all stored or in this write. */
   readonly add = (run: ResolvedRun): void => {
-    let commits: PackObject[];
-    try {
-      commits = this.commitsReady(run.commits);
-    } catch (error) {
-      // Told from the pack checker's message handler, which must not throw: the failure is settled()'s.
-      this.failure ??= { error };
-      return;
-    }
+    // Told from the pack checker's message handler, which must not throw: a failure is settled()'s.
     this.chain = this.chain.then(async () => {
       if (this.failure) return;
       try {
+        // Here, not in the handler: git writes a pack's commits first, so one run may hold 2,048 of
+        // them, whose ordering held the event loop some 50 ms in one piece.
+        const commits = await this.commitsReady(run.commits);
         const { store, project } = this.repo;
         const answers = await storeReceivedFormsAlone(store, project, run.forms);
         answers.forEach((kept, index) => {
@@ -323,12 +319,14 @@ export class EarlyHistory {
     });
   };
 
-  /** Of `commits` and those waiting, the ones whose parents are all taken, each after its parents (Kahn's order). */
-  private commitsReady(commits: readonly PackObject[]): PackObject[] {
+  /** Of `commits` and those waiting, the ones whose parents are all taken, each after its parents (Kahn's order), in slices. */
+  private async commitsReady(commits: readonly PackObject[]): Promise<PackObject[]> {
     const ready: PackObject[] = [];
-    const release = (first: PackObject) => {
+    const slicer = new Slicer();
+    const release = async (first: PackObject) => {
       const stack = [first];
       while (stack.length > 0) {
+        await slicer.pause();
         const commit = stack.pop()!;
         ready.push(commit);
         this.commitsTaken.add(commit.oid);
@@ -343,6 +341,7 @@ export class EarlyHistory {
       }
     };
     for (const commit of commits) {
+      await slicer.pause();
       const hex = oidToHex(commit.oid);
       if (this.commitsTaken.has(commit.oid) || this.waiting.has(hex)) continue;
       let parents: Oid[];
@@ -354,7 +353,7 @@ export class EarlyHistory {
       }
       const awaited = parents.filter((parent) => !this.commitsTaken.has(parent));
       if (awaited.length === 0) {
-        release(commit);
+        await release(commit);
         continue;
       }
       this.waiting.set(hex, { commit, parentsAwaited: awaited.length });
