@@ -76,7 +76,7 @@ function gitRoutes(app: FastifyInstance, th: Treehouse): void {
     const principal = await th.accounts.authenticate(credentialOf(request.headers.authorization) ?? '');
     if (!principal) {
       reply.header('WWW-Authenticate', 'Basic realm="Treehouse"');
-      return refuse(401, 'A valid API key is required (as the password).\n');
+      return refuse(401, 'A valid API key is required (as the password, or as the user name with a password that is not a key).\n');
     }
     // The key's one token bucket, shared with the JSON API. git prints a text/plain body of a failed
     // info/refs after "remote:"; Retry-After is whole seconds, as on the API.

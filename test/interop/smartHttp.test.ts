@@ -100,6 +100,27 @@ describe('clone and fetch', () => {
     expect(stranger.status).not.toBe(0);
     expect(stranger.output).toMatch(/not found|404/);
   });
+
+  it('takes the key as password with any user name, or as user name when the password is not a key (GitHub token forms)', async () => {
+    const id = await newProject({ 'a.txt': 'a\n' });
+    const base = server.url.replace('http://', '');
+    const forms: Array<[string, boolean]> = [
+      [`git:${server.key}`, true],
+      [`oauth2:${server.key}`, true],
+      [`${server.key}:x-oauth-basic`, true],
+      [`${server.key}:`, true],
+      // A password that is a key decides, even a wrong one.
+      [`${server.key}:th_${'x'.repeat(43)}`, false],
+      ['git:x-oauth-basic', false],
+    ];
+    for (const [index, [userinfo, works]] of forms.entries()) {
+      const cloned = await tryGit(['clone', '-q', `http://${userinfo}@${base}/git/${id}.git`, join(work.path, `form-${index}`)], work.path);
+      expect(cloned.status === 0, `${userinfo.replace(server.key, '<key>')}: ${cloned.output}`).toBe(works);
+    }
+    // The API reads the header the same way.
+    const listed = await fetch(`${server.url}/api/v1/projects/${id}`, { headers: { authorization: `Basic ${Buffer.from(`${server.key}:x-oauth-basic`).toString('base64')}` } });
+    expect(listed.status).toBe(200);
+  });
 });
 
 describe('push', () => {
