@@ -4,8 +4,11 @@
  * forced). The wire formats are in src/git/smartClient.ts; this module carries them over HTTP.
  *
  * Every request goes through the SSRF rules of ./ssrf.ts: the host is resolved once, checked, and
- * the connection is made to that checked address. Redirects are not followed. Credentials travel as
- * HTTP Basic auth (the token is the password) and never appear in an error message or a log.
+ * the connection is made to that checked address. As git's `http.followRedirects=initial`, redirects
+ * of the first request (info/refs) are followed, each target checked the same way, and the later
+ * requests go to the repository it moved to; a redirect of any other request is refused.
+ * Credentials travel as HTTP Basic auth (the token is the password), only to the origin they were
+ * given for, and never appear in an error message or a log.
  */
 import http from 'node:http';
 import https from 'node:https';
@@ -72,6 +75,8 @@ const IDLE_TIMEOUT_MS_DEFAULT = 30_000;
 const PACK_BYTES_MAX_DEFAULT = 1024 * 1024 * 1024;
 /** info/refs, ls-refs and report-status answers are small; larger ones are refused. */
 const SMALL_ANSWER_BYTES_MAX = 64 * 1024 * 1024;
+/** Redirects of a remote's first request followed at most. */
+const INITIAL_REDIRECTS_MAX = 5;
 /** Remote ref tips offered as haves when planning a push pack. */
 const PUSH_HAVES_MAX = 1000;
 const USER_AGENT = `git/2.0 (${AGENT})`;
@@ -111,12 +116,13 @@ function networkError(error: unknown, options: GitClientOptions): RemoteError {
   return new RemoteError(`The remote could not be reached (${code ?? (error as Error).message}).`, 'unreachable', true);
 }
 
-/** One HTTP exchange with the remote, to the checked address, refusing non-200 answers. */
+/** One HTTP exchange with the remote, to the checked address, refusing non-200 answers (but a redirect, when `redirects`). */
 async function exchange(
   endpoint: RemoteEndpoint,
   path: string,
   init: { method: 'GET' | 'POST'; headers: Record<string, string>; body?: Buffer | Iterable<Buffer> | AsyncIterable<Buffer> },
   options: GitClientOptions,
+  redirects = false,
 ): Promise<HttpAnswer> {
   const target = new URL(endpoint.url + path);
   const resolved = await checkedAddress(target.hostname, options);
@@ -152,9 +158,37 @@ async function exchange(
       source.pipe(request);
     }
   });
-  if (answer.status === 200) return answer;
+  if (answer.status === 200 || (redirects && isRedirect(answer))) return answer;
   answer.body.resume();
   throw statusError(answer, endpoint);
+}
+
+const isRedirect = (answer: HttpAnswer) => answer.status >= 300 && answer.status < 400 && typeof answer.headers.location === 'string';
+
+/**
+ * The repository a redirect of `path` (the first request) moved to, as git takes it: the target
+ * must end with the same path, and what comes before is the new URL. Credentials go along only to
+ * the same origin; an https remote is not followed to http.
+ */
+function redirectedEndpoint(endpoint: RemoteEndpoint, path: string, location: string): RemoteEndpoint {
+  const from = new URL(endpoint.url + path);
+  let to: URL;
+  try {
+    to = new URL(location, from);
+  } catch {
+    throw new RemoteError('The remote redirects to an address that is not a URL.', 'protocol', false);
+  }
+  to.hash = '';
+  const shown = redactUrl(to.href);
+  if (to.protocol !== 'http:' && to.protocol !== 'https:') throw new RemoteError(`The remote redirects to ${shown}, which is not http or https.`, 'protocol', false);
+  if (from.protocol === 'https:' && to.protocol === 'http:') throw new RemoteError(`The remote redirects from https to http (${shown}); give an https URL that does not.`, 'protocol', false);
+  if (to.username !== '' || to.password !== '') throw new RemoteError('The remote redirects to an address with credentials in it.', 'protocol', false);
+  if (!to.href.endsWith(path) || to.href.length === path.length) {
+    throw new RemoteError(`The remote redirects to ${shown}, which is not the same repository moved; give the repository's URL instead.`, 'protocol', false);
+  }
+  const moved = endpointFromUrl(to.href.slice(0, -path.length), {});
+  const sameOrigin = to.origin === from.origin;
+  return { url: moved.url, username: sameOrigin ? endpoint.username : null, token: sameOrigin ? endpoint.token : null };
 }
 
 function statusError(answer: HttpAnswer, endpoint: RemoteEndpoint): RemoteError {
@@ -169,7 +203,7 @@ function statusError(answer: HttpAnswer, endpoint: RemoteEndpoint): RemoteError 
   if (status === 404) return new RemoteError(`No git repository was found at ${endpoint.url} (HTTP 404).`, 'not_found', false);
   if (status >= 300 && status < 400) {
     const location = typeof answer.headers.location === 'string' ? redactUrl(answer.headers.location) : 'another address';
-    return new RemoteError(`The remote redirects to ${location}; give that URL instead (redirects are not followed).`, 'protocol', false);
+    return new RemoteError(`The remote redirects to ${location}; give that URL instead (only the redirects of the first request are followed).`, 'protocol', false);
   }
   const transient = status === 408 || status === 429 || status >= 500;
   return new RemoteError(`The remote answered HTTP ${status}.`, transient ? 'unreachable' : 'protocol', transient);
@@ -223,13 +257,23 @@ async function speaking<T>(action: () => Promise<T>): Promise<T> {
   }
 }
 
-async function infoRefs(endpoint: RemoteEndpoint, service: Service, askV2: boolean, options: GitClientOptions): Promise<Advertisement> {
+/** The advertisement, and the endpoint that gave it: the repository a redirect moved to, if one did. */
+async function infoRefs(endpoint: RemoteEndpoint, service: Service, askV2: boolean, options: GitClientOptions): Promise<{ advertisement: Advertisement; endpoint: RemoteEndpoint }> {
   const headers: Record<string, string> = { accept: '*/*', pragma: 'no-cache' };
   if (askV2) headers['git-protocol'] = 'version=2';
-  const answer = await exchange(endpoint, `/info/refs?service=${service}`, { method: 'GET', headers }, options);
-  expectContentType(answer, `application/x-${service}-advertisement`);
-  const body = await readAll(answer.body, SMALL_ANSWER_BYTES_MAX, options);
-  return speaking(async () => parseInfoRefs(body, service));
+  const path = `/info/refs?service=${service}`;
+  for (let redirected = 0; ; redirected++) {
+    const answer = await exchange(endpoint, path, { method: 'GET', headers }, options, true);
+    if (answer.status !== 200) {
+      answer.body.resume();
+      if (redirected === INITIAL_REDIRECTS_MAX) throw new RemoteError(`The remote redirected more than ${INITIAL_REDIRECTS_MAX} times.`, 'protocol', false);
+      endpoint = redirectedEndpoint(endpoint, path, answer.headers.location as string);
+      continue;
+    }
+    expectContentType(answer, `application/x-${service}-advertisement`);
+    const body = await readAll(answer.body, SMALL_ANSWER_BYTES_MAX, options);
+    return { advertisement: await speaking(async () => parseInfoRefs(body, service)), endpoint };
+  }
 }
 
 async function post(endpoint: RemoteEndpoint, service: Service, body: Buffer | Iterable<Buffer> | AsyncIterable<Buffer>, v2: boolean, options: GitClientOptions): Promise<HttpAnswer> {
@@ -317,12 +361,13 @@ function refPrefixes(wanted: string | undefined): string[] {
  * here or by `readPack` (which may parse and check the pack elsewhere, off the event loop).
  */
 export async function fetchRef(
-  endpoint: RemoteEndpoint,
+  given: RemoteEndpoint,
   wanted: string | undefined,
   options: GitClientOptions,
   readPack?: (pack: Buffer) => Promise<PackObject[]>,
 ): Promise<FetchedRef> {
-  const advertisement = await infoRefs(endpoint, 'git-upload-pack', true, options);
+  // Later requests go where a redirect of the first one moved the repository.
+  const { advertisement, endpoint } = await infoRefs(given, 'git-upload-pack', true, options);
   const packBytesMax = options.packBytesMax ?? PACK_BYTES_MAX_DEFAULT;
   let ref: RemoteRef;
   let reader: FetchResponseReader;
@@ -371,8 +416,8 @@ export type PushOutcome =
   | { status: 'gone' };
 
 /** Pushes `branch` to the same-named branch of the remote, as a fast-forward only. */
-export async function pushBranch(endpoint: RemoteEndpoint, repo: Repo, branch: string, options: GitClientOptions): Promise<PushOutcome> {
-  const advertisement = await infoRefs(endpoint, 'git-receive-pack', false, options);
+export async function pushBranch(given: RemoteEndpoint, repo: Repo, branch: string, options: GitClientOptions): Promise<PushOutcome> {
+  const { advertisement, endpoint } = await infoRefs(given, 'git-receive-pack', false, options);
   if (advertisement.version !== 0) throw new RemoteError('The remote answered receive-pack with protocol v2, which has no push.', 'protocol', false);
   const refName = branchRef(branch);
   const remote = advertisement.refs.find((ref) => ref.name === refName)?.oid ?? null;

@@ -161,6 +161,58 @@ describe('git seeds', () => {
     expect(JSON.stringify(inUrl.body)).not.toContain(PASSWORD);
   });
 
+  it('follows redirects of the first request, as git does, keeping a token only on the same origin', async () => {
+    // A moved repository (GitHub answers a renamed one this way): /old.git redirects to /site.git;
+    // /loop.git to itself; /elsewhere.git to something that is not a repository's info/refs; and
+    // /other-host.git to the same server under another name (localhost for 127.0.0.1).
+    const answer = (location: string) => (request: { url?: string }, response: import('node:http').ServerResponse) => {
+      const [path, query] = (request.url ?? '').split('?');
+      response.writeHead(301, { location: location.replace('$PATH', path.replace(/^\/[^/]+\.git/, '')).replace('$QUERY', query ?? '') }).end();
+      return 'answered' as const;
+    };
+    const redirects: Record<string, (request: { url?: string }, response: import('node:http').ServerResponse) => 'answered'> = {
+      '/old.git/': answer('/site.git$PATH?$QUERY'),
+      '/loop.git/': answer('/loop.git$PATH?$QUERY'),
+      '/elsewhere.git/': answer('/site.git/somewhere-else'),
+    };
+    const moving = await startGitHttpBackend(root, {
+      password: PASSWORD,
+      beforeGit: (request, response) => {
+        const prefix = Object.keys(redirects).find((key) => request.url?.startsWith(key));
+        if (prefix && request.method === 'GET') return redirects[prefix](request, response);
+        if (request.url?.startsWith('/other-host.git/')) {
+          response.writeHead(302, { location: `${moving.url.replace('127.0.0.1', 'localhost')}/site.git${request.url.slice('/other-host.git'.length)}` }).end();
+          return 'answered';
+        }
+      },
+    });
+    try {
+      const count = await projectCount(server);
+      const moved = await seed(server, { url: `${moving.url}/old.git`, token: PASSWORD });
+      expect(moved.status, JSON.stringify(moved.body)).toBe(201);
+      expect(await apiLog(server, moved.body.project.id)).toEqual(upstreamLog('main'));
+      // git itself clones through the same redirect to the same history.
+      const clone = join(work.path, 'redirected-clone');
+      await gitAsyncOk(['clone', '-q', '--bare', moving.url.replace('http://', `http://git:${PASSWORD}@`) + '/old.git', clone]);
+      expect(git(['rev-parse', 'main'], { cwd: clone }).trim()).toBe(upstream.head);
+
+      const looping = await seed(server, { url: `${moving.url}/loop.git`, token: PASSWORD });
+      expect(looping.status).toBe(400);
+      expect(looping.body.error.message).toMatch(/redirected more than 5 times/);
+      const elsewhere = await seed(server, { url: `${moving.url}/elsewhere.git`, token: PASSWORD });
+      expect(elsewhere.status).toBe(400);
+      expect(elsewhere.body.error.message).toMatch(/not the same repository moved/);
+      // To another origin the token does not follow, so that remote asks for one.
+      const otherHost = await seed(server, { url: `${moving.url}/other-host.git`, token: PASSWORD });
+      expect(otherHost.status).toBe(400);
+      expect(otherHost.body.error.message).toMatch(/requires authentication/);
+      expect(moving.log.filter((line) => line.includes('other-host')).length).toBe(1);
+      expect(await projectCount(server)).toBe(count + 1);
+    } finally {
+      await moving.close();
+    }
+  });
+
   it('answers 400 for an unknown ref, a missing repository, an unreachable host or a bad URL, and creates nothing', async () => {
     const count = await projectCount(server);
     const badRef = await seed(server, { url: `${backend.url}/site.git`, ref: 'no-such-branch' });
