@@ -45,6 +45,8 @@ export interface RemoteEndpoint {
   /** The Basic-auth user name; "x-access-token" when a token is given without one. */
   username: string | null;
   token: string | null;
+  /** A redirect to another origin left the token behind (redirectedEndpoint). */
+  tokenWithheld?: boolean;
 }
 
 export interface GitClientOptions {
@@ -187,15 +189,16 @@ function redirectedEndpoint(endpoint: RemoteEndpoint, path: string, location: st
     throw new RemoteError(`The remote redirects to ${shown}, which is not the same repository moved; give the repository's URL instead.`, 'protocol', false);
   }
   const moved = endpointFromUrl(to.href.slice(0, -path.length), {});
-  const sameOrigin = to.origin === from.origin;
-  return { url: moved.url, username: sameOrigin ? endpoint.username : null, token: sameOrigin ? endpoint.token : null };
+  if (to.origin === from.origin) return { ...endpoint, url: moved.url };
+  return { url: moved.url, username: null, token: null, tokenWithheld: endpoint.token !== null || endpoint.tokenWithheld };
 }
 
 function statusError(answer: HttpAnswer, endpoint: RemoteEndpoint): RemoteError {
   const status = answer.status;
   if (status === 401 || status === 403) {
-    const message =
-      endpoint.token === null
+    const message = endpoint.tokenWithheld
+      ? `The remote redirected to ${endpoint.url}, which requires authentication (HTTP ${status}); a token is not sent to another origin, so give that URL instead.`
+      : endpoint.token === null
         ? `The remote requires authentication (HTTP ${status}); give a token.`
         : `The remote refused the credentials (HTTP ${status}).`;
     return new RemoteError(message, 'auth', false);

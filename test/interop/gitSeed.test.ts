@@ -205,7 +205,8 @@ describe('git seeds', () => {
       // To another origin the token does not follow, so that remote asks for one.
       const otherHost = await seed(server, { url: `${moving.url}/other-host.git`, token: PASSWORD });
       expect(otherHost.status).toBe(400);
-      expect(otherHost.body.error.message).toMatch(/requires authentication/);
+      expect(otherHost.body.error.message).toMatch(/redirected to http:\/\/localhost:\d+\/site\.git, which requires authentication .* not sent to another origin/);
+      expect(JSON.stringify(otherHost.body)).not.toContain(PASSWORD);
       expect(moving.log.filter((line) => line.includes('other-host')).length).toBe(1);
       expect(await projectCount(server)).toBe(count + 1);
     } finally {
