@@ -122,6 +122,37 @@ describe('linked repositories', () => {
     );
   });
 
+  it('pushes to where a redirect of the first request moved the upstream, as git push does', async () => {
+    const name = newUpstream();
+    // The old name answers its info/refs with a redirect to the new one (a renamed repository).
+    const moving = await startGitHttpBackend(root, {
+      beforeGit: (request, response) => {
+        if (request.method !== 'GET' || !request.url?.startsWith('/old-name.git/')) return;
+        response.writeHead(301, { location: `/${name}${request.url.slice('/old-name.git'.length)}` }).end();
+        return 'answered';
+      },
+    });
+    try {
+      const created = await server.call('POST', '/api/v1/projects', {
+        title: 'Linked through a redirect',
+        source: { kind: 'files', files: [{ path: 'index.html', content: '<h1>moved</h1>\n' }] },
+        git_remote: { url: `${moving.url}/old-name.git` },
+      });
+      expect(created.status).toBe(201);
+      const id = created.body.project.id;
+      await waitForSync(server, id, syncedAt(await mainHead(server, id)));
+      const next = await writeAndCommit(server, id, { 'next.txt': 'next\n' });
+      await waitForSync(server, id, syncedAt(next));
+      expect(upstreamRef(name, 'refs/heads/main')).toBe(next);
+      // Each push asked the old name once, then went to the new one.
+      expect(moving.log.filter((line) => line.startsWith('POST /old-name.git'))).toEqual([]);
+      expect(moving.log.filter((line) => line.startsWith(`POST /${name}/git-receive-pack`)).length).toBeGreaterThanOrEqual(2);
+      git(['fsck', '--strict'], { cwd: join(root, name) });
+    } finally {
+      await moving.close();
+    }
+  });
+
   it('pushes the stored deltas (LMDB: pack-ready forms), thin against what the upstream holds, as git would, and the upstream stays fsck-clean', async () => {
     const name = newUpstream();
     // Packs are kept as sent (not unpacked into loose objects), so what arrived can be read back.
