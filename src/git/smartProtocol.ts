@@ -278,7 +278,9 @@ export function parseLsRefsArgs(args: string[]): LsRefsArgs {
   return parsed;
 }
 
-const V2_FETCH_FLAGS = new Set(['thin-pack', 'no-progress', 'include-tag', 'ofs-delta', 'deepen-relative', 'wait-for-done', 'sideband-all']);
+// Not `sideband-all`: it is not advertised, so as git's upload-pack (without uploadpack.allowSidebandAll)
+// a request naming it is refused rather than answered in a framing the client did not ask for.
+const V2_FETCH_FLAGS = new Set(['thin-pack', 'no-progress', 'include-tag', 'ofs-delta', 'deepen-relative', 'wait-for-done']);
 
 export function parseV2FetchArgs(args: string[]): FetchRequest {
   const request = emptyFetch();

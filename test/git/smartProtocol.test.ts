@@ -65,6 +65,9 @@ describe('upload-pack requests', () => {
   it('refuses a depth together with deepen-since or deepen-not, as upload-pack does', () => {
     expect(() => parseUploadRequestV0(packets(`want ${A}`, 'deepen 1', 'deepen-since 5', 'flush'))).toThrow(/cannot be used together/);
     expect(() => v2Fetch(`want ${A}`, 'deepen 1', 'deepen-not main', 'done')).toThrow(/cannot be used together/);
+    // Not advertised, so refused as git refuses it, not answered in a framing the client did not get.
+    expect(() => v2Fetch(`want ${A}`, 'sideband-all', 'done')).toThrow(/unsupported fetch argument "sideband-all"/);
+    expect(v2Fetch(`want ${A}`, 'wait-for-done', 'thin-pack', 'ofs-delta', 'no-progress', 'include-tag').capabilities.has('wait-for-done')).toBe(true);
   });
 });
 
