@@ -16,6 +16,7 @@ import { envelope, STATUS_BY_CODE } from './errors.js';
 import { buildOpenApi } from './openapi.js';
 import { defineRoute, registeredRoutes } from './route.js';
 import { credentialOf } from './credentials.js';
+import { setRateLimitHeaders } from './rateLimitHeaders.js';
 import { createGuardedServer, rawErrorResponse } from './connectionGuard.js';
 import { gitHttpRoutes } from './gitHttp.js';
 import { eventRoutes } from './routes/events.js';
@@ -172,11 +173,9 @@ async function authenticateKey(th: Treehouse, authorization: string | undefined,
     reply.header('WWW-Authenticate', 'Bearer');
     throw new TreehouseError('unauthorized', 'A valid API key is required (Authorization: Bearer <key>).');
   }
-  const retryAfterSeconds = await th.rateLimiter.take(principal.keyId);
-  if (retryAfterSeconds > 0) {
-    reply.header('Retry-After', String(retryAfterSeconds));
-    throw new TreehouseError('rate_limited', `Too many requests; retry in ${retryAfterSeconds} s.`);
-  }
+  const decision = await th.rateLimiter.charge(principal.keyId);
+  setRateLimitHeaders(reply, decision);
+  if (decision.retryAfterSeconds > 0) throw new TreehouseError('rate_limited', `Too many requests; retry in ${decision.retryAfterSeconds} s.`);
   return principal;
 }
 

@@ -24,6 +24,7 @@ import type { ReceivePackResult } from '../service/gitExport.js';
 import type { ProjectRecord } from '../service/projects.js';
 import type { Treehouse } from '../service/treehouse.js';
 import { credentialOf } from './credentials.js';
+import { setRateLimitHeaders } from './rateLimitHeaders.js';
 import { GitBodyError, readGitBody } from './gitBody.js';
 
 const SERVICES = new Set<Service>(['git-upload-pack', 'git-receive-pack']);
@@ -80,11 +81,9 @@ function gitRoutes(app: FastifyInstance, th: Treehouse): void {
     }
     // The key's one token bucket, shared with the JSON API. git prints a text/plain body of a failed
     // info/refs after "remote:"; Retry-After is whole seconds, as on the API.
-    const retryAfterSeconds = await th.rateLimiter.take(principal.keyId);
-    if (retryAfterSeconds > 0) {
-      reply.header('Retry-After', String(retryAfterSeconds));
-      return refuse(429, `Too many requests for this API key (rate limit); retry in ${retryAfterSeconds} s.\n`);
-    }
+    const decision = await th.rateLimiter.charge(principal.keyId);
+    setRateLimitHeaders(reply, decision);
+    if (decision.retryAfterSeconds > 0) return refuse(429, `Too many requests for this API key (rate limit); retry in ${decision.retryAfterSeconds} s.\n`);
     const { project } = request.params as { project: string };
     const id = project.endsWith('.git') ? project.slice(0, -4) : project;
     let record: ProjectRecord;

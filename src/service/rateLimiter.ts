@@ -12,6 +12,18 @@
 import type { SharedRateLimits } from '../store/asyncTypes.js';
 import { contractError } from './domainErrors.js';
 
+/** One request's charge: how long to wait when refused (0: allowed), and the bucket as it stands after it. */
+export interface RateDecision {
+  /** Whole seconds until a token is free; 0 when this request took one. */
+  retryAfterSeconds: number;
+  /** The bucket's size (the burst). */
+  limit: number;
+  /** Whole tokens left after this request. */
+  remaining: number;
+  /** Seconds until the bucket is full again (whole, rounded up). */
+  fullInSeconds: number;
+}
+
 export class RateLimiter {
   private readonly buckets = new Map<string, { tokens: number; updatedMs: number }>();
   /** Shared buckets: keys refused lately, and when the store said a token would be free. */
@@ -24,28 +36,32 @@ export class RateLimiter {
     private readonly shared?: SharedRateLimits,
   ) {}
 
-  /** Takes one token; resolves 0 when allowed, else the whole seconds to wait before a token is free. */
-  async take(key: string, nowMs: number = Date.now()): Promise<number> {
-    if (this.ratePerSecond <= 0) return 0;
+  /**
+   * Takes one token: `retryAfterSeconds` 0 when allowed, else the whole seconds to wait before one is
+   * free; and the bucket as it stands afterwards (src/http/rateLimitHeaders.ts). All zero when the
+   * limit is off (a rate of 0).
+   */
+  async charge(key: string, nowMs: number = Date.now()): Promise<RateDecision> {
+    if (this.ratePerSecond <= 0) return { retryAfterSeconds: 0, limit: 0, remaining: 0, fullInSeconds: 0 };
     if (!this.shared) return this.takeHere(key, nowMs);
     if (++this.checks % 1024 === 0) this.sweepRefusals(nowMs);
     const until = this.refusedUntil.get(key);
-    if (until !== undefined && nowMs < until) return Math.max(1, Math.ceil((until - nowMs) / 1000));
-    let waitSeconds: number;
+    if (until !== undefined && nowMs < until) return this.decision(Math.max(1, Math.ceil((until - nowMs) / 1000)), 0);
+    let taken: { waitSeconds: number; tokens: number };
     try {
-      waitSeconds = await this.shared.takeToken(key, this.ratePerSecond, this.burst);
+      taken = await this.shared.takeToken(key, this.ratePerSecond, this.burst);
     } catch (error) {
       throw contractError(error) ?? error;
     }
-    if (waitSeconds === 0) {
+    if (taken.waitSeconds === 0) {
       this.refusedUntil.delete(key);
-      return 0;
+      return this.decision(0, taken.tokens);
     }
-    this.refusedUntil.set(key, nowMs + waitSeconds * 1000);
-    return Math.max(1, Math.ceil(waitSeconds));
+    this.refusedUntil.set(key, nowMs + taken.waitSeconds * 1000);
+    return this.decision(Math.max(1, Math.ceil(taken.waitSeconds)), taken.tokens);
   }
 
-  private takeHere(key: string, nowMs: number): number {
+  private takeHere(key: string, nowMs: number): RateDecision {
     const bucket = this.buckets.get(key) ?? { tokens: this.burst, updatedMs: nowMs };
     bucket.tokens = Math.min(this.burst, bucket.tokens + ((nowMs - bucket.updatedMs) / 1000) * this.ratePerSecond);
     bucket.updatedMs = nowMs;
@@ -53,9 +69,14 @@ export class RateLimiter {
     if (++this.checks % 1024 === 0) this.sweep(nowMs);
     if (bucket.tokens >= 1) {
       bucket.tokens -= 1;
-      return 0;
+      return this.decision(0, bucket.tokens);
     }
-    return Math.max(1, Math.ceil((1 - bucket.tokens) / this.ratePerSecond));
+    return this.decision(Math.max(1, Math.ceil((1 - bucket.tokens) / this.ratePerSecond)), bucket.tokens);
+  }
+
+  private decision(retryAfterSeconds: number, tokens: number): RateDecision {
+    const left = Math.max(0, Math.min(this.burst, tokens));
+    return { retryAfterSeconds, limit: this.burst, remaining: Math.floor(left), fullInSeconds: Math.ceil((this.burst - left) / this.ratePerSecond) };
   }
 
   private sweep(nowMs: number): void {

@@ -284,9 +284,10 @@ export interface StoreSignals {
 export interface SharedRateLimits {
   /**
    * Takes a token from `key`'s bucket (`ratePerSecond` tokens a second, up to `burst`), by the
-   * store's clock: 0 when one was taken, else the seconds (fractional) until one is free.
+   * store's clock: `waitSeconds` 0 when one was taken, else the seconds (fractional) until one is
+   * free; `tokens`, what the bucket holds afterwards (fractional).
    */
-  takeToken(key: string, ratePerSecond: number, burst: number): Promise<number>;
+  takeToken(key: string, ratePerSecond: number, burst: number): Promise<{ waitSeconds: number; tokens: number }>;
 }
 
 /**

@@ -304,22 +304,35 @@ describe('service endpoints', () => {
     expectError(await server.call('GET', '/api/v1/nope'), 404, 'not_found');
   });
 
-  it('rate limits per key with 429 and Retry-After', async () => {
+  it('rate limits per key with 429 and Retry-After, and tells every charged request where its bucket stands (X-RateLimit-*)', async () => {
     const limited = await startTestServer({ limits: { requestsPerSecondPerKey: 1, requestBurstPerKey: 3 } });
     try {
       const statuses: number[] = [];
+      const remaining: number[] = [];
       let retryAfter: string | null = null;
       for (let i = 0; i < 5; i++) {
+        const before = Math.floor(Date.now() / 1000);
         const response = await limited.call('GET', '/api/v1/projects');
         statuses.push(response.status);
+        expect(response.headers.get('x-ratelimit-limit')).toBe('3');
+        remaining.push(Number(response.headers.get('x-ratelimit-remaining')));
+        // Full again within the seconds its missing tokens take at one a second.
+        const reset = Number(response.headers.get('x-ratelimit-reset'));
+        expect(reset).toBeGreaterThanOrEqual(before);
+        expect(reset).toBeLessThanOrEqual(before + 4);
         if (response.status === 429) {
           retryAfter = response.headers.get('retry-after');
           expect(response.body.error.code).toBe('rate_limited');
         }
       }
       expect(statuses.slice(0, 3)).toEqual([200, 200, 200]);
+      expect(remaining.slice(0, 3)).toEqual([2, 1, 0]);
       expect(statuses).toContain(429);
       expect(Number(retryAfter)).toBeGreaterThanOrEqual(1);
+      // The git routes charge the same bucket and say so the same way; public routes are not charged.
+      const refs = await fetch(`${limited.url}/git/nope.git/info/refs?service=git-upload-pack`, { headers: { authorization: `Bearer ${limited.key}` } });
+      expect(refs.headers.get('x-ratelimit-limit')).toBe('3');
+      expect((await fetch(`${limited.url}/healthz`)).headers.get('x-ratelimit-limit')).toBeNull();
     } finally {
       await limited.close();
     }

@@ -869,14 +869,17 @@ describe('PostgresStore rate limits', () => {
     await withNodes(async (nodes) => {
       const key = `key_${freshProject()}`;
       // 0.001 tokens a second: nothing refills while the test runs.
-      const waits = await Promise.all(Array.from({ length: 40 }, (_, index) => nodes[index % 2].rateLimits.takeToken(key, 0.001, 5)));
+      const taken = await Promise.all(Array.from({ length: 40 }, (_, index) => nodes[index % 2].rateLimits.takeToken(key, 0.001, 5)));
+      const waits = taken.map((answer) => answer.waitSeconds);
       expect(waits.filter((wait) => wait === 0)).toHaveLength(5);
       for (const wait of waits.filter((wait) => wait > 0)) {
         expect(wait).toBeGreaterThan(900);
         expect(wait).toBeLessThanOrEqual(1000);
       }
+      // The five let in left 4, 3, 2, 1 and 0 tokens (and a little refill), in some order.
+      expect(taken.filter((answer) => answer.waitSeconds === 0).map((answer) => Math.floor(answer.tokens)).sort()).toEqual([0, 1, 2, 3, 4]);
       // Another key has a bucket of its own.
-      expect(await nodes[1].rateLimits.takeToken(`${key}_other`, 0.001, 5)).toBe(0);
+      expect(await nodes[1].rateLimits.takeToken(`${key}_other`, 0.001, 5)).toEqual({ waitSeconds: 0, tokens: expect.closeTo(4, 1) });
     });
   });
 
@@ -884,10 +887,10 @@ describe('PostgresStore rate limits', () => {
     await withNodes(async ([a]) => {
       const key = `key_${freshProject()}`;
       // A million tokens a second: the bucket is full again by the next statement.
-      for (let round = 0; round < 20; round++) expect(await a.rateLimits.takeToken(key, 1_000_000, 1)).toBe(0);
+      for (let round = 0; round < 20; round++) expect((await a.rateLimits.takeToken(key, 1_000_000, 1)).waitSeconds).toBe(0);
       const empty = `key_${freshProject()}`;
-      expect(await a.rateLimits.takeToken(empty, 0.001, 0)).toBeGreaterThan(0);
-      expect(await a.rateLimits.takeToken(empty, 0.001, 0)).toBeGreaterThan(0);
+      expect((await a.rateLimits.takeToken(empty, 0.001, 0)).waitSeconds).toBeGreaterThan(0);
+      expect((await a.rateLimits.takeToken(empty, 0.001, 0)).waitSeconds).toBeGreaterThan(0);
     });
   });
 });

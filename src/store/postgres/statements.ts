@@ -898,7 +898,7 @@ export async function selectStorageBytes(db: Db): Promise<number> {
  * Takes a token from `key`'s bucket, refilled at `ratePerSecond` up to `burst` by the server's clock
  * (the nodes' clocks never meet), in one statement: 0 when taken, else the seconds until one is free.
  */
-export async function takeRateToken(db: Db, key: string, ratePerSecond: number, burst: number): Promise<number> {
+export async function takeRateToken(db: Db, key: string, ratePerSecond: number, burst: number): Promise<{ waitSeconds: number; tokens: number }> {
   const [row] = await db<Array<{ tokens: number; taken: boolean }>>`
     WITH asked AS (SELECT ${ratePerSecond}::float8 AS rate, ${burst}::float8 AS burst)
     INSERT INTO treehouse_rate_buckets AS b (key, tokens, taken, updated_at)
@@ -909,7 +909,7 @@ export async function takeRateToken(db: Db, key: string, ratePerSecond: number, 
                - CASE WHEN least((SELECT burst FROM asked), b.tokens + greatest(0, extract(epoch FROM now() - b.updated_at)::float8) * (SELECT rate FROM asked)) >= 1 THEN 1 ELSE 0 END,
       updated_at = now()
     RETURNING tokens, taken`.execute();
-  return row.taken ? 0 : Math.max(0, 1 - row.tokens) / ratePerSecond;
+  return { waitSeconds: row.taken ? 0 : Math.max(0, 1 - row.tokens) / ratePerSecond, tokens: row.tokens };
 }
 
 // ---------------------------------------------------------------------------------------------
