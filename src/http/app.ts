@@ -17,6 +17,7 @@ import { buildOpenApi } from './openapi.js';
 import { defineRoute, registeredRoutes } from './route.js';
 import { credentialOf } from './credentials.js';
 import { setRateLimitHeaders } from './rateLimitHeaders.js';
+import { conditionalGet } from './conditionalGet.js';
 import { createGuardedServer, rawErrorResponse } from './connectionGuard.js';
 import { gitHttpRoutes } from './gitHttp.js';
 import { eventRoutes } from './routes/events.js';
@@ -68,6 +69,7 @@ export function buildApp(th: Treehouse, options: AppOptions = {}): FastifyInstan
     // Open event streams end, so the server can close; their clients resume with Last-Event-ID.
     th.eventStreams.closeAll();
   });
+  app.addHook('onSend', conditionalGet);
   app.addHook('onSend', async (request, reply) => {
     // An answer given before the body was read (401, 404, 413) closes the connection: keeping it
     // would mean reading the rest of a body nobody wants, at whatever pace the client sends it.

@@ -304,6 +304,30 @@ describe('service endpoints', () => {
     expectError(await server.call('GET', '/api/v1/nope'), 404, 'not_found');
   });
 
+  it('answers a GET whose If-None-Match names its ETag with 304 and no body, as GitHub does', async () => {
+    const id = (await server.call('POST', '/api/v1/projects', { title: 'Conditional' })).body.project.id;
+    const first = await server.call('GET', `/api/v1/projects/${id}/files`);
+    expect(first.status).toBe(200);
+    const etag = first.headers.get('etag')!;
+    expect(etag).toMatch(/^W\/"[0-9a-f]{40}"$/);
+    const again = await fetch(`${server.url}/api/v1/projects/${id}/files`, { headers: { authorization: `Bearer ${server.key}`, 'if-none-match': etag } });
+    expect(again.status).toBe(304);
+    expect(await again.text()).toBe('');
+    expect(again.headers.get('etag')).toBe(etag);
+    // A list of tags, or the tag without W/, matches too; another tag does not.
+    expect((await server.call('GET', `/api/v1/projects/${id}/files`, undefined, { headers: { 'if-none-match': `"nope", ${etag.slice(2)}` } })).status).toBe(304);
+    expect((await server.call('GET', `/api/v1/projects/${id}/files`, undefined, { headers: { 'if-none-match': '"nope"' } })).status).toBe(200);
+    // A change makes a new answer with a new tag; the old tag gets the whole answer.
+    expect((await server.call('POST', `/api/v1/projects/${id}/files/batch`, { files: [{ path: 'new.txt', content: 'new\n' }] })).status).toBe(200);
+    const changed = await server.call('GET', `/api/v1/projects/${id}/files`, undefined, { headers: { 'if-none-match': etag } });
+    expect(changed.status).toBe(200);
+    expect(changed.headers.get('etag')).not.toBe(etag);
+    expect(changed.body.files.map((file: { path: string }) => file.path)).toContain('new.txt');
+    // Errors and public routes carry none.
+    expect((await server.call('GET', '/api/v1/projects/prj_nope')).headers.get('etag')).toBeNull();
+    expect((await fetch(`${server.url}/healthz`)).headers.get('etag')).toBeNull();
+  });
+
   it('rate limits per key with 429 and Retry-After, and tells every charged request where its bucket stands (X-RateLimit-*)', async () => {
     const limited = await startTestServer({ limits: { requestsPerSecondPerKey: 1, requestBurstPerKey: 3 } });
     try {
