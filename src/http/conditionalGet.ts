@@ -6,19 +6,11 @@
  */
 import { createHash } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import { etagMatches } from './publicSite.js';
 
 /** The largest answer given an ETag: SHA-1 of 1 MiB is about a millisecond. */
 const ETAG_BYTES_MAX = 1024 * 1024;
 
-/** True when an If-None-Match header names `etag` (or is "*"); weak and strong tags compare by their value. */
-function etagMatches(header: string | undefined, etag: string): boolean {
-  if (!header) return false;
-  const value = etag.replace(/^W\//, '');
-  return header.split(',').some((tag) => {
-    const trimmed = tag.trim();
-    return trimmed === '*' || trimmed.replace(/^W\//, '') === value;
-  });
-}
 
 /** An onSend hook: the ETag, and 304 when the client has this answer already. */
 export async function conditionalGet(request: FastifyRequest, reply: FastifyReply, payload: unknown): Promise<unknown> {
@@ -27,9 +19,9 @@ export async function conditionalGet(request: FastifyRequest, reply: FastifyRepl
   if (!String(reply.getHeader('content-type') ?? '').startsWith('application/json')) return payload;
   const bytes = typeof payload === 'string' ? Buffer.from(payload, 'utf8') : payload;
   if (bytes.length > ETAG_BYTES_MAX) return payload;
-  const etag = `W/"${createHash('sha1').update(bytes).digest('hex')}"`;
-  reply.header('ETag', etag);
-  if (!etagMatches(request.headers['if-none-match'], etag)) return payload;
+  const tag = `"${createHash('sha1').update(bytes).digest('hex')}"`;
+  reply.header('ETag', `W/${tag}`);
+  if (!etagMatches(request.headers['if-none-match'], tag)) return payload;
   reply.code(304);
   reply.removeHeader('content-type');
   return '';
