@@ -174,6 +174,8 @@ describe('git seeds', () => {
       '/old.git/': answer('/site.git$PATH?$QUERY'),
       '/loop.git/': answer('/loop.git$PATH?$QUERY'),
       '/elsewhere.git/': answer('/site.git/somewhere-else'),
+      '/ftp.git/': answer('ftp://127.0.0.1/site.git$PATH?$QUERY'),
+      '/with-credentials.git/': answer('http://someone:secret@127.0.0.1:1/site.git$PATH?$QUERY'),
     };
     const moving = await startGitHttpBackend(root, {
       password: PASSWORD,
@@ -202,6 +204,13 @@ describe('git seeds', () => {
       const elsewhere = await seed(server, { url: `${moving.url}/elsewhere.git`, token: PASSWORD });
       expect(elsewhere.status).toBe(400);
       expect(elsewhere.body.error.message).toMatch(/not the same repository moved/);
+      const ftp = await seed(server, { url: `${moving.url}/ftp.git`, token: PASSWORD });
+      expect(ftp.status).toBe(400);
+      expect(ftp.body.error.message).toMatch(/which is not http or https/);
+      const withCredentials = await seed(server, { url: `${moving.url}/with-credentials.git`, token: PASSWORD });
+      expect(withCredentials.status).toBe(400);
+      expect(withCredentials.body.error.message).toMatch(/an address with credentials in it/);
+      expect(JSON.stringify(withCredentials.body)).not.toContain('secret');
       // To another origin the token does not follow, so that remote asks for one.
       const otherHost = await seed(server, { url: `${moving.url}/other-host.git`, token: PASSWORD });
       expect(otherHost.status).toBe(400);
