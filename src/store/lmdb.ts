@@ -61,7 +61,7 @@ import {
 } from './types.js';
 import { decodeCommitInfo, encodeCommitInfo, commitInfoFromBody } from './commitIndex.js';
 import { LmdbAsyncStore, RAW_REMOVED_SINCE_REPACK_PREFIX, REMOVED_SINCE_REPACK_PREFIX } from './lmdbAsync.js';
-import { HeldForms, type HeldForm } from './heldForms.js';
+import { HeldForms, type HeldCommit, type HeldForm } from './heldForms.js';
 import { LruCache } from './lruCache.js';
 import { RecentObjects } from './recentObjects.js';
 import type { ObjectCursor, UndeflatedPage } from './asyncTypes.js';
@@ -570,7 +570,7 @@ export class LmdbStore implements Store {
    * in the log of recent objects as this instance has read it (hasObject reads the log's tail too).
    */
   isStored(key: Buffer): boolean {
-    return this.dbs.objects.doesExist(key) || this.dbs.deflated.doesExist(key) || this.recent.has(key);
+    return this.dbs.objects.doesExist(key) || this.dbs.deflated.doesExist(key) || this.recent.has(key) || this.heldCommit(key) !== undefined;
   }
 
   read<T>(action: (tx: StoreReadTx) => T): T {
@@ -641,6 +641,18 @@ export class LmdbStore implements Store {
     tx.putHeldPointers(entries, held);
   }
 
+  /** Puts held commits (a run of `held`'s drainCommits()): their raw copies into `objects`, their entries into `commits`. */
+  putHeldCommits(tx: StoreWriteTx, run: readonly HeldCommit[]): void {
+    if (!(tx instanceof LmdbTx)) throw new Error('held forms need an LMDB write');
+    tx.putHeldCommits(run);
+  }
+
+  /** A seed's commit held back (holdForms) under `key`, an `objects` key. */
+  heldCommit(key: Buffer): HeldCommit | undefined {
+    if (this.heldForms.size === 0) return undefined;
+    return this.heldForms.get(key.readUInt32BE(0))?.commit(key);
+  }
+
   /** Removes shelves a private hold wrote (their forms let go): no pointer names them. */
   dropShelves(tx: StoreWriteTx, keys: readonly Buffer[]): void {
     if (!(tx instanceof LmdbTx)) throw new Error('held forms need an LMDB write');
@@ -698,6 +710,7 @@ export class LmdbStore implements Store {
     const flushed = new Promise<void>((resolve, reject) => this.env.flushed.then(() => resolve(), reject));
     this.recent.forget((tx as LmdbTx | null)?.recentMoved ?? []);
     for (const [held, added] of (tx as LmdbTx | null)?.heldAdded ?? []) held.take(added);
+    for (const [held, added] of (tx as LmdbTx | null)?.heldCommitsAdded ?? []) held.takeCommits([...added.values()]);
     options.afterCommit?.();
     await flushed;
     this.noteWriteDone(started, true);
@@ -776,6 +789,8 @@ export class LmdbStore implements Store {
 class LmdbTx implements StoreWriteTx {
   /** Forms this transaction shelved with their pointers held back (LmdbStore.holdForms), by the hold they go to. */
   readonly heldAdded = new Map<HeldForms, HeldForm[]>();
+  /** Commits this transaction held back (a seed's: LmdbStore.holdForms), by the hold they go to, by `objects` key (latin1). */
+  readonly heldCommitsAdded = new Map<HeldForms, Map<string, HeldCommit>>();
   /** Private holds this transaction's forms go to (useHold), by project. */
   private holds: Map<number, HeldForms> | null = null;
 
@@ -787,6 +802,29 @@ class LmdbTx implements StoreWriteTx {
   /** This transaction's forms of `project` go to `held` (LmdbStore.beginPrivateHold). */
   useHold(project: number, held: HeldForms): void {
     (this.holds ??= new Map()).set(project, held);
+  }
+
+  /** A seed's commit held back under `key` (an `objects` key of `project`), by this transaction or a committed one. */
+  heldCommit(project: number, key: Buffer): HeldCommit | undefined {
+    const held = this.store.heldFormsOf(project);
+    if (!held) return undefined;
+    return this.heldCommitsAdded.get(held)?.get(key.toString('latin1')) ?? held.commit(key);
+  }
+
+  /** Holds a seed's commit back (see HeldForms.commits). */
+  holdCommit(held: HeldForms, commit: HeldCommit): void {
+    let added = this.heldCommitsAdded.get(held);
+    if (!added) this.heldCommitsAdded.set(held, (added = new Map()));
+    added.set(commit.key.toString('latin1'), commit);
+  }
+
+  putHeldCommits(run: readonly HeldCommit[]): void {
+    this.assertWritable();
+    const { objects, commits } = this.store.dbs;
+    for (const { key, value, info } of run) {
+      objects.putSync(key, value);
+      commits.putSync(key, info);
+    }
   }
 
   /** Where the pointers of `project`'s forms are held, if they are: this transaction's private hold, or a seed's. */
@@ -1126,7 +1164,7 @@ class LmdbProjectTx implements ProjectWriteTx {
    */
   private rawValue(key: Buffer, fast: boolean): Buffer | undefined {
     const { objects } = this.store.dbs;
-    return (fast ? objects.getBinaryFast(key) : objects.getBinary(key)) ?? this.store.recent.get(key, fast);
+    return (fast ? objects.getBinaryFast(key) : objects.getBinary(key)) ?? this.store.recent.get(key, fast) ?? this.parent.heldCommit(this.project, key)?.value;
   }
 
   // A read that finds an object nowhere reads the log's new entries (another thread's or process's
@@ -1163,7 +1201,7 @@ class LmdbProjectTx implements ProjectWriteTx {
 
   hasObject(oid: Oid): boolean {
     const key = this.objectKey(oid);
-    if (this.store.isStored(key)) return true;
+    if (this.store.isStored(key) || this.parent.heldCommit(this.project, key)) return true;
     return this.store.recent.catchUp() && this.store.recent.has(key);
   }
 
@@ -1407,12 +1445,14 @@ class LmdbProjectTx implements ProjectWriteTx {
   putCommitObjects(commit: Oid, records: Buffer): void {
     this.parent.assertWritable();
     if (records.length % OBJECT_RECORD_BYTES !== 0) throw new Error(`a commit's object list of ${records.length} bytes is not whole records`);
-    if (!this.store.dbs.commits.doesExist(this.objectKey(commit))) throw new Error(`commit ${commit.toString('hex')} is not stored`);
+    const key = this.objectKey(commit);
+    if (!this.store.dbs.commits.doesExist(key) && !this.parent.heldCommit(this.project, key)) throw new Error(`commit ${commit.toString('hex')} is not stored`);
     this.store.dbs.introduced.putSync(this.objectKey(commit), records);
   }
 
   getCommitInfo(oid: Oid): CommitInfo | undefined {
-    const value = this.store.dbs.commits.getBinaryFast(this.objectKey(oid));
+    const key = this.objectKey(oid);
+    const value = this.store.dbs.commits.getBinaryFast(key) ?? this.parent.heldCommit(this.project, key)?.info;
     return value ? decodeCommitInfo(value) : undefined;
   }
 
@@ -1455,6 +1495,16 @@ class LmdbProjectTx implements ProjectWriteTx {
     const key = this.objectKey(oid);
     const { objects, commits } = this.store.dbs;
     const value = this.store.objectValue(TYPE_CODES[type], body, annex);
+    const held = type === 'commit' ? this.parent.heldFor(this.project) : undefined;
+    if (held?.projectEmpty) {
+      // A seed's commit: held back with its index entry, and put in key order at the end (HeldForms.commits).
+      if (this.parent.heldCommit(this.project, key) || objects.doesExist(key) || this.store.recent.has(key)) return;
+      const parsed = commitInfoFromBody(body);
+      // (objectValue may answer a view of the store's scratch buffer, which the next object overwrites.)
+      this.parent.holdCommit(held, { key, value: Buffer.from(value), info: encodeCommitInfo({ ...parsed, generation: this.generationOf(parsed.parents) }) });
+      this.store.noteStored(this.project, oid, similarTo, nameHash);
+      return;
+    }
     // While a collection of the project runs its new objects go straight to `objects`, which its
     // listings read (beginCollection moved the project's log there).
     if (!this.isJournalling() && this.parent.appendsRecent(value.length)) {
@@ -1469,14 +1519,18 @@ class LmdbProjectTx implements ProjectWriteTx {
     if (this.isJournalling() && !this.store.dbs.deflated.doesExist(key)) this.journalled(oid);
     if (type === 'commit') {
       const parsed = commitInfoFromBody(body);
-      let generation = 1;
-      for (const parent of parsed.parents) {
-        const parentInfo = this.getCommitInfo(parent);
-        // A parent outside the store (a shallow boundary) counts as generation 1.
-        generation = Math.max(generation, (parentInfo?.generation ?? 1) + 1);
-      }
-      commits.putSync(key, encodeCommitInfo({ ...parsed, generation }));
+      commits.putSync(key, encodeCommitInfo({ ...parsed, generation: this.generationOf(parsed.parents) }));
     }
+  }
+
+  /** A commit's generation number: one more than its parents' highest. */
+  private generationOf(parents: readonly Oid[]): number {
+    let generation = 1;
+    for (const parent of parents) {
+      // A parent outside the store (a shallow boundary) counts as generation 1.
+      generation = Math.max(generation, (this.getCommitInfo(parent)?.generation ?? 1) + 1);
+    }
+    return generation;
   }
 
   casRef(name: string, expected: Oid | null, next: Oid | null): void {

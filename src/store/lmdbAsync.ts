@@ -86,6 +86,10 @@ const REPACK_BYTES = 1024 * 1024;
  */
 const HELD_POINTERS_PER_WRITE = 4_096;
 const HELD_POINTERS_MAX = 1_000_000;
+/** Held commits (a seed's: HeldForms.commits) put per write, and their bytes; and the bytes a seed holds at most before it puts them. */
+const HELD_COMMITS_PER_WRITE = 4_096;
+const HELD_COMMIT_BYTES_PER_WRITE = 1024 * 1024;
+const HELD_COMMIT_BYTES_MAX = 64 * 1024 * 1024;
 /** Shelves of a let-go private hold removed per write. */
 const HELD_SHELVES_DROPPED_PER_WRITE = 256;
 
@@ -1032,6 +1036,7 @@ export class LmdbAsyncStore implements AsyncStore {
     // A history too large to hold every pointer of: what is held goes in now, sorted still.
     const held = this.sync.heldFormsOf(project);
     if (held && held.size >= HELD_POINTERS_MAX) await this.putHeldPointers(held);
+    if (held && held.commitBytes >= HELD_COMMIT_BYTES_MAX) await this.putHeldCommits(held);
     return answers;
   }
 
@@ -1045,8 +1050,19 @@ export class LmdbAsyncStore implements AsyncStore {
     // range ahead of the sorted runs, where each such key left a page half full (packed grew from
     // 2.5 to 5.8 MB in a seed that raced 500 of them).
     const held = keep ? this.sync.heldFormsOf(project) : undefined;
+    while (held && held.commitCount > 0) await this.putHeldCommits(held);
     while (held && held.size > 0) await this.putHeldPointers(held);
     this.sync.releaseHeldForms(project);
+  }
+
+  private async putHeldCommits(held: HeldForms): Promise<void> {
+    let first = true;
+    for (const run of held.drainCommits(HELD_COMMITS_PER_WRITE, HELD_COMMIT_BYTES_PER_WRITE)) {
+      if (!first) await turn();
+      first = false;
+      await this.writeAlone((tx) => this.sync.putHeldCommits(tx, run));
+      held.forgetCommits(run);
+    }
   }
 
   private async putHeldPointers(held: HeldForms): Promise<void> {

@@ -164,6 +164,85 @@ describe('LmdbAsyncStore forms held for a seed (src/store/heldForms.ts)', () => 
     }
     expect(leafPages[1]).toBe(leafPages[0]);
   });
+
+  /**
+   * A seed's commits as it stores them: 6,000 commits of a line with merges, parents first, 128 to a
+   * write, each whole with its pack entry (putFormsAlone). Messages of 200-400 bytes, as real ones run.
+   */
+  function seedCommits(): { forms: ReceivedForm[]; order: Oid[] } {
+    const signature = { name: 'Seeder', email: 'seed@example.com', timestamp: 1_700_000_000, timezone: '+0000' };
+    const forms: ReceivedForm[] = [];
+    const order: Oid[] = [];
+    for (let i = 0; i < 6_000; i++) {
+      const parents = i === 0 ? [] : i % 10 === 0 && i > 20 ? [order[i - 1], order[i - 20]] : [order[i - 1]];
+      const message = `commit ${i}: ${randomBytes(100 + (i % 100)).toString('hex')}\n`;
+      const body = encodeCommit({ tree: EMPTY_TREE_OID, parents, author: { ...signature, timestamp: signature.timestamp + i }, committer: signature, extraHeaders: [], message });
+      const oid = hashObject('commit', body);
+      order.push(oid);
+      forms.push({ oid, type: 'commit', inflatedBytes: body.length, deflated: deflateSync(body), delta: null, body });
+    }
+    return { forms, order };
+  }
+
+  it("holds a seed's commits too, readable meanwhile, and puts them in id order: fuller pages of `objects` and `commits` than the same writes unheld", async () => {
+    const { forms, order } = seedCommits();
+    const pages: Record<string, { objects: number; commits: number; fileBytes: number }> = {};
+    for (const hold of [true, false]) {
+      const scratch = scratchDir('treehouse-held-commits-');
+      // Unheld, small objects go to the log of recent objects first, moved into `objects` once writes pause.
+      const store = new LmdbAsyncStore(new LmdbStore({ path: scratch.path, recentIdleMs: 1 }));
+      try {
+        if (hold) store.holdForms(1);
+        for (let start = 0; start < forms.length; start += 128) {
+          expect(await store.putFormsAlone(1, forms.slice(start, start + 128), 50)).toEqual(forms.slice(start, start + 128).map(() => true));
+        }
+        const check = () =>
+          store.read(async (tx) => {
+            const p = tx.project(1);
+            const sample = [0, 2_999, 5_999];
+            expect((await p.getObjects(sample.map((index) => order[index]))).map((object) => object?.body)).toEqual(sample.map((index) => forms[index].body));
+            expect(await p.hasObjects(order)).toEqual(order.map(() => true));
+            // Generations as the line gives them, each counted from the parents held with it.
+            expect((await p.getCommitInfos(sample.map((index) => order[index]))).map((info) => info?.generation)).toEqual(sample.map((index) => index + 1));
+          });
+        if (hold) {
+          // Held back, yet the seed (the only reader of its reserved number) reads every commit.
+          expect((store.sync.dbs.objects.getStats() as { entryCount: number }).entryCount).toBe(0);
+          await check();
+          await store.settleForms(1, true);
+        }
+        await check();
+        const stats = (name: 'objects' | 'commits') => store.sync.dbs[name].getStats() as { treeLeafPageCount: number; overflowPages: number; entryCount: number };
+        expect(stats('commits').entryCount).toBe(forms.length);
+        while (store.sync.recent.size > 0) await new Promise((resolve) => setTimeout(resolve, 20));
+        expect(stats('objects').entryCount).toBe(forms.length);
+        pages[hold ? 'held' : 'unheld'] = { objects: stats('objects').treeLeafPageCount, commits: stats('commits').treeLeafPageCount, fileBytes: await store.storageUsedBytes() };
+      } finally {
+        await store.close();
+        scratch.remove();
+      }
+    }
+    expect(pages.held.objects).toBeLessThan(pages.unheld.objects * 0.85);
+    expect(pages.held.commits).toBeLessThan(pages.unheld.commits * 0.85);
+    expect(pages.held.fileBytes).toBeLessThan(pages.unheld.fileBytes);
+  });
+
+  it("lets a failed seed's held commits go: nothing of them is stored", async () => {
+    const { forms } = seedCommits();
+    const scratch = scratchDir('treehouse-held-commits-');
+    const store = new LmdbAsyncStore(new LmdbStore({ path: scratch.path }));
+    try {
+      store.holdForms(2);
+      await store.putFormsAlone(2, forms.slice(0, 500), 50);
+      await store.settleForms(2, false);
+      await store.read(async (tx) => expect(await tx.project(2).hasObjects(forms.slice(0, 500).map((form) => form.oid))).toEqual(forms.slice(0, 500).map(() => false)));
+      expect((store.sync.dbs.commits.getStats() as { entryCount: number }).entryCount).toBe(0);
+      expect((store.sync.dbs.objects.getStats() as { entryCount: number }).entryCount).toBe(0);
+    } finally {
+      await store.close();
+      scratch.remove();
+    }
+  });
 });
 
 describe("LmdbAsyncStore forms held for a push (a private hold, src/repo/wire/heldPushForms.ts)", () => {
