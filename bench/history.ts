@@ -31,7 +31,11 @@
  * within each repetition so load from elsewhere falls on both.
  *
  *   npx tsx bench/history.ts [--histories=project,big-file] [--reps=3] [--commits=N] [--big-commits=N]
- *     [--work=DIR] [--result=FILE] [--profile=DIR] [--no-api] [--keep]
+ *     [--work=DIR] [--result=FILE] [--profile=DIR] [--no-api] [--keep] [--repo=DIR ...]
+ *
+ * --repo=DIR (repeatable) measures a repository on disk too (alone, without --histories): its HEAD
+ * branch's history, without tags, as main. For public repositories fetched to measure locally;
+ * tests and CI use only the generated histories.
  *
  * Then (unless --no-api) the realistic history written through the API instead (bench/apiHistory.ts):
  * its clone, and its store after a collection (`treehouse gc`) beside git's, with reads before and
@@ -45,10 +49,10 @@
  */
 import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { basename, dirname, join } from 'node:path';
 import { open } from 'lmdb';
 import { isolatedGitEnv } from '../fixtures/gitEnv.js';
-import { HISTORY_DEFAULTS, writeHistoryRepo, type HistoryKind } from '../fixtures/history.js';
+import { HISTORY_DEFAULTS, writeHistoryRepo, type HistoryKind, type HistoryRepo } from '../fixtures/history.js';
 import { startGitHttpBackend, type GitHttpBackend } from '../test/support/httpBackend.js';
 import { startServerProcess, type ServerProcess } from '../test/support/process.js';
 import { runApiHistoryBench } from './apiHistory.js';
@@ -195,7 +199,48 @@ export function measureStore(dataDir: string): StoreBytes {
 
 const orNull = (samples: number[]): Summary | null => (samples.length > 0 ? summarise(samples) : null);
 
-async function runHistory(ctx: Context, name: HistoryKind, commits: number): Promise<HistoryRun> {
+/** A history to measure: its name, and how its bare repository (branch main) is written at `repo`. */
+interface HistorySource {
+  name: HistoryRun['name'];
+  write: (repo: string) => Promise<HistoryRepo>;
+}
+
+const generatedHistory = (kind: HistoryKind, commits: number): HistorySource => ({ name: kind, write: (repo) => writeHistoryRepo(repo, { kind, commits }) });
+
+/**
+ * A repository given with --repo (a public one fetched to measure locally; tests and CI use the
+ * generated ones): its HEAD branch alone, without tags, renamed main, as the one ref a seed imports.
+ */
+function givenHistory(path: string): HistorySource {
+  const name = basename(path.replace(/\/+$/, '')).replace(/\.git$/, '') || 'repo';
+  return {
+    name: `repo:${name === 'repo' ? basename(dirname(path.replace(/\/+$/, ''))) : name}`,
+    async write(repo) {
+      const started = performance.now();
+      const head = (await runGit(['symbolic-ref', '--short', 'HEAD'], { cwd: path })).stdout.trim();
+      // --no-local: a local clone hard-links the source's packs whole, and what only other refs reach would count as git's store.
+      await runGit(['clone', '-q', '--bare', '--no-local', '--single-branch', '--no-tags', '--branch', head, path, repo]);
+      if (head !== 'main') await runGit(['branch', '-m', head, 'main'], { cwd: repo });
+      await runGit(['symbolic-ref', 'HEAD', 'refs/heads/main'], { cwd: repo });
+      const count = async (...args: string[]) => Number((await runGit(['rev-list', '--count', ...args, 'main'], { cwd: repo })).stdout.trim());
+      const files = (await runGit(['ls-tree', '-r', '--name-only', 'main'], { cwd: repo })).stdout.split('\n').filter(Boolean).length;
+      return {
+        head: (await runGit(['rev-parse', 'main'], { cwd: repo })).stdout.trim(),
+        commits: await count(),
+        merges: await count('--merges'),
+        filesAdded: 0,
+        filesDeleted: 0,
+        renames: 0,
+        files,
+        contentBytes: 0,
+        generationMs: performance.now() - started,
+      };
+    },
+  };
+}
+
+async function runHistory(ctx: Context, source: HistorySource): Promise<HistoryRun> {
+  const { name } = source;
   const { work, reps, backend, progress } = ctx;
   const failures: string[] = [];
   const note = (what: string, error: unknown) => {
@@ -230,8 +275,8 @@ async function runHistory(ctx: Context, name: HistoryKind, commits: number): Pro
 
   const repo = join(ctx.upstreamRoot, `${name}.git`);
   rmSync(repo, { recursive: true, force: true });
-  progress(`${name}: generating ${commits} commits`);
-  const fixture = await writeHistoryRepo(repo, { kind: name, commits });
+  progress(`${name}: writing the repository`);
+  const fixture = await source.write(repo);
   progress(`${name}: ${fixture.commits} commits (${fixture.merges} merges), ${fixture.files} files, written in ${(fixture.generationMs / 1000).toFixed(1)} s`);
   // One thread: with two, git splits the delta search between them and the pack differs from run to
   // run (the big-file pack was 1.5 MB in one run and 2.2 MB in the next, and cloning it 7.5 s vs 2.6 s).
@@ -482,6 +527,8 @@ async function runHistory(ctx: Context, name: HistoryKind, commits: number): Pro
 
 export async function runHistoryBench(options: {
   histories: HistoryKind[];
+  /** Repositories on disk measured after the generated histories (--repo, repeatable). */
+  repos?: string[];
   reps: number;
   commits?: number;
   bigCommits?: number;
@@ -509,8 +556,9 @@ export async function runHistoryBench(options: {
   try {
     for (const name of options.histories) {
       const commits = name === 'big-file' ? (options.bigCommits ?? HISTORY_DEFAULTS['big-file'].commits) : (options.commits ?? HISTORY_DEFAULTS.project.commits);
-      runs.push(await runHistory(ctx, name, commits));
+      runs.push(await runHistory(ctx, generatedHistory(name, commits)));
     }
+    for (const path of options.repos ?? []) runs.push(await runHistory(ctx, givenHistory(path)));
   } finally {
     await backend.close();
   }
@@ -531,9 +579,12 @@ if (process.argv[1] && import.meta.filename === process.argv[1]) {
   const value = (name: string) => process.argv.find((arg) => arg.startsWith(`--${name}=`))?.slice(name.length + 3);
   const number = (name: string) => (value(name) === undefined ? undefined : Number(value(name)));
   const work = value('work') ?? join(import.meta.dirname, '.work', 'history');
-  const histories = (value('histories')?.split(',').filter(Boolean) ?? ['project', 'big-file']) as HistoryKind[];
+  const repos = process.argv.filter((arg) => arg.startsWith('--repo=')).map((arg) => arg.slice('--repo='.length));
+  // --repo alone measures the given repositories only.
+  const histories = (value('histories')?.split(',').filter(Boolean) ?? (repos.length > 0 ? [] : ['project', 'big-file'])) as HistoryKind[];
   const result = await runHistoryBench({
     histories,
+    repos,
     reps: number('reps') ?? DEFAULT_REPS,
     commits: number('commits'),
     bigCommits: number('big-commits'),
