@@ -74,7 +74,7 @@ const ZLIB_HEADER_CHECK_DIVISOR = 31;
 /** Default limits of parsePack; a caller passes its own from configuration. */
 export const PACK_OBJECTS_MAX_DEFAULT = 1_000_000;
 export const PACK_OBJECT_BYTES_MAX_DEFAULT = 100 * 1024 * 1024;
-export const PACK_TOTAL_BYTES_MAX_DEFAULT = 2 * 1024 * 1024 * 1024;
+export const PACK_TOTAL_BYTES_MAX_DEFAULT = 8 * 1024 * 1024 * 1024;
 /** git's pack.depth cannot go above 4095; chains deeper than that are refused. */
 export const PACK_DELTA_DEPTH_MAX_DEFAULT = 4095;
 
