@@ -7,7 +7,7 @@
  * inline; a refusal is a result, not a throw, so it crosses a thread boundary as plain data.
  */
 import { commitLinks } from './commit.js';
-import { FsckError, assertObjectsFsckClean } from './fsck.js';
+import { FsckError, assertObjectsFsckClean, type FsckMessageId } from './fsck.js';
 import { OID_BYTES, oidToHex, type ObjectType, type Oid } from './oid.js';
 import { decodeTag } from './tag.js';
 import { PackFormatError, parsePack, type ExternalObject, type PackObject, type ParsePackOptions } from './pack.js';
@@ -16,7 +16,8 @@ import { OidTable } from './oidTable.js';
 import { ENTRY_GITLINK, ENTRY_TREE, TreeCursor } from './tree.js';
 import { TREE_DEPTH_MAX, commitTreesDepthProblem, treeDepthProblem, treeHeight } from './treeDepth.js';
 
-export type PackLimits = Omit<ParsePackOptions, 'resolveExternal' | 'dropBlobBodies' | 'onResolved'>;
+/** The parse's limits, and `fsckTolerated`: fsck message ids let pass (CLONE_TOLERATED_FSCK, for a seed). */
+export type PackLimits = Omit<ParsePackOptions, 'resolveExternal' | 'dropBlobBodies' | 'onResolved'> & { fsckTolerated?: readonly FsckMessageId[] };
 
 /** What the receiver's store answers while a pack is checked. */
 export interface StoreLookups {
@@ -71,7 +72,7 @@ export interface ParsedPack {
  */
 export function checkReceivedPack(pack: Buffer, limits: PackLimits, lookups: StoreLookups, clientShallow: ReadonlySet<string> = new Set()): PackCheckResult {
   const parsed = parseReceivedPack(pack, limits, lookups);
-  return parsed.ok ? checkParsedPack(parsed.objects, lookups, clientShallow) : parsed;
+  return parsed.ok ? checkParsedPack(parsed.objects, lookups, clientShallow, new Set(limits.fsckTolerated)) : parsed;
 }
 
 /**
@@ -85,7 +86,8 @@ export function parseReceivedPack(
   onResolved?: ParsePackOptions['onResolved'],
 ): { ok: true; objects: PackObject[] } | { ok: false; message: string } {
   try {
-    return { ok: true, objects: parsePack(pack, { ...limits, resolveExternal: (oid) => lookups.object(oid), dropBlobBodies: true, onResolved }).objects };
+    const { fsckTolerated: _tolerated, ...parseLimits } = limits;
+    return { ok: true, objects: parsePack(pack, { ...parseLimits, resolveExternal: (oid) => lookups.object(oid), dropBlobBodies: true, onResolved }).objects };
   } catch (error) {
     if (error instanceof PackFormatError || error instanceof FsckError) return { ok: false, message: error.message };
     throw error;
@@ -93,7 +95,7 @@ export function parseReceivedPack(
 }
 
 /** The rest of checkReceivedPack, on the objects parseReceivedPack gave: fsck, special blobs, tree depth, history gaps. */
-export function checkParsedPack(objects: PackObject[], lookups: StoreLookups, clientShallow: ReadonlySet<string> = new Set()): PackCheckResult {
+export function checkParsedPack(objects: PackObject[], lookups: StoreLookups, clientShallow: ReadonlySet<string> = new Set(), fsckTolerated: ReadonlySet<FsckMessageId> = new Set()): PackCheckResult {
   try {
     const received = indexOfObjects(objects);
     const read = (oid: Oid): ExternalObject | undefined => {
@@ -101,7 +103,7 @@ export function checkParsedPack(objects: PackObject[], lookups: StoreLookups, cl
       return index >= 0 ? objects[index] : lookups.object(oid);
     };
     // Then fsck_finish(): the .gitmodules and .gitattributes blobs the received trees name, in the pack or stored.
-    assertObjectsFsckClean(objects, read);
+    assertObjectsFsckClean(objects, read, fsckTolerated);
     const readTree = (oid: Oid): Buffer | undefined => {
       const tree = read(oid);
       return tree?.type === 'tree' ? tree.body : undefined;

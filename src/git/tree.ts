@@ -18,6 +18,7 @@ export const MODE_GITLINK = '160000' as const;
 const SPACE = 0x20;
 const NUL = 0;
 const SLASH = 0x2f;
+const DIGIT_ZERO = 0x30;
 
 export interface TreeEntry {
   /** One path component: its bytes as src/git/pathBytes.ts decodes them (UTF-8, other bytes escaped). */
@@ -177,8 +178,15 @@ export const ENTRY_FILE = 0;
 export const ENTRY_TREE = 1;
 export const ENTRY_GITLINK = 2;
 
-/** Which of MODE_KINDS the mode written at body[start, end) is, or -1 for a mode git does not know. */
-function modeIndex(body: Buffer, start: number, end: number): number {
+/**
+ * Which of MODE_KINDS the mode written at body[start, end) is, or -1 for a mode git does not know.
+ * Leading zeros are read past, as git reads the octal number: old gits wrote directories as
+ * "040000", and real histories keep such trees (git fsck's zeroPaddedFilemode). Which histories
+ * may bring them is the checks' decision (src/git/fsck.ts), not the decoder's.
+ */
+function modeIndex(body: Buffer, begin: number, end: number): number {
+  let start = begin;
+  while (end - start > 1 && body[start] === DIGIT_ZERO) start++;
   // Compared as bytes: a string per entry was most of what a walk over large trees allocated.
   for (let kind = 0; kind < MODE_KINDS.length; kind++) {
     const mode = MODE_KINDS[kind][0];
@@ -190,14 +198,8 @@ function modeIndex(body: Buffer, start: number, end: number): number {
   return -1;
 }
 
-/** The kind of the mode written at body[start, end), or -1 for a mode git does not know. */
-function entryKind(body: Buffer, start: number, end: number): number {
-  const index = modeIndex(body, start, end);
-  return index < 0 ? -1 : MODE_KINDS[index][1];
-}
-
-/** The mode written at body[start, end) as one shared string, or null for a mode git does not know. */
-function knownMode(body: Buffer, start: number, end: number): TreeMode | null {
+/** The mode written at body[start, end) as one shared string (leading zeros read past), or null for a mode git does not know. */
+export function knownMode(body: Buffer, start: number, end: number): TreeMode | null {
   const index = modeIndex(body, start, end);
   return index < 0 ? null : MODE_TEXTS[index];
 }
@@ -219,8 +221,10 @@ const MODE_TEXTS: readonly TreeMode[] = MODE_KINDS.map(([bytes]) => bytes.toStri
  */
 export class TreeCursor {
   kind = ENTRY_FILE;
-  /** Where the entry (its mode) starts in `body`. */
+  /** Where the entry (its mode, leading zeros and all) starts in `body`. */
   modeStart = 0;
+  /** The current entry's mode, as its index in MODE_KINDS. */
+  private modeKind = 0;
   nameStart = 0;
   nameEnd = 0;
   /** Where the entry's 20-byte id starts in `body`. */
@@ -238,9 +242,10 @@ export class TreeCursor {
     const nul = body.indexOf(NUL, space + 1);
     if (nul < 0) throw new TreeFormatError('truncated tree entry name');
     if (nul + 1 + OID_BYTES > body.length) throw new TreeFormatError('truncated tree entry id');
-    const kind = entryKind(body, this.offset, space);
-    if (kind < 0) throw new TreeFormatError(`unknown tree entry mode ${JSON.stringify(body.toString('latin1', this.offset, space))}`);
-    this.kind = kind;
+    const index = modeIndex(body, this.offset, space);
+    if (index < 0) throw new TreeFormatError(`unknown tree entry mode ${JSON.stringify(body.toString('latin1', this.offset, space))}`);
+    this.kind = MODE_KINDS[index][1];
+    this.modeKind = index;
     this.modeStart = this.offset;
     this.nameStart = space + 1;
     this.nameEnd = nul;
@@ -259,20 +264,11 @@ export class TreeCursor {
     return Buffer.from(this.body.subarray(this.oidStart, this.oidStart + OID_BYTES));
   }
 
-  /** The current entry's mode, as the shared constant that spells it. */
+  /** The current entry's mode, as git writes it (without leading zeros). */
   mode(): TreeMode {
-    for (const mode of CURSOR_MODES) {
-      if (mode.bytes.length !== this.nameStart - 1 - this.modeStart) continue;
-      let same = true;
-      for (let i = 0; i < mode.bytes.length && same; i++) same = this.body[this.modeStart + i] === mode.bytes[i];
-      if (same) return mode.mode;
-    }
-    // next() accepted the mode, so it is one of them.
-    throw new TreeFormatError('unknown tree entry mode');
+    return MODE_TEXTS[this.modeKind];
   }
 }
-
-const CURSOR_MODES = ([MODE_FILE, MODE_TREE, MODE_EXECUTABLE, MODE_SYMLINK, MODE_GITLINK] as const).map((mode) => ({ mode, bytes: Buffer.from(mode, 'latin1') }));
 
 /** Raw entries with the name bytes untouched, for fsck-like checks of received trees. */
 export interface RawTreeEntry {

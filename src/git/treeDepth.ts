@@ -9,13 +9,13 @@
  */
 import { OID_BYTES, oidToHex, type Oid } from './oid.js';
 import { OidTable } from './oidTable.js';
+import { knownMode, MODE_TREE } from './tree.js';
 
 /** git's core.maxTreeDepth default: the most components a path may have. */
 export const TREE_DEPTH_MAX = 4096;
 
 const SPACE = 0x20;
 const NUL = 0;
-const TREE_MODE = Buffer.from('40000', 'latin1');
 
 /** Path components of a path ("" has none). */
 export function pathDepth(path: string): number {
@@ -88,7 +88,7 @@ function subtreeOffsets(body: Buffer): number[] {
     const space = body.indexOf(SPACE, offset);
     const nul = space < 0 ? -1 : body.indexOf(NUL, space + 1);
     if (nul < 0 || nul + 1 + OID_BYTES > body.length) break;
-    if (space - offset === TREE_MODE.length && body.compare(TREE_MODE, 0, TREE_MODE.length, offset, space) === 0) subtrees.push(nul + 1);
+    if (knownMode(body, offset, space) === MODE_TREE) subtrees.push(nul + 1);
     offset = nul + 1 + OID_BYTES;
   }
   return subtrees;

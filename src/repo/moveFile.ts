@@ -2,6 +2,7 @@
 import { TreehouseError } from '../errors.js';
 import { OID_BYTES, oidToHex, type Oid } from '../git/oid.js';
 import { isWithin } from '../git/path.js';
+import { knownMode, MODE_TREE } from '../git/tree.js';
 import { pathDepth, TREE_DEPTH_MAX, treeHeight } from '../git/treeDepth.js';
 import { branchHead, inWriteTx, type ReadTx, type Repo, type WriteTx } from './repo.js';
 import { requireValidPath } from './paths.js';
@@ -103,8 +104,6 @@ async function readSubtrees(tx: ReadTx, root: Oid, levels: number): Promise<Map<
   return bodies;
 }
 
-const TREE_MODE = Buffer.from('40000 ', 'latin1');
-
 /** The ids of a tree body's subtrees, read as leniently as treeHeight reads them (a malformed tail ends the list). */
 function subtreeIds(body: Buffer): Oid[] {
   const ids: Oid[] = [];
@@ -113,7 +112,7 @@ function subtreeIds(body: Buffer): Oid[] {
     const space = body.indexOf(0x20, offset);
     const nul = space < 0 ? -1 : body.indexOf(0, space + 1);
     if (nul < 0 || nul + 1 + OID_BYTES > body.length) break;
-    if (space + 1 - offset === TREE_MODE.length && body.compare(TREE_MODE, 0, TREE_MODE.length, offset, space + 1) === 0) ids.push(body.subarray(nul + 1, nul + 1 + OID_BYTES));
+    if (knownMode(body, offset, space) === MODE_TREE) ids.push(body.subarray(nul + 1, nul + 1 + OID_BYTES));
     offset = nul + 1 + OID_BYTES;
   }
   return ids;

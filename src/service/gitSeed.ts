@@ -12,6 +12,7 @@ import { TreehouseError } from '../errors.js';
 import type { AsyncStoreLookups, PackCheckResult } from '../git/packCheck.js';
 import { oidToHex } from '../git/oid.js';
 import type { PackChecker } from './packChecker.js';
+import { CLONE_TOLERATED_FSCK } from '../git/fsck.js';
 import type { ResolvedRun } from '../repo/wire/importHistory.js';
 
 /** A seed's store is empty: nothing the pack names can come from it. */
@@ -44,7 +45,8 @@ export async function fetchGitSeed(config: Config, source: GitSeedSource, packCh
     // Whether `onResolved` was given every tree, blob and commit (the pack went to the worker).
     let streamed = false;
     const readPack = async (pack: Buffer) => {
-      const begun = await packChecker.begin(pack, {}, NO_STORE, new Set(), onResolved);
+      // Checked as git fsck --strict checks it, but for what a git clone of it takes from old gits.
+      const begun = await packChecker.begin(pack, { fsckTolerated: [...CLONE_TOLERATED_FSCK] }, NO_STORE, new Set(), onResolved);
       if (!('parsed' in begun) && !begun.ok) throw new HistoryImportError(refusal(begun.message));
       streamed = onResolved !== undefined && 'parsed' in begun;
       verdict = 'parsed' in begun ? begun.result : Promise.resolve(begun);

@@ -171,7 +171,7 @@ parentPort.on('message', async ({ warm, listsFor, wanted, id, pack, limits, clie
       [bodies.buffer, oids.buffer, ends.buffer, offsets.buffer, depths.buffer, spans.buffer, bases.buffer, deltas.buffer, omitted.buffer, sizes.buffer],
     );
     // Then the verdict: fsck, special blobs, tree depth, history gaps.
-    const result = checkParsedPack(objects, lookups, new Set(clientShallow));
+    const result = checkParsedPack(objects, lookups, new Set(clientShallow), new Set(limits.fsckTolerated));
     if (!result.ok) {
       port.close();
       return parentPort.postMessage({ id, verdict: true, ok: false, message: result.message });

@@ -1,7 +1,8 @@
 import fc from 'fast-check';
 import { afterAll, describe, expect, it } from 'vitest';
 import { hashObject, oidFromHex, oidToHex } from '../../src/git/oid.js';
-import { compareTreeNames, decodeTree, encodeTree, encodeTreeSorted, ENTRY_FILE, ENTRY_GITLINK, ENTRY_TREE, TreeCursor, TreeFormatError, type TreeEntry } from '../../src/git/tree.js';
+import { compareTreeNames, decodeTree, encodeTree, encodeTreeSorted, ENTRY_FILE, ENTRY_GITLINK, ENTRY_TREE, knownMode, TreeCursor, TreeFormatError, type TreeEntry } from '../../src/git/tree.js';
+import { treeHeight } from '../../src/git/treeDepth.js';
 import { git, initBareRepo, scratchDir } from '../support/git.js';
 
 const scratch = scratchDir();
@@ -132,5 +133,29 @@ describe('TreeCursor', () => {
     expect(() => walk(body.subarray(0, body.length - 3))).toThrow(TreeFormatError);
     expect(() => walk(Buffer.concat([Buffer.from('100600 x\0'), Buffer.alloc(20)]))).toThrow(TreeFormatError);
     expect(() => walk(Buffer.from('100644 name-without-end'))).toThrow(TreeFormatError);
+  });
+  it('reads a zero-padded mode as git reads it ("040000" is a tree), as decodeTree, knownMode and treeHeight do', () => {
+    const entry = (mode: string, name: string, fill: number) => Buffer.concat([Buffer.from(`${mode} ${name}\0`), Buffer.alloc(20, fill)]);
+    const body = Buffer.concat([entry('0100644', 'a.txt', 1), entry('040000', 'dir', 2), entry('00100755', 'run', 3)]);
+    const cursor = new TreeCursor(body);
+    const seen: Array<[string, number, string]> = [];
+    while (cursor.next()) seen.push([cursor.name(), cursor.kind, cursor.mode()]);
+    expect(seen).toEqual([
+      ['a.txt', ENTRY_FILE, '100644'],
+      ['dir', ENTRY_TREE, '40000'],
+      ['run', ENTRY_FILE, '100755'],
+    ]);
+    expect(decodeTree(body).map((e) => e.mode)).toEqual(['100644', '40000', '100755']);
+    expect(knownMode(Buffer.from('040000'), 0, 6)).toBe('40000');
+    // A mode of zeros alone, or a padded mode git does not know, is still unknown.
+    expect(knownMode(Buffer.from('000000'), 0, 6)).toBeNull();
+    expect(() => decodeTree(entry('0100600', 'x', 1))).toThrow(TreeFormatError);
+    // The padded directory counts in a tree's height: root -> dir -> a file.
+    const trees = new Map([
+      ['root', entry('040000', 'dir', 7)],
+      [Buffer.alloc(20, 7).toString('hex'), entry('100644', 'file', 8)],
+    ]);
+    const root = Buffer.alloc(20, 9);
+    expect(treeHeight(root, (oid) => (oid.equals(root) ? trees.get('root') : trees.get(oid.toString('hex'))))).toBe(2);
   });
 });

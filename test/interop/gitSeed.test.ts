@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createDelta } from '../../src/git/delta.js';
 import { PackWriter } from '../../src/git/pack.js';
 import { encodePktLine } from '../../src/git/pktline.js';
-import { git, gitAsyncOk, gitBytes, scratchDir } from '../support/git.js';
+import { git, gitAsync, gitAsyncOk, gitBytes, scratchDir } from '../support/git.js';
 import { startGitHttpBackend, type GitHttpBackend } from '../support/httpBackend.js';
 import { startTestServer, type TestServer } from '../support/server.js';
 
@@ -282,6 +282,89 @@ function craftedUpstream(pack: Buffer): Promise<GitHttpBackend> {
     },
   });
 }
+
+describe('git seeds of histories old gits wrote', () => {
+  /**
+   * A history whose first root tree spells a directory's mode "040000", as gits before 2009 did
+   * (lodash's history on GitHub has two such trees): git clone takes it, `git fsck --strict` and a
+   * strict receive-pack refuse it (zeroPaddedFilemode).
+   */
+  function zeroPaddedHistory(): { padded: string; paddedTree: string; head: string } {
+    const dir = join(work.path, 'zero-build');
+    git(['init', '-q', '--bare', '--initial-branch=main', dir]);
+    const blob = (content: string) => git(['hash-object', '-w', '--stdin'], { cwd: dir, input: content }).trim();
+    const treeOf = (entries: Array<[string, string, string]>) =>
+      git(['hash-object', '-t', 'tree', '--literally', '-w', '--stdin'], {
+        cwd: dir,
+        input: Buffer.concat(entries.map(([mode, name, oid]) => Buffer.concat([Buffer.from(`${mode} ${name}\0`), Buffer.from(oid, 'hex')]))),
+      }).trim();
+    const sub = treeOf([['100644', 'a.txt', blob('a\n')]]);
+    const paddedTree = treeOf([
+      ['100644', 'README', blob('old\n')],
+      ['040000', 'test', sub],
+    ]);
+    const env = { GIT_AUTHOR_DATE: '2008-06-01T10:00:00Z', GIT_COMMITTER_DATE: '2008-06-01T10:00:00Z' };
+    const padded = git(['commit-tree', paddedTree, '-m', 'Written by an old git'], { cwd: dir, env }).trim();
+    const tree = treeOf([
+      ['100644', 'README', blob('new\n')],
+      ['40000', 'test', sub],
+    ]);
+    const head = git(['commit-tree', tree, '-p', padded, '-m', 'Written by a new git'], { cwd: dir, env }).trim();
+    git(['update-ref', 'refs/heads/main', head], { cwd: dir });
+    git(['clone', '-q', '--bare', dir, join(root, 'zero-padded.git')]);
+    return { padded, paddedTree, head };
+  }
+
+  it('seeds it as git clone takes it, keeps its trees byte for byte and reads them as git does; a push of one is refused as git refuses it', async () => {
+    const { padded, paddedTree, head } = zeroPaddedHistory();
+    const upstreamDir = join(root, 'zero-padded.git');
+    const strict = await gitAsync(['fsck', '--strict'], { cwd: upstreamDir });
+    expect(strict.status).not.toBe(0);
+    expect(strict.output).toContain('zeroPaddedFilemode');
+    const theirs = join(work.path, 'zero-git-clone');
+    await gitAsyncOk(['clone', '-q', '--bare', `${backend.url}/zero-padded.git`, theirs]);
+
+    const created = await seed(server, { url: `${backend.url}/zero-padded.git` });
+    expect(created.status).toBe(201);
+    const id = created.body.project.id;
+    expect(await apiLog(server, id)).toEqual([head, padded]);
+    const old = (await server.call('GET', `/api/v1/projects/${id}/git/commits/${padded}?content=false`)).body.commit;
+    expect(old.tree_oid).toBe(paddedTree);
+    // A branch at the old commit: its working tree is the padded tree, listed and changed like any.
+    expect((await server.call('POST', `/api/v1/projects/${id}/git/branches`, { name: 'old', from: padded })).status).toBe(201);
+    const files = (await server.call('GET', `/api/v1/projects/${id}/files?branch=old`)).body.files.map((f: { path: string }) => f.path);
+    expect(files).toEqual(['README', 'test/a.txt']);
+    expect((await server.call('GET', `/api/v1/projects/${id}/files/test/a.txt?branch=old`)).body.content).toBe('a\n');
+    const changed = await server.call('POST', `/api/v1/projects/${id}/files/batch`, { branch: 'old', files: [{ path: 'README', content: 'changed\n' }] });
+    expect(changed.status).toBe(200);
+    const next = await server.call('POST', `/api/v1/projects/${id}/git/commit`, { branch: 'old', message: 'On the old tree' });
+    expect(next.status).toBe(201);
+
+    // A clone brings the same objects as git's; git fsck finds what it finds upstream, and the new tree spells "40000".
+    const ours = join(work.path, 'zero-our-clone');
+    await gitAsyncOk(['clone', '-q', '--bare', `${server.url.replace('http://', `http://git:${server.key}@`)}/git/${id}.git`, ours]);
+    expect(git(['rev-parse', 'main', 'old^'], { cwd: ours }).trim().split('\n')).toEqual([head, padded]);
+    const objects = (dir: string, rev: string) => git(['rev-list', '--objects', rev], { cwd: dir }).trim().split('\n').sort();
+    expect(objects(ours, 'main')).toEqual(objects(theirs, 'main'));
+    expect(gitBytes(['cat-file', 'tree', paddedTree], { cwd: ours }).toString('latin1')).toContain('040000 test');
+    git(['fsck'], { cwd: ours });
+    const nextTree = git(['rev-parse', `${next.body.commit.oid}^{tree}`], { cwd: ours }).trim();
+    expect(gitBytes(['cat-file', 'tree', nextTree], { cwd: ours }).toString('latin1')).toMatch(/(^|[^0])40000 test\0/);
+
+    // A push of the same history: git's strict receive-pack refuses it, and so does Treehouse.
+    const mirror = join(work.path, 'zero-mirror.git');
+    git(['init', '-q', '--bare', '--initial-branch=main', mirror]);
+    git(['config', 'receive.fsckObjects', 'true'], { cwd: mirror });
+    const gitPush = await gitAsync(['push', mirror, 'main:refs/heads/main'], { cwd: upstreamDir });
+    expect(gitPush.status).not.toBe(0);
+    expect(gitPush.output).toContain('zeroPaddedFilemode');
+    const empty = await server.call('POST', '/api/v1/projects', { title: 'Push target' });
+    const pushed = await gitAsync(['push', `${server.url.replace('http://', `http://git:${server.key}@`)}/git/${empty.body.project.id}.git`, 'main:refs/heads/imported'], { cwd: upstreamDir });
+    expect(pushed.status).not.toBe(0);
+    expect(pushed.output).toContain('zeroPaddedFilemode');
+    expect((await server.call('GET', `/api/v1/projects/${empty.body.project.id}/git/branches`)).body.branches.map((b: { name: string }) => b.name)).toEqual(['main']);
+  });
+});
 
 describe('git seeds and storage', () => {
   /** Project numbers that hold stored objects while no project record uses them. */

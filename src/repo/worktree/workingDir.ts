@@ -13,7 +13,7 @@
 import type { Oid } from '../../git/oid.js';
 import { OID_BYTES } from '../../git/oid.js';
 import { decodePath, encodePath } from '../../git/pathBytes.js';
-import { encodeTreeSorted, MODE_GITLINK, MODE_TREE, TreeFormatError, type TreeEntry, type TreeMode } from '../../git/tree.js';
+import { encodeTreeSorted, knownMode, MODE_GITLINK, MODE_TREE, TreeFormatError, type TreeEntry, type TreeMode } from '../../git/tree.js';
 
 /**
  * One entry. For a file `oid` is its blob; for a directory it is the tree the subdirectory holds,
@@ -38,8 +38,7 @@ const ANNEX_BYTES_PER_ENTRY = 4;
 const SPACE = 0x20;
 const NUL = 0;
 const SLASH = 0x2f;
-const MODES: readonly TreeMode[] = ['100644', '100755', '120000', MODE_TREE, MODE_GITLINK];
-const MODE_BYTES = MODES.map((mode) => Buffer.from(mode, 'latin1'));
+const DIGIT_ZERO = 0x30;
 
 /** The tree bytes of a directory whose names are unchanged, with where each entry lies. */
 interface RawForm {
@@ -163,6 +162,8 @@ export class WorkingDir {
    * subdirectory whose id was cleared.
    */
   encode(resolve: (name: string) => Oid): { body: Buffer; annex: Buffer } {
+    // A tree an old git wrote, with a mode spelled "040000", is written anew as git writes it ("40000").
+    if (this.raw && this.raw.starts.some((start) => this.raw!.body[start] === DIGIT_ZERO)) this.decode();
     const raw = this.raw;
     if (raw) {
       for (const index of raw.pending) {
@@ -378,11 +379,9 @@ function sizeAt(annex: Buffer | null, index: number, mode: TreeMode): number {
 
 /** The mode spelled in body[start, end), as one of the shared constant strings. */
 function modeAt(body: Buffer, start: number, end: number): TreeMode {
-  for (let i = 0; i < MODES.length; i++) {
-    const bytes = MODE_BYTES[i];
-    if (bytes.length === end - start && body.compare(bytes, 0, bytes.length, start, end) === 0) return MODES[i];
-  }
-  throw new TreeFormatError(`unknown tree entry mode ${JSON.stringify(body.toString('latin1', start, end))}`);
+  const mode = knownMode(body, start, end);
+  if (mode === null) throw new TreeFormatError(`unknown tree entry mode ${JSON.stringify(body.toString('latin1', start, end))}`);
+  return mode;
 }
 
 function annexSize(size: number): number {
