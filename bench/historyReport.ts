@@ -47,7 +47,7 @@ export interface HistoryRun {
   /** oursRunning: a server's second seed (its code warm), reported beside; absent in older results. */
   seed: Pair & { oursPeakAnonBytes: number; deflateCatchUpMs: number | null; worstHealthzMs?: number; oursRunning?: Summary | null };
   /**
-   * oursFsckClean: `git fsck --strict` passed on our first clone (item 6); absent in older results.
+   * oursFsckClean: `git fsck --strict` passed on our first clone (item 6), or failed exactly as on the upstream repository (a real history); absent in older results.
    * oursFirstMs: our first clone after the server started, the one planned; the repetitions after it
    * get the pack it made (src/repo/wire/clonePacks.ts). Absent in results from before that cache.
    * oursAfterCommit: our clones each after a commit through the API (the kept pack grown); absent before.
@@ -218,7 +218,7 @@ export function historyTables(result: HistoryBenchResult, clone100k?: { ms: numb
     const firstClone =
       (run.clone.oursFirstMs === undefined ? '' : `; our first ${(run.clone.oursFirstMs / 1000).toFixed(2)} s (planned), the others answered with the pack it made`) +
       (run.clone.oursAfterCommit ? `; ours each after a commit (the kept pack grown): ${seconds(run.clone.oursAfterCommit)}` : '');
-    row(`full clone (git clone --bare), pack bytes received; git fsck --strict of our clone: ${run.clone.oursFsckClean ? 'clean' : 'not clean or not run'}${firstClone}`, run.clone, run.clone.git, run.clone.oursPackBytes, run.clone.gitPackBytes, run.clone.oursPeakAnonBytes);
+    row(`full clone (git clone --bare), pack bytes received; git fsck --strict of our clone: ${run.clone.oursFsckClean ? 'clean (or as on the upstream)' : 'not clean or not run'}${firstClone}`, run.clone, run.clone.git, run.clone.oursPackBytes, run.clone.gitPackBytes, run.clone.oursPeakAnonBytes);
     row(`fetch of the last ${FETCH_COMMITS} commits (${run.fetch.commits} commits, ${run.fetch.objects} objects), pack bytes received`, run.fetch, run.fetch.git, run.fetch.oursPackBytes, run.fetch.gitPackBytes, null);
     const partial = run.partialClone;
     if (partial) {
