@@ -641,10 +641,14 @@ export class LmdbStore implements Store {
     tx.putHeldPointers(entries, held);
   }
 
-  /** Puts held commits (a run of `held`'s drainCommits()): their raw copies into `objects`, their entries into `commits`. */
-  putHeldCommits(tx: StoreWriteTx, run: readonly HeldCommit[]): void {
+  /**
+   * Puts held commits (a run of `held`'s drainCommits()): their entries into `commits`, and their
+   * raw copies into `objects`, but for those whose pack entry `held` keeps as their form when
+   * `formsAlone` (the seed's last puts, whose pointers go in next).
+   */
+  putHeldCommits(tx: StoreWriteTx, run: readonly HeldCommit[], held: HeldForms, formsAlone: boolean): void {
     if (!(tx instanceof LmdbTx)) throw new Error('held forms need an LMDB write');
-    tx.putHeldCommits(run);
+    tx.putHeldCommits(run, formsAlone ? held : null);
   }
 
   /** A seed's commit held back (holdForms) under `key`, an `objects` key. */
@@ -818,11 +822,11 @@ class LmdbTx implements StoreWriteTx {
     added.set(commit.key.toString('latin1'), commit);
   }
 
-  putHeldCommits(run: readonly HeldCommit[]): void {
+  putHeldCommits(run: readonly HeldCommit[], formsOf: HeldForms | null): void {
     this.assertWritable();
     const { objects, commits } = this.store.dbs;
     for (const { key, value, info } of run) {
-      objects.putSync(key, value);
+      if (!formsOf?.depths.has(key, PROJECT_PREFIX_BYTES)) objects.putSync(key, value);
       commits.putSync(key, info);
     }
   }
