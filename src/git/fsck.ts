@@ -820,12 +820,6 @@ export function fsckSpecialBlobs(treeBodies: Iterable<Buffer>, readObject: ReadO
 }
 
 /**
- * Every object as `git fsck --strict` checks it (assertFsckClean, labelled with its id), then the
- * .gitmodules and .gitattributes objects its trees name (fsck_finish(); `readObject` finds them
- * among the objects or elsewhere). Each tree's entries are read once for both. Throws FsckError
- * for the first failure, in that order.
- */
-/**
  * What a clone of an existing history lets pass although `git fsck --strict` refuses it, as `git
  * clone` does (it checks nothing unless transfer.fsckObjects is set): zero-padded tree modes
  * ("040000"), which old gits wrote and which real histories keep (lodash's, on GitHub). Their trees
@@ -837,7 +831,13 @@ export const CLONE_TOLERATED_FSCK: ReadonlySet<FsckMessageId> = new Set<FsckMess
 
 const NONE_TOLERATED: ReadonlySet<FsckMessageId> = new Set();
 
-/** `tolerated`: message ids that pass here although they would fail (CLONE_TOLERATED_FSCK for a seed). */
+/**
+ * Every object as `git fsck --strict` checks it (assertFsckClean, labelled with its id), then the
+ * .gitmodules and .gitattributes objects its trees name (fsck_finish(); `readObject` finds them
+ * among the objects or elsewhere). Each tree's entries are read once for both. Throws FsckError
+ * for the first failure, in that order. `tolerated`: message ids that pass here although they
+ * would fail (CLONE_TOLERATED_FSCK, for a seed).
+ */
 export function assertObjectsFsckClean(objects: Iterable<{ type: ObjectType; body: Buffer; oid: Oid }>, readObject: ReadObject, tolerated: ReadonlySet<FsckMessageId> = NONE_TOLERATED): void {
   const fails = (found: FsckProblem) => isFsckFailure(found) && !tolerated.has(found.id);
   const specials = new SpecialEntries();

@@ -644,7 +644,7 @@ export class LmdbStore implements Store {
   /**
    * Puts held commits (a run of `held`'s drainCommits()): their entries into `commits`, and their
    * raw copies into `objects`, but for those whose pack entry `held` keeps as their form when
-   * `formsAlone` (the seed's last puts, whose pointers go in next).
+   * `formsAlone` (the seed's last puts, after its pointers).
    */
   putHeldCommits(tx: StoreWriteTx, run: readonly HeldCommit[], held: HeldForms, formsAlone: boolean): void {
     if (!(tx instanceof LmdbTx)) throw new Error('held forms need an LMDB write');

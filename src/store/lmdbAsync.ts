@@ -1051,10 +1051,11 @@ export class LmdbAsyncStore implements AsyncStore {
     // range ahead of the sorted runs, where each such key left a page half full (packed grew from
     // 2.5 to 5.8 MB in a seed that raced 500 of them).
     const held = keep ? this.sync.heldFormsOf(project) : undefined;
-    // A commit whose pack entry is its form is kept as that form alone, as its trees and blobs are:
-    // reads rebuild it (one inflate, cached), and the commit index keeps what walks of history read.
-    while (held && held.commitCount > 0) await this.putHeldCommits(held, true);
     while (held && held.size > 0) await this.putHeldPointers(held);
+    // Then the commits: one whose pack entry is its form (its pointer now in) is kept as that form
+    // alone, as trees and blobs are: reads rebuild it (one inflate, cached), and the commit index
+    // keeps what walks of history read.
+    while (held && held.commitCount > 0) await this.putHeldCommits(held, true);
     this.sync.releaseHeldForms(project);
   }
 
