@@ -641,14 +641,10 @@ export class LmdbStore implements Store {
     tx.putHeldPointers(entries, held);
   }
 
-  /**
-   * Puts held commits (a run of `held`'s drainCommits()): their entries into `commits`, and their
-   * raw copies into `objects`, but for those whose pack entry `held` keeps as their form when
-   * `formsAlone` (the seed's last puts, after its pointers).
-   */
-  putHeldCommits(tx: StoreWriteTx, run: readonly HeldCommit[], held: HeldForms, formsAlone: boolean): void {
+  /** Puts held commits (a run of `held`'s drainCommits()): their raw copies into `objects`, their entries into `commits`. */
+  putHeldCommits(tx: StoreWriteTx, run: readonly HeldCommit[]): void {
     if (!(tx instanceof LmdbTx)) throw new Error('held forms need an LMDB write');
-    tx.putHeldCommits(run, formsAlone ? held : null);
+    tx.putHeldCommits(run);
   }
 
   /** A seed's commit held back (holdForms) under `key`, an `objects` key. */
@@ -822,11 +818,11 @@ class LmdbTx implements StoreWriteTx {
     added.set(commit.key.toString('latin1'), commit);
   }
 
-  putHeldCommits(run: readonly HeldCommit[], formsOf: HeldForms | null): void {
+  putHeldCommits(run: readonly HeldCommit[]): void {
     this.assertWritable();
     const { objects, commits } = this.store.dbs;
     for (const { key, value, info } of run) {
-      if (!formsOf?.depths.has(key, PROJECT_PREFIX_BYTES)) objects.putSync(key, value);
+      objects.putSync(key, value);
       commits.putSync(key, info);
     }
   }

@@ -184,7 +184,7 @@ describe('LmdbAsyncStore forms held for a seed (src/store/heldForms.ts)', () => 
     return { forms, order };
   }
 
-  it("holds a seed's commits too, readable meanwhile, and puts them in id order, each kept as its form alone: fuller pages of `commits`, none of `objects`", async () => {
+  it("holds a seed's commits too, readable meanwhile, and puts them in id order: fuller pages of `objects` and `commits` than the same writes unheld", async () => {
     const { forms, order } = seedCommits();
     const pages: Record<string, { objects: number; commits: number; fileBytes: number }> = {};
     for (const hold of [true, false]) {
@@ -215,17 +215,14 @@ describe('LmdbAsyncStore forms held for a seed (src/store/heldForms.ts)', () => 
         const stats = (name: 'objects' | 'commits') => store.sync.dbs[name].getStats() as { treeLeafPageCount: number; overflowPages: number; entryCount: number };
         expect(stats('commits').entryCount).toBe(forms.length);
         while (store.sync.recent.size > 0) await new Promise((resolve) => setTimeout(resolve, 20));
-        // Held, a commit whose pack entry is its form is kept as that form alone (reads rebuild it, as check() did).
-        expect(stats('objects').entryCount).toBe(hold ? 0 : forms.length);
-        if (hold) expect((store.sync.dbs.deflated.getStats() as { entryCount: number }).entryCount).toBe(forms.length);
+        expect(stats('objects').entryCount).toBe(forms.length);
         pages[hold ? 'held' : 'unheld'] = { objects: stats('objects').treeLeafPageCount, commits: stats('commits').treeLeafPageCount, fileBytes: await store.storageUsedBytes() };
       } finally {
         await store.close();
         scratch.remove();
       }
     }
-    expect(pages.held.objects).toBe(0);
-    expect(pages.unheld.objects).toBeGreaterThan(0);
+    expect(pages.held.objects).toBeLessThan(pages.unheld.objects * 0.85);
     expect(pages.held.commits).toBeLessThan(pages.unheld.commits * 0.85);
     expect(pages.held.fileBytes).toBeLessThan(pages.unheld.fileBytes);
   });
