@@ -212,9 +212,11 @@ const generatedHistory = (kind: HistoryKind, commits: number): HistorySource => 
  * generated ones): its HEAD branch alone, without tags, renamed main, as the one ref a seed imports.
  */
 function givenHistory(path: string): HistorySource {
-  const name = basename(path.replace(/\/+$/, '')).replace(/\.git$/, '') || 'repo';
+  // A mirror's git directory is …/<owner>+<name>/repo: named by its parent.
+  const trimmed = path.replace(/\/+$/, '');
+  const own = basename(trimmed).replace(/\.git$/, '');
   return {
-    name: `repo:${name === 'repo' ? basename(dirname(path.replace(/\/+$/, ''))) : name}`,
+    name: `repo:${own === 'repo' || own === '' ? basename(dirname(trimmed)) : own}`,
     async write(repo) {
       const started = performance.now();
       const head = (await runGit(['symbolic-ref', '--short', 'HEAD'], { cwd: path })).stdout.trim();

@@ -11,7 +11,6 @@ import { etagMatches } from './publicSite.js';
 /** The largest answer given an ETag: SHA-1 of 1 MiB is about a millisecond. */
 const ETAG_BYTES_MAX = 1024 * 1024;
 
-
 /** An onSend hook: the ETag, and 304 when the client has this answer already. */
 export async function conditionalGet(request: FastifyRequest, reply: FastifyReply, payload: unknown): Promise<unknown> {
   if (request.method !== 'GET' || reply.statusCode !== 200 || request.routeOptions.config?.auth !== true) return payload;

@@ -100,22 +100,7 @@ export class HeldForms {
     const entries = this.commitsToPut;
     this.commitsToPut = [];
     this.commitBytes = 0;
-    const buckets: HeldCommit[][] = Array.from({ length: 256 }, () => []);
-    for (const entry of entries) buckets[entry.key[PROJECT_PREFIX_BYTES]].push(entry);
-    let run: HeldCommit[] = [];
-    let bytes = 0;
-    for (const bucket of buckets) {
-      for (const entry of sortByOid(bucket, (held) => held.key, PROJECT_PREFIX_BYTES)) {
-        run.push(entry);
-        bytes += entry.value.length + entry.info.length;
-        if (run.length >= runLength || bytes >= runBytes) {
-          yield run;
-          run = [];
-          bytes = 0;
-        }
-      }
-    }
-    if (run.length > 0) yield run;
+    yield* inKeyOrder([entries], runLength, runBytes, (entry) => entry.value.length + entry.info.length);
   }
 
   /** Commits that are put now: reads find them in the tables. */
@@ -158,19 +143,25 @@ export class HeldForms {
 }
 
 /**
- * The entries of each group in key order, group after group, in runs of about `runLength`. Bucketed
- * on the id's first byte (a project's keys share their prefix), each bucket sorted alone.
+ * The entries of each group in key order, group after group, in runs of about `runLength` entries
+ * (and `runBytes` bytes, `bytesOf` each, when given). Bucketed on the id's first byte (a project's
+ * keys share their prefix), each bucket sorted alone.
  */
-function* inKeyOrder(groups: ReadonlyArray<readonly HeldForm[]>, runLength: number): Generator<HeldForm[]> {
-  let run: HeldForm[] = [];
+function* inKeyOrder<T extends { key: Buffer }>(groups: ReadonlyArray<readonly T[]>, runLength: number, runBytes = Infinity, bytesOf: (entry: T) => number = () => 0): Generator<T[]> {
+  let run: T[] = [];
+  let bytes = 0;
   for (const group of groups) {
-    const buckets: HeldForm[][] = Array.from({ length: 256 }, () => []);
+    const buckets: T[][] = Array.from({ length: 256 }, () => []);
     for (const entry of group) buckets[entry.key[PROJECT_PREFIX_BYTES]].push(entry);
     for (const bucket of buckets) {
-      for (const entry of sortByOid(bucket, (held) => held.key, PROJECT_PREFIX_BYTES)) run.push(entry);
-      if (run.length >= runLength) {
+      for (const entry of sortByOid(bucket, (held) => held.key, PROJECT_PREFIX_BYTES)) {
+        run.push(entry);
+        bytes += bytesOf(entry);
+      }
+      if (run.length >= runLength || bytes >= runBytes) {
         yield run;
         run = [];
+        bytes = 0;
       }
     }
   }

@@ -1498,7 +1498,8 @@ class LmdbProjectTx implements ProjectWriteTx {
     const held = type === 'commit' ? this.parent.heldFor(this.project) : undefined;
     if (held?.projectEmpty) {
       // A seed's commit: held back with its index entry, and put in key order at the end (HeldForms.commits).
-      if (this.parent.heldCommit(this.project, key) || objects.doesExist(key) || this.store.recent.has(key)) return;
+      // (Its number held nothing when the hold began, and nobody else writes it: no B-tree to search.)
+      if (this.parent.heldCommit(this.project, key)) return;
       const parsed = commitInfoFromBody(body);
       // (objectValue may answer a view of the store's scratch buffer, which the next object overwrites.)
       this.parent.holdCommit(held, { key, value: Buffer.from(value), info: encodeCommitInfo({ ...parsed, generation: this.generationOf(parsed.parents) }) });

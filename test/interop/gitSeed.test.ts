@@ -335,8 +335,17 @@ describe('git seeds of histories old gits wrote', () => {
     const files = (await server.call('GET', `/api/v1/projects/${id}/files?branch=old`)).body.files.map((f: { path: string }) => f.path);
     expect(files).toEqual(['README', 'test/a.txt']);
     expect((await server.call('GET', `/api/v1/projects/${id}/files/test/a.txt?branch=old`)).body.content).toBe('a\n');
-    const changed = await server.call('POST', `/api/v1/projects/${id}/files/batch`, { branch: 'old', files: [{ path: 'README', content: 'changed\n' }] });
+    // A file into the padded directory too: found by name among the padded entries, not added twice.
+    const changed = await server.call('POST', `/api/v1/projects/${id}/files/batch`, {
+      branch: 'old',
+      files: [
+        { path: 'README', content: 'changed\n' },
+        { path: 'test/b.txt', content: 'b\n' },
+      ],
+    });
     expect(changed.status).toBe(200);
+    const after = (await server.call('GET', `/api/v1/projects/${id}/files?branch=old`)).body.files.map((f: { path: string }) => f.path);
+    expect(after).toEqual(['README', 'test/a.txt', 'test/b.txt']);
     const next = await server.call('POST', `/api/v1/projects/${id}/git/commit`, { branch: 'old', message: 'On the old tree' });
     expect(next.status).toBe(201);
 
@@ -350,6 +359,7 @@ describe('git seeds of histories old gits wrote', () => {
     git(['fsck'], { cwd: ours });
     const nextTree = git(['rev-parse', `${next.body.commit.oid}^{tree}`], { cwd: ours }).trim();
     expect(gitBytes(['cat-file', 'tree', nextTree], { cwd: ours }).toString('latin1')).toMatch(/(^|[^0])40000 test\0/);
+    expect(git(['ls-tree', '-r', '--name-only', nextTree], { cwd: ours }).trim().split('\n')).toEqual(['README', 'test/a.txt', 'test/b.txt']);
 
     // A push of the same history: git's strict receive-pack refuses it, and so does Treehouse.
     const mirror = join(work.path, 'zero-mirror.git');

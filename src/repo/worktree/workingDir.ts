@@ -79,7 +79,12 @@ export class WorkingDir {
   /** A stored tree; `body` and `annex` become the directory's own (the caller must not reuse them). */
   static fromTree(tree: Oid, body: Buffer, annex: Buffer | null): WorkingDir {
     const { starts, spaces, nuls } = entryOffsets(body);
-    return new WorkingDir(tree, { body, annex: usableAnnex(annex, starts.length), starts, spaces, nuls, pending: new Set(), found: new Map() }, null);
+    const dir = new WorkingDir(tree, { body, annex: usableAnnex(annex, starts.length), starts, spaces, nuls, pending: new Set(), found: new Map() }, null);
+    // A tree an old git wrote, with a mode spelled "040000", is held decoded: the raw form reads
+    // a directory by its mode's length and patches modes in place, and what it writes anew is
+    // spelled as git spells it ("40000").
+    if (starts.some((start) => body[start] === DIGIT_ZERO)) dir.decode();
+    return dir;
   }
 
   /** A directory that does not exist in any stored tree yet. */
@@ -162,8 +167,6 @@ export class WorkingDir {
    * subdirectory whose id was cleared.
    */
   encode(resolve: (name: string) => Oid): { body: Buffer; annex: Buffer } {
-    // A tree an old git wrote, with a mode spelled "040000", is written anew as git writes it ("40000").
-    if (this.raw && this.raw.starts.some((start) => this.raw!.body[start] === DIGIT_ZERO)) this.decode();
     const raw = this.raw;
     if (raw) {
       for (const index of raw.pending) {
