@@ -66,6 +66,8 @@ export class HeldForms {
    * write, parents first), they left the pages of `objects` and `commits` two thirds full and copied
    * them at every write: a seed of express's 6,158 commits kept its 1.9 MB of raw commits on 3.3 MB
    * of pages. Reads find them here until they are put (LmdbProjectTx.rawValue, getCommitInfo).
+   * Put when the seed settles, after the pointers, a commit whose form is in by then goes in as
+   * that form alone: its raw copy is left out (LmdbAsyncStore.settleForms).
    */
   private readonly commits = new Map<string, HeldCommit>();
   /** Held commits not yet given out by drainCommits, and their bytes. */

@@ -641,10 +641,14 @@ export class LmdbStore implements Store {
     tx.putHeldPointers(entries, held);
   }
 
-  /** Puts held commits (a run of `held`'s drainCommits()): their raw copies into `objects`, their entries into `commits`. */
-  putHeldCommits(tx: StoreWriteTx, run: readonly HeldCommit[]): void {
+  /**
+   * Puts held commits (a run of `held`'s drainCommits()): their entries into `commits`, and their
+   * raw copies into `objects`, but, when `formsAlone` (the seed's last puts, after its pointers),
+   * for those whose form `packed` has in this very write.
+   */
+  putHeldCommits(tx: StoreWriteTx, run: readonly HeldCommit[], formsAlone: boolean): void {
     if (!(tx instanceof LmdbTx)) throw new Error('held forms need an LMDB write');
-    tx.putHeldCommits(run);
+    tx.putHeldCommits(run, formsAlone);
   }
 
   /** A seed's commit held back (holdForms) under `key`, an `objects` key. */
@@ -818,11 +822,13 @@ class LmdbTx implements StoreWriteTx {
     added.set(commit.key.toString('latin1'), commit);
   }
 
-  putHeldCommits(run: readonly HeldCommit[]): void {
+  putHeldCommits(run: readonly HeldCommit[], formsAlone: boolean): void {
     this.assertWritable();
-    const { objects, commits } = this.store.dbs;
+    const { objects, commits, deflated } = this.store.dbs;
     for (const { key, value, info } of run) {
-      objects.putSync(key, value);
+      // Asked of `packed`, not of what is held: a form held after the pointers went in (the deflate
+      // cache's, of a commit whose pack entry was a delta on a base not stored yet) is not in it.
+      if (!formsAlone || !deflated.doesExist(key)) objects.putSync(key, value);
       commits.putSync(key, info);
     }
   }

@@ -1036,7 +1036,8 @@ export class LmdbAsyncStore implements AsyncStore {
     // A history too large to hold every pointer of: what is held goes in now, sorted still.
     const held = this.sync.heldFormsOf(project);
     if (held && held.size >= HELD_POINTERS_MAX) await this.putHeldPointers(held);
-    if (held && held.commitBytes >= HELD_COMMIT_BYTES_MAX) await this.putHeldCommits(held);
+    // (Whole, mid-seed: their forms' pointers are not in yet, and a read must find them.)
+    if (held && held.commitBytes >= HELD_COMMIT_BYTES_MAX) await this.putHeldCommits(held, false);
     return answers;
   }
 
@@ -1050,17 +1051,21 @@ export class LmdbAsyncStore implements AsyncStore {
     // range ahead of the sorted runs, where each such key left a page half full (packed grew from
     // 2.5 to 5.8 MB in a seed that raced 500 of them).
     const held = keep ? this.sync.heldFormsOf(project) : undefined;
-    while (held && held.commitCount > 0) await this.putHeldCommits(held);
+    while (held && held.size > 0) await this.putHeldPointers(held);
+    // Then the commits: one whose form is in (its pointer put) is kept as that form alone, as trees
+    // and blobs are: reads rebuild it (one inflate, cached), and the commit index keeps what walks
+    // of history read. Forms held meanwhile go in last; their commits keep their raw copies.
+    while (held && held.commitCount > 0) await this.putHeldCommits(held, true);
     while (held && held.size > 0) await this.putHeldPointers(held);
     this.sync.releaseHeldForms(project);
   }
 
-  private async putHeldCommits(held: HeldForms): Promise<void> {
+  private async putHeldCommits(held: HeldForms, formsAlone: boolean): Promise<void> {
     let first = true;
     for (const run of held.drainCommits(HELD_COMMITS_PER_WRITE, HELD_COMMIT_BYTES_PER_WRITE)) {
       if (!first) await turn();
       first = false;
-      await this.writeAlone((tx) => this.sync.putHeldCommits(tx, run));
+      await this.writeAlone((tx) => this.sync.putHeldCommits(tx, run, formsAlone));
       held.forgetCommits(run);
     }
   }

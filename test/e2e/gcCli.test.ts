@@ -5,9 +5,11 @@
  * collection of a project started while one is under way is refused.
  */
 import { spawn } from 'node:child_process';
+import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { git, gitAsync, scratchDir } from '../support/git.js';
+import { git, gitAsync, gitAsyncOk, scratchDir } from '../support/git.js';
+import { startGitHttpBackend } from '../support/httpBackend.js';
 import { repoRoot, startServerProcess, type ServerProcess } from '../support/process.js';
 
 const work = scratchDir('treehouse-gc-cli-');
@@ -54,9 +56,9 @@ function cli(args: string[], dataDir: string): CliRun {
   };
 }
 
-async function startServer(name: string): Promise<{ server: ServerProcess; dataDir: string; call: (method: string, path: string, body?: unknown) => Promise<{ status: number; body: any }>; cloneUrl: (id: string) => string }> {
+async function startServer(name: string, env: Record<string, string> = {}): Promise<{ server: ServerProcess; dataDir: string; call: (method: string, path: string, body?: unknown) => Promise<{ status: number; body: any }>; cloneUrl: (id: string) => string }> {
   const dataDir = join(work.path, name);
-  const server = await startServerProcess({ TREEHOUSE_DATA_DIR: dataDir, TREEHOUSE_RATE_PER_SECOND: '0', TREEHOUSE_GC_NEW_OBJECTS: '0', TREEHOUSE_GC_INTERVAL_SECONDS: '0' });
+  const server = await startServerProcess({ TREEHOUSE_DATA_DIR: dataDir, TREEHOUSE_RATE_PER_SECOND: '0', TREEHOUSE_GC_NEW_OBJECTS: '0', TREEHOUSE_GC_INTERVAL_SECONDS: '0', ...env });
   servers.push(server);
   const key = (await server.waitFor(/^API key for team default: (th_\S+)$/m))[1];
   const call = async (method: string, path: string, body?: unknown) => {
@@ -142,6 +144,46 @@ describe('treehouse gc beside a running server', () => {
     const last = await call('GET', `${base}/git/commits/${commits[commits.length - 1]}`);
     expect(last.status).toBe(200);
   }, 180_000);
+
+  it('keeps every commit of a seeded history, those stored as their pack entries alone and deltas on other commits too', async () => {
+    // Commits with long, alike messages: git's repack keeps many of them as deltas on one another,
+    // and a seed keeps each commit as its pack entry alone (src/store/heldForms.ts).
+    const upstream = join(work.path, 'upstream', 'alike.git');
+    git(['init', '-q', '--bare', '--initial-branch=main', upstream]);
+    const preamble = Array.from({ length: 40 }, (_, line) => `Line ${line} of the release checklist every commit of this project repeats.`).join('\n');
+    let stream = '';
+    for (let i = 0; i < 300; i++) {
+      const content = `version ${i}\n`;
+      const message = `Release step ${i}\n\n${preamble}\nStep ${i} done.\n`;
+      stream += `commit refs/heads/main\nmark :${i + 1}\ncommitter Seeder <seed@example.com> ${1_700_000_000 + i * 60} +0000\n`;
+      stream += `data ${Buffer.byteLength(message)}\n${message}\n`;
+      if (i > 0) stream += `from :${i}\n`;
+      stream += `M 100644 inline file${i % 7}.txt\ndata ${Buffer.byteLength(content)}\n${content}\n`;
+    }
+    git(['fast-import', '--quiet'], { cwd: upstream, input: stream });
+    git(['repack', '-adf', '-q'], { cwd: upstream });
+    const idx = readdirSync(join(upstream, 'objects', 'pack')).find((name) => name.endsWith('.idx'))!;
+    const deltaCommits = git(['verify-pack', '-v', join(upstream, 'objects', 'pack', idx)]).split('\n').filter((line) => /^[0-9a-f]{40} commit .* [0-9a-f]{40}$/.test(line.trim())).length;
+    expect(deltaCommits).toBeGreaterThan(50);
+    const backend = await startGitHttpBackend(join(work.path, 'upstream'));
+    try {
+      const { dataDir, call, cloneUrl } = await startServer('seeded', { TREEHOUSE_ALLOW_PRIVATE_GIT_HOSTS: '1' });
+      const created = await call('POST', '/projects', { title: 'Seeded', source: { kind: 'git', url: `${backend.url}/alike.git` } });
+      expect(created.status, JSON.stringify(created.body)).toBe(201);
+      const id = created.body.project.id as string;
+      const run = await cli(['gc', '--project', id, '--grace', '0'], dataDir).done;
+      expect(run.code, run.stdout + run.stderr).toBe(0);
+      const clone = join(work.path, 'seeded-clone');
+      await gitAsyncOk(['clone', '-q', '--bare', cloneUrl(id), clone]);
+      git(['fsck', '--strict', '--no-dangling'], { cwd: clone });
+      const objects = (dir: string) => git(['rev-list', '--objects', 'main'], { cwd: dir }).split('\n').sort();
+      expect(objects(clone)).toEqual(objects(upstream));
+      const log = await call('GET', `/projects/${id}/git/log?limit=200`);
+      expect(log.body.commits.map((commit: { message: string }) => commit.message.split('\n')[0])).toEqual(Array.from({ length: 200 }, (_, i) => `Release step ${299 - i}`));
+    } finally {
+      await backend.close();
+    }
+  }, 120_000);
 
   it('refuses a second collection of a project while the first is under way, and an interrupted one ends its collection', async () => {
     const { dataDir, call } = await startServer('twice');

@@ -184,7 +184,7 @@ describe('LmdbAsyncStore forms held for a seed (src/store/heldForms.ts)', () => 
     return { forms, order };
   }
 
-  it("holds a seed's commits too, readable meanwhile, and puts them in id order: fuller pages of `objects` and `commits` than the same writes unheld", async () => {
+  it("holds a seed's commits too, readable meanwhile, and puts them in id order, each kept as its form alone: fuller pages of `commits`, none of `objects`", async () => {
     const { forms, order } = seedCommits();
     const pages: Record<string, { objects: number; commits: number; fileBytes: number }> = {};
     for (const hold of [true, false]) {
@@ -215,16 +215,54 @@ describe('LmdbAsyncStore forms held for a seed (src/store/heldForms.ts)', () => 
         const stats = (name: 'objects' | 'commits') => store.sync.dbs[name].getStats() as { treeLeafPageCount: number; overflowPages: number; entryCount: number };
         expect(stats('commits').entryCount).toBe(forms.length);
         while (store.sync.recent.size > 0) await new Promise((resolve) => setTimeout(resolve, 20));
-        expect(stats('objects').entryCount).toBe(forms.length);
+        // Held, a commit whose pack entry is its form is kept as that form alone (reads rebuild it, as check() did).
+        expect(stats('objects').entryCount).toBe(hold ? 0 : forms.length);
+        if (hold) expect((store.sync.dbs.deflated.getStats() as { entryCount: number }).entryCount).toBe(forms.length);
         pages[hold ? 'held' : 'unheld'] = { objects: stats('objects').treeLeafPageCount, commits: stats('commits').treeLeafPageCount, fileBytes: await store.storageUsedBytes() };
       } finally {
         await store.close();
         scratch.remove();
       }
     }
-    expect(pages.held.objects).toBeLessThan(pages.unheld.objects * 0.85);
+    expect(pages.held.objects).toBe(0);
+    expect(pages.unheld.objects).toBeGreaterThan(0);
     expect(pages.held.commits).toBeLessThan(pages.unheld.commits * 0.85);
     expect(pages.held.fileBytes).toBeLessThan(pages.unheld.fileBytes);
+  });
+
+  it("keeps every commit whose form another write puts while the seed settles (the deflate cache's, of a commit the pack gave no form)", async () => {
+    // A seed stores a commit whose pack entry is a delta it cannot keep (its base not stored yet)
+    // without a form; the deflate cache deflates it later, maybe while the settle puts the commits.
+    const { forms, order } = seedCommits();
+    const received = forms.map((form, index) => (index % 2 === 0 ? form : { ...form, delta: { base: randomBytes(20), bytes: 10 } }));
+    const scratch = scratchDir('treehouse-held-commits-');
+    const store = new LmdbAsyncStore(new LmdbStore({ path: scratch.path }));
+    try {
+      store.holdForms(1);
+      for (let start = 0; start < received.length; start += 128) await store.putFormsAlone(1, received.slice(start, start + 128), 50);
+      let settled = false;
+      const settle = store.settleForms(1, true).finally(() => (settled = true));
+      // One write at a time, each queued behind the settle's next: they land between its runs.
+      let racing = 0;
+      for (let index = 1; index < forms.length && !settled; index += 2) {
+        await store.write(async (tx) => tx.project(1).putDeflated!(order[index], forms[index].deflated));
+        racing++;
+      }
+      await settle;
+      expect(racing).toBeGreaterThan(1);
+      const readAll = () => store.read(async (tx) => (await tx.project(1).getObjects(order)).map((object) => object?.body));
+      expect(await readAll()).toEqual(forms.map((form) => form.body));
+      await store.close();
+      const reopened = new LmdbAsyncStore(new LmdbStore({ path: scratch.path }));
+      try {
+        expect(await reopened.read(async (tx) => (await tx.project(1).getObjects(order)).map((object) => object?.body))).toEqual(forms.map((form) => form.body));
+      } finally {
+        await reopened.close();
+      }
+    } finally {
+      await store.close().catch(() => {});
+      scratch.remove();
+    }
   });
 
   it("lets a failed seed's held commits go: nothing of them is stored", async () => {

@@ -29,7 +29,8 @@
  *    can rebuild it, and its form moves into the backend's compact layout (LMDB's shelves), in the
  *    order the mark met it (about history's order). The trees the working trees and branch heads
  *    reach (the *hot* trees: writes patch them, listings read their size annex, merges read heads'
- *    trees) keep their raw copies, and so do commits (log reads them). Blobs, hot ones too, are kept
+ *    trees) keep their raw copies, and so do commits that have one (log reads them; a seed keeps
+ *    its commits as their pack entries alone from the start, heldForms.ts). Blobs, hot ones too, are kept
  *    as their forms: the working tree's blobs raw would take about twice git's whole repository
  *    (README "Storage at rest"), and step 7 makes the hot ones whole. Each write first marks the hot
  *    trees of the roots it commits over, so a tree a writer made hot meanwhile (a restore, a branch
