@@ -7,6 +7,7 @@ import { SCENARIOS, SCENARIO_TITLES, SIDE_TITLES, type Measurement, type Scenari
 import { microTable, type MicroComparison } from './hash.bench.js';
 import type { LoadSummary } from './http.js';
 import { historyTables, type HistoryBenchResult } from './historyReport.js';
+import type { NodesBenchResult } from './nodes.js';
 import type { WorkspaceBenchResult } from './workspace.js';
 import type { LagResult } from './lag.js';
 
@@ -130,6 +131,8 @@ export interface Report {
   lint?: LintDetails;
   /** Issue 16's workspace verbs over HTTP (bench/workspace.ts): its section, markers included, and its data. */
   workspace?: { section: string; result: WorkspaceBenchResult };
+  /** Issue 15's nodes over one PostgreSQL (bench/nodes.ts): its section, markers included, and its data. */
+  nodes?: { section: string; result: NodesBenchResult };
   /** Sections of earlier runs kept because this run left their parts out (markers included). */
   keptSections?: string[];
   micro?: { comparisons: MicroComparison[]; meanBytes: number };
@@ -457,6 +460,9 @@ export function renderResults(report: Report): string {
   }
   if (report.workspace) {
     parts.push('---', '', 'bench/run.ts ran bench/workspace.ts in this run; its section follows as it wrote it.', '', report.workspace.section, '');
+  }
+  if (report.nodes) {
+    parts.push('---', '', 'bench/run.ts ran bench/nodes.ts in this run; its section follows as it wrote it.', '', report.nodes.section, '');
   }
   for (const section of report.keptSections ?? []) {
     parts.push('---', '', 'Kept from an earlier run (this run left its part out); not judged in the targets above.', '', section, '');

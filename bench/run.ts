@@ -10,7 +10,7 @@
  *   options: --out=FILE (default bench/RESULTS.md), --cap-seconds=N (per peer run, default 600),
  *            --isogit-cap-seconds=N (isomorphic-git's runs; default the cap, 5 with --quick), --load-seconds=N (HTTP load; default 20, 5 with --quick), --keep (keep
  *            bench/.work/<run>), --history-reps=N (default 3), and --no-X to leave a part out: git,
- *            isogit, http, merge, clone, load, lint, micro, history, workspace
+ *            isogit, http, merge, clone, load, lint, micro, history, workspace, nodes
  *
  * Per size, in this order: Treehouse through its library (bench/ours.ts; each scenario in a child
  * process of this script, `--child`, so each has its own peak RSS and a cold start like a fresh
@@ -38,6 +38,7 @@ import { DEFAULT_REPO_LIMITS } from '../src/repo/repo.js';
 import { defaultPoolSize } from '../src/service/lint/formatter.js';
 import type { CloneResult } from './clone.js';
 import type { HistoryBenchResult } from './historyReport.js';
+import { NODES_SECTION_END, NODES_SECTION_START, type NodesBenchResult } from './nodes.js';
 import { gitCommit, gitImport, gitList, gitLog, gitVersion, setGitCapSeconds } from './gitCli.js';
 import { runHashBench } from './hash.bench.js';
 import type { LoadSummary } from './http.js';
@@ -76,12 +77,13 @@ const WORKSPACE_SECTION_END = '<!-- bench/workspace.ts: end -->';
 const MARKED_SECTIONS: ReadonlyArray<{ part: Part; start: string; end: string }> = [
   { part: 'lint', start: LINT_SECTION_START, end: LINT_SECTION_END },
   { part: 'workspace', start: WORKSPACE_SECTION_START, end: WORKSPACE_SECTION_END },
+  { part: 'nodes', start: NODES_SECTION_START, end: NODES_SECTION_END },
 ];
-const PARTS = ['git', 'isogit', 'http', 'merge', 'clone', 'load', 'lag', 'lint', 'micro', 'history', 'workspace'] as const;
+const PARTS = ['git', 'isogit', 'http', 'merge', 'clone', 'load', 'lag', 'lint', 'micro', 'history', 'workspace', 'nodes'] as const;
 type Part = (typeof PARTS)[number];
 /** Parts --quick leaves out to stay under two minutes (the lint benchmark alone takes 15 s or more, the histories minutes). */
-const QUICK_LEAVES_OUT: readonly Part[] = ['micro', 'lint', 'history', 'workspace'];
-const RUN_ALONE: Partial<Record<Part, string>> = { micro: 'npx tsx bench/hash.bench.ts', lint: 'npm run bench:lint', history: 'npx tsx bench/history.ts', workspace: 'npm run bench:workspace' };
+const QUICK_LEAVES_OUT: readonly Part[] = ['micro', 'lint', 'history', 'workspace', 'nodes'];
+const RUN_ALONE: Partial<Record<Part, string>> = { micro: 'npx tsx bench/hash.bench.ts', lint: 'npm run bench:lint', history: 'npx tsx bench/history.ts', workspace: 'npm run bench:workspace', nodes: 'npm run bench:nodes' };
 const HISTORY_REPS = 3;
 
 interface Options {
@@ -423,6 +425,22 @@ function workspacePart(workDir: string, options: Options, notes: string[]): Repo
   return { section: text.slice(start, end + WORKSPACE_SECTION_END.length), result };
 }
 
+/** bench/nodes.ts: one node against two over one PostgreSQL (its section, from a page of its own). */
+function nodesPart(workDir: string, notes: string[]): Report['nodes'] {
+  const out = join(workDir, 'nodes-section.md');
+  const result = runScript<NodesBenchResult>(workDir, 'nodes.ts', [`--work=${join(workDir, 'nodes')}`, `--out=${out}`]);
+  const text = existsSync(out) ? readFileSync(out, 'utf8') : '';
+  const start = text.indexOf(NODES_SECTION_START);
+  const end = text.indexOf(NODES_SECTION_END);
+  if (result instanceof Error || start < 0 || end < start) {
+    notes.push(`nodes: ${result instanceof Error ? result.message : 'no section written'}; rerun \`npm run bench:nodes\``);
+    return undefined;
+  }
+  for (const fault of result.faults) notes.push(`nodes: ${fault}`);
+  progress(`nodes: sustained two/one ${result.sustained.ratio.toFixed(2)}, window ${result.window.ratio.toFixed(2)}`);
+  return { section: text.slice(start, end + NODES_SECTION_END.length), result };
+}
+
 /** The marked sections of `previous` (the page this run replaces) whose parts this run leaves out. */
 function keptSections(previous: string, options: Options): string[] {
   const kept: string[] = [];
@@ -517,6 +535,8 @@ async function main(argv: string[]): Promise<void> {
     const lint = has('lint') ? lintPart(workDir, options, notes) : undefined;
     noteLoad();
     const workspace = has('workspace') ? workspacePart(workDir, options, notes) : undefined;
+    noteLoad();
+    const nodes = has('nodes') ? nodesPart(workDir, notes) : undefined;
     machine.loadAverage.end = loadavg()[0];
     noteLoad();
     const report: Report = {
@@ -533,6 +553,7 @@ async function main(argv: string[]): Promise<void> {
       history,
       lint,
       workspace,
+      nodes,
       keptSections: keptSections(existsSync(options.out) ? readFileSync(options.out, 'utf8') : '', options),
       micro,
       notes,
