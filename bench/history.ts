@@ -241,6 +241,17 @@ function givenHistory(path: string): HistorySource {
   };
 }
 
+/**
+ * The memory sampler and /healthz probe of one timed operation on our server, stopped once, also
+ * when the operation fails (a sampler left running kept the benchmark from exiting).
+ */
+function watchServer(ours: Ours): { stop(): Promise<{ anonBytes: number; worstMs: number }> } {
+  const sampler = sampleMemory(ours.server.child.pid!);
+  const probe = probeHealthz(ours.server.url);
+  let stopped: Promise<{ anonBytes: number; worstMs: number }> | null = null;
+  return { stop: () => (stopped ??= probe.stop().then(({ worstMs }) => ({ anonBytes: sampler.stop().anonBytes, worstMs }))) };
+}
+
 async function runHistory(ctx: Context, source: HistorySource): Promise<HistoryRun> {
   const { name } = source;
   const { work, reps, backend, progress } = ctx;
@@ -297,14 +308,14 @@ async function runHistory(ctx: Context, source: HistorySource): Promise<HistoryR
     const last = rep === reps - 1;
     const ours = await startOurs(ctx, dataDir, last ? `seed-${name}` : null);
     let projectId: string | null = null;
+    const watch = watchServer(ours);
     try {
-      const sampler = sampleMemory(ours.server.child.pid!);
-      const probe = probeHealthz(ours.server.url);
       const started = performance.now();
       const created = await api(ours.server, ours.key, 'POST', '/projects', { title: `Seed ${name}`, source: { kind: 'git', url: upstreamUrl } });
       const ms = performance.now() - started;
-      seed.peakAnon = Math.max(seed.peakAnon, sampler.stop().anonBytes);
-      seed.worstGap = Math.max(seed.worstGap, (await probe.stop()).worstMs);
+      const watched = await watch.stop();
+      seed.peakAnon = Math.max(seed.peakAnon, watched.anonBytes);
+      seed.worstGap = Math.max(seed.worstGap, watched.worstMs);
       seed.ours.push(ms);
       projectId = created.project.id;
       const catchUp = await deflateCatchUp(dataDir);
@@ -313,6 +324,7 @@ async function runHistory(ctx: Context, source: HistorySource): Promise<HistoryR
     } catch (error) {
       note(`seed ${rep + 1}`, error);
     } finally {
+      await watch.stop();
       await stopOurs(ours);
     }
     if (projectId && store === null) {
@@ -367,8 +379,10 @@ async function runHistory(ctx: Context, source: HistorySource): Promise<HistoryR
           rmSync(target, { recursive: true, force: true });
           try {
             const sampler = side === 'ours' ? sampleMemory(ours.server.child.pid!) : null;
-            const { ms, bytes } = await traced(['clone', '-q', '--bare', side === 'ours' ? oursUrl : upstreamUrl, target]);
-            if (sampler) clone.peakAnon = Math.max(clone.peakAnon, sampler.stop().anonBytes);
+            // Stopped also when the clone fails: a sampler left running keeps the benchmark from exiting.
+            const { ms, bytes } = await traced(['clone', '-q', '--bare', side === 'ours' ? oursUrl : upstreamUrl, target]).finally(() => {
+              if (sampler) clone.peakAnon = Math.max(clone.peakAnon, sampler.stop().anonBytes);
+            });
             clone[side].push(ms);
             // The first clone is planned; the server answers the next ones with the pack it made (clonePacks.ts).
             if (side === 'ours' && rep === 0) clone.oursFirstMs = ms;
@@ -482,18 +496,20 @@ async function runHistory(ctx: Context, source: HistorySource): Promise<HistoryR
     const dataDir = join(work, `${name}-push-${rep}`);
     rmSync(dataDir, { recursive: true, force: true });
     const ours = await startOurs(ctx, dataDir, rep === reps - 1 ? `push-${name}` : null);
+    let watch: ReturnType<typeof watchServer> | null = null;
     try {
       const created = await api(ours.server, ours.key, 'POST', '/projects', { title: `Push ${name}` });
-      const sampler = sampleMemory(ours.server.child.pid!);
-      const probe = probeHealthz(ours.server.url);
+      watch = watchServer(ours);
       const { ms } = await runGit(['push', '-q', ourRemote(ours, created.project.id), 'main:refs/heads/imported'], { cwd: repo });
-      push.peakAnon = Math.max(push.peakAnon, sampler.stop().anonBytes);
-      push.worstGap = Math.max(push.worstGap, (await probe.stop()).worstMs);
+      const watched = await watch.stop();
+      push.peakAnon = Math.max(push.peakAnon, watched.anonBytes);
+      push.worstGap = Math.max(push.worstGap, watched.worstMs);
       push.ours.push(ms);
       progress(`${name} push ${rep + 1}/${reps} ours: ${(ms / 1000).toFixed(1)} s`);
     } catch (error) {
       note(`push ours ${rep + 1}`, error);
     } finally {
+      await watch?.stop();
       await stopOurs(ours);
       rmSync(dataDir, { recursive: true, force: true });
     }
