@@ -34,7 +34,7 @@ import type { CommitAuthors } from '../src/repo/writeCommit.js';
 import { defaultPoolSize } from '../src/service/lint/formatter.js';
 import { Linter, type LintResult } from '../src/service/lint.js';
 import { LmdbStore } from '../src/store/lmdb.js';
-import { elapsedMs, peakRssBytes, summarise, type Summary } from './measure.js';
+import { elapsedMs, peakRssBytes, summarise, withMarkedSection, type Summary } from './measure.js';
 import { formatMs } from './report.js';
 
 const SCRIPT = fileURLToPath(import.meta.url);
@@ -167,21 +167,12 @@ async function main(argv: string[]): Promise<void> {
     process.stdout.write(`${section}\n`);
     if (!argv.includes('--no-write')) {
       const out = option(argv, 'out') ?? join(BENCH_DIR, 'RESULTS.md');
-      writeFileSync(out, withSection(existsSync(out) ? readFileSync(out, 'utf8') : '', section));
+      writeFileSync(out, withMarkedSection(existsSync(out) ? readFileSync(out, 'utf8') : '', LINT_SECTION_START, LINT_SECTION_END, section));
       process.stderr.write(`wrote the lint section of ${relative(process.cwd(), out)}\n`);
     }
   } finally {
     if (!argv.includes('--keep')) rmSync(workDir, { recursive: true, force: true });
   }
-}
-
-/** `text` with the lint section replaced, or appended after a rule when it has none. */
-export function withSection(text: string, section: string): string {
-  const start = text.indexOf(LINT_SECTION_START);
-  const end = text.indexOf(LINT_SECTION_END);
-  const block = `${LINT_SECTION_START}\n${section}\n${LINT_SECTION_END}\n`;
-  if (start !== -1 && end > start) return text.slice(0, start) + block + text.slice(end + LINT_SECTION_END.length).replace(/^\n/, '');
-  return `${text.replace(/\n*$/, '\n')}\n---\n\n${block}`;
 }
 
 function modeName(workers: number): string {

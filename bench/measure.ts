@@ -187,3 +187,16 @@ export function probeHealthz(url: string, intervalMs = 5): { stop(): Promise<{ a
     },
   };
 }
+
+/**
+ * `text` (a page such as bench/RESULTS.md) with the section between the markers `start` and `end`
+ * replaced by `section`, or appended after a rule when it has none: a script that writes a section
+ * of its own replaces only that.
+ */
+export function withMarkedSection(text: string, start: string, end: string, section: string): string {
+  const from = text.indexOf(start);
+  const to = text.indexOf(end);
+  const block = `${start}\n${section}\n${end}\n`;
+  if (from !== -1 && to > from) return text.slice(0, from) + block + text.slice(to + end.length).replace(/^\n/, '');
+  return `${text.replace(/\n*$/, '\n')}\n---\n\n${block}`;
+}

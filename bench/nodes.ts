@@ -24,6 +24,7 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { benchBackend, runHttpLoad, type LoadSummary } from './http.js';
+import { withMarkedSection } from './measure.js';
 
 export const NODES_SECTION_START = '<!-- bench/nodes.ts: start -->';
 export const NODES_SECTION_END = '<!-- bench/nodes.ts: end -->';
@@ -146,15 +147,6 @@ export function renderNodesSection(result: NodesBenchResult, command: string): s
   ].join('\n');
 }
 
-/** `text` with the nodes section replaced, or appended after a rule when it has none. */
-export function withNodesSection(text: string, section: string): string {
-  const start = text.indexOf(NODES_SECTION_START);
-  const end = text.indexOf(NODES_SECTION_END);
-  const block = `${NODES_SECTION_START}\n${section}\n${NODES_SECTION_END}\n`;
-  if (start !== -1 && end > start) return text.slice(0, start) + block + text.slice(end + NODES_SECTION_END.length).replace(/^\n/, '');
-  return `${text.replace(/\n*$/, '\n')}\n---\n\n${block}`;
-}
-
 if (process.argv[1] === import.meta.filename) {
   const argv = process.argv.slice(2);
   const result = await runNodesBench(argv);
@@ -165,7 +157,7 @@ if (process.argv[1] === import.meta.filename) {
   if (resultPath) writeFileSync(resultPath, JSON.stringify(result));
   if (!argv.includes('--no-write')) {
     const out = option(argv, 'out') ?? join(import.meta.dirname, 'RESULTS.md');
-    writeFileSync(out, withNodesSection(existsSync(out) ? readFileSync(out, 'utf8') : '', section));
+    writeFileSync(out, withMarkedSection(existsSync(out) ? readFileSync(out, 'utf8') : '', NODES_SECTION_START, NODES_SECTION_END, section));
     process.stderr.write(`wrote the nodes section of ${relative(process.cwd(), out)}\n`);
   }
 }

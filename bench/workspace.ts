@@ -59,7 +59,7 @@ import { openTreehouse } from '../src/service/treehouse.js';
 import { LmdbStore } from '../src/store/lmdb.js';
 import { openStore } from '../src/store/open.js';
 import { startServerProcess, type ServerProcess } from '../test/support/process.js';
-import { sampleMemory, summarise, type Summary } from './measure.js';
+import { sampleMemory, summarise, withMarkedSection, type Summary } from './measure.js';
 
 export const WORKSPACE_SECTION_START = '<!-- bench/workspace.ts: start -->';
 export const WORKSPACE_SECTION_END = '<!-- bench/workspace.ts: end -->';
@@ -601,15 +601,6 @@ export function renderWorkspaceSection(result: WorkspaceBenchResult, command: st
   ].join('\n');
 }
 
-/** `text` with the workspace section replaced, or appended after a rule when it has none. */
-export function withWorkspaceSection(text: string, section: string): string {
-  const start = text.indexOf(WORKSPACE_SECTION_START);
-  const end = text.indexOf(WORKSPACE_SECTION_END);
-  const block = `${WORKSPACE_SECTION_START}\n${section}\n${WORKSPACE_SECTION_END}\n`;
-  if (start !== -1 && end > start) return text.slice(0, start) + block + text.slice(end + WORKSPACE_SECTION_END.length).replace(/^\n/, '');
-  return `${text.replace(/\n*$/, '\n')}\n---\n\n${block}`;
-}
-
 if (process.argv[1] === import.meta.filename) {
   const argv = process.argv.slice(2);
   const result = await runWorkspaceBench(argv);
@@ -620,7 +611,7 @@ if (process.argv[1] === import.meta.filename) {
   if (resultPath) writeFileSync(resultPath, JSON.stringify(result));
   if (!argv.includes('--no-write')) {
     const out = option(argv, 'out') ?? join(import.meta.dirname, 'RESULTS.md');
-    writeFileSync(out, withWorkspaceSection(existsSync(out) ? readFileSync(out, 'utf8') : '', section));
+    writeFileSync(out, withMarkedSection(existsSync(out) ? readFileSync(out, 'utf8') : '', WORKSPACE_SECTION_START, WORKSPACE_SECTION_END, section));
     log(`wrote the workspace section of ${relative(process.cwd(), out)}`);
   }
 }
