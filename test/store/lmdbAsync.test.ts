@@ -250,12 +250,12 @@ describe('LmdbAsyncStore forms held for a seed (src/store/heldForms.ts)', () => 
       }
       await settle;
       expect(racing).toBeGreaterThan(1);
-      const readAll = () => store.read(async (tx) => (await tx.project(1).getObjects(order)).map((object) => object?.body));
-      expect(await readAll()).toEqual(forms.map((form) => form.body));
+      const bodies = (from: LmdbAsyncStore) => from.read(async (tx) => (await tx.project(1).getObjects(order)).map((object) => object?.body));
+      expect(await bodies(store)).toEqual(forms.map((form) => form.body));
       await store.close();
       const reopened = new LmdbAsyncStore(new LmdbStore({ path: scratch.path }));
       try {
-        expect(await reopened.read(async (tx) => (await tx.project(1).getObjects(order)).map((object) => object?.body))).toEqual(forms.map((form) => form.body));
+        expect(await bodies(reopened)).toEqual(forms.map((form) => form.body));
       } finally {
         await reopened.close();
       }
