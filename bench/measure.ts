@@ -188,6 +188,13 @@ export function probeHealthz(url: string, intervalMs = 5): { stop(): Promise<{ a
   };
 }
 
+/** The section of `text` from the marker `start` to the marker `end`, both included; null when it has none. */
+export function markedSection(text: string, start: string, end: string): string | null {
+  const from = text.indexOf(start);
+  const to = text.indexOf(end);
+  return from !== -1 && to > from ? text.slice(from, to + end.length) : null;
+}
+
 /**
  * `text` (a page such as bench/RESULTS.md) with the section between the markers `start` and `end`
  * replaced by `section`, or appended after a rule when it has none: a script that writes a section

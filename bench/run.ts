@@ -38,14 +38,14 @@ import { DEFAULT_REPO_LIMITS } from '../src/repo/repo.js';
 import { defaultPoolSize } from '../src/service/lint/formatter.js';
 import type { CloneResult } from './clone.js';
 import type { HistoryBenchResult } from './historyReport.js';
-import { NODES_SECTION_END, NODES_SECTION_START, type NodesBenchResult } from './nodes.js';
+import type { NodesBenchResult } from './nodes.js';
 import { gitCommit, gitImport, gitList, gitLog, gitVersion, setGitCapSeconds } from './gitCli.js';
 import { runHashBench } from './hash.bench.js';
 import type { LoadSummary } from './http.js';
 import type { LagResult } from './lag.js';
 import type { LagRun } from './report.js';
 import { isogitForSize, isogitVersion } from './isogit.js';
-import { SCENARIOS, settleDisk, summarise, type Measurement, type ScenarioId, type Summary } from './measure.js';
+import { markedSection, SCENARIOS, settleDisk, summarise, type Measurement, type ScenarioId, type Summary } from './measure.js';
 import type { MergeBenchResult } from './merge.js';
 import type { WorkspaceBenchResult } from './workspace.js';
 import { runOursScenario } from './ours.js';
@@ -73,6 +73,9 @@ const LINT_FILES = 1_000;
 /** bench/workspace.ts's section markers (as for lint: that file runs its benchmark when run, so they are repeated here). */
 const WORKSPACE_SECTION_START = '<!-- bench/workspace.ts: start -->';
 const WORKSPACE_SECTION_END = '<!-- bench/workspace.ts: end -->';
+/** bench/nodes.ts's section markers (importing that file would load the server's modules into this runner). */
+const NODES_SECTION_START = '<!-- bench/nodes.ts: start -->';
+const NODES_SECTION_END = '<!-- bench/nodes.ts: end -->';
 /** Marked sections of other scripts, kept from the page when this run leaves their part out. */
 const MARKED_SECTIONS: ReadonlyArray<{ part: Part; start: string; end: string }> = [
   { part: 'lint', start: LINT_SECTION_START, end: LINT_SECTION_END },
@@ -395,14 +398,11 @@ function lintPart(workDir: string, options: Options, notes: string[]): LintDetai
   const args = [join(BENCH_DIR, 'lint.ts'), `--files=${LINT_FILES}`, `--out=${out}`];
   settleDisk();
   const child = spawnSync(process.execPath, [...process.execArgv, ...args], { stdio: ['ignore', 'ignore', 'inherit'] });
-  const text = existsSync(out) ? readFileSync(out, 'utf8') : '';
-  const start = text.indexOf(LINT_SECTION_START);
-  const end = text.indexOf(LINT_SECTION_END);
-  if (child.status !== 0 || start < 0 || end < start) {
+  const section = markedSection(existsSync(out) ? readFileSync(out, 'utf8') : '', LINT_SECTION_START, LINT_SECTION_END);
+  if (child.status !== 0 || section === null) {
     notes.push(`lint benchmark failed (${child.status ?? child.signal}); rerun \`npm run bench:lint\``);
     return undefined;
   }
-  const section = text.slice(start, end + LINT_SECTION_END.length);
   const rerunMs = parseLintRerun(section, mode);
   progress(`lint: cached re-run ${rerunMs === null ? 'not found in the table' : formatMs(rerunMs)} (${mode})`);
   return { section, rerunMs, mode: `${mode}, the service's default` };
@@ -414,31 +414,27 @@ function workspacePart(workDir: string, options: Options, notes: string[]): Repo
   const out = join(workDir, 'workspace-section.md');
   // Its project takes minutes to build at 100,000 files: kept in bench/.work/ between runs.
   const result = runScript<WorkspaceBenchResult>(workDir, 'workspace.ts', [`--size=${size}`, `--work=${join(BENCH_DIR, '.work')}`, `--out=${out}`]);
-  const text = existsSync(out) ? readFileSync(out, 'utf8') : '';
-  const start = text.indexOf(WORKSPACE_SECTION_START);
-  const end = text.indexOf(WORKSPACE_SECTION_END);
-  if (result instanceof Error || start < 0 || end < start) {
+  const section = markedSection(existsSync(out) ? readFileSync(out, 'utf8') : '', WORKSPACE_SECTION_START, WORKSPACE_SECTION_END);
+  if (result instanceof Error || section === null) {
     notes.push(`workspace verbs: ${result instanceof Error ? result.message : 'no section written'}; rerun \`npm run bench:workspace\``);
     return undefined;
   }
   progress(`workspace: ${result.scenarios.map((s) => `${s.id} ${formatMs(s.http.medianMs)} vs git ${formatMs(s.git.medianMs)} (${s.verdict})`).join('; ')}`);
-  return { section: text.slice(start, end + WORKSPACE_SECTION_END.length), result };
+  return { section, result };
 }
 
 /** bench/nodes.ts: one node against two over one PostgreSQL (its section, from a page of its own). */
 function nodesPart(workDir: string, notes: string[]): Report['nodes'] {
   const out = join(workDir, 'nodes-section.md');
   const result = runScript<NodesBenchResult>(workDir, 'nodes.ts', [`--work=${join(workDir, 'nodes')}`, `--out=${out}`]);
-  const text = existsSync(out) ? readFileSync(out, 'utf8') : '';
-  const start = text.indexOf(NODES_SECTION_START);
-  const end = text.indexOf(NODES_SECTION_END);
-  if (result instanceof Error || start < 0 || end < start) {
+  const section = markedSection(existsSync(out) ? readFileSync(out, 'utf8') : '', NODES_SECTION_START, NODES_SECTION_END);
+  if (result instanceof Error || section === null) {
     notes.push(`nodes: ${result instanceof Error ? result.message : 'no section written'}; rerun \`npm run bench:nodes\``);
     return undefined;
   }
   for (const fault of result.faults) notes.push(`nodes: ${fault}`);
   progress(`nodes: sustained two/one ${result.sustained.ratio.toFixed(2)}, window ${result.window.ratio.toFixed(2)}`);
-  return { section: text.slice(start, end + NODES_SECTION_END.length), result };
+  return { section, result };
 }
 
 /** The marked sections of `previous` (the page this run replaces) whose parts this run leaves out. */
@@ -446,9 +442,8 @@ function keptSections(previous: string, options: Options): string[] {
   const kept: string[] = [];
   for (const { part, start, end } of MARKED_SECTIONS) {
     if (options.parts.has(part)) continue;
-    const from = previous.indexOf(start);
-    const to = previous.indexOf(end);
-    if (from >= 0 && to > from) kept.push(previous.slice(from, to + end.length));
+    const section = markedSection(previous, start, end);
+    if (section !== null) kept.push(section);
   }
   return kept;
 }
