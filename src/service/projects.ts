@@ -8,6 +8,7 @@ import { DEFAULT_REPO_LIMITS, MAIN_BRANCH, type Repo } from '../repo/repo.js';
 import type { SearchThreads } from '../repo/search/threads.js';
 import type { ClonePacks } from '../repo/wire/clonePacks.js';
 import type { AsyncStore, AsyncStoreWriteTx, ProjectReads, RecordReads } from '../store/asyncTypes.js';
+import { LruCache } from '../store/lruCache.js';
 import type { CommitAuthors } from '../repo/writeCommit.js';
 import type { Principal } from './accounts.js';
 import type { Config } from './config.js';
@@ -58,6 +59,10 @@ const handleKey = (handle: string) => `handle/${handle}`;
 const teamIndexPrefix = (team: string) => `team-projects/${team}/`;
 const teamIndexKey = (record: ProjectRecord) => `${teamIndexPrefix(record.team_id)}${record.created_at}/${record.id}`;
 const PROJECT_SEQ_KEY = 'counter/project-seq';
+/** Signals "a project's record changed or went" between the nodes of a shared store (its id). */
+const PROJECTS_CHANNEL = 'treehouse_projects';
+/** Project records a node keeps (some 500 bytes each). */
+const RECORDS_CACHED_MAX = 10_000;
 /**
  * A project number whose stored data belongs to no project: reserved for a seed that stores its
  * history before the project exists (an UnownedReservation), or left by a deleted project whose
@@ -101,6 +106,20 @@ export class Projects {
   /** Deleted projects' data, freed after the answer (src/service/projectDrops.ts). */
   readonly drops: ProjectDrops;
   private sweep: NodeJS.Timeout | null = null;
+  /**
+   * On a store several nodes share (signals), the records this node read lately, so a request
+   * costs no read of its project's record (a round trip on PostgreSQL, on every request). Every
+   * write of a record signals every node in its transaction, and each forgets that record; the
+   * writer's own node forgets it once the write is over (forgetRecord), so its next request reads
+   * the record as written. Nothing is served from here unless this node hears that channel now
+   * (after a lost connection: once it is back and has forgotten them all). Another node serves
+   * the record it had until the signal reaches it (milliseconds), as a read just before the change
+   * would have; one process alone (LMDB, whose reads cost no round trip) keeps nothing.
+   */
+  private readonly records = new LruCache<string, ProjectRecord>(RECORDS_CACHED_MAX, 1, () => 1);
+  /** +1 whenever a cached record is forgotten: a read begun before is not kept. */
+  private forgotten = 0;
+  private listening = false;
 
   constructor(
     readonly store: AsyncStore,
@@ -140,9 +159,51 @@ export class Projects {
   }
 
   async get(principal: Principal, id: string): Promise<ProjectRecord> {
-    const record = await this.store.read((tx) => tx.getRecord<ProjectRecord>(projectKey(id)));
+    const record = await this.cachedOrRead(id);
     if (!record || record.team_id !== principal.teamId) throw new TreehouseError('not_found', 'Project not found.');
     return record;
+  }
+
+  /** A project's record from this node's cache (a copy), else read (and kept when nothing changed meanwhile). */
+  private async cachedOrRead(id: string): Promise<ProjectRecord | undefined> {
+    const hears = this.hearsChanges();
+    const cached = hears ? this.records.get(id) : undefined;
+    if (cached) return structuredClone(cached);
+    const forgotten = this.forgotten;
+    const record = await this.store.read((tx) => tx.getRecord<ProjectRecord>(projectKey(id)));
+    if (record && hears && forgotten === this.forgotten && this.hearsChanges()) this.records.set(id, structuredClone(record));
+    return record;
+  }
+
+  /** Whether changes of project records reach this node now (listening from the first call on). */
+  private hearsChanges(): boolean {
+    const signals = this.store.signals;
+    if (!signals) return false;
+    if (!this.listening) {
+      this.listening = true;
+      signals.listen(PROJECTS_CHANNEL, (id) => {
+        // null: signals may have been missed.
+        if (id === null) this.records.clear();
+        this.forgetRecord(id ?? '');
+      });
+    }
+    return signals.hears(PROJECTS_CHANNEL);
+  }
+
+  /**
+   * Forgets this node's copy of a project's record. Whoever writes a record calls it once the
+   * write is over, committed or not (the signal tells the other nodes): see `records`.
+   */
+  forgetRecord(id: string): void {
+    this.records.delete(id);
+    this.forgotten++;
+  }
+
+  /** Puts or deletes a project's record in `tx`, and tells every node once it commits. */
+  private writeRecord(tx: AsyncStoreWriteTx, id: string, record: ProjectRecord | null): void {
+    if (record) tx.putRecord(projectKey(id), record);
+    else tx.deleteRecord(projectKey(id));
+    tx.signal?.(PROJECTS_CHANNEL, id);
   }
 
   /** Whether `record`'s project still exists (with its number), as `tx` reads it. */
@@ -277,16 +338,20 @@ export class Projects {
    */
   async delete(principal: Principal, id: string, join?: ChangeJoin): Promise<void> {
     const record = await this.get(principal, id);
-    await this.outbox.change(async (tx, announce) => {
-      // Read again in the transaction: a delete racing this one finds nothing and announces nothing.
-      if (!(await tx.getRecord(projectKey(record.id)))) throw new TreehouseError('not_found', 'Project not found.');
-      tx.deleteRecord(projectKey(record.id));
-      tx.deleteRecord(handleKey(record.handle));
-      tx.deleteRecord(teamIndexKey(record));
-      tx.putRecord(unownedKey(record.seq), new Date().toISOString());
-      for (const hook of this.deleteHooks) await hook(tx, record);
-      announce('project.deleted', record, {});
-    }, join);
+    try {
+      await this.outbox.change(async (tx, announce) => {
+        // Read again in the transaction: a delete racing this one finds nothing and announces nothing.
+        if (!(await tx.getRecord(projectKey(record.id)))) throw new TreehouseError('not_found', 'Project not found.');
+        this.writeRecord(tx, record.id, null);
+        tx.deleteRecord(handleKey(record.handle));
+        tx.deleteRecord(teamIndexKey(record));
+        tx.putRecord(unownedKey(record.seq), new Date().toISOString());
+        for (const hook of this.deleteHooks) await hook(tx, record);
+        announce('project.deleted', record, {});
+      }, join);
+    } finally {
+      this.forgetRecord(record.id);
+    }
     this.drops.add(record.seq);
   }
 
@@ -357,13 +422,17 @@ export class Projects {
     if (record.framework_chosen) return;
     const framework = detectFramework(rootNames, packageJson);
     if (framework === record.framework) return;
-    await this.outbox.change(async (tx, announce) => {
-      const current = await tx.getRecord<ProjectRecord>(projectKey(record.id));
-      if (!current || current.framework_chosen || current.framework === framework) return;
-      const next = { ...current, framework };
-      this.putProject(tx, next);
-      announce('project.updated', next, { framework });
-    });
+    try {
+      await this.outbox.change(async (tx, announce) => {
+        const current = await tx.getRecord<ProjectRecord>(projectKey(record.id));
+        if (!current || current.framework_chosen || current.framework === framework) return;
+        const next = { ...current, framework };
+        this.putProject(tx, next);
+        announce('project.updated', next, { framework });
+      });
+    } finally {
+      this.forgetRecord(record.id);
+    }
   }
 
   hasCommerceCredentials(record: ProjectRecord): boolean {
@@ -386,12 +455,17 @@ export class Projects {
     apply: (tx: AsyncStoreWriteTx, record: ProjectRecord) => Promise<ProjectRecord>,
   ): Promise<ProjectRecord> {
     await this.get(principal, id);
-    return this.outbox.change(async (tx, announce) => (await this.changeInTx(tx, announce, principal, id, apply)).after, join);
+    try {
+      return await this.outbox.change(async (tx, announce) => (await this.changeInTx(tx, announce, principal, id, apply)).after, join);
+    } finally {
+      this.forgetRecord(id);
+    }
   }
 
   /**
    * Applies a change to a record, in the caller's change (so a linked repository's queue joins it);
    * an unchanged record writes nothing and keeps its version. 404 for a project of another team.
+   * The caller forgets the record once its change is over (forgetRecord).
    */
   async changeInTx(
     tx: AsyncStoreWriteTx,
@@ -412,7 +486,7 @@ export class Projects {
   }
 
   private putProject(tx: AsyncStoreWriteTx, record: ProjectRecord): void {
-    tx.putRecord(projectKey(record.id), record);
+    this.writeRecord(tx, record.id, record);
   }
 }
 

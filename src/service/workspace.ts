@@ -7,6 +7,7 @@
 import { openArchive, type ArchiveFormat } from '../repo/archive.js';
 import { blame } from '../repo/blame.js';
 import { identFieldSanitised } from '../git/commit.js';
+import { oidFromHex } from '../git/oid.js';
 import { commitInTx } from '../repo/commit.js';
 import { compare, type CompareInput } from '../repo/compare.js';
 import { createBranchInTx } from '../repo/createBranch.js';
@@ -32,6 +33,7 @@ import type { CommitAuthors } from '../repo/writeCommit.js';
 import type { Principal } from './accounts.js';
 import { commitCreated, type Announce, type ChangeJoin } from './eventLog.js';
 import type { CommitSource } from './events.js';
+import { detectFramework } from './framework.js';
 import type { ProjectRecord, Projects } from './projects.js';
 
 export function peopleFor(principal: Principal, author?: Person): CommitAuthors {
@@ -48,10 +50,20 @@ async function headMovedEvent(tx: WriteTx, announce: Announce, record: ProjectRe
 export class Workspace {
   constructor(private readonly projects: Projects) {}
 
-  /** After every change of a branch's head (commit, restore, merge, push): main's framework is detected again. */
-  async refreshFrameworkIfMain(record: ProjectRecord, branch: string): Promise<void> {
-    if (branch !== MAIN_BRANCH) return;
-    const snapshot = await headSnapshot(this.projects.repo(record), { branch, read: ['package.json'] });
+  /**
+   * After every change of a branch's head (commit, restore, merge, push): main's framework is
+   * detected again. `head`: the commit the change moved it to, looked at first (no read of the ref,
+   * a round trip on PostgreSQL); only when that would change the record is the branch's head as
+   * stored now looked at, as without it.
+   */
+  async refreshFrameworkIfMain(record: ProjectRecord, branch: string, head?: string): Promise<void> {
+    if (branch !== MAIN_BRANCH || record.framework_chosen) return;
+    const repo = this.projects.repo(record);
+    if (head !== undefined) {
+      const made = await headSnapshot(repo, { branch, read: ['package.json'], commit: oidFromHex(head) });
+      if (detectFramework(made.names, made.contents.get('package.json')?.toString('utf8')) === record.framework) return;
+    }
+    const snapshot = await headSnapshot(repo, { branch, read: ['package.json'] });
     await this.projects.refreshFramework(record, snapshot.names, snapshot.contents.get('package.json')?.toString('utf8'));
   }
 
@@ -134,7 +146,7 @@ export class Workspace {
       (done, tx, announce) => (done.created ? headMovedEvent(tx, announce, record, input.branch, done.oid, 'api') : undefined),
       join,
     );
-    if (result.created) await this.refreshFrameworkIfMain(record, input.branch);
+    if (result.created) await this.refreshFrameworkIfMain(record, input.branch, result.oid);
     return result;
   }
 
@@ -146,7 +158,7 @@ export class Workspace {
       (done, tx, announce) => (done.created ? headMovedEvent(tx, announce, record, input.branch, done.oid, 'restore') : undefined),
       join,
     );
-    if (result.created) await this.refreshFrameworkIfMain(record, input.branch);
+    if (result.created) await this.refreshFrameworkIfMain(record, input.branch, result.oid);
     return result;
   }
 
@@ -160,7 +172,7 @@ export class Workspace {
       (done, tx, announce) => (done.created || done.fastForward ? headMovedEvent(tx, announce, record, input.target, done.oid, 'merge') : undefined),
       join,
     );
-    if (result.created || result.fastForward) await this.refreshFrameworkIfMain(record, input.target);
+    if (result.created || result.fastForward) await this.refreshFrameworkIfMain(record, input.target, result.oid);
     return result;
   }
 
