@@ -199,7 +199,7 @@ export class Projects {
     this.forgotten++;
   }
 
-  /** Puts or deletes a project's record in `tx`, and tells every node once it commits. */
+  /** Puts or deletes a project's record in `tx`, and tells every node once it commits: every write of one goes through here. */
   private writeRecord(tx: AsyncStoreWriteTx, id: string, record: ProjectRecord | null): void {
     if (record) tx.putRecord(projectKey(id), record);
     else tx.deleteRecord(projectKey(id));
@@ -294,7 +294,7 @@ export class Projects {
       const main = await tx.project(seq).getRef(`refs/heads/${MAIN_BRANCH}`);
       if (main) announce('commit.created', record, await commitCreated(tx.project(seq), MAIN_BRANCH, main.toString('hex'), 'seed'));
       if (input.alsoInTx) await input.alsoInTx(tx, record, announce);
-      tx.putRecord(projectKey(record.id), record);
+      this.writeRecord(tx, record.id, record);
       tx.putRecord(handleKey(handle), record.id);
       tx.putRecord(teamIndexKey(record), record.id);
       return record;
@@ -427,7 +427,7 @@ export class Projects {
         const current = await tx.getRecord<ProjectRecord>(projectKey(record.id));
         if (!current || current.framework_chosen || current.framework === framework) return;
         const next = { ...current, framework };
-        this.putProject(tx, next);
+        this.writeRecord(tx, next.id, next);
         announce('project.updated', next, { framework });
       });
     } finally {
@@ -479,14 +479,10 @@ export class Projects {
     const next = await apply(tx, record);
     if (next === record) return { before: record, after: record };
     next.updated_at = new Date().toISOString();
-    this.putProject(tx, next);
+    this.writeRecord(tx, next.id, next);
     await tx.project(record.seq).bumpVersion();
     announceChange(record, next, announce);
     return { before: record, after: next };
-  }
-
-  private putProject(tx: AsyncStoreWriteTx, record: ProjectRecord): void {
-    this.writeRecord(tx, record.id, record);
   }
 }
 
