@@ -792,7 +792,8 @@ class WriteProject extends ReadOnlyProject implements ProjectWrites, PackFormWri
     const hex = oidToHex(oid);
     const [form] = await this.getDeflated([oid]);
     const [object] = await this.getObjects([oid]);
-    if (form || !object || !this.deltaFits(oid, delta)) return false;
+    // Another put of the same id, made together with this one, came first: the first one counts.
+    if (form || !object || this.overlay.forms.has(hex) || !this.deltaFits(oid, delta)) return false;
     const kept = { base: copy(delta.base), bytes: delta.bytes, depth: delta.depth };
     const stream = copy(deflated);
     this.overlay.forms.set(hex, { type: object.type, inflatedBytes: object.body.length, delta: kept, deflated: stream });

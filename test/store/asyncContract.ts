@@ -625,6 +625,37 @@ export function asyncStoreContract(backendName: string, openStore: () => AsyncSt
           expect(none).toBeUndefined();
         });
 
+        it('settles delta puts made together as if made one after another, each seeing the forms kept before it', async () => {
+          const project = freshProject();
+          const bodies = ['version 1\n', 'version 2\n', 'version 3\n', 'version 4\n'].map((text) => Buffer.from(text));
+          const [v1, v2, v3, v4] = await store.write(async (tx) => bodies.map((body) => tx.project(project).putObject('blob', body)));
+          const stream = (text: string) => Buffer.from(`zlib:${text}`);
+          const kept = await store.write(async (tx) => {
+            const p = formWrites(tx.project(project));
+            p.putDeflated(v1, stream('v1 whole'));
+            return Promise.all([
+              p.putDeflatedDelta(v2, { base: v1, bytes: 7, depth: 1 }, stream('v2 on v1')),
+              // On v2, kept just before it: depth 2.
+              p.putDeflatedDelta(v3, { base: v2, bytes: 9, depth: 2 }, stream('v3 on v2')),
+              // v2 again: the first put counts.
+              p.putDeflatedDelta(v2, { base: v3, bytes: 5, depth: 3 }, stream('v2 on v3')),
+              // The wrong depth on v3, then the right one.
+              p.putDeflatedDelta(v4, { base: v3, bytes: 4, depth: 2 }, stream('v4 on v3')),
+              p.putDeflatedDelta(v4, { base: v3, bytes: 4, depth: 3 }, stream('v4 on v3')),
+              // A base with no form.
+              p.putDeflatedDelta(v1, { base: hashObject('blob', Buffer.from('absent')), bytes: 1, depth: 1 }, stream('v1 on absent')),
+            ]);
+          });
+          expect(kept).toEqual([true, true, false, false, true, false]);
+          const forms = await store.read(async (tx) => formReads(tx.project(project)).getDeflated([v1, v2, v3, v4]));
+          expect(forms.map((form) => [form!.deflated, form!.delta?.depth ?? 0])).toEqual([
+            [stream('v1 whole'), 0],
+            [stream('v2 on v1'), 1],
+            [stream('v3 on v2'), 2],
+            [stream('v4 on v3'), 3],
+          ]);
+        });
+
         it('answers getDeflated in the order asked, with duplicates, undefined where there is no form, and copies', async () => {
           const project = freshProject();
           const [x, y] = await store.write(async (tx) => {
