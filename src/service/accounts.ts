@@ -122,16 +122,15 @@ export class Accounts {
   }
 
   async revokeKey(keyId: string): Promise<ApiKeyRecord> {
-    const revoked = await this.store.write(async (tx) => {
+    return this.store.write(async (tx) => {
       const record = await tx.getRecord<ApiKeyRecord>(apiKeyKey(keyId));
       if (!record) throw new TreehouseError('not_found', `Key ${keyId} not found.`);
       const revoked = { ...record, revoked_at: record.revoked_at ?? new Date().toISOString() };
       tx.putRecord(apiKeyKey(keyId), revoked);
+      // Every node forgets the keys it knew, this one as the write commits (StoreSignals).
       tx.signal?.(KEYS_CHANNEL, keyId);
       return revoked;
     });
-    this.forget();
-    return revoked;
   }
 
   /** The principal of a live key, or null for anything else (malformed, unknown, revoked). */

@@ -110,8 +110,8 @@ export class Projects {
    * On a store several nodes share (signals), the records this node read lately, so a request
    * costs no read of its project's record (a round trip on PostgreSQL, on every request). Every
    * write of a record signals every node in its transaction, and each forgets that record; the
-   * writer's own node forgets it once the write is over (forgetRecord), so its next request reads
-   * the record as written. Nothing is served from here unless this node hears that channel now
+   * writer's own node hears it as the write commits, before the write resolves (StoreSignals), so
+   * its next request reads the record as written. Nothing is served from here unless this node hears that channel now
    * (after a lost connection: once it is back and has forgotten them all). Another node serves
    * the record it had until the signal reaches it (milliseconds), as a read just before the change
    * would have; one process alone (LMDB, whose reads cost no round trip) keeps nothing.
@@ -190,11 +190,8 @@ export class Projects {
     return signals.hears(PROJECTS_CHANNEL);
   }
 
-  /**
-   * Forgets this node's copy of a project's record. Whoever writes a record calls it once the
-   * write is over, committed or not (the signal tells the other nodes): see `records`.
-   */
-  forgetRecord(id: string): void {
+  /** Forgets this node's copy of a project's record (a signal said it changed): see `records`. */
+  private forgetRecord(id: string): void {
     this.records.delete(id);
     this.forgotten++;
   }
@@ -338,20 +335,16 @@ export class Projects {
    */
   async delete(principal: Principal, id: string, join?: ChangeJoin): Promise<void> {
     const record = await this.get(principal, id);
-    try {
-      await this.outbox.change(async (tx, announce) => {
-        // Read again in the transaction: a delete racing this one finds nothing and announces nothing.
-        if (!(await tx.getRecord(projectKey(record.id)))) throw new TreehouseError('not_found', 'Project not found.');
-        this.writeRecord(tx, record.id, null);
-        tx.deleteRecord(handleKey(record.handle));
-        tx.deleteRecord(teamIndexKey(record));
-        tx.putRecord(unownedKey(record.seq), new Date().toISOString());
-        for (const hook of this.deleteHooks) await hook(tx, record);
-        announce('project.deleted', record, {});
-      }, join);
-    } finally {
-      this.forgetRecord(record.id);
-    }
+    await this.outbox.change(async (tx, announce) => {
+      // Read again in the transaction: a delete racing this one finds nothing and announces nothing.
+      if (!(await tx.getRecord(projectKey(record.id)))) throw new TreehouseError('not_found', 'Project not found.');
+      this.writeRecord(tx, record.id, null);
+      tx.deleteRecord(handleKey(record.handle));
+      tx.deleteRecord(teamIndexKey(record));
+      tx.putRecord(unownedKey(record.seq), new Date().toISOString());
+      for (const hook of this.deleteHooks) await hook(tx, record);
+      announce('project.deleted', record, {});
+    }, join);
     this.drops.add(record.seq);
   }
 
@@ -422,17 +415,13 @@ export class Projects {
     if (record.framework_chosen) return;
     const framework = detectFramework(rootNames, packageJson);
     if (framework === record.framework) return;
-    try {
-      await this.outbox.change(async (tx, announce) => {
-        const current = await tx.getRecord<ProjectRecord>(projectKey(record.id));
-        if (!current || current.framework_chosen || current.framework === framework) return;
-        const next = { ...current, framework };
-        this.writeRecord(tx, next.id, next);
-        announce('project.updated', next, { framework });
-      });
-    } finally {
-      this.forgetRecord(record.id);
-    }
+    await this.outbox.change(async (tx, announce) => {
+      const current = await tx.getRecord<ProjectRecord>(projectKey(record.id));
+      if (!current || current.framework_chosen || current.framework === framework) return;
+      const next = { ...current, framework };
+      this.writeRecord(tx, next.id, next);
+      announce('project.updated', next, { framework });
+    });
   }
 
   hasCommerceCredentials(record: ProjectRecord): boolean {
@@ -455,17 +444,12 @@ export class Projects {
     apply: (tx: AsyncStoreWriteTx, record: ProjectRecord) => Promise<ProjectRecord>,
   ): Promise<ProjectRecord> {
     await this.get(principal, id);
-    try {
-      return await this.outbox.change(async (tx, announce) => (await this.changeInTx(tx, announce, principal, id, apply)).after, join);
-    } finally {
-      this.forgetRecord(id);
-    }
+    return this.outbox.change(async (tx, announce) => (await this.changeInTx(tx, announce, principal, id, apply)).after, join);
   }
 
   /**
    * Applies a change to a record, in the caller's change (so a linked repository's queue joins it);
    * an unchanged record writes nothing and keeps its version. 404 for a project of another team.
-   * The caller forgets the record once its change is over (forgetRecord).
    */
   async changeInTx(
     tx: AsyncStoreWriteTx,

@@ -205,16 +205,11 @@ export class RemoteSync {
   async link(principal: Principal, id: string, input: LinkInput, join?: ChangeJoin): Promise<RemoteView> {
     await this.projects.get(principal, id);
     const remote = await this.prepareLink(input, 'url');
-    let view: RemoteView;
-    try {
-      view = await this.projects.outbox.change(async (tx, announce) => {
-        const { after } = await this.projects.changeInTx(tx, announce, principal, id, async (_tx, record) => ({ ...record, git_remote: remote }));
-        await this.enqueueAllAnnounced(tx, after, announce);
-        return (await this.view(after, tx))!;
-      }, join);
-    } finally {
-      this.projects.forgetRecord(id);
-    }
+    const view = await this.projects.outbox.change(async (tx, announce) => {
+      const { after } = await this.projects.changeInTx(tx, announce, principal, id, async (_tx, record) => ({ ...record, git_remote: remote }));
+      await this.enqueueAllAnnounced(tx, after, announce);
+      return (await this.view(after, tx))!;
+    }, join);
     this.wake();
     return view;
   }
@@ -222,20 +217,16 @@ export class RemoteSync {
   /** Unlinks the repository and drops its queued pushes, in one change; answers the link as it was. */
   async unlink(principal: Principal, id: string, join?: ChangeJoin): Promise<RemoteView> {
     await this.get(principal, id);
-    try {
-      return await this.projects.outbox.change(async (tx, announce) => {
-        let before: RemoteView | null = null;
-        await this.projects.changeInTx(tx, announce, principal, id, async (_tx, record) => {
-          before = await this.view(record, tx);
-          if (!before) throw notLinked();
-          return { ...record, git_remote: null };
-        });
-        await forgetProject(tx, id);
-        return before!;
-      }, join);
-    } finally {
-      this.projects.forgetRecord(id);
-    }
+    return this.projects.outbox.change(async (tx, announce) => {
+      let before: RemoteView | null = null;
+      await this.projects.changeInTx(tx, announce, principal, id, async (_tx, record) => {
+        before = await this.view(record, tx);
+        if (!before) throw notLinked();
+        return { ...record, git_remote: null };
+      });
+      await forgetProject(tx, id);
+      return before!;
+    }, join);
   }
 
   /** Queues a push of every branch now (POST …/git/remote/sync). */

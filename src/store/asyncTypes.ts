@@ -262,7 +262,10 @@ export interface AsyncStoreWriteTx extends RecordReads {
 export interface StoreSignals {
   /**
    * Calls `listener` with each message a committed write sent on `channel` (`signal`), from any node,
-   * this one included; and with null each time listening starts (the first time, and when the
+   * this one included: once each, this node's own when its write commits, before `write` resolves
+   * (and when a write's commit was under way as its connection was lost, since it may have
+   * committed), so what a node keeps on the word of signals is never stale to its own next request.
+   * And with null each time listening starts (the first time, and when the
    * connection it listens on was lost and is back): messages before it may have been missed, so the
    * caller looks again at what it follows. Returns a
    * function that stops listening. A channel is lowercase letters, digits and "_"; a message at most

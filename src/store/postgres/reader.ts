@@ -48,6 +48,11 @@ export interface StoreContext {
    * it with that read and check its answer.
    */
   readonly collecting: Set<number>;
+  /**
+   * This node's mark on the signals its writes send (signals.ts): its own listeners hear them when
+   * the write commits, so the database's echo of them is not delivered here a second time.
+   */
+  readonly node: string;
 }
 
 /**

@@ -10,6 +10,11 @@
  * listening starts (the first time too) every listener is told "messages may have been missed"
  * (null), so they look again at what they follow: a server restart costs the listeners one look,
  * not their signals from then on. `hears` says whether a channel is listened to now.
+ *
+ * A node hears its own writes' signals when each write commits, before the write resolves
+ * (deliverOwn), not when the database echoes them: a cache a node keeps on the word of signals
+ * is then never stale to that node's own next request. Every message goes out marked with the
+ * sending node (markedSignal), and the echo of this node's is dropped.
  */
 import postgres from 'postgres';
 
@@ -18,6 +23,11 @@ const RETRY_MS = 500;
 /** What pg_notify takes (8,000 bytes, less than that by the channel's name): kept well under. */
 export const SIGNAL_MESSAGE_BYTES_MAX = 7_000;
 export const SIGNAL_CHANNEL_PATTERN = /^[a-z][a-z0-9_]{0,62}$/;
+
+/** A message as pg_notify sends it: the sending node's mark (no space in it), a space, the message. */
+export function markedSignal(node: string, message: string): string {
+  return `${node} ${message}`;
+}
 
 export class SignalListener {
   private readonly sql: postgres.Sql;
@@ -31,7 +41,12 @@ export class SignalListener {
   private subscribing: Promise<void> | null = null;
   private closed = false;
 
-  constructor(url: string, options: postgres.Options<{}>) {
+  /** `node`: this node's mark (markedSignal); its echoed signals are not delivered again. */
+  constructor(
+    url: string,
+    options: postgres.Options<{}>,
+    private readonly node: string,
+  ) {
     this.sql = postgres(url, {
       ...options,
       max: 1,
@@ -75,7 +90,16 @@ export class SignalListener {
     await this.sql.end({ timeout: 1 });
   }
 
-  private deliver(channel: string, message: string): void {
+  /** A signal of this node's own write, at its commit. */
+  deliverOwn(channel: string, message: string): void {
+    for (const listener of this.listeners.get(channel) ?? []) listener(message);
+  }
+
+  private deliver(channel: string, marked: string): void {
+    const space = marked.indexOf(' ');
+    // This node's own: its listeners heard it at the commit. (Every store marks its signals; one without a mark is delivered as it came.)
+    if (space >= 0 && marked.slice(0, space) === this.node) return;
+    const message = space >= 0 ? marked.slice(space + 1) : marked;
     for (const listener of this.listeners.get(channel) ?? []) listener(message);
   }
 

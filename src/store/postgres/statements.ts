@@ -12,6 +12,7 @@ import type { Writable } from 'node:stream';
 import type postgres from 'postgres';
 import type { ObjectType, Oid } from '../../git/oid.js';
 import type { AnnexedObject, CollectionState, CommitInfo, DeflatedObject, DeltaForm, FormChange, WorkingTreeState } from '../types.js';
+import { markedSignal } from './signals.js';
 import { byteaArray, decodeLocks, decodeParents, encodeLocks, encodeParents, nameBytes, nameFromBytes, numberArray, prefixEnd, recordPrefixEnd, textArray, typeFromCode } from './codec.js';
 
 export type Db = postgres.ISql;
@@ -915,7 +916,8 @@ export async function takeRateToken(db: Db, key: string, ratePerSecond: number, 
 // ---------------------------------------------------------------------------------------------
 // Signals between nodes.
 
-export async function sendSignals(db: Db, signals: ReadonlyArray<{ channel: string; message: string }>): Promise<void> {
+/** Each message goes out as `<node> <message>` (signals.ts markedSignal). */
+export async function sendSignals(db: Db, node: string, signals: ReadonlyArray<{ channel: string; message: string }>): Promise<void> {
   if (signals.length === 0) return;
-  await db`SELECT pg_notify(channel, message) FROM unnest(${textArray(signals.map((signal) => signal.channel))}::text[], ${textArray(signals.map((signal) => signal.message))}::text[]) AS s(channel, message)`.execute();
+  await db`SELECT pg_notify(channel, message) FROM unnest(${textArray(signals.map((signal) => signal.channel))}::text[], ${textArray(signals.map((signal) => markedSignal(node, signal.message)))}::text[]) AS s(channel, message)`.execute();
 }

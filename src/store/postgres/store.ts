@@ -14,6 +14,7 @@
  * keeps its entries, and a clone copies them. Garbage collection is offered too (collection true;
  * README "Garbage collection").
  */
+import { randomBytes } from 'node:crypto';
 import postgres from 'postgres';
 import type { AsyncStore, AsyncStoreReadTx, AsyncStoreWriteTx, ObjectCursor, SharedRateLimits, StoreSignals, UndeflatedPage } from '../asyncTypes.js';
 import { StoreUnavailableError, type NewObject } from '../types.js';
@@ -113,13 +114,14 @@ export class PostgresStore implements AsyncStore {
       objects: new ObjectCache(options.objectCacheBytes ?? OBJECT_CACHE_BYTES_DEFAULT, OBJECT_CACHE_ENTRY_BYTES_MAX),
       commits: new CommitCache(options.commitCacheBytes ?? COMMIT_CACHE_BYTES_DEFAULT),
       collecting: new Set(),
+      node: randomBytes(8).toString('hex'),
     };
     const counterOptions = connectionOptions(options, 2);
     this.counters = postgres(options.url, { ...counterOptions, connection: { ...counterOptions.connection, synchronous_commit: 'off' } });
     this.signals = {
       listen: (channel, listener) => {
         this.assertOpen();
-        this.listener ??= new SignalListener(options.url, connectionOptions(options, 1));
+        this.listener ??= new SignalListener(options.url, connectionOptions(options, 1), this.context.node);
         return this.listener.listen(channel, listener);
       },
       hears: (channel) => this.listener?.hears(channel) ?? false,
@@ -196,6 +198,8 @@ export class PostgresStore implements AsyncStore {
       } catch (error) {
         const rolledBack = await tx.rollback();
         const failure = storeError(error);
+        // It may have committed: whoever keeps a cache on the word of its signals forgets all the same.
+        if (failure instanceof StoreUnavailableError && failure.commitUnknown) this.hearOwn(tx.signalsPut);
         // A connection error on a connection that is still alive is postgres.js's stale error of one
         // that closed before (errors.ts isStale): the write was rolled back whole, and runs again.
         const stale = failure instanceof StoreUnavailableError && !failure.commitUnknown && rolledBack && isStale(error);
@@ -207,7 +211,13 @@ export class PostgresStore implements AsyncStore {
     }
   }
 
+  /** This node's own signals, heard at the commit (signals.ts). */
+  private hearOwn(signals: CommittedWrites['signals']): void {
+    for (const { channel, message } of signals) this.listener?.deliverOwn(channel, message);
+  }
+
   private afterCommit(written: CommittedWrites): void {
+    this.hearOwn(written.signals);
     for (const { project, oids } of written.removed) {
       this.context.objects.forget(project, oids);
       this.context.commits.forget(project, oids);

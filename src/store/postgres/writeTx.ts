@@ -110,6 +110,8 @@ export interface CommittedWrites {
   commits: Array<{ project: number; oid: Oid; info: CommitInfo }>;
   /** Ids a collection removed, which the caches forget. */
   removed: Array<{ project: number; oids: Oid[] }>;
+  /** The signals the write sent, which this node's own listeners hear now (signals.ts). */
+  signals: ReadonlyArray<{ channel: string; message: string }>;
 }
 
 /** Object insert statements (OBJECT_BATCH_BYTES_MAX each) a write sends before the first of them is answered. */
@@ -313,6 +315,11 @@ export class WriteTx implements AsyncStoreWriteTx {
     this.records.set(checkedKey(key), null);
   }
 
+  /** The signals put so far (a write whose commit's outcome is unknown tells this node's listeners of them all the same). */
+  get signalsPut(): ReadonlyArray<{ channel: string; message: string }> {
+    return this.signals;
+  }
+
   signal(channel: string, message: string): void {
     if (!SIGNAL_CHANNEL_PATTERN.test(channel)) throw new RangeError(`signal channel ${JSON.stringify(channel)} is not lowercase letters, digits and "_"`);
     if (Buffer.byteLength(message) > SIGNAL_MESSAGE_BYTES_MAX || message.includes('\0')) throw new RangeError(`a signal's message is at most ${SIGNAL_MESSAGE_BYTES_MAX} bytes, without NUL`);
@@ -336,7 +343,7 @@ export class WriteTx implements AsyncStoreWriteTx {
     // Generations need the parents' entries: read on the read pool, before the transaction sends its writes.
     for (const project of projects) await project.resolveGenerations();
     const writing = projects.filter((project) => project.hasWork());
-    const committed: CommittedWrites = { stored: new Map(), objects: [], commits: [], removed: [] };
+    const committed: CommittedWrites = { stored: new Map(), objects: [], commits: [], removed: [], signals: this.signals };
     if (writing.length > 0 || this.records.size > 0 || this.signals.length > 0) {
       await this.transaction.run(async (tx) => {
         const sent: Array<Promise<unknown>> = [];
@@ -352,7 +359,7 @@ export class WriteTx implements AsyncStoreWriteTx {
         try {
           this.sendRecords(tx, send);
           // Delivered at the commit whatever their place: sent first, they wait for nothing.
-          send(sendSignals(tx, this.signals));
+          send(sendSignals(tx, this.context.node, this.signals));
           for (const project of writing) {
             const stored = await project.send(tx, send, committed);
             if (stored.length > 0) committed.stored.set(project.project, stored);
