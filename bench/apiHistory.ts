@@ -26,7 +26,7 @@
  *
  *   npx tsx bench/apiHistory.ts [--commits=N] [--files=N] [--gc-every=N] [--work=DIR] [--result=FILE] [--keep]
  *
- * --gc-every=N runs the server's collection schedule during the replay (TREEHOUSE_GC_NEW_OBJECTS=N,
+ * --gc-every=N runs the server's collection schedule during the replay (TREEHOUSE_GC_NEW_OBJECTS=N new versions,
  * a grace period of one second), as a server that runs for days collects, so the data file's size
  * shows what the store keeps between collections. The replay's API time is reported too (the
  * writes' latency, which the background search must not raise), and how long the deflate cache

@@ -3,10 +3,13 @@
  * `treehouse gc` and the server's schedule both collect a project through `collect`, which keeps
  * the project's queued syncs' commits besides its refs and working trees.
  *
- * The schedule, off the request path: a project is collected once TREEHOUSE_GC_NEW_OBJECTS objects
- * were stored in it since its last collection began (counted as writes commit, in this process),
- * and every TREEHOUSE_GC_INTERVAL_SECONDS each project whose version moved since its last collection
- * is. A scheduled collection begins at once and runs when its grace period is over; at most
+ * The schedule, off the request path: a project is collected once TREEHOUSE_GC_NEW_OBJECTS new
+ * versions were stored in it since its last collection began (objects that replaced another at the
+ * same path, `similarTo`: each leaves the version before it garbage or cold, which is what a
+ * collection removes or keeps compactly; counted as writes commit, in this process), and every
+ * TREEHOUSE_GC_INTERVAL_SECONDS each project whose version moved since its last collection is. An
+ * import adds files at new paths and replaces no version: it begins no collection, which would find
+ * nothing to do and have every write journal meanwhile. A scheduled collection begins at once and runs when its grace period is over; at most
  * BEGUN_MAX are begun at a time (the others wait their turn, nothing is held for them), and they
  * run one after another, in slices, so one process never walks two projects at once.
  */
@@ -58,8 +61,8 @@ export class GarbageCollector {
   private abort = new AbortController();
   private worker: Promise<void> | null = null;
   private wakeWorker: (() => void) | null = null;
-  /** Objects stored per project number since its last collection began. */
-  private readonly storedSince = new Map<number, number>();
+  /** New versions (objects stored with a `similarTo`) per project number since its last collection began. */
+  private readonly versionsSince = new Map<number, number>();
   /** Projects to collect, by id, not begun yet. */
   private readonly queued = new Map<string, ProjectRecord>();
   private readonly begun: Begun[] = [];
@@ -75,12 +78,15 @@ export class GarbageCollector {
     private readonly formOf?: FormOf,
   ) {
     store.onObjectsStored((project, stored) => {
-      if (this.running) this.storedSince.set(project, (this.storedSince.get(project) ?? 0) + stored.length);
+      if (!this.running) return;
+      let versions = 0;
+      for (const object of stored) if (object.similarTo) versions++;
+      if (versions > 0) this.versionsSince.set(project, (this.versionsSince.get(project) ?? 0) + versions);
     });
     projects.events.on((event) => {
       const threshold = this.config.gc.newObjects;
       if (!this.running || threshold === 0 || event.type === 'project.deleted') return;
-      if ((this.storedSince.get(event.project.seq) ?? 0) >= threshold) this.schedule(event.project);
+      if ((this.versionsSince.get(event.project.seq) ?? 0) >= threshold) this.schedule(event.project);
     });
     projects.onDelete(async (tx, record) => tx.deleteRecord(lastKey(record.seq)));
   }
@@ -179,7 +185,7 @@ export class GarbageCollector {
   schedule(record: ProjectRecord): void {
     if (!this.running || this.queued.has(record.id) || this.begun.some((begun) => begun.record.id === record.id)) return;
     this.queued.set(record.id, record);
-    this.storedSince.delete(record.seq);
+    this.versionsSince.delete(record.seq);
     this.kick();
   }
 

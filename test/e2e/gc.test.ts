@@ -203,11 +203,20 @@ describe('garbage collection on a server', () => {
     await expectFormsSound(repo);
   }, 120_000);
 
-  it('collects on its schedule once a project has stored enough new objects', async () => {
+  it('collects on its schedule once a project has stored enough new versions, and not after an import of new files', async () => {
     const scheduled = await startTestServer({ env: { TREEHOUSE_GC_NEW_OBJECTS: '60', TREEHOUSE_GC_GRACE_SECONDS: '0', TREEHOUSE_GC_INTERVAL_SECONDS: '0' } });
     try {
       const created = await scheduled.call('POST', '/api/v1/projects', { title: 'Scheduled' });
       const id = created.body.project.id as string;
+      // An import in three batches: 300 files at new paths, some 400 objects, and only the root and
+      // the directories shared between batches replaced (some 24 versions): nothing to collect.
+      for (let batch = 0; batch < 3; batch++) {
+        const files = Array.from({ length: 100 }, (_, i) => ({ path: `src/dir${i % 10}/file${batch * 100 + i}.ts`, content: `export const n = ${batch * 100 + i};\n` }));
+        expect((await scheduled.call('POST', `/api/v1/projects/${id}/files/batch`, { files })).status).toBe(200);
+      }
+      expect((await scheduled.call('POST', `/api/v1/projects/${id}/git/commit`, { message: 'Import' })).status).toBe(201);
+      await scheduled.th.gc.idle();
+      expect(scheduled.th.gc.runs).toEqual([]);
       const first = hashObject('blob', Buffer.from('version 0\n'));
       for (let i = 0; i < 40; i++) {
         expect((await scheduled.call('POST', `/api/v1/projects/${id}/files/batch`, { files: [{ path: 'notes/a.txt', content: `version ${i}\n` }] })).status).toBe(200);
