@@ -1,7 +1,7 @@
 /**
  * kill -9 in the middle of everything a busy project does at once: API writes and commits on main,
  * `git push`es to a branch, merges of that branch into main, and collections (a second of grace,
- * every hundred new versions). The server process (as `npm start` runs it) is killed at a different
+ * every 20 new versions: a writer's commit makes 3-4). The server process (as `npm start` runs it) is killed at a different
  * moment each round and started again on the same data directory: every commit answered 201 is on
  * main, the pushed branch is at the last push git reported done (or at the one in flight when the
  * process died), and a clone passes `fsck --strict` and `index-pack --strict`.
@@ -25,7 +25,7 @@ afterAll(async () => {
 
 describe('kill -9 under a mixed load', () => {
   it('loses no acknowledged commit, push or merge, and serves fsck-clean clones after each restart', async () => {
-    const env = { TREEHOUSE_DATA_DIR: join(work.path, 'data'), TREEHOUSE_RATE_PER_SECOND: '0', TREEHOUSE_GC_GRACE_SECONDS: '1', TREEHOUSE_GC_NEW_OBJECTS: '100' };
+    const env = { TREEHOUSE_DATA_DIR: join(work.path, 'data'), TREEHOUSE_RATE_PER_SECOND: '0', TREEHOUSE_GC_GRACE_SECONDS: '1', TREEHOUSE_GC_NEW_OBJECTS: '20' };
     let server = await start(env);
     const key = (await server.waitFor(/API key for team default: (th_\S+)/))[1];
     const call = async (method: string, path: string, body?: unknown) => {

@@ -3,7 +3,7 @@
  * committing on main, `git push`es to a branch (packs large enough for the pack checker's worker
  * thread, which asks this thread about the store while it checks), merges of that branch into
  * main, branches created and deleted, bare clones and fetches into a kept clone, log reads, and
- * garbage collections running under it all (a second of grace, every hundred new versions).
+ * garbage collections running under it all (a second of grace, every 20 new versions: a writer's commit makes 3-4).
  *
  * Nothing may fail that the contract does not allow to, and nothing acknowledged may be lost: no
  * 5xx, no git command refused, every commit answered 201 (API commits and merges) reachable from
@@ -25,7 +25,7 @@ const PUSHED_FILES = 30;
 let server: TestServer;
 const work = scratchDir('treehouse-mixed-');
 beforeAll(async () => {
-  server = await startTestServer({ env: { TREEHOUSE_RATE_PER_SECOND: '0', TREEHOUSE_GC_GRACE_SECONDS: '1', TREEHOUSE_GC_NEW_OBJECTS: '100', TREEHOUSE_GC_INTERVAL_SECONDS: '0' } });
+  server = await startTestServer({ env: { TREEHOUSE_RATE_PER_SECOND: '0', TREEHOUSE_GC_GRACE_SECONDS: '1', TREEHOUSE_GC_NEW_OBJECTS: '20', TREEHOUSE_GC_INTERVAL_SECONDS: '0' } });
 });
 afterAll(async () => {
   await server.close();
