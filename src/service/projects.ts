@@ -111,8 +111,8 @@ export class Projects {
    * costs no read of its project's record (a round trip on PostgreSQL, on every request). Every
    * write of a record signals every node in its transaction, and each forgets that record; the
    * writer's own node hears it as the write commits, before the write resolves (StoreSignals), so
-   * its next request reads the record as written. Nothing is served from here unless this node hears that channel now
-   * (after a lost connection: once it is back and has forgotten them all). Another node serves
+   * its next request reads the record as written. Nothing is served from here unless this node
+   * hears that channel now (after a lost connection: once it is back and has forgotten them all). Another node serves
    * the record it had until the signal reaches it (milliseconds), as a read just before the change
    * would have; one process alone (LMDB, whose reads cost no round trip) keeps nothing.
    */

@@ -87,6 +87,9 @@ function formReads(p: ProjectReads & Partial<PackFormReads>): ProjectReads & Pac
   return p as ProjectReads & PackFormReads;
 }
 
+/** A stand-in for a pack-ready form's zlib stream: the store keeps it as given. */
+const stream = (text: string) => Buffer.from(`zlib:${text}`);
+
 function formWrites(p: ProjectWrites & Partial<PackFormWrites>): ProjectWrites & PackFormWrites {
   for (const method of ['getDeflated', 'putDeflated', 'putDeflatedDelta', 'putObjectAsForm', 'putObjectsAsForms'] as const) {
     if (typeof p[method] !== 'function') throw new Error(`the store said it offers pack-ready forms, but a write transaction has no ${method}`);
@@ -123,6 +126,8 @@ export function asyncStoreContract(backendName: string, openStore: () => AsyncSt
     afterAll(async () => {
       await store.close();
     });
+    /** Blobs of `bodies`, put in one write; their ids. */
+    const putBlobs = (project: number, bodies: Buffer[]) => store.write(async (tx) => bodies.map((body) => tx.project(project).putObject('blob', body)));
 
     describe('capabilities', () => {
       it('offers pack-ready forms exactly when the suite was told it does, in read and write transactions alike, and their backlog', async () => {
@@ -595,8 +600,7 @@ export function asyncStoreContract(backendName: string, openStore: () => AsyncSt
         it('keeps pack-ready forms as deltas only against bases that have one, at the next depth, never replacing a form', async () => {
           const project = freshProject();
           const bodies = ['version 1\n', 'version 2\n', 'version 3\n', 'unrelated\n'].map((text) => Buffer.from(text));
-          const [v1, v2, v3, loose] = await store.write(async (tx) => bodies.map((body) => tx.project(project).putObject('blob', body)));
-          const stream = (text: string) => Buffer.from(`zlib:${text}`);
+          const [v1, v2, v3, loose] = await putBlobs(project, bodies);
           const kept = await store.write(async (tx) => {
             const p = formWrites(tx.project(project));
             const out: boolean[] = [];
@@ -627,9 +631,7 @@ export function asyncStoreContract(backendName: string, openStore: () => AsyncSt
 
         it('settles delta puts made together as if made one after another, each seeing the forms kept before it', async () => {
           const project = freshProject();
-          const bodies = ['version 1\n', 'version 2\n', 'version 3\n', 'version 4\n'].map((text) => Buffer.from(text));
-          const [v1, v2, v3, v4] = await store.write(async (tx) => bodies.map((body) => tx.project(project).putObject('blob', body)));
-          const stream = (text: string) => Buffer.from(`zlib:${text}`);
+          const [v1, v2, v3, v4] = await putBlobs(project, ['version 1\n', 'version 2\n', 'version 3\n', 'version 4\n'].map((text) => Buffer.from(text)));
           const kept = await store.write(async (tx) => {
             const p = formWrites(tx.project(project));
             p.putDeflated(v1, stream('v1 whole'));

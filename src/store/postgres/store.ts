@@ -206,18 +206,18 @@ export class PostgresStore implements AsyncStore {
         if ((error instanceof WriteConflict || error instanceof CopyFailedError || isRetryable(error) || stale) && attempt < WRITE_ATTEMPTS_MAX) continue;
         throw failure;
       }
+      this.hearOwn(tx.signalsPut);
       this.afterCommit(written);
       return result;
     }
   }
 
   /** This node's own signals, heard at the commit (signals.ts). */
-  private hearOwn(signals: CommittedWrites['signals']): void {
+  private hearOwn(signals: WriteTx['signalsPut']): void {
     for (const { channel, message } of signals) this.listener?.deliverOwn(channel, message);
   }
 
   private afterCommit(written: CommittedWrites): void {
-    this.hearOwn(written.signals);
     for (const { project, oids } of written.removed) {
       this.context.objects.forget(project, oids);
       this.context.commits.forget(project, oids);

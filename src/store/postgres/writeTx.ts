@@ -110,8 +110,6 @@ export interface CommittedWrites {
   commits: Array<{ project: number; oid: Oid; info: CommitInfo }>;
   /** Ids a collection removed, which the caches forget. */
   removed: Array<{ project: number; oids: Oid[] }>;
-  /** The signals the write sent, which this node's own listeners hear now (signals.ts). */
-  signals: ReadonlyArray<{ channel: string; message: string }>;
 }
 
 /** Object insert statements (OBJECT_BATCH_BYTES_MAX each) a write sends before the first of them is answered. */
@@ -315,7 +313,7 @@ export class WriteTx implements AsyncStoreWriteTx {
     this.records.set(checkedKey(key), null);
   }
 
-  /** The signals put so far (a write whose commit's outcome is unknown tells this node's listeners of them all the same). */
+  /** The signals put so far: this node's own listeners hear them at the commit (store.ts). */
   get signalsPut(): ReadonlyArray<{ channel: string; message: string }> {
     return this.signals;
   }
@@ -343,7 +341,7 @@ export class WriteTx implements AsyncStoreWriteTx {
     // Generations need the parents' entries: read on the read pool, before the transaction sends its writes.
     for (const project of projects) await project.resolveGenerations();
     const writing = projects.filter((project) => project.hasWork());
-    const committed: CommittedWrites = { stored: new Map(), objects: [], commits: [], removed: [], signals: this.signals };
+    const committed: CommittedWrites = { stored: new Map(), objects: [], commits: [], removed: [] };
     if (writing.length > 0 || this.records.size > 0 || this.signals.length > 0) {
       await this.transaction.run(async (tx) => {
         const sent: Array<Promise<unknown>> = [];
@@ -451,6 +449,8 @@ export class WriteProject extends ProjectReader implements ProjectWrites, PackFo
   /** Delta forms a collection rewrites whole (replaceFormWhole), and forms it replaces together (replaceForms). */
   private readonly formsMadeWhole = new Map<string, { oid: Oid; base: Oid; deflated: Buffer }>();
   private readonly formChanges: FormChange[][] = [];
+  /** Delta form puts of this turn of the event loop, waiting for their one read (putDeflatedDelta). */
+  private deltaPuts: DeltaPut[] | null = null;
   private readonly commits = new Map<string, PendingCommit>();
   private readonly commitLists = new Map<string, { oid: Oid; records: Buffer }>();
   /** Refs moved: from the stored value the first casRef matched, to the last one's. */
@@ -803,8 +803,6 @@ export class WriteProject extends ProjectReader implements ProjectWrites, PackFo
       this.deltaPuts.push({ oid, delta, deflated, resolve, reject });
     });
   }
-
-  private deltaPuts: DeltaPut[] | null = null;
 
   private async checkDeltaPuts(): Promise<void> {
     const puts = this.deltaPuts!;
