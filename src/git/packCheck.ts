@@ -76,18 +76,20 @@ export function checkReceivedPack(pack: Buffer, limits: PackLimits, lookups: Sto
 }
 
 /**
- * The first part of checkReceivedPack: the pack's entries parsed, deltas resolved and ids computed.
- * `onResolved`: told of each object once resolved, bases first (ParsePackOptions.onResolved).
+ * The first part of checkReceivedPack: the pack's entries parsed, deltas resolved and ids computed,
+ * with the ids of the thin pack's bases the store gave. `onResolved`: told of each object once
+ * resolved, bases first (ParsePackOptions.onResolved).
  */
 export function parseReceivedPack(
   pack: Buffer,
   limits: PackLimits,
   lookups: StoreLookups,
   onResolved?: ParsePackOptions['onResolved'],
-): { ok: true; objects: PackObject[] } | { ok: false; message: string } {
+): { ok: true; objects: PackObject[]; externalBases: Oid[] } | { ok: false; message: string } {
   try {
     const { fsckTolerated: _tolerated, ...parseLimits } = limits;
-    return { ok: true, objects: parsePack(pack, { ...parseLimits, resolveExternal: (oid) => lookups.object(oid), dropBlobBodies: true, onResolved }).objects };
+    const { objects, externalBases } = parsePack(pack, { ...parseLimits, resolveExternal: (oid) => lookups.object(oid), dropBlobBodies: true, onResolved });
+    return { ok: true, objects, externalBases };
   } catch (error) {
     if (error instanceof PackFormatError || error instanceof FsckError) return { ok: false, message: error.message };
     throw error;
