@@ -1388,12 +1388,13 @@ class LmdbProjectTx implements ProjectWriteTx {
     for (let i = 0; i < entries.length; i++) {
       const { oid, type, inflatedBytes, deflated, delta, body } = entries[i];
       const key = this.objectKey(oid);
-      if (type === 'commit') this.putObjectWithId(oid, type, body!);
       // A seed's held project was empty when its forms began to be held, and nothing but them is put
       // in it meanwhile (holdForms): what it has is in the tables, and the B-tree is not searched.
+      // Asked before a commit is stored whole below, which would otherwise answer it.
       const there = held
         ? held.depths.has(oid) || depths.has(oid) || (!held.projectEmpty && (objects.doesExist(key) || this.store.recent.has(key)))
         : objects.doesExist(key) || this.store.recent.has(key);
+      if (type === 'commit') this.putObjectWithId(oid, type, body!);
       if (there) {
         answers[i] = true;
         continue;

@@ -818,6 +818,36 @@ export function asyncStoreContract(backendName: string, openStore: () => AsyncSt
             });
           });
 
+          it('stores a commit whole and indexed with its entry as its form, a delta on a commit put before it too; one stored before keeps what it had', async () => {
+            const project = freshProject();
+            const commit = (message: string) => Buffer.from(`tree ${EMPTY_TREE_HEX}\nauthor A <a@example.com> 1 +0000\ncommitter A <a@example.com> 1 +0000\n\n${message}\n`);
+            const first = commit(`first ${'x'.repeat(100)}`);
+            const firstOid = hashObject('commit', first);
+            const second = Buffer.concat([first.subarray(0, first.length - 1), Buffer.from(' and more\n')]);
+            const secondOid = hashObject('commit', second);
+            const before = commit('stored whole before');
+            const beforeOid = await store.write(async (tx) => tx.project(project).putObject('commit', before));
+            const delta = createDelta(first, second);
+            const answers = await store.putFormsAlone!(
+              project,
+              [
+                { oid: firstOid, type: 'commit', inflatedBytes: first.length, deflated: deflateSync(first), delta: null, body: first },
+                { oid: secondOid, type: 'commit', inflatedBytes: second.length, deflated: deflateSync(delta), delta: { base: firstOid, bytes: delta.length }, body: second },
+                { oid: beforeOid, type: 'commit', inflatedBytes: before.length, deflated: deflateSync(before), delta: null, body: before },
+              ],
+              50,
+            );
+            expect(answers).toEqual([true, true, true]);
+            await store.read(async (tx) => {
+              const p = formReads(tx.project(project));
+              expect(await p.getObjects([firstOid, secondOid])).toEqual([{ type: 'commit', body: first }, { type: 'commit', body: second }]);
+              expect((await tx.project(project).getCommitInfos([firstOid, secondOid])).map((info) => info?.generation)).toEqual([1, 1]);
+              const forms = await p.getDeflated([firstOid, secondOid, beforeOid]);
+              expect(forms.slice(0, 2).map((form) => form?.delta?.depth ?? (form ? 0 : null))).toEqual([0, 1]);
+              expect(forms[1]!.deflated).toEqual(deflateSync(delta));
+            });
+          });
+
           it('held (holdForms): the same answers and depths across writes, a commit\'s form too, read once settled; let go without keep', async () => {
             const project = freshProject();
             const { versions, oids, deltas, entry } = receivedVersions();
