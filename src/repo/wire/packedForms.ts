@@ -154,20 +154,6 @@ export async function storeReceivedFormsAlone(store: AsyncStore, project: number
 }
 
 /**
- * Received commits (each after its parents, every one with its pack entry) stored whole and indexed,
- * each with its entry as its form when its base has one, in writes of their own
- * (AsyncStore.putFormsAlone), for commits nobody refers to yet. Returns those whose entry was not
- * kept (keepPackedForm them once everything is stored), or null, storing nothing, when the store
- * does not offer it. A write's callbacks are not replayed there: a push's 3,000 commits took
- * 90-140 ms so, where storeReceivedObjectsInWrites took 130-260 ms (bench/.work, in process).
- */
-export async function storeCommitsAlone(store: AsyncStore, project: number, commits: readonly PackObject[]): Promise<PackObject[] | null> {
-  if (!store.putFormsAlone) return null;
-  const kept = await storeReceivedFormsAlone(store, project, commits.map(receivedCommitForm), COMMITS_ALONE_PER_WRITE);
-  return commits.filter((_, index) => !kept[index]);
-}
-
-/**
  * storeReceivedObjects in writes of at most RECEIVED_WRITE_BYTES of entries or bodies, and of the
  * store's writeObjectsMax objects (LMDB replays a write in one piece on the event loop), in the
  * order given (a commit after its parents). Returns the objects whose entry could not be kept yet

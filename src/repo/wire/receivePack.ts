@@ -17,7 +17,7 @@ import { oidToHex, sortByOid, type Oid } from '../../git/oid.js';
 import { OidTable } from '../../git/oidTable.js';
 import type { PackObject } from '../../git/pack.js';
 import { parentsFirstSteps } from '../../git/packOrder.js';
-import { formsInBaseOrder, keepPackedForm, storeCommitsAlone, storeFormsAlone, storeReceivedObjects, storeReceivedObjectsInWrites } from './packedForms.js';
+import { formsInBaseOrder, keepPackedForm, storeFormsAlone, storeReceivedObjects, storeReceivedObjectsInWrites } from './packedForms.js';
 import { checkReceivedPackWithAsyncLookups, type AsyncStoreLookups, type Gap, type PackCheckResult, type PackLimits } from '../../git/packCheck.js';
 import { BRANCH_REF_PREFIX, branchNameProblem } from '../../git/refname.js';
 import type { RefResult, RefUpdateCommand } from '../../git/smartProtocol.js';
@@ -191,13 +191,11 @@ export async function receivePack(repo: Repo, input: ReceivePackInput): Promise<
     let storedFirst: CheckedPush['storedFirst'];
     if (repo.store.writeObjectsMax !== undefined && (carried.length >= PACK_STORED_FIRST_MIN || (keptEarly?.size ?? 0) > 0)) {
       const unkept = await storeFormsAlone(repo.store, repo.project, formsInBaseOrder(carried));
-      // The rest too: what was not kept as a form, then the commits (each indexed, parents first).
+      // The rest too: what was not kept as a form, then the commits (each indexed, parents first),
+      // then the tags, after what they name.
       const ordered = await inSlicesOf(parentsFirstSteps(others), slicer);
-      const commits = ordered.filter((object) => object.type === 'commit' && object.packed);
-      const rest = [...unkept, ...contents.filter((object) => !object.packed), ...ordered.filter((object) => object.type !== 'commit' || !object.packed)];
+      const rest = [...unkept, ...contents.filter((object) => !object.packed), ...ordered.filter((object) => object.type === 'commit'), ...ordered.filter((object) => object.type !== 'commit')];
       const late = await storeReceivedObjectsInWrites(repo.store, repo.project, rest);
-      const commitsLate = await storeCommitsAlone(repo.store, repo.project, commits);
-      late.push(...(commitsLate ?? (await storeReceivedObjectsInWrites(repo.store, repo.project, commits))));
       storedFirst = { ids: kept.map((object) => object.oid), late, collectionsBegun };
     }
     const push = { objects, gaps, commands: input.commands, atomic: input.atomic, relied: relied.list(), storedFirst };

@@ -395,6 +395,40 @@ describe('receivePack of a large pack: trees and blobs stored while the pack is 
     await expectExportClean(repo, { ref: 'refs/heads/feature', pushed });
   });
 
+  it("stores the commits parents first after the check, one whose entry is a delta on its child with that form at the end", async () => {
+    const repo = await newTestRepo(opened.store);
+    const head = await headOf(repo);
+    // Noise that does not compress, so the pack is past PACK_HELD_BYTES_MIN and its runs are held.
+    const noise = Array.from({ length: 400 }, (_, i) => Array.from({ length: 16 }, (_, k) => createHash('sha512').update(`commits ${i} ${k}`).digest('hex')).join(''));
+    const files = noise.map((text, i) => ({ name: `noise-${String(i).padStart(3, '0')}.txt`, body: Buffer.from(text) }));
+    const tree = encodeTree(files.map(({ name, body }) => ({ name, mode: MODE_FILE, oid: hashObject('blob', body) })));
+    const treeHex = oidToHex(hashObject('tree', tree));
+    const commitOf = (parent: Buffer, message: string) => Buffer.from(`tree ${treeHex}\nparent ${oidToHex(parent)}\nauthor T <t@example.com> 1700000000 +0000\ncommitter T <t@example.com> 1700000000 +0000\n\n${message}\n`);
+    const first = commitOf(head, `first ${'of three '.repeat(20)}`);
+    const second = commitOf(hashObject('commit', first), `second ${'of three '.repeat(20)}`);
+    const third = commitOf(hashObject('commit', second), `third ${'of three '.repeat(20)}`);
+    const [firstId, secondId, thirdId] = [first, second, third].map((body) => hashObject('commit', body));
+    // Newest first, as git writes them; the second as a delta on the third, its child.
+    const writer = new PackWriter(files.length + 4);
+    const chunks = [writer.start()];
+    const thirdEntry = writer.addObject('commit', third);
+    chunks.push(thirdEntry.bytes, writer.addOfsDelta(thirdEntry.offset, createDelta(third, second)).bytes, writer.addObject('commit', first).bytes);
+    for (const { body } of files) chunks.push(writer.addObject('blob', body).bytes);
+    chunks.push(writer.addObject('tree', tree).bytes, writer.finish());
+    const pack = Buffer.concat(chunks);
+    expect(pack.length).toBeGreaterThan(256 * 1024);
+    const result = await pushFeature(repo, repo.store, pack, thirdId);
+    expect(result.results).toEqual([{ ref: 'refs/heads/feature', ok: true }]);
+    const [headInfo] = await repo.store.read((tx) => tx.project(repo.project).getCommitInfos([head]));
+    const stored = await repo.store.read(async (tx) => {
+      const p = tx.project(repo.project);
+      return { generations: (await p.getCommitInfos([firstId, secondId, thirdId])).map((info) => info?.generation), forms: (await p.getDeflated!([firstId, secondId, thirdId])).map((form) => form?.delta?.depth ?? (form ? 0 : null)) };
+    });
+    const base = headInfo!.generation;
+    expect(stored).toEqual({ generations: [base + 1, base + 2, base + 3], forms: [0, 1, 0] });
+    await expectExportClean(repo, { ref: 'refs/heads/feature', pushed: thirdId });
+  });
+
   it("stores again a held delta whose base lost to another writer's form meanwhile, so the branch's history is whole", async () => {
     const repo = await newTestRepo(opened.store);
     const head = (await repo.store.read((tx) => tx.project(repo.project).getRef(branchRef('main'))))!;
