@@ -188,12 +188,6 @@ function* runsOf<T>(items: readonly T[], countMax: number, bytesMax: number, byt
 /** What a write stores of a received object: its pack entry when it has one, else its body. */
 const storedBytes = (object: PackObject): number => object.packed?.deflated.length ?? object.body.length;
 
-/** A received commit as putFormsAlone takes it: its entry, and its body to store it whole (and indexed). */
-export function receivedCommitForm(commit: PackObject): ReceivedForm {
-  const packed = commit.packed!;
-  return { oid: commit.oid, type: 'commit', inflatedBytes: commit.body.length, deflated: packed.deflated, delta: packed.base ? { base: packed.base, bytes: packed.dataBytes } : null, body: commit.body };
-}
-
 /** A received tree or blob with its pack entry, as the store takes it to keep as its form alone. */
 function receivedForm(object: PackObject): ReceivedForm {
   const packed = object.packed!;
