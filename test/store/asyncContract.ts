@@ -843,8 +843,10 @@ export function asyncStoreContract(backendName: string, openStore: () => AsyncSt
               expect(await p.getObjects([firstOid, secondOid])).toEqual([{ type: 'commit', body: first }, { type: 'commit', body: second }]);
               expect((await tx.project(project).getCommitInfos([firstOid, secondOid])).map((info) => info?.generation)).toEqual([1, 1]);
               const forms = await p.getDeflated([firstOid, secondOid, beforeOid]);
-              expect(forms.slice(0, 2).map((form) => form?.delta?.depth ?? (form ? 0 : null))).toEqual([0, 1]);
+              // The one stored whole before had no form, and answered "there": none is added.
+              expect(forms.map((form) => form?.delta?.depth ?? (form ? 0 : null))).toEqual([0, 1, null]);
               expect(forms[1]!.deflated).toEqual(deflateSync(delta));
+              expect(await p.getObjects([beforeOid])).toEqual([{ type: 'commit', body: before }]);
             });
           });
 
