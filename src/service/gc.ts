@@ -10,8 +10,9 @@
  * TREEHOUSE_GC_INTERVAL_SECONDS each project whose version moved since its last collection is. An
  * import adds files at new paths and replaces no version: it begins no collection, which would find
  * nothing to do and have every write journal meanwhile. A scheduled collection begins at once and
- * runs when its grace period is over; at most BEGUN_MAX are begun at a time (the others wait their turn, nothing is held for them), and they
- * run one after another, in slices, so one process never walks two projects at once.
+ * runs when its grace period is over; at most BEGUN_MAX are begun at a time (the others wait their
+ * turn, nothing is held for them), and they run one after another, in slices, so one process never
+ * walks two projects at once.
  */
 import type { Oid } from '../git/oid.js';
 import {

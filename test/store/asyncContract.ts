@@ -820,7 +820,7 @@ export function asyncStoreContract(backendName: string, openStore: () => AsyncSt
 
           it('stores a commit whole and indexed with its entry as its form, a delta on a commit put before it too; one stored before keeps what it had', async () => {
             const project = freshProject();
-            const commit = (message: string) => Buffer.from(`tree ${EMPTY_TREE_HEX}\nauthor A <a@example.com> 1 +0000\ncommitter A <a@example.com> 1 +0000\n\n${message}\n`);
+            const commit = (message: string) => commitBody(EMPTY_TREE_OID, [], 1, `${message}\n`);
             const first = commit(`first ${'x'.repeat(100)}`);
             const firstOid = hashObject('commit', first);
             const second = Buffer.concat([first.subarray(0, first.length - 1), Buffer.from(' and more\n')]);

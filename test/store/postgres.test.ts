@@ -827,6 +827,21 @@ describe('PostgresStore signals between nodes', () => {
     });
   });
 
+  it("deliver a message without a node's mark as it came (a node of an earlier build, in a rolling upgrade), and a marked one without its mark", async () => {
+    await withNodes(async ([a]) => {
+      const onA = heard();
+      a.signals.listen('treehouse_test', onA.listener);
+      await a.signalsReady();
+      const unmarked = onA.next((message) => message === 'project-from-an-old-node');
+      await admin`SELECT pg_notify('treehouse_test', 'project-from-an-old-node')`;
+      await unmarked;
+      const marked = onA.next((message) => message === 'from another node');
+      await admin`SELECT pg_notify('treehouse_test', 'another0node1234 from another node')`;
+      await marked;
+      expect(onA.messages).toEqual([null, 'project-from-an-old-node', 'from another node']);
+    });
+  });
+
   it('refuse a channel that is not an identifier and a message over its size, when signalled, and write nothing', async () => {
     await withNodes(async ([a]) => {
       const key = `pg/${freshProject()}/refused`;

@@ -97,7 +97,8 @@ export class SignalListener {
 
   private deliver(channel: string, marked: string): void {
     const space = marked.indexOf(' ');
-    // This node's own: its listeners heard it at the commit. (Every store marks its signals; one without a mark is delivered as it came.)
+    // This node's own: its listeners heard it at the commit. A message without a mark comes from a
+    // node of a build before marks (a rolling upgrade): delivered as it came.
     if (space >= 0 && marked.slice(0, space) === this.node) return;
     const message = space >= 0 ? marked.slice(space + 1) : marked;
     for (const listener of this.listeners.get(channel) ?? []) listener(message);
