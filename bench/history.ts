@@ -48,7 +48,7 @@
  * this file as its part `history` and renders its section with bench/historyReport.ts.
  */
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { closeSync, existsSync, mkdirSync, openSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { open } from 'lmdb';
 import { isolatedGitEnv } from '../fixtures/gitEnv.js';
@@ -80,14 +80,16 @@ interface Context {
 }
 
 /** Runs git asynchronously (the http-backend lives in this process) and times it. */
-export function runGit(args: string[], options: { cwd?: string; env?: Record<string, string> } = {}): Promise<{ ms: number; stdout: string }> {
+export function runGit(args: string[], options: { cwd?: string; env?: Record<string, string>; stdinFile?: string } = {}): Promise<{ ms: number; stdout: string }> {
   return new Promise((resolve, reject) => {
+    const input = options.stdinFile === undefined ? null : openSync(options.stdinFile, 'r');
     const started = process.hrtime.bigint();
-    const child = spawn('git', args, { cwd: options.cwd, env: { ...GIT_ENV, ...options.env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn('git', args, { cwd: options.cwd, env: { ...GIT_ENV, ...options.env }, stdio: [input ?? 'ignore', 'pipe', 'pipe'] });
+    if (input !== null) closeSync(input);
     let stdout = '';
     let stderr = '';
-    child.stdout.on('data', (chunk) => (stdout += chunk));
-    child.stderr.on('data', (chunk) => (stderr += chunk));
+    child.stdout!.on('data', (chunk) => (stdout += chunk));
+    child.stderr!.on('data', (chunk) => (stderr += chunk));
     const timer = setTimeout(() => child.kill('SIGKILL'), OPERATION_MS_MAX);
     child.on('close', (status, signal) => {
       clearTimeout(timer);
@@ -171,6 +173,23 @@ export async function deflateCatchUp(dataDir: string): Promise<number> {
   } finally {
     await env.close();
   }
+}
+
+/**
+ * `git index-pack --stdin` of the packs a clone in `cloned` received (as `git clone` runs it on the
+ * pack as it arrives), alone in a fresh bare repository with no server: the cloning client's own
+ * share of a clone's time, which no server can go below.
+ */
+async function timeIndexing(cloned: string, scratch: string): Promise<number> {
+  rmSync(scratch, { recursive: true, force: true });
+  await runGit(['init', '-q', '--bare', scratch]);
+  const packs = join(cloned, 'objects', 'pack');
+  let ms = 0;
+  for (const pack of readdirSync(packs).filter((name) => name.endsWith('.pack'))) {
+    ms += (await runGit(['index-pack', '--stdin', '--fix-thin', '--check-self-contained-and-connected'], { cwd: scratch, stdinFile: join(packs, pack) })).ms;
+  }
+  rmSync(scratch, { recursive: true, force: true });
+  return ms;
 }
 
 function ourRemote(ours: Ours, projectId: string): string {
@@ -357,7 +376,7 @@ async function runHistory(ctx: Context, source: HistorySource): Promise<HistoryR
   });
 
   // Clones and fetches from a server restarted on the last seeded store.
-  const clone = { ours: [] as number[], git: [] as number[], oursBytes: null as number | null, gitBytes: null as number | null, peakAnon: 0, oursFsckClean: false, oursFirstMs: undefined as number | undefined, oursAfterCommit: [] as number[] };
+  const clone = { ours: [] as number[], git: [] as number[], oursBytes: null as number | null, gitBytes: null as number | null, peakAnon: 0, oursFsckClean: false, oursFirstMs: undefined as number | undefined, oursAfterCommit: [] as number[], oursIndexing: [] as number[], gitIndexing: [] as number[] };
   const fetched = { ours: [] as number[], git: [] as number[], oursBytes: null as number | null, gitBytes: null as number | null, commits: 0, objects: 0 };
   const partial = { ours: [] as number[], git: [] as number[], oursBytes: null as number | null, gitBytes: null as number | null, oursFirstMs: undefined as number | undefined };
   if (served) {
@@ -389,6 +408,9 @@ async function runHistory(ctx: Context, source: HistorySource): Promise<HistoryR
             if (side === 'ours') clone.oursBytes = bytes;
             else clone.gitBytes = bytes;
             progress(`${name} clone ${rep + 1}/${reps} ${side}: ${(ms / 1000).toFixed(1)} s, ${(bytes / 1024 ** 2).toFixed(1)} MB`);
+            // The client's floor under this clone (untimed by the clone itself).
+            const indexing = await timeIndexing(target, join(work, 'index-pack.git'));
+            (side === 'ours' ? clone.oursIndexing : clone.gitIndexing).push(indexing);
             if (side === 'ours' && rep === 0) {
               // Item 6: what we send must satisfy git's strictest checks (untimed, once), or fail
               // them exactly as the upstream does (a real history may hold what old gits wrote).
@@ -541,7 +563,7 @@ async function runHistory(ctx: Context, source: HistorySource): Promise<HistoryR
     gitStoreBytes: packBytesIn(repo, ['.pack', '.idx']),
     gitRepoBytes: duBytes(repo),
     seed: { ours: orNull(seed.ours), git: orNull(seed.git), oursPeakAnonBytes: seed.peakAnon, deflateCatchUpMs: seed.catchUp, worstHealthzMs: seed.worstGap, oursRunning: orNull(running) },
-    clone: { ours: orNull(clone.ours), git: orNull(clone.git), oursPackBytes: clone.oursBytes, gitPackBytes: clone.gitBytes, oursPeakAnonBytes: clone.peakAnon, oursFsckClean: clone.oursFsckClean, oursFirstMs: clone.oursFirstMs, oursAfterCommit: orNull(clone.oursAfterCommit) },
+    clone: { ours: orNull(clone.ours), git: orNull(clone.git), oursPackBytes: clone.oursBytes, gitPackBytes: clone.gitBytes, oursPeakAnonBytes: clone.peakAnon, oursFsckClean: clone.oursFsckClean, oursFirstMs: clone.oursFirstMs, oursAfterCommit: orNull(clone.oursAfterCommit), oursIndexing: orNull(clone.oursIndexing), gitIndexing: orNull(clone.gitIndexing) },
     fetch: { ours: orNull(fetched.ours), git: orNull(fetched.git), oursPackBytes: fetched.oursBytes, gitPackBytes: fetched.gitBytes, commits: fetched.commits, objects: fetched.objects },
     partialClone: { filter: PARTIAL_FILTER, ours: orNull(partial.ours), git: orNull(partial.git), oursPackBytes: partial.oursBytes, gitPackBytes: partial.gitBytes, oursFirstMs: partial.oursFirstMs },
     push: { ours: orNull(push.ours), git: orNull(push.git), oursPeakAnonBytes: push.peakAnon, worstHealthzMs: push.worstGap, oursRunning: orNull(pushRunning) },

@@ -51,8 +51,10 @@ export interface HistoryRun {
    * oursFirstMs: our first clone after the server started, the one planned; the repetitions after it
    * get the pack it made (src/repo/wire/clonePacks.ts). Absent in results from before that cache.
    * oursAfterCommit: our clones each after a commit through the API (the kept pack grown); absent before.
+   * oursIndexing, gitIndexing: `git index-pack --stdin` of the pack each clone received, alone with
+   * no server (the client's share, a floor under the clone's time); absent in older results.
    */
-  clone: Pair & { oursPackBytes: number | null; gitPackBytes: number | null; oursPeakAnonBytes: number; oursFsckClean?: boolean; oursFirstMs?: number; oursAfterCommit?: Summary | null };
+  clone: Pair & { oursPackBytes: number | null; gitPackBytes: number | null; oursPeakAnonBytes: number; oursFsckClean?: boolean; oursFirstMs?: number; oursAfterCommit?: Summary | null; oursIndexing?: Summary | null; gitIndexing?: Summary | null };
   fetch: Pair & { commits: number; objects: number; oursPackBytes: number | null; gitPackBytes: number | null };
   /** A partial clone (`git clone --bare --filter=blob:none`); oursFirstMs: our first, planned. Absent in older results. */
   partialClone?: Pair & { filter: string; oursPackBytes: number | null; gitPackBytes: number | null; oursFirstMs?: number };
@@ -123,7 +125,11 @@ export function historyTargets(result: HistoryBenchResult, clone100k?: { ms: num
       const time = timeRatio(run.clone);
       const first = run.clone.oursFirstMs === undefined ? '' : `; our first clone, planned: ${(run.clone.oursFirstMs / 1000).toFixed(2)} s, ${ratioText(ratio(run.clone.oursFirstMs, run.clone.git?.medianMs))}`;
       const after = run.clone.oursAfterCommit ? `; a clone after a commit (the kept pack grown): ${seconds(run.clone.oursAfterCommit)}, ${ratioText(ratio(run.clone.oursAfterCommit.medianMs, run.clone.git?.medianMs))}` : '';
-      out.push({ history: title, target: `clone time ≤ ${t.cloneTimeRatioMax}x http-backend's`, measured: `${ratioText(time)} (${seconds(run.clone.ours)} vs ${seconds(run.clone.git)}${first}${after})`, verdict: judge(time, t.cloneTimeRatioMax) });
+      const indexing =
+        run.clone.oursIndexing && run.clone.gitIndexing
+          ? `; the client's \`git index-pack --stdin\` of the pack alone, no server: ours ${seconds(run.clone.oursIndexing)}, git's ${seconds(run.clone.gitIndexing)}, ${ratioText(ratio(run.clone.oursIndexing.medianMs, run.clone.git?.medianMs))} of http-backend's clone`
+          : '';
+      out.push({ history: title, target: `clone time ≤ ${t.cloneTimeRatioMax}x http-backend's`, measured: `${ratioText(time)} (${seconds(run.clone.ours)} vs ${seconds(run.clone.git)}${first}${after}${indexing})`, verdict: judge(time, t.cloneTimeRatioMax) });
     } else {
       const bytes = ratio(run.clone.oursPackBytes, run.clone.gitPackBytes);
       out.push({ history: title, target: `clone pack ≤ ${t.bigFilePackRatioMax}x git's`, measured: `${ratioText(bytes)} (${megabytes(run.clone.oursPackBytes)} vs ${megabytes(run.clone.gitPackBytes)})`, verdict: judge(bytes, t.bigFilePackRatioMax) });
