@@ -13,7 +13,9 @@
  *   repetitions after it get the pack it made (src/repo/wire/clonePacks.ts), as git's pack reuse
  *   serves the repacked pack: the first is reported on its own too (oursFirstMs), and counts in the median;
  *   then (reported beside, not judged) ours each after a commit through the API on a branch of its
- *   own, which moves the tips: the kept pack grows by the commit's objects;
+ *   own, which moves the tips: the kept pack grows by the commit's objects; and after each clone
+ *   (both sides) `git index-pack --stdin` of the pack it received, alone in a fresh repository with
+ *   no server: the client's own share, which no server's answer can go below;
  * - fetch: the last 10 commits of main's first-parent line (merged topic commits with them) into a
  *   bare clone that lacks them, time and pack bytes received;
  * - partial clone: `git clone --bare --filter=blob:none` from each (git's side with
