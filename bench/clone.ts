@@ -28,6 +28,7 @@ import { freePort } from '../test/support/process.js';
 import { benchBackend, type BenchBackend } from './http.js';
 import { isogitClone } from './isogit.js';
 import { sampleMemory, statusBytes, summarise, type Measurement, type Summary } from './measure.js';
+import { timePackIndexing } from './packIndexing.js';
 import { isolatedGitEnv } from '../fixtures/gitEnv.js';
 
 const BATCH_FILES = 10_000;
@@ -124,22 +125,6 @@ function importStream(tree: SourceTree): Buffer {
   return Buffer.concat(parts);
 }
 
-/** `git index-pack --stdin` of the received packs of the clone in `cloned`, into a fresh bare repository. */
-function timePackIndexing(cloned: string, scratch: string): number {
-  rmSync(scratch, { recursive: true, force: true });
-  const init = spawnSync('git', ['init', '-q', '--bare', scratch], { env: GIT_ENV });
-  if (init.status !== 0) throw new Error(`git init failed: ${init.stderr}`);
-  const packs = readdirSync(join(cloned, 'objects', 'pack')).filter((name) => name.endsWith('.pack'));
-  const start = process.hrtime.bigint();
-  for (const pack of packs) {
-    const indexed = spawnSync('git', ['index-pack', '--stdin'], { cwd: scratch, env: GIT_ENV, input: readFileSync(join(cloned, 'objects', 'pack', pack)), stdio: ['pipe', 'ignore', 'pipe'], maxBuffer: 1 << 20 });
-    if (indexed.status !== 0) throw new Error(`git index-pack failed: ${indexed.stderr}`);
-  }
-  const ms = Number(process.hrtime.bigint() - start) / 1e6;
-  rmSync(scratch, { recursive: true, force: true });
-  return ms;
-}
-
 /** Async, because git's backend runs in this process and must keep serving while git clones. */
 async function timeClone(url: string, target: string): Promise<{ ms: number; packBytes: number }> {
   rmSync(target, { recursive: true, force: true });
@@ -205,7 +190,7 @@ export async function runCloneBench(files: number, reps: number, workRoot = join
       oursTimes.push(a.ms);
       packBytesOurs = a.packBytes;
       // Reading the pack from a file adds little: the clone's index-pack reads it from a pipe as it comes.
-      indexingTimes.push(timePackIndexing(join(base, 'clone-ours'), join(base, 'index-pack')));
+      indexingTimes.push(await timePackIndexing(join(base, 'clone-ours'), join(base, 'index-pack')));
       const b = await timeClone(gitUrl, join(base, 'clone-git'));
       gitTimes.push(b.ms);
       packBytesGit = b.packBytes;

@@ -50,7 +50,7 @@
  * this file as its part `history` and renders its section with bench/historyReport.ts.
  */
 import { spawn, spawnSync } from 'node:child_process';
-import { closeSync, existsSync, mkdirSync, openSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { open } from 'lmdb';
 import { isolatedGitEnv } from '../fixtures/gitEnv.js';
@@ -60,6 +60,7 @@ import { startServerProcess, type ServerProcess } from '../test/support/process.
 import { runApiHistoryBench } from './apiHistory.js';
 import { FETCH_COMMITS, historyTables, type HistoryBenchResult, type HistoryRun, type StoreBytes } from './historyReport.js';
 import { probeHealthz, sampleMemory, summarise, type Summary } from './measure.js';
+import { timePackIndexing } from './packIndexing.js';
 
 /** The partial clone measured: the filter GitHub recommends for most partial clones. */
 const PARTIAL_FILTER = 'blob:none';
@@ -82,16 +83,14 @@ interface Context {
 }
 
 /** Runs git asynchronously (the http-backend lives in this process) and times it. */
-export function runGit(args: string[], options: { cwd?: string; env?: Record<string, string>; stdinFile?: string } = {}): Promise<{ ms: number; stdout: string }> {
+export function runGit(args: string[], options: { cwd?: string; env?: Record<string, string> } = {}): Promise<{ ms: number; stdout: string }> {
   return new Promise((resolve, reject) => {
-    const input = options.stdinFile === undefined ? null : openSync(options.stdinFile, 'r');
     const started = process.hrtime.bigint();
-    const child = spawn('git', args, { cwd: options.cwd, env: { ...GIT_ENV, ...options.env }, stdio: [input ?? 'ignore', 'pipe', 'pipe'] });
-    if (input !== null) closeSync(input);
+    const child = spawn('git', args, { cwd: options.cwd, env: { ...GIT_ENV, ...options.env }, stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
-    child.stdout!.on('data', (chunk) => (stdout += chunk));
-    child.stderr!.on('data', (chunk) => (stderr += chunk));
+    child.stdout.on('data', (chunk) => (stdout += chunk));
+    child.stderr.on('data', (chunk) => (stderr += chunk));
     const timer = setTimeout(() => child.kill('SIGKILL'), OPERATION_MS_MAX);
     child.on('close', (status, signal) => {
       clearTimeout(timer);
@@ -175,23 +174,6 @@ export async function deflateCatchUp(dataDir: string): Promise<number> {
   } finally {
     await env.close();
   }
-}
-
-/**
- * `git index-pack --stdin` of the packs a clone in `cloned` received (as `git clone` runs it on the
- * pack as it arrives), alone in a fresh bare repository with no server: the cloning client's own
- * share of a clone's time, which no server can go below.
- */
-async function timeIndexing(cloned: string, scratch: string): Promise<number> {
-  rmSync(scratch, { recursive: true, force: true });
-  await runGit(['init', '-q', '--bare', scratch]);
-  const packs = join(cloned, 'objects', 'pack');
-  let ms = 0;
-  for (const pack of readdirSync(packs).filter((name) => name.endsWith('.pack'))) {
-    ms += (await runGit(['index-pack', '--stdin', '--fix-thin', '--check-self-contained-and-connected'], { cwd: scratch, stdinFile: join(packs, pack) })).ms;
-  }
-  rmSync(scratch, { recursive: true, force: true });
-  return ms;
 }
 
 function ourRemote(ours: Ours, projectId: string): string {
@@ -411,7 +393,7 @@ async function runHistory(ctx: Context, source: HistorySource): Promise<HistoryR
             else clone.gitBytes = bytes;
             progress(`${name} clone ${rep + 1}/${reps} ${side}: ${(ms / 1000).toFixed(1)} s, ${(bytes / 1024 ** 2).toFixed(1)} MB`);
             // The client's floor under this clone (untimed by the clone itself).
-            const indexing = await timeIndexing(target, join(work, 'index-pack.git'));
+            const indexing = await timePackIndexing(target, join(work, 'index-pack.git'));
             (side === 'ours' ? clone.oursIndexing : clone.gitIndexing).push(indexing);
             if (side === 'ours' && rep === 0) {
               // Item 6: what we send must satisfy git's strictest checks (untimed, once), or fail

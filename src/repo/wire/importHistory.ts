@@ -16,7 +16,7 @@ import { decodeTag } from '../../git/tag.js';
 import { decodeTree, ENTRY_GITLINK, ENTRY_TREE, MODE_GITLINK, MODE_TREE, TreeCursor } from '../../git/tree.js';
 import { commitTreesDepthProblem } from '../../git/treeDepth.js';
 import { resetWorkingTree } from '../worktree/moveWorkingTree.js';
-import { COMMITS_ALONE_PER_WRITE, formsInBaseOrder, keepPackedForm, storeFormsAlone, storeReceivedFormsAlone, storeReceivedObjectsInWrites } from './packedForms.js';
+import { COMMITS_ALONE_PER_WRITE, formsInBaseOrder, keepPackedForm, receivedForm, storeFormsAlone, storeReceivedFormsAlone, storeReceivedObjectsInWrites } from './packedForms.js';
 import type { ReceivedForm } from '../../store/asyncTypes.js';
 import { MAIN_BRANCH, type Repo, type WriteTx } from '../repo.js';
 import { Slicer } from '../slices.js';
@@ -253,12 +253,6 @@ export interface ResolvedRun {
   commits: PackObject[];
 }
 
-/** A commit as putFormsAlone takes it: its entry, and its body to store it whole. */
-function commitForm(commit: PackObject): ReceivedForm {
-  const packed = commit.packed!;
-  return { oid: commit.oid, type: 'commit', inflatedBytes: commit.body.length, deflated: packed.deflated, delta: packed.base ? { base: packed.base, bytes: packed.dataBytes } : null, body: commit.body };
-}
-
 /** What EarlyHistory stored: the ids kept, and the entries whose delta base had no form yet (keepPackedForm them at the end). */
 export interface EarlyStored {
   kept: OidTable;
@@ -308,7 +302,7 @@ export class EarlyHistory {
         });
         if (commits.length === 0) return;
         // Whole and indexed, each after its parents, with its entry as its form when its base has one.
-        const kept = await storeReceivedFormsAlone(store, project, commits.map(commitForm), COMMITS_ALONE_PER_WRITE);
+        const kept = await storeReceivedFormsAlone(store, project, commits.map(receivedForm), COMMITS_ALONE_PER_WRITE);
         commits.forEach((commit, index) => {
           this.kept.add(commit.oid);
           if (!kept[index]) this.late.push(commit);

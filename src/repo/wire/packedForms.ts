@@ -188,8 +188,11 @@ function* runsOf<T>(items: readonly T[], countMax: number, bytesMax: number, byt
 /** What a write stores of a received object: its pack entry when it has one, else its body. */
 const storedBytes = (object: PackObject): number => object.packed?.deflated.length ?? object.body.length;
 
-/** A received tree or blob with its pack entry, as the store takes it to keep as its form alone. */
-function receivedForm(object: PackObject): ReceivedForm {
+/**
+ * A received object with its pack entry, as the store takes it to keep as its form alone; a commit
+ * (never a body rebuilt when read) goes with its body, which putFormsAlone stores whole and indexed.
+ */
+export function receivedForm(object: PackObject): ReceivedForm {
   const packed = object.packed!;
   // The length alone: a received blob's body may be rebuilt only when something reads it.
   const inflatedBytes = object.bodyBytes ?? object.body.length;
