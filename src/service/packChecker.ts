@@ -17,7 +17,7 @@
  * caller that can store objects nobody sees yet (a git seed, under its reserved project number)
  * does so meanwhile (begin()); check() waits for the verdict. Both may also take the resolved
  * objects in runs while the parse goes on (`onResolved`): a seed stores them, a large push holds
- * its trees and blobs until the verdict (src/repo/wire/heldPushForms.ts).
+ * its objects until the verdict (src/repo/wire/heldPushForms.ts).
  *
  * One worker, started on the first large pack and kept (unreferenced while idle, so it never holds
  * the process open); jobs queue on it. Pushes write one at a time anyway, and a second core is left

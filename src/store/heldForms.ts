@@ -96,13 +96,26 @@ export class HeldForms {
 
   /**
    * The held commits in key order, in runs of about `runLength` entries or `runBytes` bytes, once.
-   * They stay readable here until forgetCommits(run) once a run is put.
+   * They stay readable here until forgetCommits(run) once a run is put. A push's hold (not
+   * `projectEmpty`) gives them in the order held, its parents first: put a run at a time in a
+   * project others read, every commit put has its parents there, even if the writes after it
+   * never happen (a history the store holds is complete, src/repo/wire/receivePack.ts).
    */
   *drainCommits(runLength: number, runBytes: number): Generator<HeldCommit[]> {
     const entries = this.commitsToPut;
     this.commitsToPut = [];
     this.commitBytes = 0;
-    yield* inKeyOrder([entries], runLength, runBytes, (entry) => entry.value.length + entry.info.length);
+    const bytesOf = (entry: HeldCommit) => entry.value.length + entry.info.length;
+    if (this.projectEmpty) {
+      yield* inKeyOrder([entries], runLength, runBytes, bytesOf);
+      return;
+    }
+    for (let start = 0; start < entries.length; ) {
+      let end = start;
+      for (let bytes = 0; end < entries.length && end - start < runLength && bytes < runBytes; end++) bytes += bytesOf(entries[end]);
+      yield entries.slice(start, end);
+      start = end;
+    }
   }
 
   /** Commits that are put now: reads find them in the tables. */

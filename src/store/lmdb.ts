@@ -646,9 +646,9 @@ export class LmdbStore implements Store {
    * raw copies into `objects`, but, when `formsAlone` (the seed's last puts, after its pointers),
    * for those whose form `packed` has in this very write.
    */
-  putHeldCommits(tx: StoreWriteTx, run: readonly HeldCommit[], formsAlone: boolean): void {
+  putHeldCommits(tx: StoreWriteTx, run: readonly HeldCommit[], formsAlone: boolean, held: HeldForms): void {
     if (!(tx instanceof LmdbTx)) throw new Error('held forms need an LMDB write');
-    tx.putHeldCommits(run, formsAlone);
+    tx.putHeldCommits(run, formsAlone, held);
   }
 
   /** A seed's commit held back (holdForms) under `key`, an `objects` key. */
@@ -808,21 +808,24 @@ class LmdbTx implements StoreWriteTx {
     (this.holds ??= new Map()).set(project, held);
   }
 
-  /** A seed's commit held back under `key` (an `objects` key of `project`), by this transaction or a committed one. */
+  /**
+   * A commit held back under `key` (an `objects` key of `project`), by this transaction or a
+   * committed one: a seed's, or one of this transaction's private hold (a push's, seen by its writes alone).
+   */
   heldCommit(project: number, key: Buffer): HeldCommit | undefined {
-    const held = this.store.heldFormsOf(project);
+    const held = this.heldFor(project);
     if (!held) return undefined;
     return this.heldCommitsAdded.get(held)?.get(key.toString('latin1')) ?? held.commit(key);
   }
 
-  /** Holds a seed's commit back (see HeldForms.commits). */
+  /** Holds a commit back (see HeldForms.commits). */
   holdCommit(held: HeldForms, commit: HeldCommit): void {
     let added = this.heldCommitsAdded.get(held);
     if (!added) this.heldCommitsAdded.set(held, (added = new Map()));
     added.set(commit.key.toString('latin1'), commit);
   }
 
-  putHeldCommits(run: readonly HeldCommit[], formsAlone: boolean): void {
+  putHeldCommits(run: readonly HeldCommit[], formsAlone: boolean, held: HeldForms): void {
     this.assertWritable();
     const { objects, commits, deflated } = this.store.dbs;
     for (const { key, value, info } of run) {
@@ -830,6 +833,8 @@ class LmdbTx implements StoreWriteTx {
       // cache's, of a commit whose pack entry was a delta on a base not stored yet) is not in it.
       if (!formsAlone || !deflated.doesExist(key)) objects.putSync(key, value);
       commits.putSync(key, info);
+      // A seed's were told of when held; a push's are read by others only from now on.
+      if (!held.projectEmpty) this.store.noteStored(key.readUInt32BE(0), key.subarray(PROJECT_PREFIX_BYTES), null, undefined);
     }
   }
 
@@ -1503,14 +1508,17 @@ class LmdbProjectTx implements ProjectWriteTx {
     const { objects, commits } = this.store.dbs;
     const value = this.store.objectValue(TYPE_CODES[type], body, annex);
     const held = type === 'commit' ? this.parent.heldFor(this.project) : undefined;
-    if (held?.projectEmpty) {
-      // A seed's commit: held back with its index entry, and put in key order at the end (HeldForms.commits).
-      // (Its number held nothing when the hold began, and nobody else writes it: no B-tree to search.)
+    if (held) {
+      // A seed's commit, or a held push's: held back with its index entry, and put at the end (HeldForms.commits).
+      // A seed's number held nothing when the hold began, and nobody else writes it: no B-tree to search.
       if (this.parent.heldCommit(this.project, key)) return;
+      if (!held.projectEmpty && (objects.doesExist(key) || this.store.recent.has(key))) return;
       const parsed = commitInfoFromBody(body);
       // (objectValue may answer a view of the store's scratch buffer, which the next object overwrites.)
       this.parent.holdCommit(held, { key, value: Buffer.from(value), info: encodeCommitInfo({ ...parsed, generation: this.generationOf(parsed.parents) }) });
-      this.store.noteStored(this.project, oid, similarTo, nameHash);
+      // A push's is read by nobody else until it is put, and kept through a collection that runs meanwhile.
+      if (held.projectEmpty) this.store.noteStored(this.project, oid, similarTo, nameHash);
+      else this.journalled(oid);
       return;
     }
     // While a collection of the project runs its new objects go straight to `objects`, which its

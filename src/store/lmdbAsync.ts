@@ -1066,7 +1066,7 @@ export class LmdbAsyncStore implements AsyncStore {
     for (const run of held.drainCommits(HELD_COMMITS_PER_WRITE, HELD_COMMIT_BYTES_PER_WRITE)) {
       if (!first) await turn();
       first = false;
-      await this.writeAlone((tx) => this.sync.putHeldCommits(tx, run, formsAlone));
+      await this.writeAlone((tx) => this.sync.putHeldCommits(tx, run, formsAlone, held));
       held.forgetCommits(run);
     }
   }
@@ -1090,8 +1090,10 @@ export class LmdbAsyncStore implements AsyncStore {
     try {
       if (keep) {
         // Only pointers go in, sorted, where none is: a form another write put meanwhile wins, and
-        // the held one's bytes stay dead in its shelf until the shelf is compacted.
+        // the held one's bytes stay dead in its shelf until the shelf is compacted. Then the
+        // commits held, parents first, each with its raw copy: their trees are in by then.
         while (held.size > 0) await this.putHeldPointers(held);
+        while (held.commitCount > 0) await this.putHeldCommits(held, false);
         return held.missing === 0;
       } else {
         for (let start = 0; start < held.shelves.length; start += HELD_SHELVES_DROPPED_PER_WRITE) {

@@ -1,4 +1,4 @@
-import { execFileSync, spawnSync } from 'node:child_process';
+import { execFile, execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -17,6 +17,19 @@ function walkthrough(): string {
   return match[1];
 }
 
+/**
+ * Runs a bash script without blocking this process: the server's output pipes are read here, and
+ * a server that filled one while this process waited would block on its next write.
+ */
+function bash(script: string, env: Record<string, string>): Promise<{ status: number; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    execFile('bash', ['-e', '-o', 'pipefail', '-c', script], { env: { ...process.env, ...env }, encoding: 'utf8', maxBuffer: 1 << 26 }, (error, stdout, stderr) => {
+      const code = (error as { code?: unknown } | null)?.code;
+      resolve({ status: error ? (typeof code === 'number' ? code : 1) : 0, stdout, stderr });
+    });
+  });
+}
+
 function cli(args: string[]): string {
   return execFileSync(process.execPath, ['--import', 'tsx', join(repoRoot, 'src', 'cli.ts'), ...args], {
     cwd: repoRoot,
@@ -33,10 +46,7 @@ describe('the server process', () => {
     const server = await startServerProcess(env);
     try {
       key = (await server.waitFor(/^API key for team default: (th_[A-Za-z0-9_-]{32,})$/m))[1];
-      const run = spawnSync('bash', ['-e', '-o', 'pipefail', '-c', walkthrough()], {
-        env: { ...process.env, KEY: key, BASE: server.url },
-        encoding: 'utf8',
-      });
+      const run = await bash(walkthrough(), { KEY: key, BASE: server.url });
       expect(run.status, run.stderr + run.stdout).toBe(0);
       expect(run.stdout).toContain('<h1>About</h1>');
       expect(run.stdout).toContain('"message":"Add about page"');

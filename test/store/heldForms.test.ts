@@ -1,4 +1,4 @@
-/** HeldForms (src/store/heldForms.ts): pointers a seed holds back, given back in key order; a push's, by depth, then key. */
+/** HeldForms (src/store/heldForms.ts): pointers a seed holds back, given back in key order; a push's, by depth, then key; a push's commits in the order held. */
 import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { HeldForms } from '../../src/store/heldForms.js';
@@ -54,5 +54,25 @@ describe('HeldForms', () => {
       const [da, db] = [depthOf.get(a.toString('hex'))!, depthOf.get(b.toString('hex'))!];
       expect(da < db || (da === db && Buffer.compare(a, b) < 0)).toBe(true);
     }
+  });
+
+  it("gives a push's commits back in the order they were held (parents first), a seed's in key order, each once, in runs", () => {
+    const commit = (key: Buffer) => ({ key, value: Buffer.from('raw'), info: Buffer.from('info') });
+    const held = Array.from({ length: 500 }, () => commit(Buffer.concat([PREFIX, randomBytes(20)])));
+    const push = new HeldForms(false);
+    for (let start = 0; start < held.length; start += 64) push.takeCommits(held.slice(start, start + 64));
+    // Taken again (a write that held one twice): kept once, in its first place.
+    push.takeCommits([held[3]]);
+    const runs = [...push.drainCommits(100, Infinity)];
+    expect(runs.map((run) => run.length)).toEqual([100, 100, 100, 100, 100]);
+    expect(runs.flat().map((entry) => entry.key)).toEqual(held.map((entry) => entry.key));
+    expect(push.commitCount).toBe(0);
+    // Runs end at their bytes too.
+    const bytes = new HeldForms(false);
+    bytes.takeCommits(held.slice(0, 10));
+    expect([...bytes.drainCommits(100, 3 * 7)].map((run) => run.length)).toEqual([3, 3, 3, 1]);
+    const seed = new HeldForms();
+    seed.takeCommits(held);
+    expect([...seed.drainCommits(100, Infinity)].flat().map((entry) => entry.key)).toEqual(held.map((entry) => entry.key).sort(Buffer.compare));
   });
 });

@@ -321,6 +321,49 @@ describe("LmdbAsyncStore forms held for a push (a private hold, src/repo/wire/he
     }
   });
 
+  it("holds a push's commits where nobody else reads them, then puts them with their index entries (generations from the store too); a hold let go stores none", async () => {
+    const scratch = scratchDir('treehouse-private-hold-commits-');
+    const store = new LmdbAsyncStore(new LmdbStore({ path: scratch.path }));
+    try {
+      const project = 11;
+      const signature = { name: 'Pusher', email: 'push@example.com', timestamp: 1_700_000_000, timezone: '+0000' };
+      const commitForm = (parents: Oid[], message: string): ReceivedForm => {
+        const body = encodeCommit({ tree: EMPTY_TREE_OID, parents, author: signature, committer: signature, extraHeaders: [], message });
+        return { oid: hashObject('commit', body), type: 'commit', inflatedBytes: body.length, deflated: deflateSync(body), delta: null, body };
+      };
+      // The branch's commit, stored before the push.
+      const stored = commitForm([], 'stored\n');
+      expect(await store.putFormsAlone(project, [stored], 50)).toEqual([true]);
+      const first = commitForm([stored.oid], 'first pushed\n');
+      const second = commitForm([first.oid], 'second pushed\n');
+      const hold = store.beginFormHold(project);
+      // Parents first, in two writes: the second reads its parent from the hold.
+      expect(await store.putFormsAlone(project, [first], 50, hold)).toEqual([true]);
+      expect(await store.putFormsAlone(project, [second, first], 50, hold)).toEqual([true, true]);
+      const seen = () =>
+        store.read(async (tx) => {
+          const p = tx.project(project);
+          return { has: await p.hasObjects([first.oid, second.oid]), infos: (await p.getCommitInfos([first.oid, second.oid])).map((info) => info?.generation), raw: await p.getObject(second.oid) };
+        });
+      expect(await seen()).toEqual({ has: [false, false], infos: [undefined, undefined], raw: undefined });
+      expect(await store.endFormHold(hold, true)).toBe(true);
+      const after = await seen();
+      expect(after.has).toEqual([true, true]);
+      expect(after.infos).toEqual([2, 3]);
+      expect(after.raw?.body).toEqual(second.body);
+      expect((await store.read((tx) => tx.project(project).getDeflated!([second.oid])))[0]).toBeDefined();
+      // A refused push's hold: its commit is never stored.
+      const refused = commitForm([second.oid], 'refused\n');
+      const letGo = store.beginFormHold(project);
+      expect(await store.putFormsAlone(project, [refused], 50, letGo)).toEqual([true]);
+      expect(await store.endFormHold(letGo, false)).toBe(false);
+      expect(await store.read(async (tx) => [await tx.project(project).hasObjects([refused.oid]), (await tx.project(project).getCommitInfos([refused.oid]))[0]])).toEqual([[false], undefined]);
+    } finally {
+      await store.close();
+      scratch.remove();
+    }
+  });
+
   it("leaves the shelves of a hold its process never ended to the next compaction, which removes them (no pointer names them)", async () => {
     const scratch = scratchDir('treehouse-private-hold-killed-');
     const sync = new LmdbStore({ path: scratch.path });

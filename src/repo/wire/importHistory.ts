@@ -20,6 +20,7 @@ import { COMMITS_ALONE_PER_WRITE, formsInBaseOrder, keepPackedForm, receivedForm
 import type { ReceivedForm } from '../../store/asyncTypes.js';
 import { MAIN_BRANCH, type Repo, type WriteTx } from '../repo.js';
 import { Slicer } from '../slices.js';
+import { ParentsFirstQueue } from './parentsFirstQueue.js';
 
 
 /** The walks look at the clock once per this many steps plus one (a power of two, less one). */
@@ -270,10 +271,8 @@ export interface EarlyStored {
 export class EarlyHistory {
   private readonly kept = new OidTable();
   private readonly late: PackObject[] = [];
-  /** Commits stored or on their way, and those waiting for a parent: by hex id, each with how many of its parents it waits for. */
-  private readonly commitsTaken = new OidTable();
-  private readonly waiting = new Map<string, { commit: PackObject; parentsAwaited: number }>();
-  private readonly waitingOn = new Map<string, string[]>();
+  /** Commits stored or on their way, and those waiting for a parent. */
+  private readonly commitOrder = new ParentsFirstQueue();
   private chain: Promise<void> = Promise.resolve();
   private failure: { error: unknown } | null = null;
 
@@ -292,9 +291,8 @@ export class EarlyHistory {
     this.chain = this.chain.then(async () => {
       if (this.failure) return;
       try {
-        // Here, not in the handler: git writes a pack's commits first, so one run may hold 2,048 of
-        // them, whose ordering held the event loop some 50 ms in one piece.
-        const commits = await this.commitsReady(run.commits);
+        // Here, not in the handler: ordering a run's commits takes slices of the event loop.
+        const commits = await this.commitOrder.release(run.commits);
         const { store, project } = this.repo;
         const answers = await storeReceivedFormsAlone(store, project, run.forms);
         answers.forEach((kept, index) => {
@@ -312,54 +310,6 @@ export class EarlyHistory {
       }
     });
   };
-
-  /** Of `commits` and those waiting, the ones whose parents are all taken, each after its parents (Kahn's order), in slices. */
-  private async commitsReady(commits: readonly PackObject[]): Promise<PackObject[]> {
-    const ready: PackObject[] = [];
-    const slicer = new Slicer();
-    const release = async (first: PackObject) => {
-      const stack = [first];
-      while (stack.length > 0) {
-        await slicer.pause();
-        const commit = stack.pop()!;
-        ready.push(commit);
-        this.commitsTaken.add(commit.oid);
-        const hex = oidToHex(commit.oid);
-        for (const child of this.waitingOn.get(hex) ?? []) {
-          const entry = this.waiting.get(child)!;
-          if (--entry.parentsAwaited > 0) continue;
-          this.waiting.delete(child);
-          stack.push(entry.commit);
-        }
-        this.waitingOn.delete(hex);
-      }
-    };
-    for (const commit of commits) {
-      await slicer.pause();
-      const hex = oidToHex(commit.oid);
-      if (this.commitsTaken.has(commit.oid) || this.waiting.has(hex)) continue;
-      let parents: Oid[];
-      try {
-        parents = commitLinks(commit.body).parents;
-      } catch {
-        // Not checked yet: a malformed commit is left to the check, which refuses it.
-        continue;
-      }
-      const awaited = parents.filter((parent) => !this.commitsTaken.has(parent));
-      if (awaited.length === 0) {
-        await release(commit);
-        continue;
-      }
-      this.waiting.set(hex, { commit, parentsAwaited: awaited.length });
-      for (const parent of awaited) {
-        const key = oidToHex(parent);
-        const children = this.waitingOn.get(key);
-        if (children) children.push(hex);
-        else this.waitingOn.set(key, [hex]);
-      }
-    }
-    return ready;
-  }
 
   /** Once every run given is stored: the ids kept, and the late entries. Rejects with the first failure. */
   async settled(): Promise<EarlyStored> {

@@ -2,8 +2,8 @@
  * A push: the received pack is parsed and every object checked like `git fsck --strict` before
  * anything is stored; then each ref update is a compare-and-swap that must be a fast-forward of a
  * branch whose working tree is clean and whose locked files stay as they are, to a commit whose
- * whole history is here. Objects and ref moves land in one transaction (a large pack's trees and
- * blobs in writes of their own just before it, or while it is checked, held until it passes:
+ * whole history is here. Objects and ref moves land in one transaction (a large pack's objects
+ * in writes of their own just before it, or while it is checked, held until it passes:
  * src/repo/wire/heldPushForms.ts); a bad pack stores nothing and moves no ref.
  * With `atomic`, one refused update refuses them all.
  *
@@ -23,7 +23,7 @@ import { BRANCH_REF_PREFIX, branchNameProblem } from '../../git/refname.js';
 import type { RefResult, RefUpdateCommand } from '../../git/smartProtocol.js';
 import { isAncestor } from '../ancestry.js';
 import { inSlicesOf, Slicer } from '../slices.js';
-import { HeldPushForms } from './heldPushForms.js';
+import { HeldPushForms, type HeldPushStored } from './heldPushForms.js';
 import type { ResolvedRun } from './importHistory.js';
 import { lockedChanges, resetWorkingTree, uncommittedPaths } from '../worktree/moveWorkingTree.js';
 import { commitInfo, hasObject, inReadTx, inWriteTx, MAIN_BRANCH, type Repo, type WriteTx } from '../repo.js';
@@ -32,8 +32,9 @@ import { commitInfo, hasObject, inReadTx, inWriteTx, MAIN_BRANCH, type Repo, typ
 const PACK_STORED_FIRST_MIN = 2_048;
 
 /**
- * Packs from this size have their trees and blobs stored while they are checked, held until the
- * check passes (src/repo/wire/heldPushForms.ts); smaller ones are checked inline, or soon enough.
+ * Packs from this size have their trees and blobs (and commits whose parents they carry) stored
+ * while they are checked, held until the check passes (src/repo/wire/heldPushForms.ts); smaller
+ * ones are checked inline, or soon enough.
  */
 const PACK_HELD_BYTES_MIN = 256 * 1024;
 
@@ -133,8 +134,8 @@ export async function receivePack(repo: Repo, input: ReceivePackInput): Promise<
   let commitObjects: () => Promise<Map<number, Buffer>> = async () => new Map();
   let forgetCommitObjects = () => {};
   const relied = new ReliedObjects();
-  /** Trees and blobs of a large pack held while it is checked, then kept (their ids) or let go. */
-  let keptEarly: OidTable | null = null;
+  /** Objects of a large pack held while it is checked, then kept (their ids, and the commits whose form waits) or let go. */
+  let keptEarly: HeldPushStored | null = null;
   /** Read before anything of the pack is stored (CheckedPush.storedFirst). */
   let collectionsBegun: number | undefined;
   if (input.pack && input.pack.length > 0) {
@@ -184,18 +185,18 @@ export async function receivePack(repo: Repo, input: ReceivePackInput): Promise<
       const object = kept[index];
       if (object.type === 'tree' || object.type === 'blob') {
         contents.push(object);
-        if (object.packed && !keptEarly?.has(object.oid)) carried.push(object);
-      } else others.push(object);
+        if (object.packed && !keptEarly?.kept.has(object.oid)) carried.push(object);
+      } else if (!keptEarly?.kept.has(object.oid)) others.push(object);
       if ((index & PAUSE_EVERY_MASK) === PAUSE_EVERY_MASK) await slicer.pause();
     }
     let storedFirst: CheckedPush['storedFirst'];
-    if (repo.store.writeObjectsMax !== undefined && (carried.length >= PACK_STORED_FIRST_MIN || (keptEarly?.size ?? 0) > 0)) {
+    if (repo.store.writeObjectsMax !== undefined && (carried.length >= PACK_STORED_FIRST_MIN || (keptEarly?.kept.size ?? 0) > 0)) {
       const unkept = await storeFormsAlone(repo.store, repo.project, formsInBaseOrder(carried));
-      // The rest too: what was not kept as a form, then the commits (each indexed, parents first),
-      // then the tags, after what they name.
+      // The rest too: what was not kept as a form, then the commits not held (each indexed, parents
+      // first; a held one's parents are held or stored), then the tags, after what they name.
       const ordered = await inSlicesOf(parentsFirstSteps(others), slicer);
       const rest = [...unkept, ...contents.filter((object) => !object.packed), ...ordered.filter((object) => object.type === 'commit'), ...ordered.filter((object) => object.type !== 'commit')];
-      const late = await storeReceivedObjectsInWrites(repo.store, repo.project, rest);
+      const late = [...(keptEarly?.late ?? []), ...(await storeReceivedObjectsInWrites(repo.store, repo.project, rest))];
       storedFirst = { ids: kept.map((object) => object.oid), late, collectionsBegun };
     }
     const push = { objects, gaps, commands: input.commands, atomic: input.atomic, relied: relied.list(), storedFirst };

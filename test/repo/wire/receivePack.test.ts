@@ -25,7 +25,7 @@ import { git, gitBytes, initBareRepo, scratchDir } from '../../support/git.js';
 import { branchRef } from '../../../src/git/refname.js';
 import { receivePack, type ReceivePackInput } from '../../../src/repo/wire/receivePack.js';
 import { inWriteTx, type Repo } from '../../../src/repo/repo.js';
-import type { AsyncStore, AsyncStoreReadTx, ProjectReads } from '../../../src/store/asyncTypes.js';
+import type { AsyncStore, AsyncStoreReadTx, ProjectReads, ReceivedForm } from '../../../src/store/asyncTypes.js';
 import { newTestRepo, openTestStore } from '../../support/store.js';
 import { PackChecker } from '../../../src/service/packChecker.js';
 import type { ResolvedRun } from '../../../src/repo/wire/importHistory.js';
@@ -343,15 +343,17 @@ describe('receivePack of a large pack: trees and blobs stored while the pack is 
   /** The project's shelves (LMDB: the values its held forms' bytes went into). */
   const shelvesOf = (repo: Repo) => opened.store.listShelves(repo.project, null, 100_000).map((shelf) => shelf.shelf);
 
-  /** The same store with every putFormsAlone call's promise noted, so a test can wait for the held runs. */
-  function notingPuts(store: AsyncStore): { store: AsyncStore; puts: Array<Promise<unknown>> } {
+  /** The same store with every putFormsAlone call's promise and forms noted, so a test can wait for the held runs. */
+  function notingPuts(store: AsyncStore): { store: AsyncStore; puts: Array<Promise<unknown>>; forms: ReceivedForm[] } {
     const puts: Array<Promise<unknown>> = [];
+    const forms: ReceivedForm[] = [];
     const noted = new Proxy(store, {
       get(inner, prop) {
         const value = Reflect.get(inner, prop, inner);
         if (prop === 'putFormsAlone') {
           return (...args: Parameters<NonNullable<AsyncStore['putFormsAlone']>>) => {
             const put = inner.putFormsAlone!(...args);
+            forms.push(...args[1]);
             puts.push(put.catch(() => {}));
             return put;
           };
@@ -359,7 +361,7 @@ describe('receivePack of a large pack: trees and blobs stored while the pack is 
         return typeof value === 'function' ? value.bind(inner) : value;
       },
     });
-    return { store: noted, puts };
+    return { store: noted, puts, forms };
   }
 
   /** receivePack of `pack` creating refs/heads/feature at `pushed`, through `store`, checked by `checkPack` (the worker's, streaming, by default). */
@@ -494,6 +496,71 @@ describe('receivePack of a large pack: trees and blobs stored while the pack is 
     expect(result.results).toEqual([{ ref: 'refs/heads/feature', ok: false, reason: 'unpacker error' }]);
     expect(shelvesOf(repo)).toEqual(shelvesBefore);
     expect((await repo.store.read((tx) => tx.project(repo.project).hasObjects(ids))).filter(Boolean)).toEqual([]);
+  });
+
+  /**
+   * A history of its own (a root commit adding manyFiles, then `more` commits each changing a
+   * file), as a pack of everything it reaches: every commit's parents are in the pack. `extra`
+   * writes objects the pack carries beyond it (hex ids).
+   */
+  function unrelatedHistory(more: number, extra: (work: string) => string[] = () => []): { pack: Buffer; commits: Buffer[] } {
+    const dir = scratchDir('treehouse-push-history-');
+    try {
+      const work = join(dir.path, 'work');
+      mkdirSync(work);
+      git(['init', '--quiet'], { cwd: work });
+      manyFiles(work);
+      git(['add', '-A'], { cwd: work });
+      git(['commit', '--quiet', '-m', 'root'], { cwd: work });
+      for (let i = 0; i < more; i++) {
+        writeFileSync(join(work, 'dir0', 'f0.txt'), `changed ${i}\n`);
+        git(['commit', '--quiet', '-am', `change ${i}`], { cwd: work });
+      }
+      const commits = git(['rev-list', '--reverse', 'HEAD'], { cwd: work }).trim().split('\n').map((hex) => Buffer.from(hex, 'hex'));
+      const ids = git(['rev-list', '--objects', 'HEAD'], { cwd: work }).split('\n').map((line) => line.slice(0, 40)).filter(Boolean);
+      const pack = gitBytes(['pack-objects', '--stdout', '-q'], { cwd: work, input: `${[...ids, ...extra(work)].join('\n')}\n` });
+      return { pack, commits };
+    } finally {
+      dir.remove();
+    }
+  }
+
+  it('holds the commits too when the pack carries their parents, read by nobody until the check passes, then indexed parents first', async () => {
+    const repo = await newTestRepo(opened.store);
+    const { pack, commits } = unrelatedHistory(5);
+    const pushed = commits[commits.length - 1];
+    let readDuringCheck: boolean[] = [];
+    let heldDuringCheck: string[] = [];
+    const noted = notingPuts(repo.store);
+    const result = await pushFeature(repo, noted.store, pack, pushed, async (bytes, limits, lookups, shallow, onResolved) => {
+      const checked = await checker.check(bytes, limits, lookups, shallow, onResolved);
+      await Promise.all(noted.puts);
+      heldDuringCheck = noted.forms.filter((form) => form.type === 'commit').map((form) => oidToHex(form.oid));
+      readDuringCheck = await repo.store.read((tx) => tx.project(repo.project).hasObjects(commits));
+      return checked;
+    });
+    // Every commit went to the hold, each after its parent, and none was read before the verdict.
+    expect(heldDuringCheck).toEqual(commits.map(oidToHex));
+    expect(readDuringCheck).toEqual(commits.map(() => false));
+    expect(result.results).toEqual([{ ref: 'refs/heads/feature', ok: true }]);
+    const generations = await repo.store.read(async (tx) => (await tx.project(repo.project).getCommitInfos(commits)).map((info) => info?.generation));
+    expect(generations).toEqual(commits.map((_, index) => index + 1));
+    await expectExportClean(repo, { ref: 'refs/heads/feature', pushed });
+  });
+
+  it('leaves none of the held commits of a pack its check refuses', async () => {
+    const repo = await newTestRepo(opened.store);
+    const { pack, commits } = unrelatedHistory(3, (work) => {
+      const blob = git(['hash-object', '-w', '--stdin'], { cwd: work, input: 'x\n' }).trim();
+      const entry = (name: string) => Buffer.concat([Buffer.from(`100644 ${name}\0`), Buffer.from(blob, 'hex')]);
+      return [git(['hash-object', '-t', 'tree', '--literally', '-w', '--stdin'], { cwd: work, input: Buffer.concat([entry('b'), entry('a')]) }).trim()];
+    });
+    const noted = notingPuts(repo.store);
+    const result = await pushFeature(repo, noted.store, pack, commits[commits.length - 1]);
+    expect(noted.puts.length).toBeGreaterThanOrEqual(2);
+    expect(result.unpackError).toMatch(/treeNotSorted|not properly sorted/);
+    expect(await repo.store.read((tx) => tx.project(repo.project).hasObjects(commits))).toEqual(commits.map(() => false));
+    expect(await repo.store.read(async (tx) => (await tx.project(repo.project).getCommitInfos(commits)).filter(Boolean))).toEqual([]);
   });
 
   it('keeps the held shelves through a collection and its compaction that run while the pack is checked', async () => {
