@@ -426,7 +426,8 @@ interface Resolved {
 }
 
 const DROPPED_BODY = Buffer.alloc(0);
-const NO_CHILDREN: readonly number[] = [];
+/** No entry, in resolveEntries' lists of children. */
+const NO_ENTRY = -1;
 
 const oidKey = (oid: Buffer): string => oid.toString('latin1');
 
@@ -624,18 +625,24 @@ function resolveEntries(
   told: ((index: number, object: Resolved) => void) | undefined,
 ): { externalBases: Oid[] } {
   const slabs = new RecyclingAllocator(new SlabAllocator());
-  const childrenByIndex = new Map<number, number[]>();
+  // The OFS_DELTAs on each entry, in pack order: a list threaded through three arrays by entry
+  // index (a Map of arrays cost 3 µs a delta in a worker's first parse, 0.14 s for a history).
+  const firstChild = new Int32Array(entries.length).fill(NO_ENTRY);
+  const lastChild = new Int32Array(entries.length).fill(NO_ENTRY);
+  const nextChild = new Int32Array(entries.length).fill(NO_ENTRY);
   const childrenByKey = new Map<string, number[]>();
-  const addChild = <K>(map: Map<K, number[]>, key: K, child: number) => {
-    const list = map.get(key);
-    if (list) list.push(child);
-    else map.set(key, [child]);
-  };
   let unresolved = 0;
   entries.forEach((entry, index) => {
-    if (entry.typeCode === OBJ_OFS_DELTA) addChild(childrenByIndex, entry.baseIndex, index);
-    else if (entry.typeCode === OBJ_REF_DELTA) addChild(childrenByKey, entry.baseKey, index);
-    else {
+    if (entry.typeCode === OBJ_OFS_DELTA) {
+      const base = entry.baseIndex;
+      if (lastChild[base] === NO_ENTRY) firstChild[base] = index;
+      else nextChild[lastChild[base]] = index;
+      lastChild[base] = index;
+    } else if (entry.typeCode === OBJ_REF_DELTA) {
+      const list = childrenByKey.get(entry.baseKey);
+      if (list) list.push(index);
+      else childrenByKey.set(entry.baseKey, [index]);
+    } else {
       const type = TYPES_BY_CODE.get(entry.typeCode) as ObjectType;
       const body = entry.data as Buffer;
       const object: Resolved = { type, body, oid: hashFramedObject(body, entry.headerBytes), depth: 0, bodyBytes: -1 };
@@ -651,23 +658,26 @@ function resolveEntries(
   // Each waiting list is taken once, so every delta is applied at most once.
   const visit = (rootIndex: number, root: Resolved) => {
     const stack: Array<{ index: number; object: Resolved }> = [{ index: rootIndex, object: root }];
+    const resolveOnto = (child: number, base: Resolved) => {
+      if (resolved[child]) return;
+      const object = applyEntryDelta(entries[child], base, limits, budget, slabs);
+      resolved[child] = object;
+      unresolved--;
+      told?.(child, object);
+      stack.push({ index: child, object });
+    };
     for (let item = stack.pop(); item; item = stack.pop()) {
-      let children = childrenByIndex.get(item.index) ?? NO_CHILDREN;
-      childrenByIndex.delete(item.index);
+      if (item.index >= 0) {
+        const first = firstChild[item.index];
+        firstChild[item.index] = NO_ENTRY;
+        for (let child = first; child !== NO_ENTRY; child = nextChild[child]) resolveOnto(child, item.object);
+      }
       // A pack of OFS_DELTAs alone (what git sends when ofs-delta is offered) waits on no id.
       if (childrenByKey.size > 0) {
         const key = oidKey(item.object.oid);
         const byKey = childrenByKey.get(key);
-        if (byKey) children = [...children, ...byKey];
         childrenByKey.delete(key);
-      }
-      for (const child of children) {
-        if (resolved[child]) continue;
-        const object = applyEntryDelta(entries[child], item.object, limits, budget, slabs);
-        resolved[child] = object;
-        unresolved--;
-        told?.(child, object);
-        stack.push({ index: child, object });
+        if (byKey) for (const child of byKey) resolveOnto(child, item.object);
       }
       // Every delta on this object has been applied: a blob's body is needed no more, and its
       // memory (its header in front of it) takes a later delta's result.
