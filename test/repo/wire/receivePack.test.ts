@@ -548,6 +548,22 @@ describe('receivePack of a large pack: trees and blobs stored while the pack is 
     await expectExportClean(repo, { ref: 'refs/heads/feature', pushed });
   });
 
+  it('lands two held pushes of the same history into one project at once, each branch with its whole history', async () => {
+    const repo = await newTestRepo(opened.store);
+    const { pack, commits } = unrelatedHistory(4);
+    const pushed = commits[commits.length - 1];
+    const checkPack: ReceivePackInput['checkPack'] = (...args) => checker.check(...args);
+    const [one, two] = await Promise.all(
+      ['refs/heads/one', 'refs/heads/two'].map((ref) => receivePack(repo, { commands: [{ old: null, new: pushed, ref }], pack, atomic: false, checkPack })),
+    );
+    expect(one.results).toEqual([{ ref: 'refs/heads/one', ok: true }]);
+    expect(two.results).toEqual([{ ref: 'refs/heads/two', ok: true }]);
+    const generations = await repo.store.read(async (tx) => (await tx.project(repo.project).getCommitInfos(commits)).map((info) => info?.generation));
+    expect(generations).toEqual(commits.map((_, index) => index + 1));
+    await expectExportClean(repo, { ref: 'refs/heads/one', pushed });
+    await expectExportClean(repo, { ref: 'refs/heads/two', pushed });
+  });
+
   it('leaves none of the held commits of a pack its check refuses', async () => {
     const repo = await newTestRepo(opened.store);
     const { pack, commits } = unrelatedHistory(3, (work) => {
