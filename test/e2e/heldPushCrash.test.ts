@@ -1,6 +1,8 @@
 /**
  * kill -9 while a large push is held (src/repo/wire/heldPushForms.ts): its trees and blobs are
- * shelved while the pack is checked, their pointers held in memory, then put bases first. The
+ * shelved while the pack is checked, their pointers held in memory, then put bases first, and its
+ * commits (the pushed history has its own root, so the pack carries every parent) after them,
+ * parents first. The
  * server process (as `npm start` runs it) is killed at a different moment of the same push each
  * round, and started again on the same data directory: the branch is absent or at the pushed tip,
  * a clone passes `fsck --strict` and `index-pack --strict`, and the same push, sent again at the
@@ -41,7 +43,9 @@ describe('kill -9 during a held push', () => {
     const remote = () => remoteUrl({ url: server.url, key }, id);
     const pushClone = join(work.path, 'push');
     await gitAsyncOk(['clone', '-q', remote(), pushClone]);
-    await gitAsyncOk(['checkout', '-q', '-b', 'pushes'], { cwd: pushClone });
+    // A history of its own (the branch starts with a root commit), so its commits are held with
+    // its trees and blobs, and put after them, parents first.
+    await gitAsyncOk(['checkout', '-q', '--orphan', 'pushes'], { cwd: pushClone });
     // A history of deltas: 2,000 files, then 20 commits editing 300 of them each (some 10,000 objects).
     const tree = new SourceTree({ files: 2_000 });
     writeFilesToDirectory(pushClone, tree.files());
@@ -96,7 +100,8 @@ describe('kill -9 during a held push', () => {
     const clone = join(work.path, 'clone-last');
     await strictClone(remote(), clone, work.path);
     expect((await gitAsyncOk(['rev-parse', 'refs/heads/pushes'], { cwd: clone })).trim()).toBe(tip);
-    expect((await gitAsyncOk(['rev-list', '--count', 'refs/heads/pushes'], { cwd: clone })).trim()).toBe('22');
+    // Its own 21 commits, the root first.
+    expect((await gitAsyncOk(['rev-list', '--count', 'refs/heads/pushes'], { cwd: clone })).trim()).toBe('21');
     // The first kill comes a third of the way into the push: before its write, however loaded the machine.
     expect(landed).not.toContain('round 0');
   }, 180_000);
