@@ -13,7 +13,7 @@ import type { AsyncStoreLookups, PackCheckResult } from '../git/packCheck.js';
 import { oidToHex } from '../git/oid.js';
 import type { PackChecker } from './packChecker.js';
 import { CLONE_TOLERATED_FSCK } from '../git/fsck.js';
-import type { ResolvedRun } from '../repo/wire/importHistory.js';
+import type { ResolvedRun } from '../repo/wire/streamedRuns.js';
 
 /** A seed's store is empty: nothing the pack names can come from it. */
 const NO_STORE: AsyncStoreLookups = { objects: async (oids) => oids.map(() => undefined), has: async (oids) => oids.map(() => false) };

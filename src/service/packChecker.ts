@@ -29,7 +29,7 @@ import { checkReceivedPackWithAsyncLookups, type AsyncStoreLookups, type Gap, ty
 import { oidToHex, type ObjectType, type Oid } from '../git/oid.js';
 import { OidTable } from '../git/oidTable.js';
 import { Slicer } from '../repo/slices.js';
-import type { ResolvedRun } from '../repo/wire/importHistory.js';
+import type { ResolvedRun } from '../repo/wire/streamedRuns.js';
 import { startModuleWorker } from './moduleWorker.js';
 import { answerQuestions, ASK_SOURCE, questionSignal } from './syncQuestions.js';
 

@@ -416,3 +416,30 @@ describe('pushes of packs with chains deeper than 50', () => {
   }, 120_000);
 });
 
+
+describe('a push of a history of its own (every parent in the pack, so its commits are held while it is checked)', () => {
+  it('lands as the same push into git http-backend does: the same branch, the same objects, strict-checked', async () => {
+    // Past receivePack's PACK_HELD_BYTES_MIN (256 KB), so the push streams into a hold.
+    expect(packOf(upstream).bytes).toBeGreaterThan(256 * 1024);
+    const created = await server.call('POST', '/api/v1/projects', { title: 'Pushed history' });
+    expect(created.status).toBe(201);
+    const project = created.body.project.id as string;
+    git(['init', '-q', '--bare', join(served, 'pushed.git')]);
+    await gitAsyncOk(['push', '-q', treehouseUrl().replace(projectId, project), 'main:refs/heads/imported'], { cwd: upstream });
+    await gitAsyncOk(['push', '-q', `${backend.url}/pushed.git`, 'main:refs/heads/imported'], { cwd: upstream });
+    const ours = join(work.path, 'pushed-treehouse.git');
+    const theirs = join(work.path, 'pushed-git.git');
+    await strictClone(treehouseUrl().replace(projectId, project), ours, work.path);
+    await strictClone(`${backend.url}/pushed.git`, theirs, work.path);
+    const tip = git(['rev-parse', 'main'], { cwd: upstream }).trim();
+    expect(git(['rev-parse', 'imported'], { cwd: ours }).trim()).toBe(tip);
+    expect(git(['rev-parse', 'imported'], { cwd: theirs }).trim()).toBe(tip);
+    expect(git(['rev-list', '--objects', 'imported'], { cwd: ours })).toBe(git(['rev-list', '--objects', 'imported'], { cwd: theirs }));
+    // Its commits indexed: the API's log of the branch walks them, parents as git has them.
+    const log = await server.call('GET', `/api/v1/projects/${project}/git/log?branch=imported&limit=200`);
+    expect(log.status).toBe(200);
+    const parents = new Map((log.body.commits as Array<{ oid: string; parent_oids: string[] }>).map((c) => [c.oid, c.parent_oids]));
+    expect(parents.size).toBe(200);
+    for (const [oid, parentOids] of parents) expect(parentOids).toEqual(git(['rev-list', '--parents', '-n', '1', oid], { cwd: theirs }).trim().split(' ').slice(1));
+  }, 120_000);
+});

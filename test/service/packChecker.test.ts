@@ -7,7 +7,7 @@ import { checkReceivedPack, checkReceivedPackWithAsyncLookups, type AsyncStoreLo
 import { encodeTree, MODE_FILE, MODE_TREE } from '../../src/git/tree.js';
 import { encodeCommit } from '../../src/git/commit.js';
 import { PackChecker } from '../../src/service/packChecker.js';
-import type { ResolvedRun } from '../../src/repo/wire/importHistory.js';
+import type { ResolvedRun } from '../../src/repo/wire/streamedRuns.js';
 
 const checker = new PackChecker({ inlineBytesMax: 0 });
 afterAll(() => checker.close());

@@ -12,32 +12,23 @@
  * the check. A commit whose parent the pack does not carry (a push onto stored history) never
  * comes out of the queue, and is stored after the check, as one not held (receivePack).
  */
-import { OidTable } from '../../git/oidTable.js';
-import type { PackObject } from '../../git/pack.js';
 import type { AsyncStore, FormHold } from '../../store/asyncTypes.js';
-import type { ResolvedRun } from './importHistory.js';
-import { COMMITS_ALONE_PER_WRITE, HELD_FORMS_PER_WRITE, receivedForm, storeReceivedFormsAlone } from './packedForms.js';
-import { ParentsFirstQueue } from './parentsFirstQueue.js';
-
-/** What a kept hold stored: the ids, and the commits whose pack entry waits to be kept as a form (keepPackedForm). */
-export interface HeldPushStored {
-  kept: OidTable;
-  late: PackObject[];
-}
+import { HELD_FORMS_PER_WRITE } from './packedForms.js';
+import { StreamedRuns, type ResolvedRun, type StoredRuns } from './streamedRuns.js';
 
 export class HeldPushForms {
-  private readonly kept = new OidTable();
-  private readonly late: PackObject[] = [];
-  private readonly commitOrder = new ParentsFirstQueue();
+  private readonly runs: StreamedRuns;
   private chain: Promise<void> = Promise.resolve();
   private failed = false;
   private ended = false;
 
   private constructor(
     private readonly store: AsyncStore,
-    private readonly project: number,
+    project: number,
     private readonly hold: FormHold,
-  ) {}
+  ) {
+    this.runs = new StreamedRuns(store, project, { formsPerWrite: HELD_FORMS_PER_WRITE, hold });
+  }
 
   /** A hold for a push into `project`, when its store offers holds (null otherwise). */
   static begin(store: AsyncStore, project: number): HeldPushForms | null {
@@ -54,18 +45,7 @@ export class HeldPushForms {
     this.chain = this.chain.then(async () => {
       if (this.failed || this.ended) return;
       try {
-        const commits = await this.commitOrder.release(run.commits);
-        const answers = await storeReceivedFormsAlone(this.store, this.project, run.forms, HELD_FORMS_PER_WRITE, this.hold);
-        answers.forEach((kept, index) => {
-          if (kept) this.kept.add(run.forms[index].oid);
-        });
-        if (commits.length === 0) return;
-        // Each held whole and indexed, with its entry as its form when its base has one.
-        const formsKept = await storeReceivedFormsAlone(this.store, this.project, commits.map(receivedForm), COMMITS_ALONE_PER_WRITE, this.hold);
-        commits.forEach((commit, index) => {
-          this.kept.add(commit.oid);
-          if (!formsKept[index]) this.late.push(commit);
-        });
+        await this.runs.add(run);
       } catch {
         // The push stores its objects after the check instead, as one not streamed does.
         this.failed = true;
@@ -79,12 +59,12 @@ export class HeldPushForms {
    * Null too when some held object is missing after all (a delta whose base lost to another write's
    * form, AsyncStore.endFormHold): the push then stores the pack's objects as one not held. Once only.
    */
-  async end(keep: boolean): Promise<HeldPushStored | null> {
+  async end(keep: boolean): Promise<StoredRuns | null> {
     if (this.ended) return null;
     await this.chain;
     this.ended = true;
     const keeping = keep && !this.failed;
     const whole = await this.store.endFormHold!(this.hold, keeping);
-    return keeping && whole ? { kept: this.kept, late: this.late } : null;
+    return keeping && whole ? this.runs : null;
   }
 }

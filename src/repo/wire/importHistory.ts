@@ -16,11 +16,10 @@ import { decodeTag } from '../../git/tag.js';
 import { decodeTree, ENTRY_GITLINK, ENTRY_TREE, MODE_GITLINK, MODE_TREE, TreeCursor } from '../../git/tree.js';
 import { commitTreesDepthProblem } from '../../git/treeDepth.js';
 import { resetWorkingTree } from '../worktree/moveWorkingTree.js';
-import { COMMITS_ALONE_PER_WRITE, formsInBaseOrder, keepPackedForm, receivedForm, storeFormsAlone, storeReceivedFormsAlone, storeReceivedObjectsInWrites } from './packedForms.js';
-import type { ReceivedForm } from '../../store/asyncTypes.js';
+import { formsInBaseOrder, keepPackedForm, storeFormsAlone, storeReceivedObjectsInWrites } from './packedForms.js';
 import { MAIN_BRANCH, type Repo, type WriteTx } from '../repo.js';
 import { Slicer } from '../slices.js';
-import { ParentsFirstQueue } from './parentsFirstQueue.js';
+import { StreamedRuns, type ResolvedRun, type StoredRuns } from './streamedRuns.js';
 
 
 /** The walks look at the clock once per this many steps plus one (a power of two, less one). */
@@ -248,18 +247,6 @@ export async function storeHistoryObjects(repo: Pick<Repo, 'store' | 'project'>,
   }
 }
 
-/** A run of a pack's objects as its parse resolved them (bases first): trees and blobs as the store takes their entries, commits whole with theirs. */
-export interface ResolvedRun {
-  forms: ReceivedForm[];
-  commits: PackObject[];
-}
-
-/** What EarlyHistory stored: the ids kept, and the entries whose delta base had no form yet (keepPackedForm them at the end). */
-export interface EarlyStored {
-  kept: OidTable;
-  late: PackObject[];
-}
-
 /**
  * A seed's objects stored while its pack is still parsed (the pack checker streams them, src/service/packChecker.ts
  * begin()), under a reserved number whose forms are held back (AsyncStore.holdForms), so the store's
@@ -269,15 +256,13 @@ export interface EarlyStored {
  * project's next collection. Only for a store that keeps forms alone.
  */
 export class EarlyHistory {
-  private readonly kept = new OidTable();
-  private readonly late: PackObject[] = [];
-  /** Commits stored or on their way, and those waiting for a parent. */
-  private readonly commitOrder = new ParentsFirstQueue();
+  private readonly runs: StreamedRuns;
   private chain: Promise<void> = Promise.resolve();
   private failure: { error: unknown } | null = null;
 
   constructor(private readonly repo: Pick<Repo, 'store' | 'project'>) {
     repo.store.holdForms?.(repo.project);
+    this.runs = new StreamedRuns(repo.store, repo.project);
   }
 
   /** Whether the store keeps forms alone, so streaming objects to it helps. */
@@ -291,20 +276,7 @@ export class EarlyHistory {
     this.chain = this.chain.then(async () => {
       if (this.failure) return;
       try {
-        // Here, not in the handler: ordering a run's commits takes slices of the event loop.
-        const commits = await this.commitOrder.release(run.commits);
-        const { store, project } = this.repo;
-        const answers = await storeReceivedFormsAlone(store, project, run.forms);
-        answers.forEach((kept, index) => {
-          if (kept) this.kept.add(run.forms[index].oid);
-        });
-        if (commits.length === 0) return;
-        // Whole and indexed, each after its parents, with its entry as its form when its base has one.
-        const kept = await storeReceivedFormsAlone(store, project, commits.map(receivedForm), COMMITS_ALONE_PER_WRITE);
-        commits.forEach((commit, index) => {
-          this.kept.add(commit.oid);
-          if (!kept[index]) this.late.push(commit);
-        });
+        await this.runs.add(run);
       } catch (error) {
         this.failure = { error };
       }
@@ -312,10 +284,10 @@ export class EarlyHistory {
   };
 
   /** Once every run given is stored: the ids kept, and the late entries. Rejects with the first failure. */
-  async settled(): Promise<EarlyStored> {
+  async settled(): Promise<StoredRuns> {
     await this.chain;
     if (this.failure) throw this.failure.error;
-    return { kept: this.kept, late: this.late };
+    return this.runs;
   }
 
   /** Lets go of what was stored (the seed failed): waits for the runs under way, then drops the held forms. */

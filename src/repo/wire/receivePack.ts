@@ -23,8 +23,8 @@ import { BRANCH_REF_PREFIX, branchNameProblem } from '../../git/refname.js';
 import type { RefResult, RefUpdateCommand } from '../../git/smartProtocol.js';
 import { isAncestor } from '../ancestry.js';
 import { inSlicesOf, Slicer } from '../slices.js';
-import { HeldPushForms, type HeldPushStored } from './heldPushForms.js';
-import type { ResolvedRun } from './importHistory.js';
+import { HeldPushForms } from './heldPushForms.js';
+import type { ResolvedRun, StoredRuns } from './streamedRuns.js';
 import { lockedChanges, resetWorkingTree, uncommittedPaths } from '../worktree/moveWorkingTree.js';
 import { commitInfo, hasObject, inReadTx, inWriteTx, MAIN_BRANCH, type Repo, type WriteTx } from '../repo.js';
 
@@ -135,7 +135,7 @@ export async function receivePack(repo: Repo, input: ReceivePackInput): Promise<
   let forgetCommitObjects = () => {};
   const relied = new ReliedObjects();
   /** Objects of a large pack held while it is checked, then kept (their ids, and the commits whose form waits) or let go. */
-  let keptEarly: HeldPushStored | null = null;
+  let keptEarly: StoredRuns | null = null;
   /** Read before anything of the pack is stored (CheckedPush.storedFirst). */
   let collectionsBegun: number | undefined;
   if (input.pack && input.pack.length > 0) {

@@ -28,7 +28,7 @@ import { inWriteTx, type Repo } from '../../../src/repo/repo.js';
 import type { AsyncStore, AsyncStoreReadTx, ProjectReads, ReceivedForm } from '../../../src/store/asyncTypes.js';
 import { newTestRepo, openTestStore } from '../../support/store.js';
 import { PackChecker } from '../../../src/service/packChecker.js';
-import type { ResolvedRun } from '../../../src/repo/wire/importHistory.js';
+import type { ResolvedRun } from '../../../src/repo/wire/streamedRuns.js';
 
 const opened = openTestStore();
 /** A checker that sends every pack past 1 KB to its worker, as the server does a large push. */
