@@ -231,7 +231,14 @@ export class TreeCursor {
   oidStart = 0;
   private offset = 0;
 
-  constructor(readonly body: Buffer) {}
+  constructor(public body: Buffer) {}
+
+  /** Points the cursor at the start of another tree, so a walk reuses one cursor per level. */
+  reset(body: Buffer): this {
+    this.body = body;
+    this.offset = 0;
+    return this;
+  }
 
   /** Moves to the next entry; false after the last. */
   next(): boolean {
