@@ -61,7 +61,7 @@ export class GitExport {
     const result = await receivePack(this.projects.repo(record), {
       ...push,
       refUpdatesMax: this.config.limits.pushRefsMax,
-      checkPack: (pack, limits, lookups, clientShallow, onResolved) => this.packChecker.check(pack, limits, lookups, clientShallow, onResolved),
+      checkPack: (pack, limits, lookups, clientShallow, onResolved, onParsed) => this.packChecker.check(pack, limits, lookups, clientShallow, onResolved, onParsed),
       // Each ref the push moved, as the event its kind of move is (src/service/events.ts), in the push's transaction.
       runInTx: (apply) =>
         this.projects.outbox.runChange(record, apply, async (applied, tx, announce) => {

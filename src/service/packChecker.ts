@@ -249,6 +249,8 @@ interface Job {
   lookups: AsyncStoreLookups;
   /** Takes the runs of resolved objects, when they are streamed. */
   onResolved: ((run: ResolvedRun) => void) | undefined;
+  /** Told when the pack is parsed and its check goes on. */
+  onParsed: (() => void) | undefined;
   /** The parsed objects as this thread has them, once the first answer came. */
   objects: Promise<PackObject[]> | null;
   /** Settled by the verdict (or a failure): the whole check's result. */
@@ -289,10 +291,17 @@ export class PackChecker {
   /**
    * Parses and checks `pack`. The lookups run on this thread, one question at a time; a body
    * `object` returns must stay valid (a copy, not a view into storage). `clientShallow`: hex ids
-   * of the push's shallow lines. `onResolved`: as begin()'s.
+   * of the push's shallow lines. `onResolved`, `onParsed`: as begin()'s.
    */
-  async check(pack: Buffer, limits: PackLimits, lookups: AsyncStoreLookups, clientShallow: ReadonlySet<string> = new Set(), onResolved?: (run: ResolvedRun) => void): Promise<PackCheckResult> {
-    const begun = await this.begin(pack, limits, lookups, clientShallow, onResolved);
+  async check(
+    pack: Buffer,
+    limits: PackLimits,
+    lookups: AsyncStoreLookups,
+    clientShallow: ReadonlySet<string> = new Set(),
+    onResolved?: (run: ResolvedRun) => void,
+    onParsed?: () => void,
+  ): Promise<PackCheckResult> {
+    const begun = await this.begin(pack, limits, lookups, clientShallow, onResolved, onParsed);
     return 'parsed' in begun ? begun.result : begun;
   }
 
@@ -304,7 +313,8 @@ export class PackChecker {
    * `onResolved`: given the pack's trees and blobs (entries and ids) and commits (whole, with their
    * entries) in runs while the worker still parses, every delta after its base (nothing for a pack
    * checked inline); what it is given is unchecked until the verdict, and may not all be what the
-   * pack's refs reach.
+   * pack's refs reach. `onParsed`: told once the worker has parsed the whole pack (no run comes
+   * after it) and checks the rest, which takes a while with nothing for this thread to do.
    */
   async begin(
     pack: Buffer,
@@ -312,6 +322,7 @@ export class PackChecker {
     lookups: AsyncStoreLookups,
     clientShallow: ReadonlySet<string> = new Set(),
     onResolved?: (run: ResolvedRun) => void,
+    onParsed?: () => void,
   ): Promise<PackCheckResult | ParsedPack> {
     if (pack.length <= this.inlineBytesMax) {
       const checked = await checkReceivedPackWithAsyncLookups(pack, limits, lookups, clientShallow);
@@ -353,7 +364,7 @@ export class PackChecker {
     };
     return await new Promise<PackCheckResult | ParsedPack>((resolve, reject) => {
       if (this.jobs.size === 0) worker.ref();
-      this.jobs.set(id, { pack, lookups, onResolved, lists, requestLists, settleLists, objects: null, verdict, settleVerdict, resolve, reject, done: () => port1.close() });
+      this.jobs.set(id, { pack, lookups, onResolved, onParsed, lists, requestLists, settleLists, objects: null, verdict, settleVerdict, resolve, reject, done: () => port1.close() });
       worker.postMessage({ id, pack: copy, limits, clientShallow: [...clientShallow], port: port2, signal, wholeBlobs: this.wholeBlobs, streamForms: onResolved !== undefined }, [copy.buffer, port2]);
     });
   }
@@ -427,6 +438,7 @@ export class PackChecker {
       return job.reject(error);
     }
     if (answer.parsed) {
+      job.onParsed?.();
       const objects = externalBasesOf(answer, job.lookups).then((externalBases) => objectsOf(answer, job.pack, externalBases));
       job.objects = objects;
       objects.then(

@@ -369,6 +369,12 @@ export interface AsyncStore extends Partial<PackFormBacklog> {
    */
   endFormHold?(hold: FormHold, keep: boolean): Promise<boolean>;
   /**
+   * Optional (offered with beginFormHold): readies what the hold took so far for endFormHold, so
+   * that keeping it takes less then (a push calls it while its pack's check runs and the request
+   * thread has nothing else to do). Any number of calls; what is held stays held.
+   */
+  prepareFormHold?(hold: FormHold): Promise<void>;
+  /**
    * Optional, for a project number reserved for a git seed (empty, and nobody else writes it): from now until
    * settleForms, the backend may hold back part of what writes store for it (LMDB: the pointers of
    * pack-ready forms, to put them in key order at the end), so those forms read as absent meanwhile.

@@ -123,38 +123,111 @@ export class HeldForms {
     for (const commit of run) this.commits.delete(commit.key.toString('latin1'));
   }
 
-  /** `packed` keys and values (a shelf pointer, or a form of its own), chain depths and bases, in the order put. */
+  /** `packed` keys and values (a shelf pointer, or a form of its own), chain depths and bases, taken and not yet bucketed. */
   private entries: HeldForm[] = [];
+  /**
+   * The entries bucketed: by group (a push's by chain depth; a seed's all in one), then by the id's
+   * first byte (a project's keys share their prefix). Each bucket is its part sorted by key, then
+   * its part taken since it was sorted.
+   */
+  private groups: Array<Array<HeldBucket | undefined> | undefined> = [];
+  private count = 0;
 
   get size(): number {
-    return this.entries.length;
+    return this.count;
   }
 
   /** Takes what a committed write held back. */
   take(added: readonly HeldForm[]): void {
     for (const entry of added) {
-      if (this.depths.add(entry.key, PROJECT_PREFIX_BYTES, entry.depth)) this.entries.push(entry);
+      if (this.depths.add(entry.key, PROJECT_PREFIX_BYTES, entry.depth)) {
+        this.entries.push(entry);
+        this.count++;
+      }
+    }
+  }
+
+  /**
+   * Sorts what was taken so far, a bucket at a time (a step between two buckets: the caller gives the
+   * event loop a turn there), so a drain after it sorts only what is taken later: a push sorts its
+   * pointers while its pack is checked, when the request thread is idle, rather than after the
+   * verdict. A bucket already sorted is sorted again only once its new part is an eighth of it, so
+   * preparing after every take would still cost O(n log n) in all.
+   */
+  *prepare(): Generator<void> {
+    this.bucketEntries();
+    for (const buckets of this.groups) {
+      if (!buckets) continue;
+      for (const bucket of buckets) {
+        if (!bucket || bucket.fresh.length === 0 || bucket.fresh.length * 8 < bucket.sorted.length) continue;
+        sortBucket(bucket);
+        yield;
+      }
     }
   }
 
   /**
    * The entries in key order, in runs of about `runLength`, once: the list is empty afterwards (the
-   * depths stay). Sorted a run at a time, so the caller can give the event loop a turn between
+   * depths stay). Sorted a bucket at a time, so the caller can give the event loop a turn between
    * runs (sortByOid). A push's hold (not `projectEmpty`) gives them by chain depth first, then in
    * key order: put a run at a time in a project others read, every pointer put names a base put
    * before it (or stored), even if the writes after it never happen.
    */
   *drain(runLength: number): Generator<HeldForm[]> {
-    const entries = this.entries;
-    this.entries = [];
-    if (this.projectEmpty) {
-      yield* inKeyOrder([entries], runLength);
-      return;
+    this.bucketEntries();
+    const groups = this.groups;
+    this.groups = [];
+    this.count = 0;
+    let run: HeldForm[] = [];
+    for (const buckets of groups) {
+      if (!buckets) continue;
+      for (const bucket of buckets) {
+        if (!bucket) continue;
+        sortBucket(bucket);
+        for (const entry of bucket.sorted) run.push(entry);
+        if (run.length >= runLength) {
+          yield run;
+          run = [];
+        }
+      }
     }
-    const byDepth: HeldForm[][] = [];
-    for (const entry of entries) (byDepth[entry.depth] ??= []).push(entry);
-    yield* inKeyOrder(byDepth.filter(Boolean), runLength);
+    if (run.length > 0) yield run;
   }
+
+  private bucketEntries(): void {
+    for (const entry of this.entries) {
+      const buckets = (this.groups[this.projectEmpty ? 0 : entry.depth] ??= new Array(256));
+      (buckets[entry.key[PROJECT_PREFIX_BYTES]] ??= { sorted: [], fresh: [] }).fresh.push(entry);
+    }
+    this.entries = [];
+  }
+}
+
+/** A bucket of held pointers: `sorted` in key order, `fresh` taken since. */
+interface HeldBucket {
+  sorted: HeldForm[];
+  fresh: HeldForm[];
+}
+
+/** Sorts a bucket's fresh part and merges it into its sorted part. */
+function sortBucket(bucket: HeldBucket): void {
+  if (bucket.fresh.length === 0) return;
+  const fresh = sortByOid(bucket.fresh, (held) => held.key, PROJECT_PREFIX_BYTES);
+  bucket.fresh = [];
+  const sorted = bucket.sorted;
+  if (sorted.length === 0) {
+    bucket.sorted = fresh;
+    return;
+  }
+  // Keys are unique (take() adds each id once) and share the project's prefix.
+  const merged: HeldForm[] = new Array(sorted.length + fresh.length);
+  let i = 0;
+  let j = 0;
+  let k = 0;
+  while (i < sorted.length && j < fresh.length) merged[k++] = Buffer.compare(sorted[i].key, fresh[j].key) < 0 ? sorted[i++] : fresh[j++];
+  while (i < sorted.length) merged[k++] = sorted[i++];
+  while (j < fresh.length) merged[k++] = fresh[j++];
+  bucket.sorted = merged;
 }
 
 /**

@@ -86,6 +86,8 @@ const REPACK_BYTES = 1024 * 1024;
  */
 const HELD_POINTERS_PER_WRITE = 4_096;
 const HELD_POINTERS_MAX = 1_000_000;
+/** A hold's pointers are sorted ahead (prepareFormHold) in slices of about this long. */
+const PREPARE_SLICE_MS = 10;
 /** Held commits (a seed's: HeldForms.commits) put per write, and their bytes; and the bytes a seed holds at most before it puts them. */
 const HELD_COMMITS_PER_WRITE = 4_096;
 const HELD_COMMIT_BYTES_PER_WRITE = 1024 * 1024;
@@ -1083,6 +1085,18 @@ export class LmdbAsyncStore implements AsyncStore {
   beginFormHold(project: number): FormHold {
     const hold: LmdbFormHold = { project, held: this.sync.beginPrivateHold(project) };
     return hold;
+  }
+
+  async prepareFormHold(hold: FormHold): Promise<void> {
+    const { held } = lmdbHold(hold, hold.project);
+    // The held pointers sorted now rather than after the verdict (some 85 ms of a 3,000-commit
+    // push's first), in slices between which other requests run.
+    let since = performance.now();
+    for (const _ of held.prepare()) {
+      if (performance.now() - since < PREPARE_SLICE_MS) continue;
+      await turn();
+      since = performance.now();
+    }
   }
 
   async endFormHold(hold: FormHold, keep: boolean): Promise<boolean> {

@@ -75,4 +75,35 @@ describe('HeldForms', () => {
     seed.takeCommits(held);
     expect([...seed.drainCommits(100, Infinity)].flat().map((entry) => entry.key)).toEqual(held.map((entry) => entry.key).sort(Buffer.compare));
   });
+  it('sorted ahead (prepare) while more is taken, gives back what an unprepared drain gives; a bucket is sorted again only once its new part is an eighth of it', () => {
+    // Ids spread evenly: 80 to each first byte, 20 to each first byte and depth (of 4).
+    const entries = Array.from({ length: 2 * 20_480 + 1 }, (_, index) => ({
+      key: Buffer.concat([PREFIX, Buffer.from([index & 0xff]), randomBytes(19)]),
+      value: Buffer.from([index & 0xff]),
+      depth: (index >> 8) & 3,
+      base: null,
+    }));
+    for (const projectEmpty of [true, false]) {
+      const plain = new HeldForms(projectEmpty);
+      const prepared = new HeldForms(projectEmpty);
+      plain.take(entries);
+      prepared.take(entries.slice(0, 20_480));
+      // Every bucket in use is sorted once: 256 first bytes, in each group (a push's by depth).
+      const steps = [...prepared.prepare()].length;
+      expect(steps).toBe(projectEmpty ? 256 : 4 * 256);
+      // One more: its bucket's new part is not an eighth of it, so nothing is sorted again.
+      prepared.take(entries.slice(20_480, 20_481));
+      expect([...prepared.prepare()].length).toBe(0);
+      // Then as many again: every bucket is sorted again, merged with what it had.
+      prepared.take(entries.slice(20_481));
+      expect([...prepared.prepare()].length).toBe(steps);
+      expect(prepared.size).toBe(entries.length);
+      const keysOf = (runs: Array<Array<{ key: Buffer }>>) => runs.flat().map((entry) => entry.key.toString('hex'));
+      const plainRuns = [...plain.drain(1_000)];
+      const preparedRuns = [...prepared.drain(1_000)];
+      expect(keysOf(preparedRuns)).toEqual(keysOf(plainRuns));
+      expect(preparedRuns.map((run) => run.length)).toEqual(plainRuns.map((run) => run.length));
+      expect(prepared.size).toBe(0);
+    }
+  });
 });

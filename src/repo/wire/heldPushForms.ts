@@ -54,6 +54,21 @@ export class HeldPushForms {
   };
 
   /**
+   * Readies the held forms for the hold's end (AsyncStore.prepareFormHold) after the runs given so
+   * far, told when the pack is parsed: the check's rest then takes a while, and keeping the hold
+   * after it takes less (told from the checker's message handler: it never throws).
+   */
+  readonly prepare = (): void => {
+    const store = this.store;
+    if (!store.prepareFormHold) return;
+    this.chain = this.chain.then(async () => {
+      if (this.failed || this.ended) return;
+      // Only a head start on endFormHold's own work: a failure here leaves that work to it.
+      await store.prepareFormHold!(this.hold).catch(() => {});
+    });
+  };
+
+  /**
    * Ends the hold once the runs given are stored: with `keep` (the check passed), the forms and
    * commits are stored and what was kept returned; otherwise they are let go, and null is returned.
    * Null too when some held object is missing after all (a delta whose base lost to another write's

@@ -58,7 +58,14 @@ export interface ReceivePackInput {
    * src/service/packChecker.ts, asking the store through `lookups` (storeLookups of the repo);
    * without it the pack is checked inline.
    */
-  checkPack?: (pack: Buffer, limits: PackLimits, lookups: AsyncStoreLookups, clientShallow: ReadonlySet<string>, onResolved?: (run: ResolvedRun) => void) => Promise<PackCheckResult>;
+  checkPack?: (
+    pack: Buffer,
+    limits: PackLimits,
+    lookups: AsyncStoreLookups,
+    clientShallow: ReadonlySet<string>,
+    onResolved?: (run: ResolvedRun) => void,
+    onParsed?: () => void,
+  ) => Promise<PackCheckResult>;
   /**
    * Runs the push's transaction-level core (applyPushInTx) in the caller's write transaction, so
    * the caller commits its own records with the push (its events); by default a transaction of its own.
@@ -147,7 +154,7 @@ export async function receivePack(repo: Repo, input: ReceivePackInput): Promise<
     try {
       // Inline, every pass answers at least one question the last did not, so the passes end.
       checked = input.checkPack
-        ? await input.checkPack(input.pack, limits, lookups, clientShallow, held?.add)
+        ? await input.checkPack(input.pack, limits, lookups, clientShallow, held?.add, held?.prepare)
         : (await checkReceivedPackWithAsyncLookups(input.pack, limits, lookups, clientShallow, Infinity))!;
     } catch (error) {
       await held?.end(false).catch(() => {});

@@ -344,12 +344,19 @@ describe('receivePack of a large pack: trees and blobs stored while the pack is 
   const shelvesOf = (repo: Repo) => opened.store.listShelves(repo.project, null, 100_000).map((shelf) => shelf.shelf);
 
   /** The same store with every putFormsAlone call's promise and forms noted, so a test can wait for the held runs. */
-  function notingPuts(store: AsyncStore): { store: AsyncStore; puts: Array<Promise<unknown>>; forms: ReceivedForm[] } {
+  function notingPuts(store: AsyncStore): { store: AsyncStore; puts: Array<Promise<unknown>>; forms: ReceivedForm[]; holdCalls: string[] } {
     const puts: Array<Promise<unknown>> = [];
     const forms: ReceivedForm[] = [];
+    const holdCalls: string[] = [];
     const noted = new Proxy(store, {
       get(inner, prop) {
         const value = Reflect.get(inner, prop, inner);
+        if ((prop === 'prepareFormHold' || prop === 'endFormHold') && typeof value === 'function') {
+          return (...args: unknown[]) => {
+            holdCalls.push(prop);
+            return value.apply(inner, args);
+          };
+        }
         if (prop === 'putFormsAlone') {
           return (...args: Parameters<NonNullable<AsyncStore['putFormsAlone']>>) => {
             const put = inner.putFormsAlone!(...args);
@@ -361,7 +368,7 @@ describe('receivePack of a large pack: trees and blobs stored while the pack is 
         return typeof value === 'function' ? value.bind(inner) : value;
       },
     });
-    return { store: noted, puts, forms };
+    return { store: noted, puts, forms, holdCalls };
   }
 
   /** receivePack of `pack` creating refs/heads/feature at `pushed`, through `store`, checked by `checkPack` (the worker's, streaming, by default). */
@@ -377,12 +384,26 @@ describe('receivePack of a large pack: trees and blobs stored while the pack is 
     let readDuringCheck: boolean[] = [];
     let shelvesDuringCheck = 0;
     const noted = notingPuts(repo.store);
-    const result = await pushFeature(repo, noted.store, pack, pushed, async (bytes, limits, lookups, shallow, onResolved) => {
+    let runsWhenParsed = -1;
+    const result = await pushFeature(repo, noted.store, pack, pushed, async (bytes, limits, lookups, shallow, onResolved, onParsed) => {
       expect(onResolved).toBeDefined();
-      const checked = await checker.check(bytes, limits, lookups, shallow, (run: ResolvedRun) => {
-        runs++;
-        onResolved!(run);
-      });
+      expect(onParsed).toBeDefined();
+      const checked = await checker.check(
+        bytes,
+        limits,
+        lookups,
+        shallow,
+        (run: ResolvedRun) => {
+          runs++;
+          onResolved!(run);
+        },
+        () => {
+          runsWhenParsed = runs;
+          onParsed!();
+        },
+      );
+      // Told once, after the last run; the held pointers were readied for the hold's end then.
+      expect(runsWhenParsed).toBe(runs);
       // Every run is written by now (its shelves are there), and none of it is read.
       await Promise.all(noted.puts);
       shelvesDuringCheck = shelvesOf(repo).length;
@@ -390,6 +411,7 @@ describe('receivePack of a large pack: trees and blobs stored while the pack is 
       return checked;
     });
     expect(runs).toBeGreaterThanOrEqual(2);
+    expect(noted.holdCalls).toEqual(['prepareFormHold', 'endFormHold']);
     expect(shelvesDuringCheck).toBeGreaterThan(shelvesBefore);
     expect(readDuringCheck.filter(Boolean)).toEqual([]);
     expect(result.results).toEqual([{ ref: 'refs/heads/feature', ok: true }]);
