@@ -293,15 +293,8 @@ export class PackChecker {
    * `object` returns must stay valid (a copy, not a view into storage). `clientShallow`: hex ids
    * of the push's shallow lines. `onResolved`, `onParsed`: as begin()'s.
    */
-  async check(
-    pack: Buffer,
-    limits: PackLimits,
-    lookups: AsyncStoreLookups,
-    clientShallow: ReadonlySet<string> = new Set(),
-    onResolved?: (run: ResolvedRun) => void,
-    onParsed?: () => void,
-  ): Promise<PackCheckResult> {
-    const begun = await this.begin(pack, limits, lookups, clientShallow, onResolved, onParsed);
+  async check(...args: Parameters<PackChecker['begin']>): Promise<PackCheckResult> {
+    const begun = await this.begin(...args);
     return 'parsed' in begun ? begun.result : begun;
   }
 
