@@ -314,6 +314,28 @@ function valueAnnex(value: Buffer): Buffer | null {
 /** errno values and LMDB codes that mean the disk (or the map) cannot take the write. */
 const STORAGE_FULL_CODES = new Set<number | string>([5 /* EIO: LMDB's pwrite on a full disk */, 28 /* ENOSPC */, -30792 /* MDB_MAP_FULL */, 'ENOSPC', 'EIO']);
 
+/**
+ * `flushed` (lmdb-js's flush of a commit), or, when it has not settled after FLUSH_WAIT_MS_MAX, an
+ * explicit sync of everything committed so far (`sync`): either way the commit is on disk when
+ * this resolves. A flush whose batch then failed (a full disk: lmdb-js logs the batch's error and
+ * calls none of its flush resolvers) is never settled, and a write that took it for its own would
+ * wait for good: an HTTP write on a disk just freed once hung so.
+ */
+export async function untilDurable(flushed: Promise<void>, sync: () => Promise<void>, waitMs = FLUSH_WAIT_MS_MAX): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const synced = new Promise<void>((resolve, reject) => {
+    timer = setTimeout(() => sync().then(resolve, reject), waitMs);
+  });
+  try {
+    await Promise.race([flushed, synced]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** How long a write waits for lmdb-js's flush of its commit before it syncs the file itself (a flush takes milliseconds). */
+const FLUSH_WAIT_MS_MAX = 5_000;
+
 function isStorageFull(error: unknown): boolean {
   const code = (error as { code?: number | string })?.code;
   if (code !== undefined && STORAGE_FULL_CODES.has(code)) return true;
@@ -711,7 +733,7 @@ export class LmdbStore implements Store {
     // Committed (the next transaction reads it), not yet durable. lmdb-js's \`flushed\` is the flush of
     // the newest batch when it is asked: asked after afterCommit (which lets the next writer queue
     // its batch), it would hold this write's acknowledgement until that one is durable too.
-    const flushed = new Promise<void>((resolve, reject) => this.env.flushed.then(() => resolve(), reject));
+    const flushed = untilDurable(new Promise<void>((resolve, reject) => this.env.flushed.then(() => resolve(), reject)), () => this.syncNow());
     this.recent.forget((tx as LmdbTx | null)?.recentMoved ?? []);
     for (const [held, added] of (tx as LmdbTx | null)?.heldAdded ?? []) held.take(added);
     for (const [held, added] of (tx as LmdbTx | null)?.heldCommitsAdded ?? []) held.takeCommits([...added.values()]);
@@ -759,12 +781,19 @@ export class LmdbStore implements Store {
     }
   }
 
+  /** Everything committed so far, synced to disk now (mdb_env_sync on lmdb-js's thread). */
+  private syncNow(): Promise<void> {
+    // (lmdb-js's sync(callback) is missing from its type declarations.)
+    const env = this.env as unknown as { sync(callback: (error: unknown) => void): void };
+    return new Promise((resolve, reject) => env.sync((error) => (error ? reject(error) : resolve())));
+  }
+
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
     if (this.moveTimer) clearTimeout(this.moveTimer);
     await this.moving;
-    await this.env.flushed;
+    await untilDurable(Promise.resolve(this.env.flushed).then(() => {}), () => this.syncNow());
     await this.env.close();
   }
 

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { open } from 'lmdb';
 import { afterAll, describe, expect, it } from 'vitest';
 import { hashObject } from '../../src/git/oid.js';
-import { LmdbStore } from '../../src/store/lmdb.js';
+import { LmdbStore, untilDurable } from '../../src/store/lmdb.js';
 import { openStoreInThread } from '../../src/store/open.js';
 import { scratchDir } from '../support/git.js';
 import { storeContract } from './contract.js';
@@ -39,6 +39,32 @@ describe('LmdbStore', () => {
     } finally {
       await store.close();
       parent.remove();
+    }
+  });
+
+  it("waits for a commit's flush, and syncs the file itself when the flush never settles (a batch that failed on a full disk leaves its flush so)", async () => {
+    let syncs = 0;
+    const sync = async () => {
+      syncs++;
+    };
+    // Flushed in time: no sync of its own.
+    await untilDurable(new Promise((resolve) => setTimeout(resolve, 5)), sync, 200);
+    expect(syncs).toBe(0);
+    // Never flushed: synced after the wait, and then it ends.
+    const started = performance.now();
+    await untilDurable(new Promise(() => {}), sync, 50);
+    expect(syncs).toBe(1);
+    expect(performance.now() - started).toBeGreaterThanOrEqual(45);
+    // A sync that fails is the write's failure.
+    await expect(untilDurable(new Promise(() => {}), async () => Promise.reject(new Error('EIO')), 10)).rejects.toThrow('EIO');
+    // A flush that fails is too.
+    await expect(untilDurable(Promise.reject(new Error('flush failed')), sync, 1_000)).rejects.toThrow('flush failed');
+    // The store's own sync (lmdb-js's env.sync, which its types leave out) calls back.
+    const store = new LmdbStore({ path: join(dir.path, 'sync-now') });
+    try {
+      await untilDurable(new Promise(() => {}), () => (store as unknown as { syncNow(): Promise<void> }).syncNow(), 1);
+    } finally {
+      await store.close();
     }
   });
 
