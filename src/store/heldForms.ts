@@ -106,16 +106,7 @@ export class HeldForms {
     this.commitsToPut = [];
     this.commitBytes = 0;
     const bytesOf = (entry: HeldCommit) => entry.value.length + entry.info.length;
-    if (this.projectEmpty) {
-      yield* inKeyOrder([entries], runLength, runBytes, bytesOf);
-      return;
-    }
-    for (let start = 0; start < entries.length; ) {
-      let end = start;
-      for (let bytes = 0; end < entries.length && end - start < runLength && bytes < runBytes; end++) bytes += bytesOf(entries[end]);
-      yield entries.slice(start, end);
-      start = end;
-    }
+    yield* inRuns(this.projectEmpty ? bucketsInKeyOrder(entries) : entries.map((entry) => [entry]), runLength, runBytes, bytesOf);
   }
 
   /** Commits that are put now: reads find them in the tables. */
@@ -178,20 +169,7 @@ export class HeldForms {
     const groups = this.groups;
     this.groups = [];
     this.count = 0;
-    let run: HeldForm[] = [];
-    for (const buckets of groups) {
-      if (!buckets) continue;
-      for (const bucket of buckets) {
-        if (!bucket) continue;
-        sortBucket(bucket);
-        for (const entry of bucket.sorted) run.push(entry);
-        if (run.length >= runLength) {
-          yield run;
-          run = [];
-        }
-      }
-    }
-    if (run.length > 0) yield run;
+    yield* inRuns(sortedBuckets(groups), runLength);
   }
 
   private bucketEntries(): void {
@@ -230,27 +208,42 @@ function sortBucket(bucket: HeldBucket): void {
   bucket.sorted = merged;
 }
 
+/** Each group's buckets in order, each sorted as it is reached (a bucket at a time). */
+function* sortedBuckets(groups: ReadonlyArray<ReadonlyArray<HeldBucket | undefined> | undefined>): Generator<HeldForm[]> {
+  for (const buckets of groups) {
+    if (!buckets) continue;
+    for (const bucket of buckets) {
+      if (!bucket) continue;
+      sortBucket(bucket);
+      yield bucket.sorted;
+    }
+  }
+}
+
+/** `entries` in key order, bucketed on the id's first byte (a project's keys share their prefix), each bucket sorted as it is reached. */
+function* bucketsInKeyOrder<T extends { key: Buffer }>(entries: readonly T[]): Generator<T[]> {
+  const buckets: T[][] = Array.from({ length: 256 }, () => []);
+  for (const entry of entries) buckets[entry.key[PROJECT_PREFIX_BYTES]].push(entry);
+  for (const bucket of buckets) yield sortByOid(bucket, (held) => held.key, PROJECT_PREFIX_BYTES);
+}
+
 /**
- * The entries of each group in key order, group after group, in runs of about `runLength` entries
- * (and `runBytes` bytes, `bytesOf` each, when given). Bucketed on the id's first byte (a project's
- * keys share their prefix), each bucket sorted alone.
+ * The buckets' entries, in order, in runs: a run ends after the bucket that takes it to `runLength`
+ * entries or `runBytes` bytes (`bytesOf` each), so a bucket is never split. Lazy: a bucket is
+ * reached (and sorted, by the generators above) only when the run before it has been taken.
  */
-function* inKeyOrder<T extends { key: Buffer }>(groups: ReadonlyArray<readonly T[]>, runLength: number, runBytes = Infinity, bytesOf: (entry: T) => number = () => 0): Generator<T[]> {
+function* inRuns<T>(buckets: Iterable<readonly T[]>, runLength: number, runBytes = Infinity, bytesOf: (entry: T) => number = () => 0): Generator<T[]> {
   let run: T[] = [];
   let bytes = 0;
-  for (const group of groups) {
-    const buckets: T[][] = Array.from({ length: 256 }, () => []);
-    for (const entry of group) buckets[entry.key[PROJECT_PREFIX_BYTES]].push(entry);
-    for (const bucket of buckets) {
-      for (const entry of sortByOid(bucket, (held) => held.key, PROJECT_PREFIX_BYTES)) {
-        run.push(entry);
-        bytes += bytesOf(entry);
-      }
-      if (run.length >= runLength || bytes >= runBytes) {
-        yield run;
-        run = [];
-        bytes = 0;
-      }
+  for (const bucket of buckets) {
+    for (const entry of bucket) {
+      run.push(entry);
+      bytes += bytesOf(entry);
+    }
+    if (run.length >= runLength || bytes >= runBytes) {
+      yield run;
+      run = [];
+      bytes = 0;
     }
   }
   if (run.length > 0) yield run;
