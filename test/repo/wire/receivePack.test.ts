@@ -344,16 +344,19 @@ describe('receivePack of a large pack: trees and blobs stored while the pack is 
   const shelvesOf = (repo: Repo) => opened.store.listShelves(repo.project, null, 100_000).map((shelf) => shelf.shelf);
 
   /** The same store with every putFormsAlone call's promise and forms noted, so a test can wait for the held runs. */
-  function notingPuts(store: AsyncStore): { store: AsyncStore; puts: Array<Promise<unknown>>; forms: ReceivedForm[]; holdCalls: string[] } {
+  function notingPuts(store: AsyncStore): { store: AsyncStore; puts: Array<Promise<unknown>>; forms: ReceivedForm[]; holdCalls: string[]; written: () => Promise<unknown> } {
     const puts: Array<Promise<unknown>> = [];
     const forms: ReceivedForm[] = [];
     const holdCalls: string[] = [];
+    let markPrepared = () => {};
+    const prepared = new Promise<void>((resolve) => (markPrepared = resolve));
     const noted = new Proxy(store, {
       get(inner, prop) {
         const value = Reflect.get(inner, prop, inner);
         if ((prop === 'prepareFormHold' || prop === 'endFormHold') && typeof value === 'function') {
           return (...args: unknown[]) => {
             holdCalls.push(prop);
+            if (prop === 'prepareFormHold') markPrepared();
             return value.apply(inner, args);
           };
         }
@@ -368,7 +371,13 @@ describe('receivePack of a large pack: trees and blobs stored while the pack is 
         return typeof value === 'function' ? value.bind(inner) : value;
       },
     });
-    return { store: noted, puts, forms, holdCalls };
+    // The check's verdict may come before the push has written every run it was told (they are
+    // written one after another): the hold is readied after the last, once the pack is parsed.
+    const written = async () => {
+      await prepared;
+      await Promise.all(puts);
+    };
+    return { store: noted, puts, forms, holdCalls, written };
   }
 
   /** receivePack of `pack` creating refs/heads/feature at `pushed`, through `store`, checked by `checkPack` (the worker's, streaming, by default). */
@@ -404,8 +413,8 @@ describe('receivePack of a large pack: trees and blobs stored while the pack is 
       );
       // Told once, after the last run; the held pointers were readied for the hold's end then.
       expect(runsWhenParsed).toBe(runs);
-      // Every run is written by now (its shelves are there), and none of it is read.
-      await Promise.all(noted.puts);
+      // Every run is written once the hold is readied (its shelves are there), and none of it is read.
+      await noted.written();
       shelvesDuringCheck = shelvesOf(repo).length;
       readDuringCheck = await repo.store.read((tx) => tx.project(repo.project).hasObjects(ids));
       return checked;
@@ -479,9 +488,9 @@ describe('receivePack of a large pack: trees and blobs stored while the pack is 
     const pack = Buffer.concat(chunks);
     const pushed = hashObject('commit', commit);
     const noted = notingPuts(repo.store);
-    const result = await pushFeature(repo, noted.store, pack, pushed, async (bytes, limits, lookups, shallow, onResolved) => {
-      const checked = await checker.check(bytes, limits, lookups, shallow, onResolved);
-      await Promise.all(noted.puts);
+    const result = await pushFeature(repo, noted.store, pack, pushed, async (bytes, limits, lookups, shallow, onResolved, onParsed) => {
+      const checked = await checker.check(bytes, limits, lookups, shallow, onResolved, onParsed);
+      await noted.written();
       // Meanwhile another write stores c whole and b as a delta on c: nobody sees the held b, so
       // its form wins, and the held d (a delta on the held b) is not put.
       const delta = createDelta(c, b);
@@ -554,9 +563,9 @@ describe('receivePack of a large pack: trees and blobs stored while the pack is 
     let readDuringCheck: boolean[] = [];
     let heldDuringCheck: string[] = [];
     const noted = notingPuts(repo.store);
-    const result = await pushFeature(repo, noted.store, pack, pushed, async (bytes, limits, lookups, shallow, onResolved) => {
-      const checked = await checker.check(bytes, limits, lookups, shallow, onResolved);
-      await Promise.all(noted.puts);
+    const result = await pushFeature(repo, noted.store, pack, pushed, async (bytes, limits, lookups, shallow, onResolved, onParsed) => {
+      const checked = await checker.check(bytes, limits, lookups, shallow, onResolved, onParsed);
+      await noted.written();
       heldDuringCheck = noted.forms.filter((form) => form.type === 'commit').map((form) => oidToHex(form.oid));
       readDuringCheck = await repo.store.read((tx) => tx.project(repo.project).hasObjects(commits));
       return checked;
@@ -606,9 +615,9 @@ describe('receivePack of a large pack: trees and blobs stored while the pack is 
     const { pack, pushed, ids } = await commitInAClone(repo, manyFiles);
     const noted = notingPuts(repo.store);
     let compacted = false;
-    const result = await pushFeature(repo, noted.store, pack, pushed, async (bytes, limits, lookups, shallow, onResolved) => {
-      const checked = await checker.check(bytes, limits, lookups, shallow, onResolved);
-      await Promise.all(noted.puts);
+    const result = await pushFeature(repo, noted.store, pack, pushed, async (bytes, limits, lookups, shallow, onResolved, onParsed) => {
+      const checked = await checker.check(bytes, limits, lookups, shallow, onResolved, onParsed);
+      await noted.written();
       // Held shelves have no pointer naming them yet: to a compaction they look dead.
       const report = await collectGarbage(repo, { graceMs: 0 });
       compacted = report !== undefined;
