@@ -733,7 +733,7 @@ export class LmdbStore implements Store {
     // Committed (the next transaction reads it), not yet durable. lmdb-js's \`flushed\` is the flush of
     // the newest batch when it is asked: asked after afterCommit (which lets the next writer queue
     // its batch), it would hold this write's acknowledgement until that one is durable too.
-    const flushed = untilDurable(new Promise<void>((resolve, reject) => this.env.flushed.then(() => resolve(), reject)), () => this.syncNow());
+    const flushed = this.untilFlushed();
     this.recent.forget((tx as LmdbTx | null)?.recentMoved ?? []);
     for (const [held, added] of (tx as LmdbTx | null)?.heldAdded ?? []) held.take(added);
     for (const [held, added] of (tx as LmdbTx | null)?.heldCommitsAdded ?? []) held.takeCommits([...added.values()]);
@@ -781,6 +781,17 @@ export class LmdbStore implements Store {
     }
   }
 
+  /**
+   * lmdb-js's flush of the newest batch, or this store's own sync if it never settles
+   * (untilDurable). Its `then` is called at once: the thenable reads the newest batch when its
+   * `then` is called, and a later call would wait for a batch queued after this one. A read-only
+   * environment has no flush: nothing to wait for.
+   */
+  private untilFlushed(): Promise<void> {
+    const flush = this.env.flushed as PromiseLike<unknown> | undefined;
+    return untilDurable(new Promise<void>((resolve, reject) => (flush ? flush.then(() => resolve(), reject) : resolve())), () => this.syncNow());
+  }
+
   /** Everything committed so far, synced to disk now (mdb_env_sync on lmdb-js's thread). */
   private syncNow(): Promise<void> {
     // (lmdb-js's sync(callback) is missing from its type declarations.)
@@ -793,7 +804,7 @@ export class LmdbStore implements Store {
     this.closed = true;
     if (this.moveTimer) clearTimeout(this.moveTimer);
     await this.moving;
-    await untilDurable(Promise.resolve(this.env.flushed).then(() => {}), () => this.syncNow());
+    await this.untilFlushed();
     await this.env.close();
   }
 
